@@ -1,0 +1,499 @@
+"""Immutable asset types (see the package docstring for conventions). No bpy here."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+NODE_OBJECT = "OBJECT"
+NODE_BONE = "BONE"
+
+
+class AssetError(ValueError):
+    """Invalid input found while importing or validating an asset.
+
+    The message always names the offending object, bone, action, curve or key.
+    """
+
+
+def _ro(a, dtype=None, shape_tail: Optional[tuple] = None, name: str = "array"):
+    """Return a read-only contiguous copy of ``a`` (None stays None)."""
+    if a is None:
+        return None
+    arr = np.array(a, dtype=dtype, copy=True)
+    if shape_tail is not None:
+        if arr.ndim != 1 + len(shape_tail) or tuple(arr.shape[1:]) != tuple(shape_tail):
+            if arr.size == 0:
+                arr = arr.reshape((0,) + tuple(shape_tail))
+            else:
+                raise AssetError(f"{name}: expected shape (N, {', '.join(map(str, shape_tail))}), got {arr.shape}")
+    arr = np.ascontiguousarray(arr)
+    arr.flags.writeable = False
+    return arr
+
+
+# ----------------------------------------------------------------------------------------------
+# Math helpers shared by assets, animation and runtime (vectorised).
+# ----------------------------------------------------------------------------------------------
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """(N, 4) wxyz quaternions (normalised here) -> (N, 3, 3) rotation matrices."""
+    q = np.asarray(q, dtype=np.float64)
+    single = q.ndim == 1
+    q = np.atleast_2d(q)
+    n = np.linalg.norm(q, axis=1, keepdims=True)
+    n[n == 0.0] = 1.0
+    w, x, y, z = (q / n).T
+    m = np.empty((q.shape[0], 3, 3), dtype=np.float64)
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    m[:, 0, 0] = 1 - 2 * (yy + zz)
+    m[:, 0, 1] = 2 * (xy - wz)
+    m[:, 0, 2] = 2 * (xz + wy)
+    m[:, 1, 0] = 2 * (xy + wz)
+    m[:, 1, 1] = 1 - 2 * (xx + zz)
+    m[:, 1, 2] = 2 * (yz - wx)
+    m[:, 2, 0] = 2 * (xz - wy)
+    m[:, 2, 1] = 2 * (yz + wx)
+    m[:, 2, 2] = 1 - 2 * (xx + yy)
+    return m[0] if single else m
+
+
+def compose_trs(t: np.ndarray, q: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """T @ R @ S for (N,3) translations, (N,4) wxyz rotations, (N,3) scales -> (N,4,4)."""
+    t = np.atleast_2d(np.asarray(t, dtype=np.float64))
+    s = np.atleast_2d(np.asarray(s, dtype=np.float64))
+    r = quat_to_matrix(np.atleast_2d(q))
+    out = np.zeros((t.shape[0], 4, 4), dtype=np.float64)
+    out[:, :3, :3] = r * s[:, None, :]
+    out[:, :3, 3] = t
+    out[:, 3, 3] = 1.0
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Bounds
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Bounds:
+    """Axis-aligned box. An empty box has minimum = +inf and maximum = -inf."""
+
+    minimum: np.ndarray
+    maximum: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "minimum", _ro(self.minimum, np.float64))
+        object.__setattr__(self, "maximum", _ro(self.maximum, np.float64))
+
+    @staticmethod
+    def empty() -> "Bounds":
+        return Bounds(np.full(3, np.inf), np.full(3, -np.inf))
+
+    @staticmethod
+    def from_points(points: np.ndarray) -> "Bounds":
+        p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        if p.shape[0] == 0:
+            return Bounds.empty()
+        return Bounds(p.min(axis=0), p.max(axis=0))
+
+    @property
+    def is_empty(self) -> bool:
+        return bool(np.any(self.minimum > self.maximum))
+
+    def union(self, other: "Bounds") -> "Bounds":
+        return Bounds(np.minimum(self.minimum, other.minimum), np.maximum(self.maximum, other.maximum))
+
+    def corners(self) -> np.ndarray:
+        lo, hi = self.minimum, self.maximum
+        return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+
+    def transformed(self, matrix: np.ndarray) -> "Bounds":
+        if self.is_empty:
+            return self
+        m = np.asarray(matrix, dtype=np.float64)
+        c = self.corners() @ m[:3, :3].T + m[:3, 3]
+        return Bounds(c.min(axis=0), c.max(axis=0))
+
+    @property
+    def diagonal(self) -> float:
+        return 0.0 if self.is_empty else float(np.linalg.norm(self.maximum - self.minimum))
+
+
+# ----------------------------------------------------------------------------------------------
+# Scene nodes
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SceneNodeAsset:
+    """One node: a renderable object, an armature object or a bone."""
+
+    name: str                      # unique node name: object name, or "Armature/Bone"
+    kind: str                      # NODE_OBJECT or NODE_BONE
+    parent: int                    # parent node index, -1 for a root
+    pre_matrix: np.ndarray         # (4,4) constant: local = pre_matrix @ TRS(basis)
+    bind_translation: np.ndarray   # (3,)
+    bind_rotation: np.ndarray      # (4,) wxyz
+    bind_scale: np.ndarray         # (3,)
+    object_name: str               # the Blender object (for a bone: its armature object)
+    bone_name: Optional[str] = None
+    mesh_index: int = -1           # index into SceneAsset.meshes, -1 when the node draws nothing
+
+    def __post_init__(self):
+        object.__setattr__(self, "pre_matrix", _ro(self.pre_matrix, np.float64))
+        object.__setattr__(self, "bind_translation", _ro(self.bind_translation, np.float64))
+        object.__setattr__(self, "bind_rotation", _ro(self.bind_rotation, np.float64))
+        object.__setattr__(self, "bind_scale", _ro(self.bind_scale, np.float64))
+
+    @property
+    def bind_local(self) -> np.ndarray:
+        return self.pre_matrix @ compose_trs(self.bind_translation, self.bind_rotation, self.bind_scale)[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Skin and morph targets
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SkinAsset:
+    """Joints of one skinned primitive.
+
+    ``joint_node_indices[j]`` maps palette slot j to a SceneAsset node (a bone).
+    ``inverse_bind_matrices[j]`` takes mesh-local bind-pose positions into joint j's bind space
+    (relative to the mesh node: inverse(jointWorldBind) @ meshWorldBind).
+    ``joint_bounds_min/max[j]``: bounds, in mesh-local bind space, of the base vertices that joint j
+    actually influences (the seed's jointLocalBounds; skinMatrix[j] maps them to the current pose).
+    """
+
+    joint_node_indices: np.ndarray     # (J,) int64
+    inverse_bind_matrices: np.ndarray  # (J,4,4) float64
+    joint_bounds_min: np.ndarray       # (J,3) float64
+    joint_bounds_max: np.ndarray       # (J,3) float64
+    armature_node: int = -1            # node of the armature object driving this skin
+
+    def __post_init__(self):
+        object.__setattr__(self, "joint_node_indices", _ro(self.joint_node_indices, np.int64))
+        object.__setattr__(self, "inverse_bind_matrices", _ro(self.inverse_bind_matrices, np.float64, (4, 4), "inverse_bind_matrices"))
+        object.__setattr__(self, "joint_bounds_min", _ro(self.joint_bounds_min, np.float64, (3,), "joint_bounds_min"))
+        object.__setattr__(self, "joint_bounds_max", _ro(self.joint_bounds_max, np.float64, (3,), "joint_bounds_max"))
+
+    @property
+    def joint_count(self) -> int:
+        return int(self.joint_node_indices.shape[0])
+
+    def is_valid(self, node_count: int) -> bool:
+        j = self.joint_count
+        return (
+            j > 0
+            and self.inverse_bind_matrices.shape == (j, 4, 4)
+            and self.joint_bounds_min.shape == (j, 3)
+            and self.joint_bounds_max.shape == (j, 3)
+            and bool(np.all((self.joint_node_indices >= 0) & (self.joint_node_indices < node_count)))
+            and bool(np.all(np.isfinite(self.inverse_bind_matrices)))
+        )
+
+
+@dataclass(frozen=True)
+class MorphTargetAsset:
+    """One shape key of one primitive: deltas per primitive vertex against its relative key."""
+
+    name: str                              # display name (stable fallback when the key's name is empty)
+    position_deltas: np.ndarray            # (V,3) float32
+    normal_deltas: Optional[np.ndarray]    # (V,3) float32 or None
+    tangent_deltas: Optional[np.ndarray]   # (V,3) float32 or None
+    weight_min: float = 0.0                # the key's slider_min
+    weight_max: float = 1.0                # the key's slider_max
+    mute: bool = False
+    key_name: str = ""                     # the shape key's own name in Blender ('' allowed)
+
+    def __post_init__(self):
+        object.__setattr__(self, "position_deltas", _ro(self.position_deltas, np.float32, (3,), f"morph '{self.name}' positions"))
+        object.__setattr__(self, "normal_deltas", _ro(self.normal_deltas, np.float32, (3,), f"morph '{self.name}' normals"))
+        object.__setattr__(self, "tangent_deltas", _ro(self.tangent_deltas, np.float32, (3,), f"morph '{self.name}' tangents"))
+
+    def clamp(self, weight: float) -> float:
+        return min(max(float(weight), self.weight_min), self.weight_max)
+
+
+@dataclass(frozen=True)
+class PrimitiveAsset:
+    """Triangles of one material slot, with vertices split only where corner attributes differ."""
+
+    material_index: int
+    material_name: str
+    positions: np.ndarray                  # (V,3) float32, mesh-local
+    normals: np.ndarray                    # (V,3) float32, corner normals
+    indices: np.ndarray                    # (T,3) uint32
+    source_vertices: np.ndarray            # (V,) int64: Blender mesh vertex of each vertex
+    smooth_normals: Optional[np.ndarray] = None   # (V,3) averaged over split vertices (outline)
+    tangents: Optional[np.ndarray] = None  # (V,4) float32 (xyz, sign) when a UV map exists
+    uv0: Optional[np.ndarray] = None       # (V,2) float32
+    joints: Optional[np.ndarray] = None    # (V,K) uint32 palette-local joint indices, K in {4, 8}
+    weights: Optional[np.ndarray] = None   # (V,K) float32, normalised (all-zero rows stay zero)
+    skin: Optional[SkinAsset] = None
+    morph_targets: tuple = ()
+    bounds: Bounds = field(default_factory=Bounds.empty)
+
+    def __post_init__(self):
+        s = object.__setattr__
+        s(self, "positions", _ro(self.positions, np.float32, (3,), "positions"))
+        s(self, "normals", _ro(self.normals, np.float32, (3,), "normals"))
+        s(self, "indices", _ro(self.indices, np.uint32, (3,), "indices"))
+        s(self, "source_vertices", _ro(self.source_vertices, np.int64))
+        s(self, "smooth_normals", _ro(self.smooth_normals, np.float32, (3,), "smooth_normals"))
+        s(self, "tangents", _ro(self.tangents, np.float32, (4,), "tangents"))
+        s(self, "uv0", _ro(self.uv0, np.float32, (2,), "uv0"))
+        s(self, "joints", _ro(self.joints, np.uint32))
+        s(self, "weights", _ro(self.weights, np.float32))
+        s(self, "morph_targets", tuple(self.morph_targets))
+        if self.bounds.is_empty and self.positions.shape[0]:
+            s(self, "bounds", Bounds.from_points(self.positions))
+
+    @property
+    def vertex_count(self) -> int:
+        return int(self.positions.shape[0])
+
+    @property
+    def influences(self) -> int:
+        """0 (static), 4 or 8."""
+        return 0 if self.joints is None else int(self.joints.shape[1])
+
+    @property
+    def is_skinned(self) -> bool:
+        return self.skin is not None
+
+    @property
+    def has_morphs(self) -> bool:
+        return len(self.morph_targets) > 0
+
+
+@dataclass(frozen=True)
+class MeshAsset:
+    """The drawable content of one mesh object: one primitive per used material slot."""
+
+    name: str                       # the object's name (meshes are per object: skins and keys differ)
+    mesh_name: str                  # the mesh datablock name
+    primitives: tuple
+    fallback_reason: Optional[str] = None   # set when the GPU path cannot reproduce Blender
+    vertex_count: int = 0           # Blender mesh vertex count (source_vertices index into it)
+
+    def __post_init__(self):
+        object.__setattr__(self, "primitives", tuple(self.primitives))
+
+    @property
+    def bounds(self) -> Bounds:
+        b = Bounds.empty()
+        for p in self.primitives:
+            b = b.union(p.bounds)
+        return b
+
+
+# ----------------------------------------------------------------------------------------------
+# Animation
+# ----------------------------------------------------------------------------------------------
+
+def _track_ok(times: np.ndarray, values: np.ndarray, width: int) -> bool:
+    if times.ndim != 1 or values.ndim != 2 or values.shape != (times.shape[0], width):
+        return False
+    if not (np.all(np.isfinite(times)) and np.all(np.isfinite(values))):
+        return False
+    return bool(np.all(np.diff(times) >= 0.0))
+
+
+@dataclass(frozen=True)
+class NodeAnimationChannelAsset:
+    """TRS keys of one node. Tracks are independent; an empty track leaves that part of the pose."""
+
+    node_index: int
+    translation_times: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    translation_values: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    rotation_times: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rotation_values: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))   # wxyz, unit
+    scale_times: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    scale_values: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+
+    def __post_init__(self):
+        s = object.__setattr__
+        s(self, "translation_times", _ro(self.translation_times, np.float64))
+        s(self, "translation_values", _ro(self.translation_values, np.float64, (3,), "translation"))
+        s(self, "rotation_times", _ro(self.rotation_times, np.float64))
+        s(self, "rotation_values", _ro(self.rotation_values, np.float64, (4,), "rotation"))
+        s(self, "scale_times", _ro(self.scale_times, np.float64))
+        s(self, "scale_values", _ro(self.scale_values, np.float64, (3,), "scale"))
+
+    def is_valid(self, node_count: int) -> bool:
+        return (
+            0 <= self.node_index < node_count
+            and _track_ok(self.translation_times, self.translation_values, 3)
+            and _track_ok(self.rotation_times, self.rotation_values, 4)
+            and _track_ok(self.scale_times, self.scale_values, 3)
+        )
+
+
+@dataclass(frozen=True)
+class MorphWeightChannelAsset:
+    """Keys of one shape key value (a Key action's ``key_blocks["name"].value`` curve)."""
+
+    node_index: int           # the mesh object's node
+    target_name: str          # the shape key name (MorphTargetAsset.key_name)
+    times: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "times", _ro(self.times, np.float64))
+        object.__setattr__(self, "values", _ro(self.values, np.float64))
+
+    def is_valid(self, node_count: int) -> bool:
+        return (
+            0 <= self.node_index < node_count
+            and _track_ok(self.times, self.values.reshape(-1, 1), 1)
+        )
+
+
+@dataclass(frozen=True)
+class AnimationClipAsset:
+    """An Action bound to the nodes of one target (armature, object or shape-key owner).
+
+    Times are seconds from the clip start; ``frame_start`` and ``fps`` map them back to Blender
+    frames: frame = frame_start + time * fps.
+    """
+
+    name: str
+    duration_seconds: float
+    channels: tuple = ()
+    morph_channels: tuple = ()
+    frame_start: float = 0.0
+    fps: float = 24.0
+    target_object: str = ""          # the object the clip animates (armature/object/mesh)
+    action_name: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "channels", tuple(self.channels))
+        object.__setattr__(self, "morph_channels", tuple(self.morph_channels))
+
+    @property
+    def channel_count(self) -> int:
+        return len(self.channels) + len(self.morph_channels)
+
+    def is_valid(self, node_count: int) -> bool:
+        if not (np.isfinite(self.duration_seconds) and self.duration_seconds >= 0.0):
+            return False
+        if not (np.isfinite(self.fps) and self.fps > 0.0):
+            return False
+        return all(c.is_valid(node_count) for c in self.channels) and all(
+            c.is_valid(node_count) for c in self.morph_channels
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# The scene
+# ----------------------------------------------------------------------------------------------
+
+class SceneAsset:
+    """Node array (objects + bones), meshes and animations. Immutable after construction."""
+
+    def __init__(self, nodes: Sequence[SceneNodeAsset], meshes: Sequence[MeshAsset] = (),
+                 animations: Sequence[AnimationClipAsset] = (), name: str = ""):
+        self.name = name
+        self.nodes = tuple(nodes)
+        self.meshes = tuple(meshes)
+        self.animations = tuple(animations)
+        n = len(self.nodes)
+        self.parents = _ro([nd.parent for nd in self.nodes], np.int64).reshape(n)
+        self.pre_matrices = _ro(np.array([nd.pre_matrix for nd in self.nodes]).reshape(n, 4, 4), np.float64)
+        self.bind_translations = _ro(np.array([nd.bind_translation for nd in self.nodes]).reshape(n, 3), np.float64)
+        self.bind_rotations = _ro(np.array([nd.bind_rotation for nd in self.nodes]).reshape(n, 4), np.float64)
+        self.bind_scales = _ro(np.array([nd.bind_scale for nd in self.nodes]).reshape(n, 3), np.float64)
+        self.bind_locals = _ro(np.einsum("nij,njk->nik", self.pre_matrices,
+                                         compose_trs(self.bind_translations, self.bind_rotations, self.bind_scales))
+                               if n else np.zeros((0, 4, 4)), np.float64)
+        self.mesh_indices = _ro([nd.mesh_index for nd in self.nodes], np.int64).reshape(n)
+        self._index = {}
+        for i, nd in enumerate(self.nodes):
+            self._index[(nd.object_name, nd.bone_name)] = i
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes)
+
+    def node_index(self, object_name: str, bone_name: Optional[str] = None) -> int:
+        """Index of an object's node (bone_name None) or of a bone's node; -1 when absent."""
+        return self._index.get((object_name, bone_name), -1)
+
+    def validation_error(self) -> Optional[str]:
+        """None when every invariant holds, else a message naming the first problem."""
+        n = self.node_count
+        for i, nd in enumerate(self.nodes):
+            if not (-1 <= nd.parent < n) or nd.parent == i:
+                return f"node '{nd.name}': parent index {nd.parent} out of range"
+            if not (-1 <= nd.mesh_index < len(self.meshes)):
+                return f"node '{nd.name}': mesh index {nd.mesh_index} out of range"
+        for arr, what in ((self.pre_matrices, "matrix"), (self.bind_translations, "translation"),
+                          (self.bind_rotations, "rotation"), (self.bind_scales, "scale")):
+            bad = ~np.isfinite(arr.reshape(n, -1)).all(axis=1) if n else np.zeros(0, bool)
+            if bad.any():
+                return f"node '{self.nodes[int(np.argmax(bad))].name}': non-finite bind {what}"
+        cycle = find_parent_cycle(self.parents)
+        if cycle is not None:
+            return "parent cycle through nodes " + " -> ".join(f"'{self.nodes[i].name}'" for i in cycle)
+        for mesh in self.meshes:
+            for p in mesh.primitives:
+                v = p.vertex_count
+                if p.indices.size and int(p.indices.max()) >= v:
+                    return f"mesh '{mesh.name}' material '{p.material_name}': index out of range"
+                if p.normals.shape[0] != v or p.source_vertices.shape[0] != v:
+                    return f"mesh '{mesh.name}' material '{p.material_name}': attribute length mismatch"
+                if not np.all(np.isfinite(p.positions)):
+                    return f"mesh '{mesh.name}': non-finite vertex position"
+                if p.skin is not None:
+                    if not p.skin.is_valid(n):
+                        return f"mesh '{mesh.name}' material '{p.material_name}': invalid skin"
+                    if p.joints is None or p.weights is None or p.joints.shape != p.weights.shape \
+                            or p.joints.shape[0] != v:
+                        return f"mesh '{mesh.name}' material '{p.material_name}': joints/weights mismatch"
+                    if p.joints.size and int(p.joints.max()) >= p.skin.joint_count:
+                        return f"mesh '{mesh.name}' material '{p.material_name}': joint index out of range"
+                for t in p.morph_targets:
+                    if t.position_deltas.shape[0] != v:
+                        return f"mesh '{mesh.name}' shape key '{t.name}': delta count {t.position_deltas.shape[0]} != {v}"
+                    if not np.all(np.isfinite(t.position_deltas)):
+                        return f"mesh '{mesh.name}' shape key '{t.name}': non-finite delta"
+        for clip in self.animations:
+            if not clip.is_valid(n):
+                return f"action '{clip.name}': invalid clip for this scene"
+        return None
+
+    def is_valid(self) -> bool:
+        return self.validation_error() is None
+
+    def validate(self) -> None:
+        err = self.validation_error()
+        if err is not None:
+            raise AssetError(err)
+
+
+def find_parent_cycle(parents: np.ndarray) -> Optional[list]:
+    """Return the node indices of one parent cycle, or None when the parents form a forest.
+
+    Runs once per asset (validation), so a plain walk is fine here.
+    """
+    parents = np.asarray(parents)
+    n = parents.shape[0]
+    state = np.zeros(n, dtype=np.uint8)  # 0 unvisited, 1 on the current path, 2 done
+    for start in range(n):
+        if state[start]:
+            continue
+        path = []
+        i = start
+        while i >= 0 and state[i] == 0:
+            state[i] = 1
+            path.append(i)
+            p = int(parents[i])
+            i = p if 0 <= p < n else -1
+        if i >= 0 and state[i] == 1:
+            return path[path.index(i):]
+        for k in path:
+            state[k] = 2
+    return None

@@ -1,0 +1,164 @@
+"""Blender mesh -> per-material triangle primitives (numpy, bulk ``foreach_get``).
+
+Used for the asset import (original mesh) and for the CPU fallback path (the evaluated mesh of
+the depsgraph), so both draw through the same vertex layout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+
+@dataclass
+class CornerSplit:
+    """Triangulated mesh with vertices split where corner attributes differ."""
+
+    positions: np.ndarray        # (V,3) float32
+    normals: np.ndarray          # (V,3) float32
+    uv0: Optional[np.ndarray]    # (V,2) float32
+    source_vertices: np.ndarray  # (V,) int64 Blender vertex index
+    tri_vertices: np.ndarray     # (T,3) uint32 indices into the split vertices
+    tri_materials: np.ndarray    # (T,) int64 material index per triangle
+    corner_to_split: np.ndarray  # (L,) int64 split vertex of each Blender corner (loop)
+
+
+def _get(coll, attr: str, count: int, width: int, dtype) -> np.ndarray:
+    a = np.empty(count * width, dtype=dtype)
+    if count:
+        coll.foreach_get(attr, a)
+    return a.reshape(count, width) if width > 1 else a
+
+
+def read_mesh(mesh, uv_name: Optional[str] = None) -> CornerSplit:
+    """Triangulate ``mesh`` from its loop triangles and split corners by (vertex, normal, uv)."""
+    nv = len(mesh.vertices)
+    nl = len(mesh.loops)
+    positions = _get(mesh.vertices, "co", nv, 3, np.float32)
+    loop_verts = _get(mesh.loops, "vertex_index", nl, 1, np.int64)
+    # corner normals honour custom split normals and sharp edges/faces (Blender >= 4.1)
+    if nl:
+        cn = mesh.corner_normals
+        normals = _get(cn, "vector", len(cn), 3, np.float32)
+        if normals.shape[0] != nl:  # defensive: should never happen
+            normals = np.zeros((nl, 3), np.float32)
+    else:
+        normals = np.zeros((0, 3), np.float32)
+    uv = None
+    uv_layer = None
+    if uv_name is not None:
+        uv_layer = mesh.uv_layers.get(uv_name)
+    elif len(mesh.uv_layers):
+        uv_layer = mesh.uv_layers.active or mesh.uv_layers[0]
+    if uv_layer is not None and nl:
+        uv = _get(uv_layer.uv, "vector", nl, 2, np.float32)
+
+    nt = len(mesh.loop_triangles)
+    tri_loops = _get(mesh.loop_triangles, "loops", nt, 3, np.int64)
+    tri_mat = _get(mesh.loop_triangles, "material_index", nt, 1, np.int64) if nt else np.zeros(0, np.int64)
+
+    # Only corners used by triangles matter (loose edges/verts are not drawn).
+    used = np.unique(tri_loops.ravel()) if nt else np.zeros(0, np.int64)
+    cols = [loop_verts[used].astype(np.float64)[:, None], normals[used].astype(np.float64)]
+    if uv is not None:
+        cols.append(uv[used].astype(np.float64))
+    key = np.ascontiguousarray(np.hstack(cols)) if used.size else np.zeros((0, 4))
+    if key.shape[0]:
+        row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
+        _, first, inverse = np.unique(key.view(row).ravel(), return_index=True, return_inverse=True)
+    else:
+        first = np.zeros(0, np.int64)
+        inverse = np.zeros(0, np.int64)
+    split_corners = used[first]                      # representative corner of each split vertex
+    corner_to_split = np.full(nl, -1, np.int64)
+    corner_to_split[used] = inverse.reshape(-1)
+    src = loop_verts[split_corners]
+    tri_vertices = corner_to_split[tri_loops].astype(np.uint32) if nt else np.zeros((0, 3), np.uint32)
+    return CornerSplit(
+        positions=positions[src] if src.size else np.zeros((0, 3), np.float32),
+        normals=normals[split_corners] if src.size else np.zeros((0, 3), np.float32),
+        uv0=(uv[split_corners] if uv is not None else None),
+        source_vertices=src,
+        tri_vertices=tri_vertices,
+        tri_materials=tri_mat,
+        corner_to_split=corner_to_split,
+    )
+
+
+def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_count: int) -> np.ndarray:
+    """Average split-vertex normals over the Blender vertex they came from (outline expansion)."""
+    acc = np.zeros((max(vertex_count, 1), 3), np.float64)
+    np.add.at(acc, source_vertices, normals.astype(np.float64))
+    out = acc[source_vertices]
+    ln = np.linalg.norm(out, axis=1, keepdims=True)
+    good = ln[:, 0] > 1e-12
+    out[good] /= ln[good]
+    out[~good] = normals[~good]
+    return out.astype(np.float32)
+
+
+def compute_tangents(positions: np.ndarray, normals: np.ndarray, uv: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """Per-vertex tangents (xyz, handedness) from UV derivatives, Gram-Schmidt against the normal."""
+    v = positions.shape[0]
+    tan = np.zeros((v, 3), np.float64)
+    bit = np.zeros((v, 3), np.float64)
+    if tris.shape[0]:
+        t = tris.astype(np.int64)
+        p0, p1, p2 = positions[t[:, 0]], positions[t[:, 1]], positions[t[:, 2]]
+        w0, w1, w2 = uv[t[:, 0]], uv[t[:, 1]], uv[t[:, 2]]
+        e1, e2 = (p1 - p0).astype(np.float64), (p2 - p0).astype(np.float64)
+        d1, d2 = (w1 - w0).astype(np.float64), (w2 - w0).astype(np.float64)
+        det = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
+        r = np.where(np.abs(det) > 1e-20, 1.0 / np.where(det == 0, 1, det), 0.0)[:, None]
+        sdir = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) * r
+        tdir = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) * r
+        for k in range(3):
+            np.add.at(tan, t[:, k], sdir)
+            np.add.at(bit, t[:, k], tdir)
+    n = normals.astype(np.float64)
+    tan = tan - n * np.sum(n * tan, axis=1, keepdims=True)
+    ln = np.linalg.norm(tan, axis=1, keepdims=True)
+    bad = ln[:, 0] < 1e-12
+    # degenerate UVs: any vector perpendicular to the normal
+    if bad.any():
+        alt = np.cross(n[bad], np.array([0.0, 0.0, 1.0]))
+        alt2 = np.cross(n[bad], np.array([0.0, 1.0, 0.0]))
+        small = np.linalg.norm(alt, axis=1) < 1e-6
+        alt[small] = alt2[small]
+        tan[bad] = alt
+        ln = np.linalg.norm(tan, axis=1, keepdims=True)
+    tan /= np.maximum(ln, 1e-12)
+    sign = np.where(np.sum(np.cross(n, tan) * bit, axis=1) < 0.0, -1.0, 1.0)
+    return np.hstack([tan, sign[:, None]]).astype(np.float32)
+
+
+@dataclass
+class PrimitiveArrays:
+    material_index: int
+    positions: np.ndarray
+    normals: np.ndarray
+    uv0: Optional[np.ndarray]
+    tangents: Optional[np.ndarray]
+    smooth_normals: np.ndarray
+    indices: np.ndarray          # (T,3) uint32 local to this primitive
+    source_vertices: np.ndarray  # (V,) Blender vertex index
+    split_vertices: np.ndarray   # (V,) index into CornerSplit vertices
+
+
+def split_by_material(cs: CornerSplit, vertex_count: int) -> list:
+    """One PrimitiveArrays per material index that has triangles (unused slots are skipped)."""
+    out = []
+    if cs.tri_vertices.shape[0] == 0:
+        return out
+    smooth = smooth_normals(cs.normals, cs.source_vertices, vertex_count)
+    for mat in np.unique(cs.tri_materials):
+        tris = cs.tri_vertices[cs.tri_materials == mat].astype(np.int64)
+        verts, local = np.unique(tris.ravel(), return_inverse=True)
+        idx = local.reshape(-1, 3).astype(np.uint32)
+        pos = cs.positions[verts]
+        nor = cs.normals[verts]
+        uv = cs.uv0[verts] if cs.uv0 is not None else None
+        tan = compute_tangents(pos, nor, uv, idx) if uv is not None else None
+        out.append(PrimitiveArrays(int(mat), pos, nor, uv, tan, smooth[verts], idx, cs.source_vertices[verts], verts))
+    return out
