@@ -50,7 +50,7 @@ def run_in_gpu_context(fn):
     """
     import bpy
 
-    if "STYLIZED" not in bpy.types.RenderEngine.bl_rna.properties.keys() and not _engine_registered():
+    if not _engine_registered():
         raise RuntimeError("the Stylized engine is not registered")
     task = {"fn": fn}
     _pending_tasks.append(task)

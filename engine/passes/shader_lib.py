@@ -1,0 +1,94 @@
+"""Shader construction shared by every pass: the vertex layout and the one skinning include.
+
+Every geometry shader is built with ``build_shader`` so that the forward, shadow, outline and
+readback shaders all declare the same vertex inputs and prepend the same ``glsl/skinning.glsl``.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+GLSL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "glsl")
+
+# (name, GLSL type, vertex-format comp type, length, fetch mode)
+VERTEX_ATTRIBUTES = (
+    ("pos", "VEC3", "F32", 3, "FLOAT"),
+    ("nor", "VEC3", "F32", 3, "FLOAT"),
+    ("tan", "VEC4", "F32", 4, "FLOAT"),
+    ("uv", "VEC2", "F32", 2, "FLOAT"),
+    ("snor", "VEC3", "F32", 3, "FLOAT"),
+    ("joints", "UVEC4", "U32", 4, "INT"),
+    ("weights", "VEC4", "F32", 4, "FLOAT"),
+    ("joints_hi", "UVEC4", "U32", 4, "INT"),
+    ("weights_hi", "VEC4", "F32", 4, "FLOAT"),
+)
+
+SKIN_PALETTE_SLOT = 0
+
+
+@lru_cache(maxsize=None)
+def load_glsl(name: str) -> str:
+    with open(os.path.join(GLSL_DIR, name), "r", encoding="utf-8") as f:
+        return f.read()
+
+
+def vertex_format():
+    import gpu
+
+    fmt = gpu.types.GPUVertFormat()
+    for name, _glsl, comp, length, fetch in VERTEX_ATTRIBUTES:
+        fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
+    return fmt
+
+
+def add_vertex_inputs(info) -> None:
+    for slot, (name, glsl_type, _c, _l, _f) in enumerate(VERTEX_ATTRIBUTES):
+        info.vertex_in(slot, glsl_type, name)
+
+
+def add_skinning_interface(info) -> None:
+    info.sampler(SKIN_PALETTE_SLOT, "FLOAT_2D", "skin_palette")
+    info.push_constant("INT", "skin_influences")
+
+
+def build_shader(name: str, vertex_body: str, fragment_source: str, *, interfaces=(), push_constants=(),
+                 samplers=(), fragment_outputs=(("VEC4", "frag_color"),), defines=(), typedefs: str = "",
+                 uniform_bufs=(), depth_only: bool = False):
+    """Create a geometry shader with the shared vertex inputs and the skinning include.
+
+    ``vertex_body`` is GLSL that may call ``skin_vertex``/``skin_position`` (from skinning.glsl).
+    ``interfaces`` is a sequence of (qualifier, type, name) for vertex->fragment varyings;
+    ``samplers`` is a sequence of (type, name) (slots after the palette); ``push_constants``
+    a sequence of (type, name) or (type, name, array_size).
+    """
+    import gpu
+
+    info = gpu.types.GPUShaderCreateInfo()
+    add_vertex_inputs(info)
+    add_skinning_interface(info)
+    for slot, (stype, sname) in enumerate(samplers, start=SKIN_PALETTE_SLOT + 1):
+        info.sampler(slot, stype, sname)
+    for pc in push_constants:
+        if len(pc) == 3:
+            info.push_constant(pc[0], pc[1], pc[2])
+        else:
+            info.push_constant(pc[0], pc[1])
+    for slot, (utype, uname) in enumerate(uniform_bufs):
+        info.uniform_buf(slot, utype, uname)
+    if typedefs:
+        info.typedef_source(typedefs)
+    for d in defines:
+        if isinstance(d, tuple):
+            info.define(d[0], d[1])
+        else:
+            info.define(d)
+    if interfaces:
+        iface = gpu.types.GPUStageInterfaceInfo(name + "_iface")
+        for qual, itype, iname in interfaces:
+            getattr(iface, qual)(itype, iname)
+        info.vertex_out(iface)
+    for slot, (otype, oname) in enumerate(fragment_outputs):
+        info.fragment_out(slot, otype, oname)
+    info.vertex_source(load_glsl("skinning.glsl") + "\n" + vertex_body)
+    info.fragment_source(fragment_source)
+    return gpu.shader.create_from_info(info)

@@ -1,0 +1,128 @@
+"""The ``bpy.types.RenderEngine`` adapter: F12 / Ctrl+F12 / farm renders and the viewport.
+
+Both ``render()`` and ``view_draw()`` go through ``StylizedSession`` and the same FramePipeline;
+``view_draw`` only adds the region matrices and Blender's display colour management.
+"""
+from __future__ import annotations
+
+import time
+
+import bpy
+import numpy as np
+
+from . import gpu_util
+from .session import StylizedSession, camera_from_object, camera_from_matrices
+
+# Test/tool hook: the linear float pixels handed to Blender for the last final render
+# (Blender's own "Render Result" image cannot be read back in background mode).
+last_render = {}
+
+
+class StylizedRenderEngine(bpy.types.RenderEngine):
+    bl_idname = "STYLIZED"
+    bl_label = "Stylized"
+    bl_use_gpu_context = True
+    bl_use_preview = False
+    bl_use_shading_nodes_custom = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.session = None
+        self.view_session = None
+
+    def __del__(self):
+        # Engine instances are freed by Blender; GPU objects are released with the session.
+        try:
+            if getattr(self, "session", None) is not None:
+                self.session.free()
+            if getattr(self, "view_session", None) is not None:
+                self.view_session.free()
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------------------------------------
+    # Final render
+    # ------------------------------------------------------------------------------------------
+    def render(self, depsgraph):
+        if gpu_util.has_pending_task():
+            gpu_util.run_pending_tasks()
+            self._write_empty(depsgraph)
+            return
+        scene = depsgraph.scene
+        rd = scene.render
+        width = max(1, int(rd.resolution_x * rd.resolution_percentage / 100))
+        height = max(1, int(rd.resolution_y * rd.resolution_percentage / 100))
+        cam = scene.camera
+        if cam is None:
+            self.report({"ERROR"}, f"Stylized: scene '{scene.name}' has no active camera")
+            return
+        t0 = time.perf_counter()
+        self.update_stats("Stylized", "Syncing scene")
+        self.update_progress(0.0)
+        try:
+            if self.session is None:
+                self.session = StylizedSession()
+            self.session.sync(depsgraph)
+            if self.test_break():
+                return
+            self.update_progress(0.4)
+            self.update_stats("Stylized", "Drawing")
+            camera = camera_from_object(depsgraph, cam.evaluated_get(depsgraph), width, height)
+            pixels = self.session.render_pixels(depsgraph, camera, width, height,
+                                                film_transparent=rd.film_transparent, final=True)
+        except Exception as ex:  # report, never leave a traceback as the only message
+            self.report({"ERROR"}, f"Stylized render failed: {ex}")
+            raise
+        if self.test_break():
+            return
+        self.update_progress(0.9)
+        result = self.begin_result(0, 0, width, height)
+        layer = result.layers[0].passes["Combined"]
+        layer.rect.foreach_set(pixels.reshape(-1))
+        self.end_result(result)
+        last_render.clear()
+        last_render.update(pixels=pixels, width=width, height=height, frame=scene.frame_current,
+                           seconds=time.perf_counter() - t0, stats=dict(self.session.stats))
+        self.update_progress(1.0)
+
+    def _write_empty(self, depsgraph):
+        rd = depsgraph.scene.render
+        w = max(1, int(rd.resolution_x * rd.resolution_percentage / 100))
+        h = max(1, int(rd.resolution_y * rd.resolution_percentage / 100))
+        result = self.begin_result(0, 0, w, h)
+        self.end_result(result)
+
+    # ------------------------------------------------------------------------------------------
+    # Viewport
+    # ------------------------------------------------------------------------------------------
+    def view_update(self, context, depsgraph):
+        if self.view_session is None:
+            self.view_session = StylizedSession()
+        self.view_session.sync(depsgraph, updates=depsgraph.updates)
+
+    def view_draw(self, context, depsgraph):
+        import gpu
+
+        region = context.region
+        r3d = context.region_data
+        if self.view_session is None:
+            self.view_session = StylizedSession()
+            self.view_session.sync(depsgraph)
+        width, height = region.width, region.height
+        camera = camera_from_matrices(np.array(r3d.view_matrix), np.array(r3d.window_matrix),
+                                      is_ortho=not r3d.is_perspective)
+        texture = self.view_session.render_texture(depsgraph, camera, width, height,
+                                                   film_transparent=depsgraph.scene.render.film_transparent)
+        gpu.state.blend_set("ALPHA_PREMULT")
+        self.bind_display_space_shader(depsgraph.scene)
+        draw_texture_fullscreen(texture, width, height)
+        self.unbind_display_space_shader()
+        gpu.state.blend_set("NONE")
+
+
+def draw_texture_fullscreen(texture, width: int, height: int) -> None:
+    """Draw ``texture`` over the region with the currently bound (display space) shader."""
+    import gpu
+    from gpu_extras.presets import draw_texture_2d
+
+    draw_texture_2d(texture, (0, 0), width, height)

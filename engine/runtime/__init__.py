@@ -1,0 +1,1 @@
+"""Runtime layer: skinning palettes, runtime meshes and morph instances, GPU streams."""

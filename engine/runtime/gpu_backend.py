@@ -1,0 +1,205 @@
+"""GPU implementation of the runtime backend (Blender's ``gpu`` module).
+
+Palette storage: Blender 5.0's Python ``gpu`` module has no ``GPUStorageBuf``, so the seed's
+SkinningPalette SSBO becomes an RGBA32F texture (4 texels = 4 matrix columns per joint row) read
+with ``texelFetch`` by ``glsl/skinning.glsl``.  The backend is chosen once at start-up by
+``palette_backend_kind()``; the storage-buffer path is used where the running Blender provides
+``gpu.types.GPUStorageBuf`` (none of the versions we can test do).
+
+A drawn ``GPUVertBuf`` cannot be refilled, so every morph upload creates a new vertex buffer and
+batch; the index buffer of a primitive is created once and shared by all its streams.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from .backend import RuntimeBackend
+except ImportError:  # the runtime core lands separately
+    RuntimeBackend = object
+from ..passes.shader_lib import vertex_format
+
+_IDENTITY_ROWS = np.eye(4, dtype=np.float32).T.ravel()   # column-major = 4 texels of one row
+
+
+def palette_backend_kind() -> str:
+    import gpu
+
+    return "storage_buffer" if hasattr(gpu.types, "GPUStorageBuf") else "texture"
+
+
+def matrices_to_texture(matrices: np.ndarray):
+    """(J,4,4) column-vector matrices -> RGBA32F texture of size (4, J); texel (c, j) = column c."""
+    import gpu
+
+    m = np.ascontiguousarray(np.asarray(matrices, dtype=np.float32).transpose(0, 2, 1)).ravel()
+    j = int(matrices.shape[0])
+    buf = gpu.types.Buffer("FLOAT", m.size, m)
+    return gpu.types.GPUTexture((4, j), format="RGBA32F", data=buf)
+
+
+class GpuPaletteBuffer:
+    """A palette's GPU storage: an RGBA32F texture, replaced on each upload."""
+
+    __slots__ = ("joint_count", "texture", "uploads")
+
+    def __init__(self, joint_count: int):
+        self.joint_count = int(joint_count)
+        self.texture = None
+        self.uploads = 0
+
+    @property
+    def valid(self) -> bool:
+        return self.joint_count > 0
+
+
+class GpuStream:
+    """One drawable vertex stream: a vertex buffer + batch over a shared index buffer."""
+
+    __slots__ = ("batch", "vbo", "vertex_count", "triangle_count", "ibo")
+
+    def __init__(self, batch, vbo, ibo, vertex_count: int, triangle_count: int):
+        self.batch = batch
+        self.vbo = vbo
+        self.ibo = ibo
+        self.vertex_count = vertex_count
+        self.triangle_count = triangle_count
+
+
+def _f32(a, width, n, default=None):
+    if a is None:
+        if default is None:
+            return np.zeros((n, width), np.float32)
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(default, np.float32), (n, width)))
+    return np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(n, width))
+
+
+def build_stream(primitive, positions=None, normals=None, tangents=None, ibo=None) -> GpuStream:
+    """Create a GPU vertex stream for ``primitive`` (a PrimitiveAsset or anything with the same
+    array attributes).  ``positions``/``normals``/``tangents`` override the base arrays (morphs)."""
+    import gpu
+
+    pos = positions if positions is not None else primitive.positions
+    n = int(np.asarray(pos).shape[0])
+    nor = normals if normals is not None else primitive.normals
+    tan_src = getattr(primitive, "tangents", None)
+    if tangents is not None:
+        tangents = np.asarray(tangents, np.float32)
+        if tangents.shape[1] == 3:
+            sign = tan_src[:, 3:4] if tan_src is not None else np.ones((n, 1), np.float32)
+            tangents = np.hstack([tangents, sign])
+        tan = tangents
+    else:
+        tan = tan_src
+    snor = getattr(primitive, "smooth_normals", None)
+    joints = getattr(primitive, "joints", None)
+    weights = getattr(primitive, "weights", None)
+    vbo = gpu.types.GPUVertBuf(vertex_format(), n)
+    vbo.attr_fill("pos", _f32(pos, 3, n))
+    vbo.attr_fill("nor", _f32(nor, 3, n))
+    vbo.attr_fill("tan", _f32(tan, 4, n, (1.0, 0.0, 0.0, 1.0)))
+    vbo.attr_fill("uv", _f32(getattr(primitive, "uv0", None), 2, n))
+    vbo.attr_fill("snor", _f32(snor if snor is not None else nor, 3, n))
+    j = np.zeros((n, 8), np.uint32)
+    w = np.zeros((n, 8), np.float32)
+    if joints is not None and weights is not None:
+        k = joints.shape[1]
+        j[:, :k] = joints
+        w[:, :k] = weights
+    vbo.attr_fill("joints", np.ascontiguousarray(j[:, :4]))
+    vbo.attr_fill("weights", np.ascontiguousarray(w[:, :4]))
+    vbo.attr_fill("joints_hi", np.ascontiguousarray(j[:, 4:]))
+    vbo.attr_fill("weights_hi", np.ascontiguousarray(w[:, 4:]))
+    indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
+    if ibo is None:
+        ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
+    batch = gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=ibo)
+    return GpuStream(batch, vbo, ibo, n, int(indices.shape[0]))
+
+
+class GpuBackend(RuntimeBackend):
+    """Runtime backend that owns real GPU resources (must be used with a GPU context current)."""
+
+    def __init__(self):
+        self._ibos = {}          # id(primitive.indices) -> (indices array ref, GPUIndexBuf)
+        self.kind = palette_backend_kind()
+        self.palette_uploads = 0
+        self.stream_uploads = 0
+
+    # palettes -------------------------------------------------------------------------------
+    def create_palette_buffer(self, joint_count: int):
+        return GpuPaletteBuffer(joint_count)
+
+    def upload_palette(self, handle, matrices) -> bool:
+        if handle is None or not handle.valid or matrices.shape[0] != handle.joint_count:
+            return False
+        handle.texture = matrices_to_texture(matrices)
+        handle.uploads += 1
+        self.palette_uploads += 1
+        return True
+
+    def release_palette(self, handle) -> None:
+        if handle is not None:
+            handle.texture = None
+
+    # streams --------------------------------------------------------------------------------
+    def create_stream(self, primitive, positions=None, normals=None, tangents=None):
+        key = id(primitive.indices)
+        entry = self._ibos.get(key)
+        ibo = entry[1] if entry is not None and entry[0] is primitive.indices else None
+        stream = build_stream(primitive, positions, normals, tangents, ibo=ibo)
+        if ibo is None:
+            self._ibos[key] = (primitive.indices, stream.ibo)
+        self.stream_uploads += 1
+        return stream
+
+    def release_stream(self, stream) -> None:
+        if stream is not None:
+            stream.batch = None
+            stream.vbo = None
+
+    def release_all(self) -> None:
+        self._ibos.clear()
+
+
+_identity_palette = None
+
+
+def identity_palette_texture():
+    """A one-joint identity palette bound for static geometry (the sampler must be bound)."""
+    global _identity_palette
+    if _identity_palette is None:
+        import gpu
+
+        _identity_palette = gpu.types.GPUTexture((4, 1), format="RGBA32F",
+                                                 data=gpu.types.Buffer("FLOAT", 16, _IDENTITY_ROWS))
+    return _identity_palette
+
+
+def palette_texture(palette):
+    """The texture of a runtime SkinningPalette (None when not GPU-ready)."""
+    if palette is None:
+        return None
+    handle = None
+    for attr in ("gpu_buffer", "buffer", "handle"):
+        handle = getattr(palette, attr, None)
+        if handle is not None:
+            break
+    return getattr(handle, "texture", None)
+
+
+def bind_skinning(shader, palette, influences: int) -> None:
+    """Set the shared skinning uniforms for one draw (all passes call this)."""
+    tex = palette_texture(palette) if influences else None
+    ready = palette is not None and tex is not None and (getattr(palette, "is_gpu_ready", lambda: True)())
+    if influences and ready:
+        shader.uniform_sampler("skin_palette", tex)
+        shader.uniform_int("skin_influences", int(influences))
+    else:
+        shader.uniform_sampler("skin_palette", identity_palette_texture())
+        shader.uniform_int("skin_influences", 0)
+
+
+def free_module_resources() -> None:
+    global _identity_palette
+    _identity_palette = None

@@ -1,0 +1,75 @@
+/* Shared GPU linear blend skinning include (forward, shadow, outline and readback shaders).
+ *
+ * Interface (declared by engine/passes/shader_lib.add_skinning_interface):
+ *   vertex inputs  joints (uvec4), weights (vec4), joints_hi (uvec4), weights_hi (vec4)
+ *   sampler        skin_palette   RGBA32F texture, 4 texels (matrix columns) per joint row
+ *   push constant  int skin_influences   0 = static, 4 or 8 influences
+ *
+ * The palette holds mesh-local skin matrices: inverse(meshWorld) * jointWorld * inverseBind.
+ * Morphs were applied to the vertex stream already, so skinning runs on the morphed vertex.
+ * A vertex whose weights are all zero stays where it is, as in Blender.
+ */
+
+mat4 skin_fetch(uint joint)
+{
+  int row = int(joint);
+  return mat4(texelFetch(skin_palette, ivec2(0, row), 0),
+              texelFetch(skin_palette, ivec2(1, row), 0),
+              texelFetch(skin_palette, ivec2(2, row), 0),
+              texelFetch(skin_palette, ivec2(3, row), 0));
+}
+
+mat4 skin_matrix()
+{
+  if (skin_influences == 0) {
+    return mat4(1.0);
+  }
+  float total = weights.x + weights.y + weights.z + weights.w;
+  mat4 m = mat4(0.0);
+  if (weights.x != 0.0) m += weights.x * skin_fetch(joints.x);
+  if (weights.y != 0.0) m += weights.y * skin_fetch(joints.y);
+  if (weights.z != 0.0) m += weights.z * skin_fetch(joints.z);
+  if (weights.w != 0.0) m += weights.w * skin_fetch(joints.w);
+  if (skin_influences > 4) {
+    total += weights_hi.x + weights_hi.y + weights_hi.z + weights_hi.w;
+    if (weights_hi.x != 0.0) m += weights_hi.x * skin_fetch(joints_hi.x);
+    if (weights_hi.y != 0.0) m += weights_hi.y * skin_fetch(joints_hi.y);
+    if (weights_hi.z != 0.0) m += weights_hi.z * skin_fetch(joints_hi.z);
+    if (weights_hi.w != 0.0) m += weights_hi.w * skin_fetch(joints_hi.w);
+  }
+  if (total <= 0.0) {
+    return mat4(1.0);
+  }
+  return m;
+}
+
+/* Cofactor matrix: transforms normals correctly under non-uniform scale (up to length). */
+mat3 skin_normal_matrix(mat3 m)
+{
+  mat3 c = mat3(cross(m[1], m[2]), cross(m[2], m[0]), cross(m[0], m[1]));
+  return (dot(m[0], c[0]) < 0.0) ? -c : c; /* keep the orientation when the matrix mirrors */
+}
+
+/* Skin a position, normal and tangent (xyz) in mesh-local space. */
+void skin_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
+{
+  if (skin_influences == 0) {
+    return;
+  }
+  mat4 m = skin_matrix();
+  position = (m * vec4(position, 1.0)).xyz;
+  mat3 m3 = mat3(m);
+  vec3 n = skin_normal_matrix(m3) * normal;
+  vec3 t = m3 * tangent;
+  normal = (dot(n, n) > 0.0) ? normalize(n) : normal;
+  tangent = (dot(t, t) > 0.0) ? normalize(t) : tangent;
+}
+
+/* Position only (shadow and readback). */
+vec3 skin_position(vec3 position)
+{
+  if (skin_influences == 0) {
+    return position;
+  }
+  return (skin_matrix() * vec4(position, 1.0)).xyz;
+}

@@ -1,0 +1,21 @@
+"""Operators (each feature registers its own classes here)."""
+from __future__ import annotations
+
+import bpy
+
+_modules = []
+_classes = []
+
+
+def register():
+    for c in _classes:
+        bpy.utils.register_class(c)
+    for m in _modules:
+        m.register()
+
+
+def unregister():
+    for m in reversed(_modules):
+        m.unregister()
+    for c in reversed(_classes):
+        bpy.utils.unregister_class(c)

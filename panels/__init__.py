@@ -1,0 +1,21 @@
+"""UI panels (N-panel tab "Stylized", material and scene panels)."""
+from __future__ import annotations
+
+import bpy
+
+_modules = []
+_classes = []
+
+
+def register():
+    for c in _classes:
+        bpy.utils.register_class(c)
+    for m in _modules:
+        m.register()
+
+
+def unregister():
+    for m in reversed(_modules):
+        m.unregister()
+    for c in reversed(_classes):
+        bpy.utils.unregister_class(c)

@@ -1,0 +1,171 @@
+"""pytest fixtures: import the extension from the repository root (whatever the folder is called),
+reset Blender to an empty scene per test, render with the Stylized engine to numpy, and save the
+image as an artifact when a pixel assertion fails."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = "stylized_renderer"
+TESTDATA = ROOT.parent / "shared" / "testdata"
+ARTIFACTS = ROOT / "out" / "test-artifacts"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))   # tools/ and demo/ are importable as top-level packages
+
+
+def load_extension():
+    """Import the repository root as the package ``stylized_renderer`` (once)."""
+    mod = sys.modules.get(PACKAGE)
+    if mod is not None and getattr(mod, "register", None) is not None:
+        return mod
+    spec = importlib.util.spec_from_file_location(PACKAGE, ROOT / "__init__.py",
+                                                  submodule_search_locations=[str(ROOT)])
+    if mod is None:
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[PACKAGE] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+import bpy  # noqa: E402  (after sys.path set-up)
+
+EXT = load_extension()
+_registered = False
+
+
+def ensure_registered():
+    global _registered
+    if not _registered:
+        EXT.register()
+        _registered = True
+    return EXT
+
+
+def set_registered(flag: bool):
+    global _registered
+    _registered = flag
+
+
+@pytest.fixture
+def ext():
+    """The extension package, registered."""
+    return ensure_registered()
+
+
+@pytest.fixture
+def empty_scene(ext):
+    """Blender reset to an empty scene with the Stylized engine selected."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    scene.render.resolution_x = 160
+    scene.render.resolution_y = 120
+    scene.render.resolution_percentage = 100
+    scene.render.image_settings.file_format = "PNG"
+    return scene
+
+
+def render_scene(scene=None, write_still=False) -> np.ndarray:
+    """F12 through bpy.ops; returns the linear float RGBA (H, W, 4) array our engine produced."""
+    from stylized_renderer.engine import render_engine
+
+    scene = scene or bpy.context.scene
+    render_engine.last_render.clear()
+    bpy.ops.render.render(write_still=write_still, scene=scene.name)
+    if "pixels" not in render_engine.last_render:
+        raise AssertionError("the Stylized engine produced no image")
+    return render_engine.last_render["pixels"]
+
+
+@pytest.fixture
+def render():
+    return render_scene
+
+
+def save_png(pixels: np.ndarray, path: pathlib.Path) -> pathlib.Path:
+    """Save a linear float RGBA array as a PNG (sRGB-encoded) for people to look at."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    h, w = pixels.shape[:2]
+    img = bpy.data.images.new("__artifact__", width=w, height=h, alpha=True, float_buffer=True)
+    try:
+        img.pixels.foreach_set(np.ascontiguousarray(pixels, dtype=np.float32).ravel())
+        img.filepath_raw = str(path)
+        img.file_format = "PNG"
+        img.save()
+    finally:
+        bpy.data.images.remove(img)
+    return path
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call" and rep.failed:
+        try:
+            from stylized_renderer.engine import render_engine
+
+            px = render_engine.last_render.get("pixels")
+            if px is not None:
+                p = save_png(px, ARTIFACTS / f"{item.name}.png")
+                rep.sections.append(("artifact", f"last render saved to {p}"))
+        except Exception as ex:  # an artifact must never hide the real failure
+            rep.sections.append(("artifact", f"could not save the last render: {ex}"))
+
+
+def add_camera(scene, location=(0.0, -6.0, 0.0), rotation=(1.5707963, 0.0, 0.0), ortho=False, lens=50.0):
+    cam_data = bpy.data.cameras.new("Camera")
+    cam_data.lens = lens
+    if ortho:
+        cam_data.type = "ORTHO"
+    cam = bpy.data.objects.new("Camera", cam_data)
+    scene.collection.objects.link(cam)
+    cam.location = location
+    cam.rotation_euler = rotation
+    scene.camera = cam
+    return cam
+
+
+def add_sun(scene, rotation=(0.0, 0.0, 0.0), strength=1.0, color=(1.0, 1.0, 1.0), name="Sun"):
+    data = bpy.data.lights.new(name, "SUN")
+    data.energy = strength
+    data.color = color
+    ob = bpy.data.objects.new(name, data)
+    ob.rotation_euler = rotation
+    scene.collection.objects.link(ob)
+    return ob
+
+
+def add_material(name, color):
+    mat = bpy.data.materials.new(name)
+    mat.use_nodes = True
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = tuple(color) + ((1.0,) if len(color) == 3 else ())
+    mat.diffuse_color = tuple(color) + ((1.0,) if len(color) == 3 else ())
+    return mat
+
+
+def add_mesh_object(scene, name, verts, faces, location=(0, 0, 0), material=None):
+    me = bpy.data.meshes.new(name)
+    me.from_pydata([tuple(v) for v in verts], [], [tuple(f) for f in faces])
+    me.update()
+    ob = bpy.data.objects.new(name, me)
+    ob.location = location
+    scene.collection.objects.link(ob)
+    if material is not None:
+        me.materials.append(material)
+    return ob
+
+
+def cube_geometry(size=1.0):
+    s = size / 2.0
+    verts = [(-s, -s, -s), (s, -s, -s), (s, s, -s), (-s, s, -s), (-s, -s, s), (s, -s, s), (s, s, s), (-s, s, s)]
+    faces = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+    return verts, faces
