@@ -1,0 +1,248 @@
+"""Blender 5.0 slotted Actions -> AnimationClipAsset (baked at every integer frame)."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..assets import (AnimationClipAsset, AssetError, MorphWeightChannelAsset,
+                      NodeAnimationChannelAsset)
+from .rotation import make_continuous, rotation_prop, rotation_to_quat
+
+_Q = r'"((?:[^"\\]|\\.)*)"'
+_TRS = r"(location|rotation_quaternion|rotation_euler|rotation_axis_angle|scale)"
+RE_BONE = re.compile(r"^pose\.bones\[" + _Q + r"\]\." + _TRS + r"$")
+RE_BONE_ANY = re.compile(r"^pose\.bones\[" + _Q + r"\]")
+RE_OBJ = re.compile(r"^" + _TRS + r"$")
+RE_KEY = re.compile(r"^key_blocks\[" + _Q + r"\]\.value$")
+RE_KEY_ANY = re.compile(r"^key_blocks\[" + _Q + r"\]")
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", r"\1", s)
+
+
+def scene_fps(scene) -> float:
+    return float(scene.render.fps) / float(scene.render.fps_base or 1.0)
+
+
+def pick_slot(action, id_type: str, anim_data=None, owner_name: str = ""):
+    """The slot ``anim_data`` uses for ``action``, else a slot whose target id type matches."""
+    if anim_data is not None and anim_data.action == action and anim_data.action_slot is not None:
+        return anim_data.action_slot
+    cands = [s for s in action.slots if s.target_id_type in (id_type, "UNSPECIFIED")]
+    for s in cands:
+        if s.name_display == owner_name:
+            return s
+    return cands[0] if cands else None
+
+
+def slot_fcurves(action, slot) -> list:
+    out = []
+    if slot is None:
+        return out
+    for layer in action.layers:
+        for strip in layer.strips:
+            try:
+                cb = strip.channelbag(slot)
+            except Exception:  # non-keyframe strip types
+                cb = None
+            if cb is not None:
+                out.extend(cb.fcurves)
+    return out
+
+
+def sample_frames(action) -> Tuple[np.ndarray, float, float]:
+    start, end = (float(x) for x in action.frame_range)
+    ints = np.arange(math.ceil(start), math.floor(end) + 1, dtype=np.float64)
+    frames = np.unique(np.concatenate([[start], ints, [end]]))
+    return frames, start, end
+
+
+@dataclass
+class ActionProblem:
+    action: str
+    target: str
+    message: str
+
+    def __str__(self):
+        return self.message
+
+
+def _check_keys(action_name: str, fc) -> None:
+    n = len(fc.keyframe_points)
+    if not n:
+        return
+    co = np.empty(n * 2, np.float64)
+    fc.keyframe_points.foreach_get("co", co)
+    co = co.reshape(n, 2)
+    bad = ~np.isfinite(co).all(axis=1)
+    for attr in ("handle_left", "handle_right"):
+        h = np.empty(n * 2, np.float64)
+        fc.keyframe_points.foreach_get(attr, h)
+        bad |= ~np.isfinite(h.reshape(n, 2)).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        frame = co[i, 0]
+        where = f"frame {frame:g}" if np.isfinite(frame) else f"keyframe #{i}"
+        raise AssetError(f"action '{action_name}': curve {fc.data_path}[{fc.array_index}] has a "
+                         f"non-finite key at {where}")
+
+
+def sample_fcurve(action_name: str, fc, frames: np.ndarray) -> np.ndarray:
+    """Blender's value of ``fc`` at ``frames`` (exact: fcurve.evaluate, with cheap exact shortcuts)."""
+    _check_keys(action_name, fc)
+    kp = fc.keyframe_points
+    n = len(kp)
+    if n and not len(fc.modifiers):
+        co = np.empty(n * 2, np.float64)
+        kp.foreach_get("co", co)
+        co = co.reshape(n, 2)
+        ys = co[:, 1]
+        if n == 1 or np.all(ys == ys[0]):
+            hl = np.empty(n * 2)
+            hr = np.empty(n * 2)
+            kp.foreach_get("handle_left", hl)
+            kp.foreach_get("handle_right", hr)
+            interp = [k.interpolation for k in kp] if n > 1 else ["CONSTANT"]
+            flat = np.all(hl[1::2] == ys[0]) and np.all(hr[1::2] == ys[0])
+            if (fc.extrapolation == "CONSTANT" or n == 1 and interp[0] == "CONSTANT") and \
+                    (flat or all(i in ("CONSTANT", "LINEAR") for i in interp[:-1])):
+                out = np.full(frames.shape, float(np.float32(ys[0])))
+                return out
+    ev = fc.evaluate
+    out = np.fromiter((ev(f) for f in frames.tolist()), np.float64, frames.size)
+    if not np.all(np.isfinite(out)):
+        i = int(np.argmax(~np.isfinite(out)))
+        raise AssetError(f"action '{action_name}': curve {fc.data_path}[{fc.array_index}] evaluates to a "
+                         f"non-finite value at frame {frames[i]:g}")
+    return out
+
+
+@dataclass
+class NodeTarget:
+    """What the baker needs to know about one animatable node."""
+    index: int
+    rotation_mode: str
+    location: np.ndarray      # basis values for components without curves
+    rotation: Dict[str, np.ndarray]   # raw values per rotation property
+    scale: np.ndarray
+
+
+def _bake_node(action_name, target: NodeTarget, curves: Dict[Tuple[str, int], object], frames, times):
+    ch = {}
+    n = frames.size
+
+    def comps(prop, base):
+        arr = np.tile(np.asarray(base, np.float64), (n, 1))
+        any_curve = False
+        for (p, i), fc in curves.items():
+            if p == prop and 0 <= i < arr.shape[1]:
+                arr[:, i] = sample_fcurve(action_name, fc, frames)
+                any_curve = True
+        return arr if any_curve else None
+
+    t = comps("location", target.location)
+    if t is not None:
+        ch["translation_times"], ch["translation_values"] = times, t
+    prop, _ = rotation_prop(target.rotation_mode)
+    r = comps(prop, target.rotation[prop])
+    if r is not None:
+        ch["rotation_times"] = times
+        ch["rotation_values"] = make_continuous(rotation_to_quat(r, target.rotation_mode))
+    s = comps("scale", target.scale)
+    if s is not None:
+        ch["scale_times"], ch["scale_values"] = times, s
+    if not ch:
+        return None
+    return NodeAnimationChannelAsset(node_index=target.index, **ch)
+
+
+def bake_object_action(action, slot, fps: float, target_object: str, object_target: Optional[NodeTarget],
+                       bones: Dict[str, NodeTarget], armature_name: str = "") -> AnimationClipAsset:
+    """Bake pose-bone and object TRS curves of ``slot``. Raises AssetError for a missing bone."""
+    frames, start, end = sample_frames(action)
+    times = (frames - start) / fps
+    obj_curves: Dict[Tuple[str, int], object] = {}
+    bone_curves: Dict[str, Dict[Tuple[str, int], object]] = {}
+    for fc in slot_fcurves(action, slot):
+        if fc.mute:
+            continue
+        dp = fc.data_path
+        m = RE_BONE_ANY.match(dp)
+        if m:
+            bname = _unescape(m.group(1))
+            if bname not in bones:
+                raise AssetError(f"action '{action.name}': channel {dp}[{fc.array_index}] names bone "
+                                 f"'{bname}' which {('armature ' + repr(armature_name)) if armature_name else 'object ' + repr(target_object)} does not have")
+            mb = RE_BONE.match(dp)
+            if mb:
+                bone_curves.setdefault(bname, {})[(mb.group(2), fc.array_index)] = fc
+            continue
+        mo = RE_OBJ.match(dp)
+        if mo and object_target is not None:
+            obj_curves[(mo.group(1), fc.array_index)] = fc
+    channels = []
+    if obj_curves:
+        c = _bake_node(action.name, object_target, obj_curves, frames, times)
+        if c is not None:
+            channels.append(c)
+    for bname, curves in bone_curves.items():
+        c = _bake_node(action.name, bones[bname], curves, frames, times)
+        if c is not None:
+            channels.append(c)
+    channels.sort(key=lambda c: c.node_index)
+    return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, channels=channels,
+                              frame_start=start, fps=fps, target_object=target_object, action_name=action.name)
+
+
+def bake_key_action(action, slot, fps: float, target_object: str, node_index: int, key_names,
+                    mesh_name: str = "") -> AnimationClipAsset:
+    frames, start, end = sample_frames(action)
+    times = (frames - start) / fps
+    morph = []
+    for fc in slot_fcurves(action, slot):
+        if fc.mute:
+            continue
+        m = RE_KEY_ANY.match(fc.data_path)
+        if not m:
+            continue
+        kname = _unescape(m.group(1))
+        if kname not in key_names:
+            raise AssetError(f"action '{action.name}': channel {fc.data_path} names shape key '{kname}' "
+                             f"which mesh '{mesh_name or target_object}' does not have")
+        if RE_KEY.match(fc.data_path):
+            vals = sample_fcurve(action.name, fc, frames)
+            morph.append(MorphWeightChannelAsset(node_index=node_index, target_name=kname, times=times, values=vals))
+    return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, morph_channels=morph,
+                              frame_start=start, fps=fps, target_object=target_object, action_name=action.name)
+
+
+def action_bone_names(action, slot) -> Tuple[set, bool]:
+    """(bone names referenced by pose.bones paths, has object TRS curves)."""
+    names, has_obj = set(), False
+    for fc in slot_fcurves(action, slot):
+        m = RE_BONE_ANY.match(fc.data_path)
+        if m:
+            names.add(_unescape(m.group(1)))
+        elif RE_OBJ.match(fc.data_path):
+            has_obj = True
+    return names, has_obj
+
+
+def action_key_names(action, slot) -> set:
+    out = set()
+    for fc in slot_fcurves(action, slot):
+        m = RE_KEY_ANY.match(fc.data_path)
+        if m:
+            out.add(_unescape(m.group(1)))
+    return out
+
+
+def action_signature(action, slot) -> tuple:
+    fcs = slot_fcurves(action, slot)
+    return (action.as_pointer(), action.name, tuple(action.frame_range), None if slot is None else slot.handle,
+            tuple((fc.data_path, fc.array_index, len(fc.keyframe_points), fc.mute) for fc in fcs))
