@@ -79,6 +79,6 @@ def run_in_gpu_context(fn):
 
 
 def _engine_registered() -> bool:
-    import bpy
+    from .render_engine import StylizedRenderEngine
 
-    return any(getattr(c, "bl_idname", None) == "STYLIZED" for c in bpy.types.RenderEngine.__subclasses__())
+    return bool(StylizedRenderEngine.is_registered)
