@@ -1,0 +1,135 @@
+"""MorphState: per-instance morph (shape key) weights with a change version (seed: MorphState).
+
+Deviation from the seed (Blender mapping): weights are clamped to each target's own
+``[weight_min, weight_max]`` (the shape key's slider range) instead of [0, 1].
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .pose import next_version
+
+
+class MorphState:
+    def __init__(self, targets: Optional[Sequence] = None):
+        self._weights = np.zeros(0, dtype=np.float32)
+        self._min = np.zeros(0, dtype=np.float32)
+        self._max = np.zeros(0, dtype=np.float32)
+        self._active = 0
+        self._version = 0
+        if targets is not None:
+            self.initialize(targets)
+
+    # ---------------------------------------------------------------- lifecycle
+    def initialize(self, targets=None, weight_min=None, weight_max=None) -> bool:
+        """From MorphTargetAsset-like objects (weight_min/weight_max) or explicit range arrays."""
+        if targets is not None:
+            lo = np.array([float(t.weight_min) for t in targets], dtype=np.float32)
+            hi = np.array([float(t.weight_max) for t in targets], dtype=np.float32)
+        else:
+            lo = np.asarray(weight_min, dtype=np.float32).reshape(-1)
+            hi = np.asarray(weight_max, dtype=np.float32).reshape(-1)
+            if lo.shape != hi.shape:
+                return False
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
+            return False
+        self._min = lo
+        self._max = hi
+        self._weights = np.zeros(lo.shape[0], dtype=np.float32)
+        self._active = 0
+        self._version = next_version(self._version)
+        return True
+
+    def clear(self) -> None:
+        self._weights = np.zeros(0, dtype=np.float32)
+        self._min = np.zeros(0, dtype=np.float32)
+        self._max = np.zeros(0, dtype=np.float32)
+        self._active = 0
+        self._version = next_version(self._version)
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def target_count(self) -> int:
+        return int(self._weights.shape[0])
+
+    @property
+    def active_count(self) -> int:
+        """Number of non-zero weights, maintained incrementally (O(1))."""
+        return self._active
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def weights(self) -> np.ndarray:
+        v = self._weights.view()
+        v.flags.writeable = False
+        return v
+
+    def weight(self, index: int) -> float:
+        return float(self._weights[int(index)])
+
+    def active_indices(self) -> np.ndarray:
+        return np.flatnonzero(self._weights)
+
+    # ---------------------------------------------------------------- writes
+    def set_weight(self, index: int, weight: float) -> bool:
+        """Clamp to the target's range, exact compare, O(1) active-count maintenance.
+
+        Returns False for an invalid index or a non-finite weight, True otherwise (changed or not).
+        """
+        i = int(index)
+        if not (0 <= i < self._weights.shape[0]):
+            return False
+        w = float(weight)
+        if not np.isfinite(w):
+            return False
+        new = np.float32(min(max(w, float(self._min[i])), float(self._max[i])))
+        old = self._weights[i]
+        if new == old:
+            return True
+        if old == 0.0 and new != 0.0:
+            self._active += 1
+        elif old != 0.0 and new == 0.0:
+            self._active -= 1
+        self._weights[i] = new
+        self._version = next_version(self._version)
+        return True
+
+    def set_weights(self, indices, values) -> bool:
+        """Vectorised set_weight: one version bump when anything changed (last duplicate wins)."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        val = np.asarray(values, dtype=np.float64).reshape(-1)
+        if idx.shape != val.shape:
+            return False
+        if idx.size == 0:
+            return True
+        n = self._weights.shape[0]
+        if idx.min() < 0 or idx.max() >= n or not np.all(np.isfinite(val)):
+            return False
+        if idx.size > 1 and np.unique(idx).size != idx.size:
+            # keep the last occurrence of each index
+            rev_u, rev_first = np.unique(idx[::-1], return_index=True)
+            keep = idx.size - 1 - rev_first
+            idx, val = idx[keep], val[keep]
+        new = np.clip(val, self._min[idx], self._max[idx]).astype(np.float32)
+        old = self._weights[idx]
+        changed = new != old
+        if not changed.any():
+            return True
+        self._active += int(np.count_nonzero(new)) - int(np.count_nonzero(old))
+        self._weights[idx] = new
+        self._version = next_version(self._version)
+        return True
+
+    def reset(self) -> bool:
+        """Zero every weight; bumps the version only when something was active."""
+        if self._active == 0:
+            return False
+        self._weights[:] = 0.0
+        self._active = 0
+        self._version = next_version(self._version)
+        return True

@@ -1,0 +1,160 @@
+"""Vectorised keyframe sampling and quaternion helpers (numpy only, no bpy/gpu).
+
+``TrackSet`` flattens many independent key tracks (one per animation channel) into one sorted
+array so that a single ``np.searchsorted`` performs the seed's per-track ``lower_bound`` for all
+channels at once: the keys of track ``c`` are shifted by ``c * span`` where ``span`` exceeds the
+whole time range, so the tracks occupy disjoint, increasing intervals of one array.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+#: Adjacent keys closer than this (seconds) are treated as a step: the right key is used.
+TINY_INTERVAL = 1e-6
+
+
+class TrackSet:
+    """Tracks of one kind (translation, rotation, scale or a scalar weight), flattened.
+
+    ``times_list[c]`` (K_c,) sorted times and ``values_list[c]`` (K_c, W) values of track c.
+    Empty tracks must be filtered out by the caller.
+    """
+
+    def __init__(self, times_list: Sequence[np.ndarray], values_list: Sequence[np.ndarray], width: int):
+        self.width = int(width)
+        self.count = len(times_list)
+        counts = np.array([len(t) for t in times_list], dtype=np.int64)
+        if self.count and np.any(counts == 0):
+            raise ValueError("TrackSet: empty track")
+        self.counts = counts
+        self.offsets = np.zeros(self.count, dtype=np.int64)
+        if self.count:
+            self.offsets[1:] = np.cumsum(counts)[:-1]
+            times = np.concatenate([np.asarray(t, dtype=np.float64).reshape(-1) for t in times_list])
+            values = np.concatenate([np.asarray(v, dtype=np.float64).reshape(-1, self.width) for v in values_list])
+        else:
+            times = np.zeros(0)
+            values = np.zeros((0, self.width))
+        self.times = times
+        self.values = values
+        if times.size:
+            self.t_min = float(times.min())
+            self.t_max = float(times.max())
+        else:
+            self.t_min = self.t_max = 0.0
+        self.span = (self.t_max - self.t_min) + 1.0
+        # keys of track c live in [c*span, c*span + (t_max - t_min)]
+        channel_of_key = np.repeat(np.arange(self.count, dtype=np.float64), counts)
+        self._shifted = (times - self.t_min) + channel_of_key * self.span
+        self._base = np.arange(self.count, dtype=np.float64) * self.span
+        self._last = self.offsets + counts - 1
+
+    def locate(self, time: float):
+        """Lower-bound search in every track: returns (left_index, right_index, alpha) flat arrays.
+
+        Outside a track's range both indices are the endpoint; a single key holds; an interval
+        shorter than ``TINY_INTERVAL`` uses the right key (alpha = 1).
+        """
+        rel = min(max(float(time) - self.t_min, -0.25), (self.t_max - self.t_min) + 0.25)
+        q = self._base + rel
+        pos = np.searchsorted(self._shifted, q, side="left")  # global lower_bound
+        right = np.minimum(pos, self._last)                   # r == count -> last key
+        left = np.maximum(pos - 1, self.offsets)              # r == 0 -> first key
+        left = np.minimum(left, right)
+        tl = self.times[left]
+        tr = self.times[right]
+        dt = tr - tl
+        step = dt < TINY_INTERVAL                              # endpoints (dt == 0) and tiny intervals
+        safe_dt = np.where(step, 1.0, dt)
+        alpha = np.where(step, 1.0, np.clip((float(time) - tl) / safe_dt, 0.0, 1.0))
+        return left, right, alpha
+
+    def sample_linear(self, time: float) -> np.ndarray:
+        """(C, W) linearly interpolated values (translation, scale, weights)."""
+        if self.count == 0:
+            return np.zeros((0, self.width))
+        left, right, alpha = self.locate(time)
+        vl = self.values[left]
+        vr = self.values[right]
+        return vl + (vr - vl) * alpha[:, None]
+
+    def sample_rotation(self, time: float) -> np.ndarray:
+        """(C, 4) wxyz: shortest-path, normalised slerp."""
+        if self.count == 0:
+            return np.zeros((0, 4))
+        left, right, alpha = self.locate(time)
+        return slerp(self.values[left], self.values[right], alpha)
+
+
+def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Batched shortest-path slerp of (N,4) quaternions, result normalised."""
+    ql = np.asarray(ql, dtype=np.float64)
+    qr = np.asarray(qr, dtype=np.float64)
+    alpha = np.asarray(alpha, dtype=np.float64)
+    d = np.einsum("ij,ij->i", ql, qr)
+    flip = d < 0.0
+    qr = np.where(flip[:, None], -qr, qr)
+    d = np.abs(d)
+    near = d > 0.9995
+    theta = np.arccos(np.clip(d, -1.0, 1.0))
+    sin_t = np.sin(theta)
+    sin_t = np.where(near, 1.0, sin_t)
+    wl = np.where(near, 1.0 - alpha, np.sin((1.0 - alpha) * theta) / sin_t)
+    wr = np.where(near, alpha, np.sin(alpha * theta) / sin_t)
+    out = ql * wl[:, None] + qr * wr[:, None]
+    return normalize_quaternions(out)
+
+
+def normalize_quaternions(q: np.ndarray) -> np.ndarray:
+    q = np.asarray(q, dtype=np.float64)
+    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    bad = n[..., 0] < 1e-12
+    n = np.where(n < 1e-12, 1.0, n)
+    out = q / n
+    if np.any(bad):
+        out[bad] = (1.0, 0.0, 0.0, 0.0)
+    return out
+
+
+def matrix_to_quaternion(m: np.ndarray) -> np.ndarray:
+    """(N,3,3) rotation matrices -> (N,4) wxyz unit quaternions (vectorised Shepperd)."""
+    m = np.asarray(m, dtype=np.float64)
+    n = m.shape[0]
+    m00, m11, m22 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    tr = m00 + m11 + m22
+    q = np.empty((n, 4))
+    # four candidate formulas; pick the numerically best per row
+    cand = np.stack([tr, m00, m11, m22], axis=1)
+    k = np.argmax(cand, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s0 = np.sqrt(np.maximum(1.0 + tr, 1e-300)) * 2.0
+        s1 = np.sqrt(np.maximum(1.0 + m00 - m11 - m22, 1e-300)) * 2.0
+        s2 = np.sqrt(np.maximum(1.0 + m11 - m00 - m22, 1e-300)) * 2.0
+        s3 = np.sqrt(np.maximum(1.0 + m22 - m00 - m11, 1e-300)) * 2.0
+        q0 = np.stack([0.25 * s0, (m[:, 2, 1] - m[:, 1, 2]) / s0, (m[:, 0, 2] - m[:, 2, 0]) / s0, (m[:, 1, 0] - m[:, 0, 1]) / s0], 1)
+        q1 = np.stack([(m[:, 2, 1] - m[:, 1, 2]) / s1, 0.25 * s1, (m[:, 0, 1] + m[:, 1, 0]) / s1, (m[:, 0, 2] + m[:, 2, 0]) / s1], 1)
+        q2 = np.stack([(m[:, 0, 2] - m[:, 2, 0]) / s2, (m[:, 0, 1] + m[:, 1, 0]) / s2, 0.25 * s2, (m[:, 1, 2] + m[:, 2, 1]) / s2], 1)
+        q3 = np.stack([(m[:, 1, 0] - m[:, 0, 1]) / s3, (m[:, 0, 2] + m[:, 2, 0]) / s3, (m[:, 1, 2] + m[:, 2, 1]) / s3, 0.25 * s3], 1)
+    allq = np.stack([q0, q1, q2, q3], axis=1)
+    q = allq[np.arange(n), k]
+    q = normalize_quaternions(q)
+    q[q[:, 0] < 0] *= -1.0
+    return q
+
+
+def decompose_matrices(b: np.ndarray):
+    """(N,4,4) affine matrices -> (T (N,3), Q (N,4) wxyz, S (N,3)) with M = T @ R @ S.
+
+    Exact for matrices without shear; a negative determinant is folded into scale x.
+    """
+    b = np.asarray(b, dtype=np.float64)
+    t = b[:, :3, 3].copy()
+    m = b[:, :3, :3]
+    s = np.linalg.norm(m, axis=1)  # column norms
+    det = np.linalg.det(m)
+    s[det < 0, 0] *= -1.0
+    safe = np.where(np.abs(s) < 1e-12, 1.0, s)
+    r = m / safe[:, None, :]
+    return t, matrix_to_quaternion(r), s

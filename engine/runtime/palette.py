@@ -1,0 +1,269 @@
+"""Skinning palettes (seed: SkinningPalette, SkinningPaletteGroup, SkinningPaletteSet). No bpy/gpu.
+
+skinMatrix[j] = inverse(meshWorld) @ jointWorld[j] @ inverseBind[j], batched over joints, with the
+dynamic local bounds = union_j skinMatrix[j] * jointBounds[j] (8 corners per joint, vectorised).
+Palettes only read ``ScenePose.world_matrices``, so they work the same whether the local
+transforms came from the AnimationPlayer or from Blender's evaluated pose (timeline mode).
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+
+from ..assets.types import Bounds, SkinAsset
+
+# bytes of one mat4; the seed checks jointCount * sizeof(mat4) for overflow
+MATRIX_BYTES = 64
+_MAX_BUFFER_BYTES = (1 << 63) - 1
+
+# corner selectors for (min, max) boxes: (8, 3) booleans, True -> take max
+_CORNER_SEL = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=bool)
+
+
+class SkinningPalette:
+    def __init__(self):
+        self.matrices = np.zeros((0, 4, 4), dtype=np.float32)   # last computed (and uploaded) matrices
+        self.gpu_buffer = None
+        self.joint_capacity = 0
+        self.uploaded = False
+        self.current_local_bounds = Bounds.empty()
+        self.max_linear_scale = 0.0   # upper bound of ||skinMatrix[j][:3,:3]||_2 over joints
+        self._backend = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def initialize(self, backend, joint_count: int) -> bool:
+        j = int(joint_count)
+        if j <= 0 or j * MATRIX_BYTES > _MAX_BUFFER_BYTES:
+            return False
+        if self.gpu_buffer is not None and self.joint_capacity == j and self._backend is backend:
+            self.clear()
+            return True
+        self.release()
+        try:
+            buf = backend.create_palette_buffer(j)
+        except Exception:
+            buf = None
+        if buf is None:
+            return False
+        self._backend = backend
+        self.gpu_buffer = buf
+        self.joint_capacity = j
+        self.clear()
+        return True
+
+    def clear(self) -> None:
+        """Drop CPU results, bounds and the uploaded flag; keeps the GPU buffer."""
+        self.matrices = np.zeros((0, 4, 4), dtype=np.float32)
+        self.current_local_bounds = Bounds.empty()
+        self.max_linear_scale = 0.0
+        self.uploaded = False
+
+    def release(self) -> None:
+        if self.gpu_buffer is not None and self._backend is not None:
+            self._backend.release_palette(self.gpu_buffer)
+        self.gpu_buffer = None
+        self.joint_capacity = 0
+        self.clear()
+
+    def is_gpu_ready(self) -> bool:
+        return (self.gpu_buffer is not None and self._backend is not None
+                and bool(self._backend.is_palette_valid(self.gpu_buffer))
+                and self.joint_capacity > 0 and self.uploaded)
+
+    # ---------------------------------------------------------------- frame
+    def update(self, mesh_world: np.ndarray, joint_worlds: np.ndarray, inverse_binds: np.ndarray,
+               corners: Optional[np.ndarray] = None, corner_joints: Optional[np.ndarray] = None) -> bool:
+        """Compute and upload the palette.
+
+        ``joint_worlds`` (J,4,4) world matrices of the joints in palette order, ``inverse_binds``
+        (J,4,4), ``corners`` (K,8,3) corners of the non-empty joint bounds and ``corner_joints`` (K,)
+        the palette slots they belong to (None: no bounds).
+        """
+        self.clear()
+        j = joint_worlds.shape[0]
+        if j != self.joint_capacity or inverse_binds.shape[0] != j:
+            return False
+        try:
+            mesh_inv = np.linalg.inv(mesh_world)
+        except np.linalg.LinAlgError:
+            return False
+        skin = np.matmul(mesh_inv, np.matmul(joint_worlds, inverse_binds))   # (J,4,4) float64
+        if corners is not None and corners.shape[0]:
+            m = skin[corner_joints]
+            pts = np.matmul(corners, np.transpose(m[:, :3, :3], (0, 2, 1))) + m[:, None, :3, 3]
+            pts = pts.reshape(-1, 3)
+            self.current_local_bounds = Bounds(pts.min(axis=0), pts.max(axis=0))
+        lin = skin[:, :3, :3]
+        gram = np.matmul(np.transpose(lin, (0, 2, 1)), lin)
+        # spectral norm^2 <= max absolute row sum of the Gram matrix (exact for similarities)
+        self.max_linear_scale = float(np.sqrt(np.abs(gram).sum(axis=2).max())) if j else 0.0
+        self.matrices = np.ascontiguousarray(skin, dtype=np.float32)
+        return self.upload()
+
+    def upload(self) -> bool:
+        if self.gpu_buffer is None or self._backend is None:
+            return False
+        if self.matrices.shape[0] != self.joint_capacity:
+            return False
+        try:
+            ok = bool(self._backend.upload_palette(self.gpu_buffer, self.matrices))
+        except Exception:
+            ok = False
+        self.uploaded = ok
+        return ok
+
+
+def skin_definitions_equal(a: SkinAsset, b: SkinAsset) -> bool:
+    """Exact joint-index sequence and element-wise inverse-bind equality (no epsilon)."""
+    return (a.joint_node_indices.shape == b.joint_node_indices.shape
+            and bool(np.array_equal(a.joint_node_indices, b.joint_node_indices))
+            and a.inverse_bind_matrices.shape == b.inverse_bind_matrices.shape
+            and bool(np.array_equal(a.inverse_bind_matrices, b.inverse_bind_matrices)))
+
+
+def merge_joint_bounds(a: SkinAsset, b: SkinAsset) -> SkinAsset:
+    """The same skin with per-joint bounds = union(a[j], b[j])."""
+    return SkinAsset(a.joint_node_indices, a.inverse_bind_matrices,
+                     np.minimum(a.joint_bounds_min, b.joint_bounds_min),
+                     np.maximum(a.joint_bounds_max, b.joint_bounds_max),
+                     armature_node=a.armature_node)
+
+
+class SkinningPaletteGroup:
+    """Primitives of one mesh node sharing one skin definition, and their single palette."""
+
+    def __init__(self, mesh_node_index: int, skin: SkinAsset):
+        self.mesh_node_index = int(mesh_node_index)
+        self.skin = skin
+        self.palette = SkinningPalette()
+        self.members: List[tuple] = []   # (node_index, primitive_index)
+        self._prepare()
+
+    def merge(self, skin: SkinAsset) -> None:
+        self.skin = merge_joint_bounds(self.skin, skin)
+        self._prepare()
+
+    def _prepare(self) -> None:
+        sk = self.skin
+        lo, hi = sk.joint_bounds_min, sk.joint_bounds_max
+        nonempty = np.flatnonzero(np.all(lo <= hi, axis=1) & np.all(np.isfinite(lo), axis=1)
+                                  & np.all(np.isfinite(hi), axis=1))
+        self.joint_nodes = np.asarray(sk.joint_node_indices, dtype=np.int64)
+        self.inverse_binds = np.asarray(sk.inverse_bind_matrices, dtype=np.float64)
+        self.corners = np.where(_CORNER_SEL[None], hi[nonempty][:, None, :], lo[nonempty][:, None, :])
+        self.corner_joints = nonempty
+
+    def update(self, world_matrices: np.ndarray) -> bool:
+        return self.palette.update(world_matrices[self.mesh_node_index], world_matrices[self.joint_nodes],
+                                   self.inverse_binds, self.corners, self.corner_joints)
+
+
+class SkinningPaletteSet:
+    def __init__(self):
+        self.palette_lookup: List[List[Optional[SkinningPalette]]] = []
+        self.palette_groups: List[SkinningPaletteGroup] = []
+        self.palette_count = 0
+        self.joint_matrix_count = 0
+        self.last_upload_count = 0
+        self.last_pose_version = 0
+        self.last_error: Optional[str] = None
+        self._scene = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def initialize(self, scene, backend) -> bool:
+        """Deep checks (scene.validation_error) and grouping; creates one buffer per group."""
+        self.clear()
+        err = scene.validation_error()
+        if err is not None:
+            self.last_error = err
+            return False
+        n = scene.node_count
+        lookup: List[List[Optional[SkinningPalette]]] = [[] for _ in range(n)]
+        groups: List[SkinningPaletteGroup] = []
+        member_groups = []   # parallel: (node, prim, group)
+        for node in range(n):
+            mi = int(scene.mesh_indices[node])
+            if mi < 0:
+                continue
+            mesh = scene.meshes[mi]
+            node_groups: List[SkinningPaletteGroup] = []
+            lookup[node] = [None] * len(mesh.primitives)
+            for pi, prim in enumerate(mesh.primitives):
+                if prim.skin is None:
+                    continue
+                g = next((g for g in node_groups if skin_definitions_equal(g.skin, prim.skin)), None)
+                if g is None:
+                    g = SkinningPaletteGroup(node, prim.skin)
+                    node_groups.append(g)
+                    groups.append(g)
+                else:
+                    g.merge(prim.skin)
+                g.members.append((node, pi))
+                member_groups.append((node, pi, g))
+        for g in groups:
+            if not g.palette.initialize(backend, g.skin.joint_count):
+                self.last_error = f"palette buffer creation failed for node '{scene.nodes[g.mesh_node_index].name}'"
+                for h in groups:
+                    h.palette.release()
+                return False
+        for node, pi, g in member_groups:
+            lookup[node][pi] = g.palette
+        self.palette_lookup = lookup
+        self.palette_groups = groups
+        self.palette_count = len(groups)
+        self.joint_matrix_count = int(sum(g.skin.joint_count for g in groups))
+        self._scene = scene
+        return True
+
+    def clear(self) -> None:
+        for g in self.palette_groups:
+            g.palette.release()
+        self.palette_lookup = []
+        self.palette_groups = []
+        self.palette_count = 0
+        self.joint_matrix_count = 0
+        self.last_upload_count = 0
+        self.last_pose_version = 0
+        self._scene = None
+
+    release = clear
+
+    # ---------------------------------------------------------------- queries
+    def find(self, node_index: int, primitive_index: int) -> Optional[SkinningPalette]:
+        if not (0 <= node_index < len(self.palette_lookup)):
+            return None
+        row = self.palette_lookup[node_index]
+        if not (0 <= primitive_index < len(row)):
+            return None
+        return row[primitive_index]
+
+    def group_of(self, palette: SkinningPalette) -> Optional[SkinningPaletteGroup]:
+        return next((g for g in self.palette_groups if g.palette is palette), None)
+
+    # ---------------------------------------------------------------- frame
+    def update(self, pose) -> bool:
+        """Recompute and upload every group when the pose version changed."""
+        self.last_upload_count = 0
+        if self._scene is None or not pose.is_for_scene(self._scene):
+            self.last_error = "pose does not belong to the palette set's scene"
+            return False
+        if pose.node_count != len(self.palette_lookup):
+            self.last_error = "pose node count does not match the palette lookup"
+            return False
+        version = pose.version
+        if version != 0 and version == self.last_pose_version:
+            return True
+        world = pose.world_matrices
+        if world is None:
+            self.last_error = "pose world matrices are dirty"
+            return False
+        ok = True
+        for g in self.palette_groups:
+            if g.update(world):
+                self.last_upload_count += 1
+            else:
+                ok = False
+        if ok:
+            self.last_pose_version = version
+        return ok

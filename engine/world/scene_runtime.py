@@ -1,0 +1,268 @@
+"""SceneRuntime: builds and drives every runtime object of one SceneAsset (no bpy/gpu).
+
+Frame order (seed, "每帧执行顺序"):
+  1. pose source: ``AnimationPlayer.update`` (preview player) or Blender's evaluated locals
+     (``update_timeline``), then ``ScenePose.update_world_matrices``
+  2. ``SkinningPaletteSet.update`` (skipped by pose version when unchanged)
+  3. ``RuntimeMeshInstance.update`` for every morph instance (skipped by morph version)
+  4. ``extract`` -> RenderItems for the passes
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..animation.player import AnimationPlayer
+from ..animation.pose import ScenePose
+from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
+from ..runtime.palette import SkinningPaletteSet
+from .extractor import RenderExtractor
+
+
+@dataclass
+class RuntimeStats:
+    palette_count: int = 0
+    joint_matrix_count: int = 0
+    palette_uploads: int = 0          # this frame
+    morph_uploads: int = 0            # this frame
+    morph_uploads_total: int = 0      # since initialisation (includes the initial uploads)
+    morph_target_count: int = 0
+    active_target_count: int = 0
+    pose_version: int = 0
+    animation_ms: float = 0.0
+    skinning_ms: float = 0.0
+    morph_ms: float = 0.0
+    update_ms: float = 0.0
+    extraction_ms: float = 0.0
+
+
+def _target_key(t) -> str:
+    return t.key_name or t.name
+
+
+class SceneRuntime:
+    def __init__(self, scene, backend):
+        self.scene = scene
+        self.backend = backend
+        self.pose = ScenePose()
+        self.player = AnimationPlayer()
+        self.palette_set = SkinningPaletteSet()
+        self.runtime_meshes: List[Optional[RuntimeMesh]] = []
+        self.mesh_instances: List[Optional[RuntimeMeshInstance]] = []
+        self.extractor = RenderExtractor()
+        self.stats = RuntimeStats()
+        self.last_error: Optional[str] = None
+        self._key_names: Dict[int, List[str]] = {}
+        # node -> [(primitive_index, slots into key names, target indices)]
+        self._bindings: Dict[int, list] = {}
+        self._clip_bindings: list = []     # [(MorphState, channel indices, target indices)]
+        self._last_sample_count = -1
+        self._initialized = False
+
+    # ---------------------------------------------------------------- lifecycle
+    def initialize(self) -> bool:
+        self.release()
+        sc = self.scene
+        if not self.pose.initialize(sc):
+            self.last_error = self.pose.last_error
+            return False
+        if not self.pose.update_world_matrices():
+            self.last_error = self.pose.last_error
+            return False
+        if not self.palette_set.initialize(sc, self.backend):
+            self.last_error = self.palette_set.last_error
+            return False
+        self.runtime_meshes = []
+        for mesh in sc.meshes:
+            rm = RuntimeMesh()
+            if not rm.initialize(mesh, self.backend):
+                self.last_error = f"stream creation failed for mesh '{mesh.name}'"
+                self.release()
+                return False
+            self.runtime_meshes.append(rm)
+        self.mesh_instances = [None] * sc.node_count
+        for node in np.flatnonzero(sc.mesh_indices >= 0):
+            node = int(node)
+            mi = int(sc.mesh_indices[node])
+            mesh = sc.meshes[mi]
+            if not any(p.has_morphs for p in mesh.primitives):
+                continue
+            inst = RuntimeMeshInstance()
+            if not inst.initialize(mesh, self.runtime_meshes[mi], self.backend):
+                self.last_error = f"morph stream creation failed for '{sc.nodes[node].name}'"
+                self.release()
+                return False
+            self.mesh_instances[node] = inst
+            names: List[str] = []
+            for p in mesh.primitives:
+                for t in p.morph_targets:
+                    k = _target_key(t)
+                    if k not in names:
+                        names.append(k)
+            slot = {k: i for i, k in enumerate(names)}
+            binds = []
+            for pi, p in enumerate(mesh.primitives):
+                if p.has_morphs:
+                    binds.append((pi, np.array([slot[_target_key(t)] for t in p.morph_targets], dtype=np.int64),
+                                  np.arange(len(p.morph_targets), dtype=np.int64)))
+            self._key_names[node] = names
+            self._bindings[node] = binds
+        self._initialized = True
+        self._refresh_static_stats()
+        return True
+
+    def release(self) -> None:
+        self.palette_set.clear()
+        for inst in self.mesh_instances:
+            if inst is not None:
+                inst.release()
+        for rm in self.runtime_meshes:
+            if rm is not None:
+                rm.release()
+        self.mesh_instances = []
+        self.runtime_meshes = []
+        self._key_names = {}
+        self._bindings = {}
+        self._clip_bindings = []
+        self._initialized = False
+
+    def _refresh_static_stats(self) -> None:
+        st = self.stats
+        st.palette_count = self.palette_set.palette_count
+        st.joint_matrix_count = self.palette_set.joint_matrix_count
+        st.morph_target_count = sum(len(p.primitive.morph_targets) for inst in self.mesh_instances
+                                    if inst is not None for p in inst.primitives if p.has_morphs)
+
+    # ---------------------------------------------------------------- clips
+    def set_clip(self, clip) -> None:
+        """Select a clip (an AnimationClipAsset, an index into scene.animations, or None)."""
+        if isinstance(clip, (int, np.integer)):
+            clip = self.scene.animations[int(clip)]
+        self.player.set_clip(clip)
+        self._clip_bindings = []
+        self._last_sample_count = -1
+        if clip is None:
+            return
+        keys = self.player.morph_keys
+        chan_of = {k: i for i, k in enumerate(keys)}
+        for node, binds in self._bindings.items():
+            inst = self.mesh_instances[node]
+            names = self._key_names[node]
+            for pi, slots, targets in binds:
+                ch = np.array([chan_of.get((node, names[s]), -1) for s in slots], dtype=np.int64)
+                keep = ch >= 0
+                if keep.any():
+                    self._clip_bindings.append((inst.primitives[pi].morph_state, ch[keep], targets[keep]))
+
+    # ---------------------------------------------------------------- morph weights
+    def morph_key_names(self, node: int) -> List[str]:
+        return list(self._key_names.get(int(node), []))
+
+    def set_node_morph_weights(self, node: int, values) -> bool:
+        """Weights aligned with ``morph_key_names(node)``, pushed into every primitive's MorphState."""
+        node = int(node)
+        binds = self._bindings.get(node)
+        if binds is None:
+            return False
+        vals = np.asarray(values, dtype=np.float64).reshape(-1)
+        if vals.shape[0] != len(self._key_names[node]):
+            return False
+        inst = self.mesh_instances[node]
+        ok = True
+        for pi, slots, targets in binds:
+            ok &= inst.primitives[pi].morph_state.set_weights(targets, vals[slots])
+        return bool(ok)
+
+    def set_morph_weight(self, node: int, key_name: str, value: float) -> bool:
+        """Set every target named ``key_name`` of the node (all primitives) to ``value``."""
+        node = int(node)
+        names = self._key_names.get(node)
+        if names is None or key_name not in names:
+            return False
+        s = names.index(key_name)
+        inst = self.mesh_instances[node]
+        ok = True
+        for pi, slots, targets in self._bindings[node]:
+            hit = targets[slots == s]
+            for t in hit:
+                ok &= inst.primitives[pi].morph_state.set_weight(int(t), value)
+        return bool(ok)
+
+    def reset_morphs(self) -> None:
+        for inst in self.mesh_instances:
+            if inst is not None:
+                for p in inst.primitives:
+                    if p.morph_state is not None:
+                        p.morph_state.reset()
+
+    # ---------------------------------------------------------------- frames
+    def update(self, delta_time: float = 0.0) -> bool:
+        """Preview-player frame: player -> palettes -> morph instances."""
+        if not self._initialized:
+            return False
+        t0 = time.perf_counter()
+        ok = self.player.update(delta_time, self.scene, self.pose)
+        if self.player.sample_count != self._last_sample_count:
+            self._last_sample_count = self.player.sample_count
+            vals = self.player.morph_values
+            for state, ch, targets in self._clip_bindings:
+                state.set_weights(targets, vals[ch])
+        t1 = time.perf_counter()
+        return self._finish_frame(ok, t0, t1)
+
+    def update_timeline(self, nodes=None, local_matrices=None, morph_weights: Optional[dict] = None) -> bool:
+        """Timeline frame: Blender's evaluated local matrices (and shape key values) drive the pose.
+
+        ``morph_weights``: {node: values aligned with morph_key_names(node)}.
+        """
+        if not self._initialized:
+            return False
+        t0 = time.perf_counter()
+        ok = True
+        if nodes is not None and len(nodes):
+            ok = self.pose.set_local_matrices(nodes, local_matrices)
+        if self.pose.is_dirty:
+            ok = self.pose.update_world_matrices() and ok
+        if morph_weights:
+            for node, vals in morph_weights.items():
+                ok = self.set_node_morph_weights(node, vals) and ok
+        t1 = time.perf_counter()
+        return self._finish_frame(ok, t0, t1)
+
+    def _finish_frame(self, ok: bool, t0: float, t1: float) -> bool:
+        ok = self.palette_set.update(self.pose) and ok
+        t2 = time.perf_counter()
+        uploads = 0
+        total = 0
+        active = 0
+        for inst in self.mesh_instances:
+            if inst is not None:
+                ok = inst.update() and ok
+                uploads += inst.last_upload_count
+                total += inst.total_upload_count
+                for p in inst.primitives:
+                    if p.morph_state is not None:
+                        active += p.morph_state.active_count
+        t3 = time.perf_counter()
+        st = self.stats
+        st.palette_uploads = self.palette_set.last_upload_count
+        st.morph_uploads = uploads
+        st.morph_uploads_total = total
+        st.active_target_count = active
+        st.pose_version = self.pose.version
+        st.animation_ms = (t1 - t0) * 1e3
+        st.skinning_ms = (t2 - t1) * 1e3
+        st.morph_ms = (t3 - t2) * 1e3
+        st.update_ms = (t3 - t0) * 1e3
+        return bool(ok)
+
+    def extract(self, frustum=None, strict: bool = False, shadow_casters=None):
+        t0 = time.perf_counter()
+        items = self.extractor.extract(self.scene, self.pose, self.palette_set, self.mesh_instances,
+                                       self.runtime_meshes, frustum=frustum, strict=strict,
+                                       shadow_casters=shadow_casters)
+        self.stats.extraction_ms = (time.perf_counter() - t0) * 1e3
+        return items
