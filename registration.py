@@ -62,6 +62,8 @@ def _submodules():
     """Feature subpackages with their own register()/unregister() (operators, panels, properties)."""
     mods = []
     from . import operators, panels  # noqa: F401
+    from .engine import materials  # MToon material/scene properties (before operators and panels)
+    mods.append(materials)
     mods.append(operators)
     mods.append(panels)
     return mods

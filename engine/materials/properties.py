@@ -1,0 +1,260 @@
+"""RNA properties: ``material.stylized_mtoon`` (MToon 1.0 parameter set) and ``scene.stylized``.
+
+Colours are linear (subtype COLOR). Factors default to the VRMC_materials_mtoon-1.0 README
+values (mtoon-facts §1). Texture UV offset/scale are in Blender UV space (V up):
+``uv' = uv * scale + offset``. UV animation speeds are stored exactly as in a VRM file (glTF
+convention, +Y scrolls toward the top of the glTF image = down in Blender); the resolver converts
+them to Blender's convention.
+"""
+from __future__ import annotations
+
+import bpy
+from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty,
+                       PointerProperty)
+
+
+def _invalidate(self, _context):
+    from . import invalidate
+
+    mat = getattr(self, "id_data", None)
+    invalidate(getattr(mat, "name", None))
+
+
+# (attribute, label, description, colour space note)
+TEXTURE_SLOT_INFO = (
+    ("base_color", "Lit Color Texture",
+     "Base (lit) colour texture, sRGB RGBA. Multiplies the Lit Color and its alpha (glTF baseColorTexture)"),
+    ("shade_multiply", "Shade Multiply Texture",
+     "Shade colour texture, sRGB RGB. Multiplies the Shade Color (shadeMultiplyTexture)"),
+    ("normal", "Normal Map",
+     "Tangent-space normal map (non-colour). Its Scale is the glTF normalTexture.scale"),
+    ("shading_shift", "Shading Shift Texture",
+     "Linear texture whose RED channel times Scale is added to Shading Shift (shadingShiftTexture)"),
+    ("emissive", "Emissive Texture",
+     "Emission texture, sRGB RGB. Multiplies the Emissive colour (emissiveTexture)"),
+    ("rim_multiply", "Rim Multiply Texture",
+     "sRGB RGB mask multiplying MatCap and parametric rim (rimMultiplyTexture)"),
+    ("matcap", "MatCap Texture",
+     "MatCap image, sRGB, sampled with the view-space normal; not UV-animated (matcapTexture)"),
+    ("outline_width_multiply", "Outline Width Texture",
+     "Linear texture whose GREEN channel multiplies the outline width (outlineWidthMultiplyTexture)"),
+    ("uv_animation_mask", "UV Animation Mask",
+     "Linear texture whose BLUE channel scales UV animation per texel (uvAnimationMaskTexture)"),
+)
+
+
+class StylizedMToonTexture(bpy.types.PropertyGroup):
+    image: PointerProperty(
+        type=bpy.types.Image, name="Image", update=_invalidate,
+        description="Image used for this MToon texture slot (empty = slot unused)")
+    uv_offset: FloatVectorProperty(
+        name="UV Offset", size=2, default=(0.0, 0.0), subtype="XYZ", update=_invalidate,
+        description="UV offset in Blender UV space (V up), applied after UV animation: uv * scale + offset")
+    uv_scale: FloatVectorProperty(
+        name="UV Scale", size=2, default=(1.0, 1.0), subtype="XYZ", update=_invalidate,
+        description="UV scale (tiling) in Blender UV space, applied after UV animation: uv * scale + offset")
+    scale: FloatProperty(
+        name="Scale", default=1.0, soft_min=-2.0, soft_max=2.0, update=_invalidate,
+        description="Normal-map strength (normal slot) or multiplier of the red channel (shading shift slot); "
+                    "unused by the other slots")
+
+
+_COLOR = dict(subtype="COLOR", min=0.0, soft_max=1.0)
+
+
+class StylizedMToonProperties(bpy.types.PropertyGroup):
+    enabled: BoolProperty(
+        name="Use MToon", default=False, update=_invalidate,
+        description="Render this material with the MToon parameters below. When off, the Stylized engine "
+                    "reads the VRM Add-on's MToon node group, else derives a toon look from the Principled BSDF")
+
+    # --- lighting -------------------------------------------------------------------------
+    base_color: FloatVectorProperty(
+        name="Lit Color", size=4, default=(1.0, 1.0, 1.0, 1.0), update=_invalidate, **_COLOR,
+        description="Colour of fully lit areas, linear RGB plus opacity in alpha (baseColorFactor)")
+    shade_color: FloatVectorProperty(
+        name="Shade Color", size=3, default=(0.0, 0.0, 0.0), update=_invalidate, **_COLOR,
+        description="Colour of unlit / shadowed areas, linear (shadeColorFactor; spec default black)")
+    shading_shift: FloatProperty(
+        name="Shading Shift", default=0.0, soft_min=-1.0, soft_max=1.0, update=_invalidate,
+        description="Moves the lit/shade boundary: the ramp is centred where N·L = -shift "
+                    "(positive values enlarge the lit area) (shadingShiftFactor)")
+    shading_toony: FloatProperty(
+        name="Shading Toony", default=0.9, min=0.0, max=1.0, update=_invalidate,
+        description="Sharpness of the lit/shade boundary: 1 = hard two-tone edge, 0 = smooth gradient "
+                    "(shadingToonyFactor)")
+    gi_equalization: FloatProperty(
+        name="GI Equalization", default=0.9, min=0.0, max=1.0, update=_invalidate,
+        description="Flattens ambient (world) lighting: 0 = directional ambient, 1 = uniform ambient "
+                    "from the average of up and down (giEqualizationFactor)")
+    emissive_color: FloatVectorProperty(
+        name="Emissive", size=3, default=(0.0, 0.0, 0.0), update=_invalidate, **_COLOR,
+        description="Emission colour added to the result, linear (emissiveFactor)")
+    emissive_strength: FloatProperty(
+        name="Emissive Strength", default=1.0, min=0.0, soft_max=10.0, update=_invalidate,
+        description="Multiplier of the emission colour (KHR_materials_emissive_strength)")
+
+    # --- rim --------------------------------------------------------------------------------
+    matcap_factor: FloatVectorProperty(
+        name="MatCap Factor", size=3, default=(1.0, 1.0, 1.0), update=_invalidate, **_COLOR,
+        description="Tint multiplying the MatCap texture; no effect without a MatCap texture (matcapFactor)")
+    rim_color: FloatVectorProperty(
+        name="Rim Color", size=3, default=(0.0, 0.0, 0.0), update=_invalidate, **_COLOR,
+        description="Colour of the parametric (fresnel) rim light; black disables it (parametricRimColorFactor)")
+    rim_fresnel_power: FloatProperty(
+        name="Rim Fresnel Power", default=5.0, min=0.0, soft_max=100.0, update=_invalidate,
+        description="Exponent of the rim fresnel term: higher = thinner rim (parametricRimFresnelPowerFactor)")
+    rim_lift: FloatProperty(
+        name="Rim Lift", default=0.0, soft_min=0.0, soft_max=1.0, update=_invalidate,
+        description="Added to 1 - N·V before the power: widens the rim toward the centre (parametricRimLiftFactor)")
+    rim_lighting_mix: FloatProperty(
+        name="Rim Lighting Mix", default=1.0, min=0.0, max=1.0, update=_invalidate,
+        description="0 = rim and MatCap glow like emission, 1 = they are multiplied by the incoming light "
+                    "(rimLightingMixFactor)")
+
+    # --- outline ----------------------------------------------------------------------------
+    outline_width_mode: EnumProperty(
+        name="Outline Mode", default="none", update=_invalidate,
+        items=(("none", "None", "No outline"),
+               ("worldCoordinates", "World", "Width in metres along the surface normal"),
+               ("screenCoordinates", "Screen", "Width as a fraction of the screen height, constant on screen")),
+        description="How the inverted-hull outline width is measured (outlineWidthMode)")
+    outline_width: FloatProperty(
+        name="Outline Width", default=0.0, min=0.0, soft_max=0.05, precision=4, step=0.01, update=_invalidate,
+        description="Outline width: metres (World mode) or fraction of the screen height (Screen mode) "
+                    "(outlineWidthFactor)")
+    outline_color: FloatVectorProperty(
+        name="Outline Color", size=3, default=(0.0, 0.0, 0.0), update=_invalidate, **_COLOR,
+        description="Outline colour, linear (outlineColorFactor)")
+    outline_lighting_mix: FloatProperty(
+        name="Outline Lighting Mix", default=1.0, min=0.0, max=1.0, update=_invalidate,
+        description="0 = flat outline colour, 1 = outline colour multiplied by the shaded surface colour "
+                    "(outlineLightingMixFactor)")
+
+    # --- UV animation -----------------------------------------------------------------------
+    uv_animation_scroll_x: FloatProperty(
+        name="Scroll X Speed", default=0.0, soft_min=-10.0, soft_max=10.0, update=_invalidate,
+        description="Horizontal UV scroll speed in UV units per second (uvAnimationScrollXSpeedFactor)")
+    uv_animation_scroll_y: FloatProperty(
+        name="Scroll Y Speed", default=0.0, soft_min=-10.0, soft_max=10.0, update=_invalidate,
+        description="Vertical UV scroll speed in UV units per second, glTF convention as stored in VRM files "
+                    "(positive moves the texture up the image) (uvAnimationScrollYSpeedFactor)")
+    uv_animation_rotation: FloatProperty(
+        name="Rotation Speed", default=0.0, soft_min=-10.0, soft_max=10.0, update=_invalidate,
+        description="UV rotation speed about the UV centre in radians per second "
+                    "(uvAnimationRotationSpeedFactor)")
+
+    # --- rendering --------------------------------------------------------------------------
+    alpha_mode: EnumProperty(
+        name="Alpha Mode", default="OPAQUE", update=_invalidate,
+        items=(("OPAQUE", "Opaque", "Alpha is ignored"),
+               ("MASK", "Cutout", "Pixels with alpha below the cutoff are discarded"),
+               ("BLEND", "Blend", "Alpha blended, drawn back to front after opaque surfaces")),
+        description="How opacity is handled (glTF alphaMode)")
+    alpha_cutoff: FloatProperty(
+        name="Alpha Cutoff", default=0.5, min=0.0, max=1.0, update=_invalidate,
+        description="Alpha threshold below which pixels are discarded in Cutout mode (alphaCutoff)")
+    double_sided: BoolProperty(
+        name="Double Sided", default=False, update=_invalidate,
+        description="Draw back faces too (lit with a flipped normal); off = back faces are culled (doubleSided)")
+    transparent_with_zwrite: BoolProperty(
+        name="Transparent Z-Write", default=False, update=_invalidate,
+        description="In Blend mode, also write depth so the surface occludes itself and later blended "
+                    "surfaces (transparentWithZWrite)")
+    render_queue_offset: IntProperty(
+        name="Render Queue Offset", default=0, min=-9, max=9, update=_invalidate,
+        description="Blend mode draw-order offset: higher draws later. Z-Write on uses 0..9, off uses -9..0 "
+                    "(renderQueueOffsetNumber)")
+    cast_shadow: BoolProperty(
+        name="Cast Shadow", default=True, update=_invalidate,
+        description="Surfaces with this material cast shadows into the Stylized shadow map")
+    receive_shadow: BoolProperty(
+        name="Receive Shadow", default=True, update=_invalidate,
+        description="Surfaces with this material are darkened toward the shade colour by cast shadows")
+
+    # --- textures (one pointer group per slot, added below) -----------------------------------
+
+    def texture(self, slot: str) -> StylizedMToonTexture:
+        return getattr(self, "tex_" + slot)
+
+
+for _slot, _label, _desc in TEXTURE_SLOT_INFO:
+    StylizedMToonProperties.__annotations__["tex_" + _slot] = PointerProperty(
+        type=StylizedMToonTexture, name=_label, description=_desc)
+
+
+def _scene_update(self, context):
+    # Scene settings are read by the passes each frame; just ask viewports to redraw.
+    screen = getattr(context, "screen", None) if context is not None else None
+    for area in getattr(screen, "areas", ()):
+        if area.type == "VIEW_3D":
+            area.tag_redraw()
+
+
+class StylizedSceneSettings(bpy.types.PropertyGroup):
+    shadows: BoolProperty(
+        name="Shadows", default=True, update=_scene_update,
+        description="Render a shadow map for the strongest sun lamp; shadowed areas take the MToon shade colour")
+    shadow_resolution: EnumProperty(
+        name="Shadow Resolution", default="2048", update=_scene_update,
+        items=(("512", "512", "512 × 512 shadow map"), ("1024", "1024", "1024 × 1024 shadow map"),
+               ("2048", "2048", "2048 × 2048 shadow map"), ("4096", "4096", "4096 × 4096 shadow map")),
+        description="Size of the directional shadow map in texels; higher = sharper shadows, more GPU memory")
+    shadow_bias: FloatProperty(
+        name="Shadow Bias", default=0.001, min=0.0, soft_max=0.05, precision=4, step=0.01,
+        update=_scene_update,
+        description="Constant depth bias against shadow acne (in shadow-map depth units); too high detaches "
+                    "shadows from their casters")
+    shadow_normal_offset: FloatProperty(
+        name="Normal Offset", default=0.02, min=0.0, soft_max=0.2, precision=3, step=0.1,
+        update=_scene_update,
+        description="Offsets the lookup position along the surface normal, in shadow-map texels, to avoid "
+                    "acne on surfaces nearly parallel to the light")
+    shadow_pcf: BoolProperty(
+        name="Soft Filtering (PCF)", default=True, update=_scene_update,
+        description="Percentage-closer filtering: average several shadow-map samples for smoother edges")
+    outlines: BoolProperty(
+        name="Outlines", default=True, update=_scene_update,
+        description="Draw MToon inverted-hull outlines for materials whose outline mode is not None")
+    screen_space_outline: BoolProperty(
+        name="Screen-Space Outline", default=False, update=_scene_update,
+        description="Add edges found from depth, normal and object-ID discontinuities (works on any material)")
+    screen_space_outline_width: FloatProperty(
+        name="Width", default=1.0, min=0.0, soft_max=8.0, subtype="PIXEL", update=_scene_update,
+        description="Screen-space outline width in pixels")
+    screen_space_outline_color: FloatVectorProperty(
+        name="Color", size=4, default=(0.0, 0.0, 0.0, 1.0), subtype="COLOR", min=0.0, soft_max=1.0,
+        update=_scene_update,
+        description="Screen-space outline colour (linear) and opacity")
+    fxaa: BoolProperty(
+        name="FXAA", default=True, update=_scene_update,
+        description="Fast approximate anti-aliasing as the last pass")
+    profile_gpu: BoolProperty(
+        name="Profile GPU Passes", default=False, update=_scene_update,
+        description="Measure each pass's GPU time. Blender's Python gpu module has no timer queries, so this "
+                    "synchronises (waits for the GPU) after every pass, which slows rendering; debug only")
+    max_lights: IntProperty(
+        name="Max Lights", default=8, min=1, max=64, soft_max=16, update=_scene_update,
+        description="Maximum number of lamps (sun, point, spot) shading each surface; the strongest are kept")
+
+
+CLASSES = (StylizedMToonTexture, StylizedMToonProperties, StylizedSceneSettings)
+
+
+def register():
+    for c in CLASSES:
+        bpy.utils.register_class(c)
+    bpy.types.Material.stylized_mtoon = PointerProperty(
+        type=StylizedMToonProperties, name="Stylized MToon",
+        description="MToon 1.0 parameters used by the Stylized render engine")
+    bpy.types.Scene.stylized = PointerProperty(
+        type=StylizedSceneSettings, name="Stylized",
+        description="Stylized render engine settings (shadows, outlines, post-processing)")
+
+
+def unregister():
+    for owner, attr in ((bpy.types.Scene, "stylized"), (bpy.types.Material, "stylized_mtoon")):
+        if hasattr(owner, attr):
+            delattr(owner, attr)
+    for c in reversed(CLASSES):
+        bpy.utils.unregister_class(c)
