@@ -1,0 +1,272 @@
+"""AnimationPlayer rules (seed: AnimationPlayer, track sampling)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import test_runtime_rigs as R
+from stylized_renderer.engine.animation import AnimationPlayer, ScenePose, TrackSet, slerp
+from stylized_renderer.engine.assets import MorphWeightChannelAsset, NodeAnimationChannelAsset
+
+
+def setup(channels, duration=2.0, morph_channels=()):
+    scene = R.skinned_arm_scene()
+    pose = ScenePose()
+    assert pose.initialize(scene)
+    player = AnimationPlayer()
+    player.set_clip(R.clip(channels, duration, morph_channels))
+    return scene, pose, player
+
+
+def tx(pose, node=1):
+    return pose.local_transform(node).translation[0]
+
+
+def ramp():
+    # node 1 translation x goes 0 -> 2 over 2 s
+    return [R.vec_channel(1, [0.0, 2.0], [[0, 0, 0], [2, 0, 0]])]
+
+
+# ------------------------------------------------------------------------- clock
+def test_play_advances_time_by_dt_times_speed():
+    scene, pose, p = setup(ramp())
+    p.set_playback_speed(2.0)
+    p.play()
+    assert p.update(0.25, scene, pose)
+    assert math.isclose(p.current_time, 0.5)
+    assert math.isclose(tx(pose), 0.5)
+    assert not pose.is_dirty
+
+
+def test_loop_wraps_by_fmod():
+    scene, pose, p = setup(ramp(), duration=2.0)
+    p.set_looping(True)
+    p.play()
+    p.update(1.5, scene, pose)
+    p.update(1.0, scene, pose)
+    assert math.isclose(p.current_time, 0.5)
+    p.update(4.25, scene, pose)          # more than a whole period
+    assert math.isclose(p.current_time, math.fmod(4.75, 2.0))
+    assert p.is_playing
+
+
+def test_non_loop_clamps_to_duration_and_pauses():
+    scene, pose, p = setup(ramp(), duration=2.0)
+    p.set_looping(False)
+    p.play()
+    assert p.update(3.0, scene, pose)
+    assert p.current_time == 2.0
+    assert not p.is_playing
+    assert math.isclose(tx(pose), 2.0)   # the last frame was sampled
+
+
+def test_speed_rejects_non_finite_and_negative():
+    p = AnimationPlayer()
+    assert p.set_playback_speed(0.5)
+    for bad in (-1.0, float("nan"), float("inf"), -float("inf")):
+        assert not p.set_playback_speed(bad)
+        assert p.playback_speed == 0.5
+    assert p.set_playback_speed(0.0)
+
+
+def test_seek_clamps_and_resamples_while_paused():
+    scene, pose, p = setup(ramp(), duration=2.0)
+    assert p.update(0.0, scene, pose)            # initial sample (clip set)
+    assert not p.sample_pending
+    assert p.seek(5.0) and p.current_time == 2.0
+    assert p.seek(-1.0) and p.current_time == 0.0
+    assert p.seek(1.0)
+    assert p.sample_pending and not p.is_playing
+    v = pose.version
+    assert p.update(0.0, scene, pose)
+    assert math.isclose(tx(pose), 1.0)
+    assert pose.version == v + 1
+    assert not p.seek(float("nan"))
+
+
+def test_paused_update_without_pending_sample_changes_nothing():
+    scene, pose, p = setup(ramp())
+    p.update(0.0, scene, pose)
+    v = pose.version
+    pose_locals = np.array(pose.local_matrices)
+    assert p.update(0.5, scene, pose)
+    assert pose.version == v
+    assert np.array_equal(pose.local_matrices, pose_locals)
+    # a local write by someone else is not overwritten by a paused player
+    pose.set_local_transform(1, (7, 0, 0), R.QI, (1, 1, 1))
+    assert p.update(0.5, scene, pose)
+    assert tx(pose) == 7.0
+
+
+def test_stop_resets_time_and_restores_bind_pose_before_sampling():
+    # clip animates node 1 only; node 2 was moved by someone else -> back to bind after stop
+    scene, pose, p = setup(ramp())
+    p.play()
+    p.update(1.0, scene, pose)
+    pose.set_local_transform(2, (0, 5, 0), R.QI, (1, 1, 1))
+    p.stop()
+    assert p.current_time == 0.0 and not p.is_playing and p.sample_pending
+    assert p.update(0.3, scene, pose)
+    assert p.current_time == 0.0
+    assert np.allclose(pose.local_transform(2).translation, 0.0)
+    assert math.isclose(tx(pose), 0.0)
+
+
+def test_seek_does_not_reset_the_pose():
+    scene, pose, p = setup(ramp())
+    p.update(0.0, scene, pose)
+    pose.set_local_transform(2, (0, 5, 0), R.QI, (1, 1, 1))
+    p.seek(1.0)
+    p.update(0.0, scene, pose)
+    assert np.allclose(pose.local_transform(2).translation, (0, 5, 0))
+
+
+def test_set_clip_resets_bind_pose_time_and_validation():
+    scene, pose, p = setup(ramp())
+    p.play()
+    p.update(1.0, scene, pose)
+    assert p.validated_scene is scene
+    other = R.clip([R.vec_channel(2, [0.0], [[0, 0, 4]])], 1.0)
+    p.set_clip(other)
+    assert p.current_time == 0.0 and p.validated_scene is None
+    assert p.update(0.0, scene, pose)
+    assert math.isclose(tx(pose, 1), 0.0)           # left over from the old clip -> bind
+    assert np.allclose(pose.local_transform(2).translation, (0, 0, 4))
+
+
+def test_clip_validation_is_lazy_and_cached_per_scene():
+    scene, pose, _ = setup(ramp())
+    calls = []
+
+    class CountingClip:
+        def __init__(self, c):
+            self._c = c
+            self.name = c.name
+            self.duration_seconds = c.duration_seconds
+            self.channels = c.channels
+            self.morph_channels = c.morph_channels
+
+        def is_valid(self, n):
+            calls.append(n)
+            return self._c.is_valid(n)
+
+    p = AnimationPlayer()
+    p.set_clip(CountingClip(R.clip(ramp(), 2.0)))
+    assert calls == []                   # not validated at set_clip
+    p.play()
+    for _ in range(3):
+        assert p.update(0.1, scene, pose)
+    assert calls == [scene.node_count]   # validated once for this scene
+    scene2 = R.skinned_arm_scene()
+    pose2 = ScenePose()
+    pose2.initialize(scene2)
+    assert p.update(0.1, scene2, pose2)
+    assert len(calls) == 2 and p.validated_scene is scene2
+
+
+def test_invalid_clip_for_scene_fails_and_leaves_pose():
+    scene, pose, p = setup([R.vec_channel(40, [0.0], [[1, 0, 0]])])
+    pose.update_world_matrices()
+    v = pose.version
+    assert not p.update(0.0, scene, pose)
+    assert p.validated_scene is None and pose.version == v
+
+
+def test_pose_of_another_scene_is_rejected():
+    scene, pose, p = setup(ramp())
+    assert not p.update(0.0, R.skinned_arm_scene(), pose)
+
+
+# ------------------------------------------------------------------------- sampling
+def test_linear_interpolation_endpoints_and_single_key():
+    chans = [NodeAnimationChannelAsset(1, translation_times=[1.0, 2.0], translation_values=[[0, 0, 0], [4, 0, 0]],
+                                       scale_times=[0.5], scale_values=[[3, 3, 3]])]
+    scene, pose, p = setup(chans, duration=3.0)
+    for t, x in ((0.0, 0.0), (1.0, 0.0), (1.25, 1.0), (2.0, 4.0), (3.0, 4.0)):
+        p.seek(t)
+        p.update(0.0, scene, pose)
+        assert math.isclose(tx(pose), x, abs_tol=1e-12), (t, tx(pose))
+        assert np.allclose(pose.local_transform(1).scale, 3.0)   # single key holds
+
+
+def test_missing_tracks_keep_current_pose_values():
+    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0], rotation_values=[R.quat_axis_angle([0, 0, 1], 0.5)])]
+    scene, pose, p = setup(chans)
+    pose.set_local_transform(1, (1, 2, 3), R.QI, (2, 2, 2))
+    p._reset_pose_on_next_sample = False      # keep our manual TRS for this check
+    p.update(0.0, scene, pose)
+    lt = pose.local_transform(1)
+    assert np.allclose(lt.translation, (1, 2, 3)) and np.allclose(lt.scale, 2.0)
+    assert np.allclose(np.abs(lt.rotation @ R.quat_axis_angle([0, 0, 1], 0.5)), 1.0)
+
+
+def test_tiny_interval_uses_right_key():
+    chans = [R.vec_channel(1, [0.0, 1.0, 1.0 + 1e-9, 2.0], [[0, 0, 0], [1, 0, 0], [5, 0, 0], [5, 0, 0]])]
+    scene, pose, p = setup(chans)
+    p.seek(1.0 + 5e-10)
+    p.update(0.0, scene, pose)
+    assert math.isclose(tx(pose), 5.0)
+
+
+def test_slerp_takes_the_shortest_path_and_normalises():
+    qa = R.quat_axis_angle([0, 0, 1], 0.0)
+    qb = -R.quat_axis_angle([0, 0, 1], np.pi / 2)   # same rotation as +q, opposite hemisphere
+    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0, 1.0], rotation_values=[qa, qb])]
+    scene, pose, p = setup(chans, duration=1.0)
+    p.seek(0.5)
+    p.update(0.0, scene, pose)
+    q = pose.local_transform(1).rotation
+    expected = R.quat_axis_angle([0, 0, 1], np.pi / 4)
+    assert math.isclose(abs(np.dot(q, expected)), 1.0, abs_tol=1e-12)
+    assert math.isclose(np.linalg.norm(q), 1.0)
+    # true slerp (constant angular velocity), not nlerp: a quarter of a 160 degree turn is 40 degrees
+    a = np.deg2rad(160)
+    out = slerp(np.array([qa]), np.array([R.quat_axis_angle([0, 0, 1], a)]), np.array([0.25]))[0]
+    assert math.isclose(2 * math.acos(min(1.0, abs(out[0]))), a / 4, abs_tol=1e-9)
+
+
+def test_trackset_searches_all_tracks_at_once_and_matches_a_reference():
+    rng = np.random.default_rng(3)
+    times_list, values_list = [], []
+    for c in range(40):
+        k = int(rng.integers(1, 7))
+        t = np.sort(rng.uniform(-1.0, 3.0, k))
+        times_list.append(t)
+        values_list.append(rng.normal(size=(k, 3)))
+    ts = TrackSet(times_list, values_list, 3)
+    for time in np.linspace(-2.0, 4.0, 61):
+        got = ts.sample_linear(time)
+        for c in range(40):
+            t, v = times_list[c], values_list[c]
+            i = int(np.searchsorted(t, time, side="left"))
+            if i == 0:
+                ref = v[0]
+            elif i == len(t):
+                ref = v[-1]
+            else:
+                dt = t[i] - t[i - 1]
+                a = 1.0 if dt < 1e-6 else min(max((time - t[i - 1]) / dt, 0.0), 1.0)
+                ref = v[i - 1] + (v[i] - v[i - 1]) * a
+            assert np.allclose(got[c], ref), (time, c)
+
+
+def test_morph_channels_are_sampled_into_weights():
+    mc = [MorphWeightChannelAsset(3, "Smile", times=[0.0, 1.0], values=[0.0, 1.0])]
+    scene, pose, p = setup(ramp(), duration=2.0, morph_channels=mc)
+    p.seek(0.25)
+    p.update(0.0, scene, pose)
+    assert p.morph_keys == [(3, "Smile")]
+    assert math.isclose(p.morph_values[0], 0.25)
+    assert math.isclose(p.morph_weights[(3, "Smile")], 0.25)
+
+
+def test_no_clip_keeps_bind_pose():
+    scene = R.skinned_arm_scene()
+    pose = ScenePose()
+    pose.initialize(scene)
+    p = AnimationPlayer()
+    assert p.update(0.1, scene, pose) is True
+    p.set_clip(None)
+    assert p.update(0.1, scene, pose)
+    assert not pose.is_dirty and np.allclose(pose.local_matrices, scene.bind_locals)

@@ -1,0 +1,153 @@
+"""ScenePose rules (seed: ScenePose)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import test_runtime_rigs as R
+from stylized_renderer.engine.animation import ScenePose, RESOLVED, RESOLVING
+from stylized_renderer.engine.animation.pose import next_version
+from stylized_renderer.engine.assets import SceneAsset
+
+
+def make_pose(scene=None):
+    scene = scene or R.skinned_arm_scene()
+    pose = ScenePose()
+    assert pose.initialize(scene)
+    return scene, pose
+
+
+def test_initialize_copies_bind_pose_and_starts_dirty():
+    scene, pose = make_pose()
+    assert pose.is_dirty and pose.version == 0
+    assert pose.world_matrix(0) is None and pose.world_matrices is None
+    assert np.allclose(pose.local_matrices, scene.bind_locals)
+    assert pose.update_world_matrices()
+    assert np.allclose(pose.world_matrix(2), R.translation(1, 0, 0))
+
+
+def test_initialize_rejects_invalid_scene_deeply():
+    bad = SceneAsset([R.node("a", parent=1), R.node("b", parent=0)])   # parent cycle
+    pose = ScenePose()
+    assert not pose.initialize(bad)
+    assert "cycle" in pose.last_error
+    nan = SceneAsset([R.node("a", t=(np.nan, 0, 0))])
+    assert not ScenePose().initialize(nan)
+
+
+def test_world_is_parent_world_times_local_with_pre_matrix():
+    # child listed before its parent: resolution order must not depend on array order
+    nodes = [R.node("child", parent=1, pre=R.translation(0, 2, 0), t=(1, 0, 0)),
+             R.node("root", t=(0, 0, 3), q=R.quat_axis_angle([0, 0, 1], np.pi / 2))]
+    scene = SceneAsset(nodes)
+    _, pose = make_pose(scene)
+    assert pose.update_world_matrices()
+    root = R.translation(0, 0, 3) @ np.block([[np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]]), np.zeros((3, 1))],
+                                                [np.zeros((1, 3)), np.ones((1, 1))]])
+    expected_child = root @ R.translation(0, 2, 0) @ R.translation(1, 0, 0)
+    assert np.allclose(pose.world_matrix(1), root)
+    assert np.allclose(pose.world_matrix(0), expected_child)
+    assert np.all(pose.resolution_states == RESOLVED)
+
+
+def test_set_local_transform_marks_dirty_and_withholds_world():
+    scene, pose = make_pose()
+    assert pose.update_world_matrices()
+    v = pose.version
+    assert pose.set_local_transform(1, (0, 1, 0), R.QI, (1, 1, 1))
+    assert pose.is_dirty
+    assert pose.world_matrix(2) is None and pose.world_matrices is None
+    assert pose.version == v                     # a write alone makes no consumable version
+    assert pose.update_world_matrices()
+    assert pose.version == v + 1
+    assert np.allclose(pose.world_matrix(2)[:3, 3], (1, 1, 0))
+
+
+def test_set_local_transform_rejects_bad_input():
+    _, pose = make_pose()
+    assert not pose.set_local_transform(99, (0, 0, 0), R.QI, (1, 1, 1))
+    assert not pose.set_local_transform(-1, (0, 0, 0), R.QI, (1, 1, 1))
+    assert not pose.set_local_transform(1, (np.inf, 0, 0), R.QI, (1, 1, 1))
+    assert ScenePose().set_local_transform(0, (0, 0, 0), R.QI, (1, 1, 1)) is False
+
+
+def test_batch_trs_matches_pre_matrix_times_trs():
+    scene, pose = make_pose()
+    q = R.quat_axis_angle([0, 1, 0], 0.3)
+    assert pose.set_local_trs([1, 2], [[0, 0, 1], [1, 0, 0]], [R.QI, q], [[1, 1, 1], [2, 2, 2]])
+    lt = pose.local_transform(2)
+    expected = scene.pre_matrices[2] @ R.translation(1, 0, 0)
+    rot = np.eye(4)
+    from stylized_renderer.engine.assets import quat_to_matrix
+    rot[:3, :3] = quat_to_matrix(q) * 2.0
+    expected = expected @ rot
+    assert np.allclose(lt.matrix, expected)
+    assert np.allclose(lt.translation, (1, 0, 0)) and np.allclose(lt.scale, 2)
+
+
+def test_set_local_matrices_writes_full_local_and_trs_is_recovered():
+    scene, pose = make_pose()
+    q = R.quat_axis_angle([1, 1, 0], 0.7)
+    from stylized_renderer.engine.assets import compose_trs
+    basis = compose_trs([[0.5, 0, 0]], [q], [[1.5, 1.5, 1.5]])[0]
+    m = scene.pre_matrices[2] @ basis
+    assert pose.set_local_matrices([2], m[None])
+    assert pose.is_dirty
+    assert np.allclose(pose.local_matrices[2], m)
+    lt = pose.local_transform(2)
+    assert np.allclose(lt.translation, (0.5, 0, 0)) and np.allclose(lt.scale, 1.5)
+    assert np.allclose(np.abs(np.dot(lt.rotation, q)), 1.0)
+    assert pose.update_world_matrices()
+    assert np.allclose(pose.world_matrix(2), m)   # parents are identity
+
+
+def test_reset_to_bind_pose_restores_every_node():
+    scene, pose = make_pose()
+    pose.set_local_trs([1, 2], [[0, 3, 0], [0, 0, 3]], [R.QI, R.QI], [[1, 1, 1], [1, 1, 1]])
+    pose.set_local_matrices([3], R.translation(9, 9, 9)[None])
+    assert pose.reset_to_bind_pose()
+    assert pose.is_dirty
+    assert np.allclose(pose.local_matrices, scene.bind_locals)
+
+
+def test_cycle_fails_with_resolving_state_and_keeps_dirty():
+    scene, pose = make_pose()
+    assert pose.update_world_matrices()
+    v = pose.version
+    pose.set_local_transform(1, (0, 0, 1), R.QI, (1, 1, 1))
+    # corrupt the hierarchy the pose resolves (the asset itself is immutable and validated)
+    pose._parents = np.array([-1, 2, 1, 0, -1])
+    pose._plan = None
+    assert not pose.update_world_matrices()
+    assert pose.is_dirty and pose.world_matrices is None
+    assert pose.version == v
+    st = pose.resolution_states
+    assert st[1] == RESOLVING and st[2] == RESOLVING
+    assert st[0] == RESOLVED and st[3] == RESOLVED
+
+
+def test_version_skips_zero_on_wrap():
+    assert next_version(0xFFFFFFFFFFFFFFFF) == 1
+    assert next_version(0xFFFFFFFFFFFFFFFE) == 0xFFFFFFFFFFFFFFFF
+    _, pose = make_pose()
+    pose._version = 0xFFFFFFFFFFFFFFFF
+    assert pose.update_world_matrices()
+    assert pose.version == 1
+
+
+def test_is_for_scene_is_identity_not_equality():
+    a = R.skinned_arm_scene()
+    b = R.skinned_arm_scene()      # same node count and content
+    _, pose = make_pose(a)
+    assert pose.is_for_scene(a)
+    assert not pose.is_for_scene(b)
+    assert not ScenePose().is_for_scene(a)
+
+
+def test_world_matrices_are_read_only_views():
+    _, pose = make_pose()
+    pose.update_world_matrices()
+    with pytest.raises(ValueError):
+        pose.world_matrices[0, 0, 0] = 5.0
+    with pytest.raises(ValueError):
+        pose.world_matrix(0)[0, 0] = 5.0
