@@ -6,6 +6,10 @@ import bpy
 _modules = []
 _classes = []
 
+from . import mtoon_ops  # noqa: E402  (MToon material operators)
+
+_modules.append(mtoon_ops)
+
 
 def register():
     for c in _classes:

@@ -6,6 +6,10 @@ import bpy
 _modules = []
 _classes = []
 
+from . import material_panel, render_panel  # noqa: E402  (MToon material + render settings panels)
+
+_modules.extend((material_panel, render_panel))
+
 
 def register():
     for c in _classes:
