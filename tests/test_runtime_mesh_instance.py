@@ -1,0 +1,182 @@
+"""RuntimeMesh / RuntimeMeshInstance rules (seed: RuntimeMeshInstance)."""
+from __future__ import annotations
+
+import numpy as np
+
+import test_runtime_rigs as R
+from stylized_renderer.engine.assets import MeshAsset, MorphTargetAsset
+from stylized_renderer.engine.runtime.backend import CpuBackend
+from stylized_renderer.engine.runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
+
+
+def target(name, pos, nrm=None, tan=None, lo=0.0, hi=1.0, mute=False):
+    return MorphTargetAsset(name, position_deltas=np.asarray(pos, float), normal_deltas=None if nrm is None else
+                            np.asarray(nrm, float), tangent_deltas=None if tan is None else np.asarray(tan, float),
+                            weight_min=lo, weight_max=hi, mute=mute, key_name=name)
+
+
+def mesh_with(targets, static_second=True):
+    prims = [R.quad_primitive(0, "Face", morphs=tuple(targets))]
+    if static_second:
+        prims.append(R.quad_primitive(1, "Cloth", offset=(0, 0, 1)))
+    return MeshAsset("Head", "HeadMesh", prims)
+
+
+def build(targets, backend=None):
+    be = backend or CpuBackend()
+    mesh = mesh_with(targets)
+    rm = RuntimeMesh()
+    assert rm.initialize(mesh, be)
+    inst = RuntimeMeshInstance()
+    assert inst.initialize(mesh, rm, be)
+    return mesh, rm, inst, be
+
+
+UP = np.tile([0.0, 0.0, 1.0], (4, 1))
+RIGHT = np.array([[1.0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]])
+
+
+def test_runtime_mesh_has_one_stream_per_primitive():
+    mesh, rm, inst, be = build([target("a", UP)])
+    assert rm.primitive_count == 2
+    assert rm.stream(0).positions is mesh.primitives[0].positions
+    assert rm.stream(5) is None
+
+
+def test_primitives_parallel_and_only_morph_primitives_get_state_and_stream():
+    mesh, rm, inst, be = build([target("a", UP)])
+    assert len(inst.primitives) == len(mesh.primitives)
+    assert inst.morph_primitive_count == 1
+    assert inst.morph_state(0) is not None and inst.primitives[0].stream is not None
+    assert inst.morph_state(1) is None and inst.primitives[1].stream is None
+    assert inst.total_upload_count == 1               # initial upload counted
+
+
+def test_initialize_requires_matching_primitive_counts():
+    mesh = mesh_with([target("a", UP)])
+    be = CpuBackend()
+    rm = RuntimeMesh()
+    rm.initialize(MeshAsset("x", "x", [mesh.primitives[0]]), be)
+    assert not RuntimeMeshInstance().initialize(mesh, rm, be)
+
+
+def test_update_only_when_version_changes():
+    mesh, rm, inst, be = build([target("a", UP)])
+    created = be.streams_created
+    assert inst.update()
+    assert inst.last_upload_count == 0 and be.streams_created == created
+    inst.morph_state(0).set_weight(0, 0.5)
+    assert inst.update()
+    assert inst.last_upload_count == 1 and inst.total_upload_count == 2
+    assert be.streams_created == created + 1
+    assert inst.update()
+    assert inst.last_upload_count == 0 and inst.total_upload_count == 2
+
+
+def test_sum_of_active_targets_bounds_and_max_delta():
+    mesh, rm, inst, be = build([target("a", UP), target("b", RIGHT, hi=2.0), target("c", UP * 7)])
+    st = inst.morph_state(0)
+    st.set_weight(0, 0.5)
+    st.set_weight(1, 2.0)
+    inst.update()
+    p = inst.primitives[0]
+    base = mesh.primitives[0].positions
+    expected = base + 0.5 * UP + 2.0 * RIGHT
+    assert np.allclose(p.stream.positions, expected)
+    assert np.allclose(p.local_bounds.minimum, expected.min(0)) and np.allclose(p.local_bounds.maximum, expected.max(0))
+    assert np.isclose(p.maximum_position_delta, np.sqrt(0.25 + 4.0))
+
+
+def test_rebuild_is_from_the_base_never_incremental():
+    third = np.full((4, 3), 1.0 / 3.0)
+    mesh, rm, inst, be = build([target("t", third)])
+    st = inst.morph_state(0)
+    snapshots = []
+    for w in (0.1, 0.7, 0.3, 0.9, 0.6):
+        st.set_weight(0, w)
+        inst.update()
+        snapshots.append(np.array(inst.primitives[0].stream.positions))
+    base = mesh.primitives[0].positions
+    d = mesh.primitives[0].morph_targets[0].position_deltas
+    # bit-exact float32 result of base + w*d: an incremental update would drift
+    assert np.array_equal(inst.primitives[0].stream.positions, base + d * np.float32(0.6))
+    assert np.array_equal(snapshots[0], base + d * np.float32(0.1))   # earlier streams untouched
+
+    mesh, rm, inst, be = build([target("a", UP)])
+    st = inst.morph_state(0)
+    for w in (0.3, 0.9, 0.6):
+        st.set_weight(0, w)
+        inst.update()
+    p = inst.primitives[0]
+    assert np.allclose(p.stream.positions, mesh.primitives[0].positions + 0.6 * UP)
+    assert np.isclose(p.maximum_position_delta, 0.6)
+    st.set_weight(0, 0.0)
+    inst.update()
+    assert np.allclose(p.stream.positions, mesh.primitives[0].positions)
+    assert p.maximum_position_delta == 0.0
+    assert np.allclose(p.local_bounds.maximum, mesh.primitives[0].bounds.maximum)
+
+
+def test_muted_targets_are_ignored():
+    mesh, rm, inst, be = build([target("a", UP, mute=True), target("b", RIGHT)])
+    st = inst.morph_state(0)
+    st.set_weight(0, 1.0)
+    st.set_weight(1, 1.0)
+    inst.update()
+    assert np.allclose(inst.primitives[0].stream.positions, mesh.primitives[0].positions + RIGHT)
+
+
+def test_each_rebuild_creates_a_new_stream_and_releases_the_old():
+    mesh, rm, inst, be = build([target("a", UP)])
+    old = inst.primitives[0].stream
+    inst.morph_state(0).set_weight(0, 1.0)
+    inst.update()
+    new = inst.primitives[0].stream
+    assert new is not old and old.released and not new.released
+
+
+def test_failed_upload_does_not_advance_applied_version():
+    mesh, rm, inst, be = build([target("a", UP)])
+    p = inst.primitives[0]
+    old_stream = p.stream
+    applied = p.applied_morph_version
+    inst.morph_state(0).set_weight(0, 1.0)
+    be.fail_stream_create = True
+    assert not inst.update()
+    assert p.applied_morph_version == applied and p.stream is old_stream
+    assert inst.last_upload_count == 0 and inst.total_upload_count == 1
+    be.fail_stream_create = False
+    assert inst.update()                                  # retried next frame
+    assert p.applied_morph_version == inst.morph_state(0).version
+    assert inst.last_upload_count == 1
+
+
+def test_normals_and_tangents_renormalised_with_base_fallback():
+    nd = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 0, 0], [0, 0, 0]])   # v1 degenerates (0,0,1)-(0,0,1)=0
+    td = np.array([[0, 1.0, 0], [-1.0, 0, 0], [0, 0, 0], [0, 0, 0]])   # v1 tangent degenerates too
+    mesh, rm, inst, be = build([target("a", np.zeros((4, 3)), nd, td)])
+    inst.morph_state(0).set_weight(0, 1.0)
+    inst.update()
+    s = inst.primitives[0].stream
+    assert np.allclose(s.normals[0], np.array([1, 0, 1]) / np.sqrt(2))
+    assert np.allclose(s.normals[1], [0, 0, 1])           # fallback to base
+    assert np.allclose(np.linalg.norm(s.normals, axis=1), 1.0)
+    assert s.tangents.shape == (4, 4)
+    assert np.allclose(s.tangents[0, :3], np.array([1, 1, 0]) / np.sqrt(2))
+    assert np.allclose(s.tangents[1, :3], [1, 0, 0])      # fallback to base
+    assert np.all(s.tangents[:, 3] == 1.0)                # handedness kept
+
+
+def test_sparse_and_dense_targets_give_the_same_result():
+    rng = np.random.default_rng(1)
+    dense = rng.normal(size=(4, 3))
+    sparse = np.zeros((4, 3))
+    sparse[2] = (0.5, -0.25, 1.0)
+    mesh, rm, inst, be = build([target("d", dense), target("s", sparse, nrm=sparse)])
+    st = inst.morph_state(0)
+    st.set_weights([0, 1], [0.3, 0.8])
+    inst.update()
+    s = inst.primitives[0].stream
+    assert np.allclose(s.positions, mesh.primitives[0].positions + 0.3 * dense + 0.8 * sparse, atol=1e-6)
+    n = mesh.primitives[0].normals + 0.8 * sparse
+    assert np.allclose(s.normals, n / np.linalg.norm(n, axis=1, keepdims=True), atol=1e-6)
