@@ -315,7 +315,7 @@ def _tube(mb, ctrl, ref, segs, mat_of_s, chain, spacing=0.02, blend=0.05, cap_st
         mat = mat_of_s(0.5 * (sa + sb))
         for j in range(segs):
             j2 = (j + 1) % segs
-            mb.add_face((ia[j], ib[j], ib[j2], ia[j2]), mat)
+            mb.add_face((ia[j], ia[j2], ib[j2], ib[j]), mat)
     if start_pole is not None:
         idx, s = ring_idx[0]
         p = mb.add_vert(start_pole, _chain_weights(start_pole, chain, blend))
@@ -482,7 +482,7 @@ def _ellipsoid(mb, center, radii, segs, rings, mat, keep=None):
             cen = sum((mb.verts[i] for i in idx), Vector()) / len(idx)
             if not keep(cen):
                 return
-        mb.add_face(idx, mat)
+        mb.add_face(tuple(reversed(idx)), mat)  # outward-facing winding
 
     for s in range(segs):
         s2 = (s + 1) % segs
@@ -561,7 +561,7 @@ def _build_face(scene, arm, mats):
                 brow[r].append(fb.add_feature_vert(cx + 0.021 * xn, EYE_Z + 0.056, 0.004,
                                                    f"brow.{side}", (cx, xn * sx, r)))
         for c in range(bcols - 1):
-            fb.add_face((brow[0][c], brow[1][c], brow[1][c + 1], brow[0][c + 1]), HAIR)
+            fb.add_face((brow[0][c], brow[0][c + 1], brow[1][c + 1], brow[1][c]), HAIR)
 
     # Mouth: a thin line at rest, opened / curved by the shape keys.
     _disc(fb, 0.0, MOUTH_Z, 0.022, 0.003, 0.003, MOUTH, "mouth", rings=3, segs=20)
@@ -917,30 +917,39 @@ def _build_materials():
 
 
 def _apply_mtoon_hints(mats):
-    """If the engine's MToon property group exists, enable it with sensible toon settings.
+    """If the engine's MToon property group (``Material.stylized_mtoon``) is registered, switch
+    the demo materials to MToon with toon settings and outlines; otherwise leave them as
+    Principled BSDF materials (the engine then derives a toon look from them).
 
     Tolerant of the property group's exact layout: unknown attributes are skipped.
     """
     for name, mat in mats.items():
-        props = None
-        for attr in ("stylized_mtoon", "mtoon", "stylized"):
-            props = getattr(mat, attr, None)
-            if props is not None:
-                break
+        props = getattr(mat, "stylized_mtoon", None)
         if props is None:
             return
         base = tuple(mat.diffuse_color)
-        shade = (base[0] * 0.55, base[1] * 0.45, base[2] * 0.6 + 0.02, 1.0)
-        outline = name not in ("Ground", "EyeWhite", "Eyes", "Mouth")
+        # Hand-picked shade: darker, slightly more saturated and cooler than the lit colour.
+        lum = 0.2126 * base[0] + 0.7152 * base[1] + 0.0722 * base[2]
+        shade = tuple(max(0.0, min(1.0, (lum + (c - lum) * 1.25) * 0.5)) for c in base[:3])
+        shade = (shade[0] * 0.95, shade[1] * 0.95, min(1.0, shade[2] * 1.1 + 0.01))
+        outlined = name not in ("Ground", "EyeWhite", "Eyes", "Mouth", "PropStar")
         values = {
             "enabled": True,
-            "use_mtoon": True,
-            "base_color_factor": base,
-            "shade_color_factor": shade[:3],
-            "outline_width_mode": "worldCoordinates" if outline else "none",
-            "outline_width_factor": 0.004 if outline else 0.0,
-            "outline_color_factor": (0.12, 0.08, 0.12),
+            "base_color": base,
+            "shade_color": shade,
+            "shading_toony": 0.95,
+            "shading_shift": -0.05,
+            "gi_equalization": 0.9,
+            "rim_color": (0.0, 0.0, 0.0) if name == "Ground" else (0.25, 0.22, 0.2),
+            "rim_fresnel_power": 4.0,
+            "rim_lift": 0.0,
+            "outline_width_mode": "screenCoordinates" if outlined else "none",
+            "outline_width": 0.004 if outlined else 0.0,
+            "outline_color": (0.06, 0.035, 0.05),
+            "outline_lighting_mix": 0.5,
         }
+        if name == "PropStar":
+            values["emissive_color"] = (0.6, 0.45, 0.05)
         for attr, value in values.items():
             if not hasattr(props, attr):
                 continue
@@ -948,7 +957,7 @@ def _apply_mtoon_hints(mats):
                 setattr(props, attr, value)
             except (TypeError, ValueError, AttributeError):
                 try:  # colour size mismatch (RGB vs RGBA)
-                    setattr(props, attr, value[:3] if len(value) == 4 else tuple(value) + (1.0,))
+                    setattr(props, attr, tuple(value)[:3] if len(value) == 4 else tuple(value) + (1.0,))
                 except Exception:  # noqa: BLE001 - best effort only
                     pass
 
