@@ -97,8 +97,10 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
     # ------------------------------------------------------------------------------------------
     def view_update(self, context, depsgraph):
         if self.view_session is None:
-            self.view_session = StylizedSession()
-        self.view_session.sync(depsgraph, updates=depsgraph.updates)
+            self.view_session = StylizedSession(viewport=True)
+            self.view_session.sync(depsgraph)
+        else:
+            self.view_session.sync(depsgraph, updates=depsgraph.updates)
 
     def view_draw(self, context, depsgraph):
         import gpu
@@ -106,18 +108,32 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         region = context.region
         r3d = context.region_data
         if self.view_session is None:
-            self.view_session = StylizedSession()
+            self.view_session = StylizedSession(viewport=True)
             self.view_session.sync(depsgraph)
         width, height = region.width, region.height
-        camera = camera_from_matrices(np.array(r3d.view_matrix), np.array(r3d.window_matrix),
-                                      is_ortho=not r3d.is_perspective)
-        texture = self.view_session.render_texture(depsgraph, camera, width, height,
-                                                   film_transparent=depsgraph.scene.render.film_transparent)
+        texture = draw_view(self.view_session, depsgraph, np.array(r3d.view_matrix), np.array(r3d.window_matrix),
+                            not r3d.is_perspective, width, height)
         gpu.state.blend_set("ALPHA_PREMULT")
         self.bind_display_space_shader(depsgraph.scene)
         draw_texture_fullscreen(texture, width, height)
         self.unbind_display_space_shader()
         gpu.state.blend_set("NONE")
+
+
+def draw_view(session, depsgraph, view_matrix, window_matrix, is_ortho: bool, width: int, height: int):
+    """The viewport's frame: the same session/pipeline as F12 with the region's matrices.
+
+    Kept free of ``context`` so tests can call it headless with the matrices and size a viewport
+    would pass (perspective, orthographic or camera view)."""
+    try:
+        from . import preview
+
+        state = preview.get_state(depsgraph.scene)
+    except (ImportError, AttributeError):
+        state = None
+    camera = camera_from_matrices(view_matrix, window_matrix, is_ortho=is_ortho)
+    return session.render_texture(depsgraph, camera, width, height,
+                                  film_transparent=depsgraph.scene.render.film_transparent, preview_state=state)
 
 
 def draw_texture_fullscreen(texture, width: int, height: int) -> None:

@@ -89,13 +89,63 @@ def _mesh_signature(mesh) -> tuple:
     return (mesh.as_pointer(), len(mesh.vertices), len(mesh.loops), len(mesh.polygons))
 
 
+def settings_from_scene(scene, width: int, height: int, film_transparent: bool) -> FrameSettings:
+    st = getattr(scene, "stylized", None)
+    fps = scene.render.fps / max(scene.render.fps_base, 1e-9)
+
+    def g(name, default):
+        return getattr(st, name, default) if st is not None else default
+
+    ssc = g("screen_space_outline_color", (0.0, 0.0, 0.0, 1.0))
+    return FrameSettings(
+        width=width, height=height, film_transparent=film_transparent, world_color=world_color(scene),
+        time_seconds=(scene.frame_current - scene.frame_start + scene.frame_subframe) / max(fps, 1e-9),
+        shadows=bool(g("shadows", True)), shadow_resolution=int(g("shadow_resolution", "2048")),
+        outlines=bool(g("outlines", True)), screen_space_outline=bool(g("screen_space_outline", False)),
+        screen_space_outline_width=float(g("screen_space_outline_width", 1.0)),
+        screen_space_outline_color=np.array(ssc[:3], np.float64), fxaa=bool(g("fxaa", True)),
+        profile_gpu=bool(g("profile_gpu", False)),
+    )
+
+
+_last_viewport_session = None
+
+
+def last_viewport_session():
+    """The most recent viewport session (panels read its stats), or None."""
+    return _last_viewport_session() if _last_viewport_session is not None else None
+
+
 class StylizedSession:
-    def __init__(self):
+    """Per-engine state.  GPU objects are created lazily inside a GPU context."""
+
+    def __init__(self, viewport: bool = False):
+        self.viewport = viewport
         self.pipeline = None
         self.backend = None
-        self._fallback = {}        # object name -> list of (material_name, material_index, stream, bounds)
+        self.scene_asset = None
+        self.runtime = None
+        self.reader = None
+        self.import_error = None
+        self.problems = []
+        self.fallbacks = {}          # object name -> reason (drawn from Blender's evaluated mesh)
         self.stats = {}
-        self.materials = {}
+        self.timings = None
+        self._need_import = True
+        self._fallback_cache = {}    # key -> (signature, [(prim arrays, stream, bounds, material)])
+        self._last_time = None
+        self._gpu_nodes = set()
+        if viewport:
+            import weakref
+
+            global _last_viewport_session
+            _last_viewport_session = weakref.ref(self)
+            try:
+                from .viewer_timings import ViewerCpuTimings
+
+                self.timings = ViewerCpuTimings()
+            except ImportError:
+                self.timings = None
 
     # ------------------------------------------------------------------------------------------
     def _ensure_gpu(self):
@@ -107,20 +157,120 @@ class StylizedSession:
             self.backend = GpuBackend()
 
     def sync(self, depsgraph, updates=None) -> None:
-        """Record what changed; GPU work happens lazily in render_texture (needs a GPU context)."""
-        self._dirty = True
+        """Note what changed.  Transform-only updates need no re-import (the timeline reader
+        picks them up); geometry, new/deleted objects, actions and shape keys re-import
+        (the importer's cache keeps unchanged meshes)."""
+        if updates is None:
+            self._need_import = True
+            return
+        import bpy
+
+        from . import importer
+
+        for u in updates:
+            idb = u.id
+            if isinstance(idb, bpy.types.Material):
+                try:
+                    from . import materials
+
+                    materials.invalidate(idb.name)
+                except Exception:
+                    pass
+                continue
+            if isinstance(idb, bpy.types.Object):
+                if u.is_updated_geometry:
+                    importer.invalidate_object(idb.name)
+                    self._need_import = True
+                    self._fallback_cache.pop(idb.name, None)
+                continue
+            if isinstance(idb, (bpy.types.Mesh, bpy.types.Key, bpy.types.Armature)):
+                if u.is_updated_geometry or isinstance(idb, bpy.types.Key):
+                    importer.invalidate_mesh(idb.name)
+                    self._need_import = True
+                continue
+            if isinstance(idb, bpy.types.Action):
+                importer.invalidate_action(idb.name)
+                self._need_import = True
+                continue
+            if isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
+                self._need_import = True
 
     # ------------------------------------------------------------------------------------------
-    def _fallback_items(self, depsgraph) -> list:
+    def _ensure_runtime(self, depsgraph) -> None:
+        """Import the scene and (re)build the runtime when needed.  On invalid input the whole
+        scene is drawn through the fallback path and the error is kept for the stats/report."""
+        if not self._need_import and self.runtime is not None:
+            return
+        from . import importer
+        from .assets import AssetError
+        from .timeline import TimelineReader
+        from .world.scene_runtime import SceneRuntime
+
+        self._need_import = False
+        if self.runtime is not None:
+            self.runtime.release()
+        self.runtime = None
+        self.reader = None
+        self.scene_asset = None
+        self.import_error = None
+        try:
+            asset, problems = importer.import_scene_with_problems(depsgraph)
+        except AssetError as ex:
+            self.import_error = str(ex)
+            return
+        runtime = SceneRuntime(asset, self.backend)
+        if not runtime.initialize():
+            self.import_error = f"runtime initialisation failed: {runtime.last_error}"
+            return
+        self.scene_asset = asset
+        self.problems = list(problems)
+        self.runtime = runtime
+        self.reader = TimelineReader(asset, runtime)
+        self._gpu_nodes = set()
+        self.fallbacks = {}
+        for i, nd in enumerate(asset.nodes):
+            mi = int(asset.mesh_indices[i])
+            if mi < 0:
+                continue
+            reason = asset.meshes[mi].fallback_reason
+            if reason:
+                self.fallbacks[nd.object_name] = reason
+            else:
+                self._gpu_nodes.add(i)
+
+    def update_frame(self, depsgraph, preview_state=None) -> bool:
+        """The seed's update step: pose source -> palettes -> morph instances."""
+        if self.runtime is None:
+            return False
+        now = time.perf_counter()
+        dt = 0.0 if self._last_time is None else now - self._last_time
+        self._last_time = now
+        if preview_state is not None and preview_state.active:
+            from . import preview as _preview
+
+            clips = {c.name: c for c in self.scene_asset.animations
+                     if c.target_object == preview_state.armature}
+            # shape keys not driven by the clip follow the file's current values (expressions panel)
+            if self.reader is not None:
+                for node, w in self.reader.read_morph_weights(None).items():
+                    self.runtime.set_node_morph_weights(node, w)
+            _preview.apply_commands(preview_state, self.runtime, clips, dt)
+            return True
+        nodes, mats, weights = self.reader.read(depsgraph)
+        return self.runtime.update_timeline(nodes, mats, weights)
+
+    # ------------------------------------------------------------------------------------------
+    def _fallback_items(self, depsgraph, skip_objects: set) -> list:
+        """Blender's evaluated mesh for everything the GPU path does not draw itself."""
         from .importer.mesh import read_mesh, split_by_material
 
         items = []
-        seen = set()
         for inst in depsgraph.object_instances:
             ob = inst.object
             if ob.type not in DRAWABLE_TYPES or not inst.show_self:
                 continue
-            key = ob.name if not inst.is_instance else f"{ob.name}#{inst.random_id}"
+            if not inst.is_instance and ob.name in skip_objects:
+                continue
             try:
                 mesh = ob.to_mesh()
             except RuntimeError:
@@ -134,52 +284,87 @@ class StylizedSession:
             finally:
                 ob.to_mesh_clear()
             world = np.array(inst.matrix_world)
+            reason = self.fallbacks.get(ob.name) or ("instance" if inst.is_instance else f"{ob.type.lower()} object")
+            if ob.type == "MESH" and not inst.is_instance and ob.name not in self.fallbacks and self.import_error:
+                reason = f"import error: {self.import_error}"
             for k, p in enumerate(prims):
                 if p.indices.shape[0] == 0:
                     continue
+                mname = mats[p.material_index] if 0 <= p.material_index < len(mats) else ""
                 stream = self.backend.create_stream(p)
                 lb = Bounds.from_points(p.positions)
-                mname = mats[p.material_index] if 0 <= p.material_index < len(mats) else ""
                 items.append(FallbackItem(object_name=ob.name, stream=stream, world=world,
                                           world_bounds=lb.transformed(world), local_bounds=lb,
                                           material_name=mname, material_index=p.material_index,
-                                          primitive_index=k, object_id=len(seen) + 1,
-                                          cast_shadow=True, fallback_reason="evaluated mesh"))
-            seen.add(key)
+                                          primitive_index=k, object_id=10000 + len(items),
+                                          cast_shadow=True, fallback_reason=reason))
         return items
 
-    def _materials(self, depsgraph) -> dict:
+    def _gpu_items(self, depsgraph) -> list:
+        if self.runtime is None:
+            return []
+        visible = {inst.object.name for inst in depsgraph.object_instances if not inst.is_instance and inst.show_self}
+        items = self.runtime.extract()
+        return [it for it in items if it.node_index in self._gpu_nodes and it.object_name in visible]
+
+    def _materials(self, items) -> dict:
+        import bpy
+
         from .materials import resolve_material
 
         out = {}
-        for mat in depsgraph.ids:
-            if isinstance(mat, type(None)):
-                continue
-            if getattr(mat, "bl_rna", None) is not None and mat.bl_rna.identifier == "Material":
-                out[mat.name] = resolve_material(mat.original if hasattr(mat, "original") else mat)
+        for name in {it.material_name for it in items}:
+            out[name] = resolve_material(bpy.data.materials.get(name)) if name else resolve_material(None)
         return out
 
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,
-                    film_transparent: bool = False) -> FrameData:
+                    film_transparent: bool = False, preview_state=None) -> FrameData:
         self._ensure_gpu()
         scene = depsgraph.scene
         t0 = time.perf_counter()
-        items = self._fallback_items(depsgraph)
+        self._ensure_runtime(depsgraph)
         t1 = time.perf_counter()
-        settings = FrameSettings(width=width, height=height, film_transparent=film_transparent,
-                                 world_color=world_color(scene),
-                                 time_seconds=scene.frame_current * scene.render.fps_base / max(scene.render.fps, 1))
+        self.update_frame(depsgraph, preview_state)
+        t2 = time.perf_counter()
+        gpu_items = self._gpu_items(depsgraph)
+        drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in self._gpu_nodes} \
+            if self.scene_asset is not None else set()
+        items = gpu_items + self._fallback_items(depsgraph, drawn)
+        t3 = time.perf_counter()
+        settings = settings_from_scene(scene, width, height, film_transparent)
         frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
-                          materials=self._materials(depsgraph))
-        self.stats.update(extract_ms=(t1 - t0) * 1000.0, items=len(items),
-                          fallback_objects=sorted({i.object_name for i in items if getattr(i, "fallback_reason", "")}))
+                          materials=self._materials(items))
+        rs = self.runtime.stats if self.runtime is not None else None
+        fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")})
+        self.stats.update(
+            import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
+            animation_ms=rs.animation_ms if rs else 0.0, skinning_ms=rs.skinning_ms if rs else 0.0,
+            morph_ms=rs.morph_ms if rs else 0.0, palette_uploads=rs.palette_uploads if rs else 0,
+            morph_uploads=rs.morph_uploads if rs else 0, morph_uploads_total=rs.morph_uploads_total if rs else 0,
+            palette_count=rs.palette_count if rs else 0, joint_matrix_count=rs.joint_matrix_count if rs else 0,
+            morph_target_count=rs.morph_target_count if rs else 0,
+            active_target_count=rs.active_target_count if rs else 0,
+            items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
+            import_error=self.import_error, problems=list(self.problems),
+        )
         return frame
 
-    def render_texture(self, depsgraph, camera: CameraData, width: int, height: int, film_transparent=False):
-        frame = self.build_frame(depsgraph, camera, width, height, film_transparent)
+    def render_texture(self, depsgraph, camera: CameraData, width: int, height: int, film_transparent=False,
+                       preview_state=None):
         t0 = time.perf_counter()
+        frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state)
+        t1 = time.perf_counter()
         tex = self.pipeline.execute(frame)
-        self.stats["pipeline_ms"] = (time.perf_counter() - t0) * 1000.0
+        t2 = time.perf_counter()
+        self.stats["pipeline_ms"] = (t2 - t1) * 1e3
+        self.stats["render_ms"] = (t2 - t0) * 1e3
+        self.stats["gpu_ms"] = dict(getattr(self.pipeline, "gpu_times", {}) or {})
+        if self.timings is not None:
+            st = self.stats
+            self.timings.sample(animation_ms=st["animation_ms"], skinning_ms=st["skinning_ms"],
+                                morph_ms=st["morph_ms"], update_ms=st["update_ms"],
+                                extraction_ms=st["extraction_ms"], pipeline_ms=st["pipeline_ms"],
+                                render_ms=st["render_ms"])
         return tex
 
     def render_pixels(self, depsgraph, camera: CameraData, width: int, height: int,
@@ -190,10 +375,16 @@ class StylizedSession:
         return texture_to_numpy(tex, width, height)
 
     def free(self) -> None:
+        if self.runtime is not None:
+            self.runtime.release()
         if self.pipeline is not None:
             self.pipeline.free()
         if self.backend is not None:
             self.backend.release_all()
+        self.runtime = None
+        self.reader = None
+        self.scene_asset = None
         self.pipeline = None
         self.backend = None
-        self._fallback.clear()
+        self._fallback_cache.clear()
+        self._need_import = True

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:
-    from .backend import RuntimeBackend
-except ImportError:  # the runtime core lands separately
-    RuntimeBackend = object
+from .backend import RuntimeBackend
 from ..passes.shader_lib import vertex_format
 
 _IDENTITY_ROWS = np.eye(4, dtype=np.float32).T.ravel()   # column-major = 4 texels of one row
@@ -141,6 +138,9 @@ class GpuBackend(RuntimeBackend):
     def release_palette(self, handle) -> None:
         if handle is not None:
             handle.texture = None
+
+    def is_palette_valid(self, handle) -> bool:
+        return handle is not None and handle.valid
 
     # streams --------------------------------------------------------------------------------
     def create_stream(self, primitive, positions=None, normals=None, tangents=None):

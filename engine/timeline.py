@@ -1,0 +1,152 @@
+"""Timeline pose source: Blender's evaluated pose, object transforms and shape-key values.
+
+F12, Ctrl+F12, farm renders and the viewport (when not previewing) take the ScenePose local
+transforms from the depsgraph, so NLA, drivers, constraints and IK are exact.  Everything is read
+in bulk (``foreach_get``) and converted with batched numpy; the Python loops here run over
+armatures and objects, never over joints, vertices or keys.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .assets import NODE_BONE, NODE_OBJECT, SceneAsset
+
+
+class _ArmatureBinding:
+    __slots__ = ("object_name", "nodes", "parent_pos", "count")
+
+    def __init__(self, object_name: str, nodes: np.ndarray, parent_pos: np.ndarray):
+        self.object_name = object_name
+        self.nodes = nodes            # (B,) node index of each pose bone, in pose.bones order (-1: not a node)
+        self.parent_pos = parent_pos  # (B,) index of the parent pose bone, -1 for a root bone
+        self.count = int(nodes.shape[0])
+
+
+class TimelineReader:
+    """Reads the evaluated state for one SceneAsset.  Built once per asset (the bindings are
+    name look-ups); ``read`` runs per frame."""
+
+    def __init__(self, scene: SceneAsset, runtime=None):
+        import bpy
+
+        self.scene = scene
+        self.armatures: List[_ArmatureBinding] = []
+        self.object_nodes: List[Tuple[int, str]] = []
+        self.morph_bindings: List[Tuple[int, str, np.ndarray]] = []   # (node, mesh object, key-block index per name)
+        parents = scene.parents
+        seen_arm = set()
+        for i, nd in enumerate(scene.nodes):
+            if nd.kind == NODE_OBJECT:
+                self.object_nodes.append((i, nd.object_name))
+            elif nd.kind == NODE_BONE and nd.object_name not in seen_arm:
+                seen_arm.add(nd.object_name)
+        for arm_name in sorted(seen_arm):
+            arm = bpy.data.objects.get(arm_name)
+            if arm is None or arm.pose is None:
+                continue
+            names = [pb.name for pb in arm.pose.bones]
+            index = {n: k for k, n in enumerate(names)}
+            nodes = np.array([scene.node_index(arm_name, n) for n in names], np.int64)
+            parent_pos = np.array([index[pb.parent.name] if pb.parent is not None else -1 for pb in arm.pose.bones],
+                                  np.int64)
+            self.armatures.append(_ArmatureBinding(arm_name, nodes, parent_pos))
+        self._object_index = np.array([i for i, _ in self.object_nodes], np.int64)
+        obj_pos = {name: k for k, (_, name) in enumerate(self.object_nodes)}
+        # parent kind of each object node: object parent (index into object list) or a bone
+        self._obj_parent_obj = np.full(len(self.object_nodes), -1, np.int64)
+        self._obj_parent_bone = []   # (object position, armature binding index, pose bone position)
+        arm_pos = {a.object_name: k for k, a in enumerate(self.armatures)}
+        for k, (i, _name) in enumerate(self.object_nodes):
+            p = int(parents[i])
+            if p < 0:
+                continue
+            pn = scene.nodes[p]
+            if pn.kind == NODE_OBJECT:
+                self._obj_parent_obj[k] = obj_pos.get(pn.object_name, -1)
+            else:
+                a = arm_pos.get(pn.object_name)
+                if a is not None:
+                    bone_pos = int(np.flatnonzero(self.armatures[a].nodes == p)[0])
+                    self._obj_parent_bone.append((k, a, bone_pos))
+        if runtime is not None:
+            self.bind_morphs(runtime)
+
+    def bind_morphs(self, runtime) -> None:
+        import bpy
+
+        self.morph_bindings = []
+        for node, inst in enumerate(getattr(runtime, "mesh_instances", []) or []):
+            if inst is None:
+                continue
+            names = runtime.morph_key_names(node)
+            ob = bpy.data.objects.get(self.scene.nodes[node].object_name)
+            key = getattr(getattr(ob, "data", None), "shape_keys", None)
+            if key is None:
+                continue
+            kb_names = [kb.name for kb in key.key_blocks]
+            lookup = {n: k for k, n in enumerate(kb_names)}
+            idx = np.array([lookup.get(n, -1) for n in names], np.int64)
+            self.morph_bindings.append((node, ob.name, idx))
+
+    # ------------------------------------------------------------------------------------------
+    def read(self, depsgraph) -> Tuple[np.ndarray, np.ndarray, Dict[int, np.ndarray]]:
+        """-> (nodes, local matrices (N,4,4), {mesh node: morph weights aligned with its key names})."""
+        import bpy
+
+        nodes_out = []
+        mats_out = []
+        arm_world = {}
+        arm_pose = {}
+        for a in self.armatures:
+            ob = bpy.data.objects[a.object_name].evaluated_get(depsgraph)
+            flat = np.empty(a.count * 16, np.float32)
+            ob.pose.bones.foreach_get("matrix", flat)
+            pose = flat.reshape(a.count, 4, 4).transpose(0, 2, 1).astype(np.float64)
+            arm_pose[a.object_name] = pose
+            arm_world[a.object_name] = np.array(ob.matrix_world, np.float64)
+            local = pose.copy()
+            child = a.parent_pos >= 0
+            if child.any():
+                local[child] = np.linalg.inv(pose[a.parent_pos[child]]) @ pose[child]
+            ok = a.nodes >= 0
+            nodes_out.append(a.nodes[ok])
+            mats_out.append(local[ok])
+        if self.object_nodes:
+            worlds = np.array([np.array(bpy.data.objects[name].evaluated_get(depsgraph).matrix_world)
+                               if name in bpy.data.objects else np.eye(4)
+                               for _, name in self.object_nodes], np.float64)
+            parent_worlds = np.tile(np.eye(4), (len(self.object_nodes), 1, 1))
+            has_obj = self._obj_parent_obj >= 0
+            parent_worlds[has_obj] = worlds[self._obj_parent_obj[has_obj]]
+            for k, a, b in self._obj_parent_bone:
+                arm = self.armatures[a].object_name
+                parent_worlds[k] = arm_world[arm] @ arm_pose[arm][b]
+            local = np.linalg.inv(parent_worlds) @ worlds
+            nodes_out.append(self._object_index)
+            mats_out.append(local)
+        nodes = np.concatenate(nodes_out) if nodes_out else np.zeros(0, np.int64)
+        mats = np.concatenate(mats_out) if mats_out else np.zeros((0, 4, 4))
+        return nodes, mats, self.read_morph_weights(depsgraph)
+
+    def read_morph_weights(self, depsgraph=None) -> Dict[int, np.ndarray]:
+        import bpy
+
+        out = {}
+        for node, ob_name, idx in self.morph_bindings:
+            ob = bpy.data.objects.get(ob_name)
+            key = ob.data.shape_keys if ob is not None else None
+            if key is None:
+                continue
+            if depsgraph is not None:
+                key = key.evaluated_get(depsgraph)
+            n = len(key.key_blocks)
+            vals = np.empty(n, np.float32)
+            mute = np.zeros(n, bool)
+            key.key_blocks.foreach_get("value", vals)
+            key.key_blocks.foreach_get("mute", mute)
+            vals = np.where(mute, 0.0, vals)
+            w = np.where(idx >= 0, vals[np.clip(idx, 0, max(n - 1, 0))], 0.0) if n else np.zeros(idx.shape[0])
+            out[node] = w.astype(np.float64)
+        return out

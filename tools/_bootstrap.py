@@ -1,0 +1,26 @@
+"""Import the extension from the repository root (whatever the folder is called) and register it."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = "stylized_renderer"
+
+
+def load(register: bool = True):
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    mod = sys.modules.get(PACKAGE)
+    if mod is None or getattr(mod, "register", None) is None:
+        spec = importlib.util.spec_from_file_location(PACKAGE, ROOT / "__init__.py", submodule_search_locations=[str(ROOT)])
+        mod = mod or importlib.util.module_from_spec(spec)
+        sys.modules[PACKAGE] = mod
+        spec.loader.exec_module(mod)
+    if register:
+        from stylized_renderer.engine.render_engine import StylizedRenderEngine
+
+        if not StylizedRenderEngine.is_registered:
+            mod.register()
+    return mod

@@ -1,0 +1,336 @@
+"""Compare our GPU-deformed vertices with Blender's evaluated meshes, in world space.
+
+Usage:
+  .venv/bin/python tools/check_deform.py FILE.blend [--frames SPEC] [--mode timeline|player|both]
+
+SPEC: "1-48", "1,5,9", "1-100:5" (default: every frame of the scene range, at most 250).
+
+Ours: the GPU-skinned and morphed positions read back from the GPU (each vertex drawn as a point
+into an RGBA32F target with the shared skinning include), times the node's ScenePose world matrix.
+Blender's: the evaluated mesh of the object times its evaluated matrix_world.
+
+timeline: scene.frame_set(f), then our timeline-mode update (Blender's evaluated pose).
+player:   for every clip compatible with an armature/object: Blender evaluates that action assigned
+          to its target; ours is the AnimationPlayer seeking to the same time (the file's own
+          assignment is restored afterwards).  Nodes not driven by the clip take Blender's
+          evaluated transforms, so the comparison isolates clip sampling + skinning + morphing.
+
+Prints one line per object and mode, then
+  deform-check: objects=N frames=M max_rel_error=X fallbacks=K skipped=S
+and exits 0 only when every gpu object stays within 1e-4 in every mode.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import pathlib
+import sys
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _bootstrap  # noqa: E402
+
+TOLERANCE = 1e-4
+MAX_FRAMES = 250
+
+_READBACK_VS = """
+void main()
+{
+  vec3 p = skin_position(pos);
+  v_world = (model * vec4(p, 1.0)).xyz;
+  int x = gl_VertexID % target_width;
+  int y = gl_VertexID / target_width;
+  gl_Position = vec4((float(x) + 0.5) / float(target_width) * 2.0 - 1.0,
+                     (float(y) + 0.5) / float(target_height) * 2.0 - 1.0, 0.0, 1.0);
+  gl_PointSize = 1.0;
+}
+"""
+_READBACK_FS = """
+void main() { frag_color = vec4(v_world, 1.0); }
+"""
+
+
+def parse_frames(spec, scene):
+    if not spec:
+        start, end = scene.frame_start, scene.frame_end
+        frames = list(range(start, end + 1))
+        if len(frames) > MAX_FRAMES:
+            step = math.ceil(len(frames) / MAX_FRAMES)
+            frames = frames[::step]
+        return frames
+    out = []
+    for part in spec.split(","):
+        step = 1
+        if ":" in part:
+            part, s = part.split(":")
+            step = int(s)
+        if "-" in part[1:]:
+            a, b = part.split("-", 1) if not part.startswith("-") else part[1:].split("-", 1)
+            out.extend(range(int(a), int(b) + 1, step))
+        else:
+            out.append(int(part))
+    return out[:MAX_FRAMES]
+
+
+class GpuReadback:
+    """Draws primitive streams as points (pixel = vertex id) and reads world positions back."""
+
+    def __init__(self):
+        from stylized_renderer.engine.passes.shader_lib import build_shader
+
+        self.shader = build_shader("stylized_readback", _READBACK_VS, _READBACK_FS,
+                                   interfaces=(("flat", "VEC3", "v_world"),),
+                                   push_constants=(("MAT4", "model"), ("INT", "target_width"),
+                                                   ("INT", "target_height")))
+
+    def read(self, item) -> np.ndarray:
+        import gpu
+
+        from stylized_renderer.engine.gpu_util import texture_to_numpy
+        from stylized_renderer.engine.runtime.gpu_backend import bind_skinning
+
+        n = item.stream.vertex_count
+        w = min(1024, max(1, n))
+        h = max(1, math.ceil(n / w))
+        tex = gpu.types.GPUTexture((w, h), format="RGBA32F")
+        fb = gpu.types.GPUFrameBuffer(color_slots=(tex,))
+        batch = gpu.types.GPUBatch(type="POINTS", buf=item.stream.vbo)
+        with fb.bind():
+            fb.clear(color=(0.0, 0.0, 0.0, 0.0))
+            gpu.state.depth_test_set("NONE")
+            gpu.state.blend_set("NONE")
+            gpu.state.program_point_size_set(True)
+            sh = self.shader
+            sh.bind()
+            sh.uniform_float("model", np.asarray(item.world, np.float32).T.ravel())
+            sh.uniform_int("target_width", w)
+            sh.uniform_int("target_height", h)
+            bind_skinning(sh, item.palette, item.influences)
+            batch.draw(sh)
+            gpu.state.program_point_size_set(False)
+        px = texture_to_numpy(tex, w, h).reshape(-1, 4)[:n]
+        return px[:, :3].astype(np.float64)
+
+
+def blender_world_vertices(depsgraph, name):
+    import bpy
+
+    ob = bpy.data.objects[name].evaluated_get(depsgraph)
+    me = ob.data
+    n = len(me.vertices)
+    co = np.empty(n * 3, np.float32)
+    me.vertices.foreach_get("co", co)
+    m = np.array(ob.matrix_world)
+    return co.reshape(n, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+class Checker:
+    def __init__(self):
+        import bpy
+
+        from stylized_renderer.engine.session import StylizedSession
+
+        self.bpy = bpy
+        self.session = StylizedSession()
+        self.readback = None
+        self.results = {}      # (object, mode) -> dict(verts, err, path)
+        self.skipped = []
+
+    def _record(self, mode, name, verts, err, path):
+        key = (name, mode)
+        r = self.results.setdefault(key, {"verts": verts, "err": 0.0, "path": path})
+        r["err"] = max(r["err"], err)
+
+    def _compare(self, mode, depsgraph):
+        """GPU task body: read every GPU item back and compare with Blender."""
+        s = self.session
+        items = [it for it in s.runtime.extract() if it.node_index in s._gpu_nodes] if s.runtime else []
+        if self.readback is None:
+            self.readback = GpuReadback()
+        by_object = {}
+        for it in items:
+            by_object.setdefault(it.object_name, []).append(it)
+        for name, its in by_object.items():
+            ref = blender_world_vertices(depsgraph, name)
+            diag = float(np.linalg.norm(ref.max(axis=0) - ref.min(axis=0))) if len(ref) else 0.0
+            diag = max(diag, 1e-6)
+            err = 0.0
+            nverts = 0
+            for it in its:
+                ours = self.readback.read(it)
+                src = it.primitive.source_vertices
+                if src.shape[0] and int(src.max()) >= ref.shape[0]:
+                    err = float("inf")
+                    continue
+                if ours.shape[0]:
+                    err = max(err, float(np.abs(ours - ref[src]).max()) / diag)
+                nverts += ours.shape[0]
+            self._record(mode, name, nverts, err, "gpu")
+        for name, reason in s.fallbacks.items():
+            self._record(mode, name, 0, 0.0, f"fallback:{reason}")
+
+    # ------------------------------------------------------------------------------------------
+    def run_timeline(self, frames):
+        from stylized_renderer.engine import gpu_util
+
+        bpy = self.bpy
+        scene = bpy.context.scene
+        for f in frames:
+            scene.frame_set(f)
+            dg = bpy.context.evaluated_depsgraph_get()
+
+            def task():
+                s = self.session
+                s._ensure_gpu()
+                s._ensure_runtime(dg)
+                s.update_frame(dg)
+                self._compare("timeline", dg)
+
+            gpu_util.run_in_gpu_context(task)
+        return len(frames)
+
+    def _skip_reason(self, clip):
+        bpy = self.bpy
+        ob = bpy.data.objects.get(clip.target_object)
+        if ob is None:
+            return "target object missing"
+        if ob.constraints and len(ob.constraints):
+            return "object constraints on the target"
+        if ob.type == "ARMATURE":
+            for pb in ob.pose.bones:
+                if len(pb.constraints):
+                    return f"bone constraint on '{pb.name}'"
+        ad = ob.animation_data
+        if ad is not None and len(ad.drivers):
+            return "drivers on the target"
+        if ad is not None and len(ad.nla_tracks):
+            return "NLA tracks on the target"
+        return None
+
+    def run_player(self, frames_limit=None):
+        from stylized_renderer.engine import gpu_util
+
+        bpy = self.bpy
+        scene = bpy.context.scene
+        frames_done = 0
+        # import once (GPU task) to know the clips
+        dg = bpy.context.evaluated_depsgraph_get()
+        gpu_util.run_in_gpu_context(lambda: (self.session._ensure_gpu(), self.session._ensure_runtime(dg)))
+        asset = self.session.scene_asset
+        if asset is None:
+            return 0
+        for clip in asset.animations:
+            reason = self._skip_reason(clip)
+            if reason:
+                self.skipped.append((clip.name, clip.target_object, reason))
+                print(f"  skipped: clip '{clip.name}' on '{clip.target_object}': {reason}")
+                continue
+            action = bpy.data.actions.get(clip.action_name or clip.name)
+            ob = bpy.data.objects.get(clip.target_object)
+            owner = ob
+            if clip.morph_channels and not clip.channels and ob.type == "MESH":
+                owner = ob.data.shape_keys
+            if action is None or owner is None:
+                self.skipped.append((clip.name, clip.target_object, "action or owner missing"))
+                continue
+            ad = owner.animation_data or owner.animation_data_create()
+            saved = (ad.action, getattr(ad, "action_slot", None))
+            try:
+                ad.action = action
+                if getattr(ad, "action_slot", None) is None and len(action.slots):
+                    try:
+                        ad.action_slot = action.slots[0]
+                    except Exception:
+                        pass
+                n_frames = int(round(clip.duration_seconds * clip.fps)) + 1
+                frames = [int(round(clip.frame_start)) + k for k in range(n_frames)]
+                if frames_limit:
+                    frames = frames[:frames_limit]
+                for f in frames:
+                    scene.frame_set(f)
+                    dg = bpy.context.evaluated_depsgraph_get()
+                    t = (f - clip.frame_start) / clip.fps
+
+                    def task():
+                        s = self.session
+                        s._ensure_runtime(dg)
+                        rt = s.runtime
+                        nodes, mats, weights = s.reader.read(dg)
+                        clip_nodes = {c.node_index for c in clip.channels}
+                        keep = np.array([n not in clip_nodes for n in nodes], bool) if len(nodes) else np.zeros(0, bool)
+                        clip_keys = {(c.node_index, c.target_name) for c in clip.morph_channels}
+                        for node, w in weights.items():
+                            names = rt.morph_key_names(node)
+                            w = np.array([0.0 if (node, k) in clip_keys else v for k, v in zip(names, w)])
+                            rt.set_node_morph_weights(node, w)
+                        if rt.player.clip is not clip:
+                            rt.set_clip(clip)
+                        rt.player.seek(t)
+                        rt.update(0.0)
+                        if keep.any():
+                            rt.pose.set_local_matrices(nodes[keep], mats[keep])
+                            rt.pose.update_world_matrices()
+                            rt.palette_set.update(rt.pose)
+                        self._compare("player", dg)
+
+                    gpu_util.run_in_gpu_context(task)
+                    frames_done += 1
+            finally:
+                ad.action = saved[0]
+                if saved[0] is not None and saved[1] is not None:
+                    try:
+                        ad.action_slot = saved[1]
+                    except Exception:
+                        pass
+        return frames_done
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("blend")
+    ap.add_argument("--frames", default=None)
+    ap.add_argument("--mode", choices=("timeline", "player", "both"), default="both")
+    args = ap.parse_args(argv)
+    _bootstrap.load()
+    import bpy
+
+    bpy.ops.wm.open_mainfile(filepath=str(pathlib.Path(args.blend).resolve()))
+    return run_checks(args.frames, args.mode)
+
+
+def run_checks(frames_spec=None, mode="both") -> int:
+    import bpy
+
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    checker = Checker()
+    frames = parse_frames(frames_spec, scene)
+    total_frames = 0
+    if mode in ("timeline", "both"):
+        total_frames += checker.run_timeline(frames)
+    if mode in ("player", "both"):
+        total_frames += checker.run_player()
+    worst = 0.0
+    fallbacks = 0
+    failed = False
+    objects = set()
+    for (name, m), r in sorted(checker.results.items()):
+        objects.add(name)
+        if r["path"] == "gpu":
+            worst = max(worst, r["err"])
+            failed |= not (r["err"] <= TOLERANCE)
+        else:
+            fallbacks += 1
+        print(f"  {m:8s} {name}: verts={r['verts']} max_rel_error={r['err']:.3e} path={r['path']}")
+    if checker.session.import_error:
+        print(f"  import error: {checker.session.import_error}")
+    checker.session.free()
+    print(f"deform-check: objects={len(objects)} frames={total_frames} max_rel_error={worst:.3e} "
+          f"fallbacks={len({n for (n, _m), r in checker.results.items() if r['path'] != 'gpu'})} "
+          f"skipped={len(checker.skipped)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
