@@ -54,12 +54,20 @@ class FrameSettings:
     time_seconds: float = 0.0        # drives UV animation
     shadows: bool = True
     shadow_resolution: int = 2048
+    shadow_bias: float = 1.0          # constant depth bias, in shadow-map texels (world size of one texel)
+    shadow_normal_offset: float = 1.5 # normal offset, in shadow-map texels, scaled by (1 - N.L)
+    shadow_pcf: int = 1               # PCF radius r: a bilinear-weighted (2r+2)^2 texel filter; 0 = 2x2
     outlines: bool = True
     screen_space_outline: bool = False
     screen_space_outline_width: float = 1.0
     screen_space_outline_color: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0]))
     fxaa: bool = True
     profile_gpu: bool = False
+    max_lights: int = 16              # lights used by the forward pass (at most 16)
+    # GI hemisphere: rawGi(n) = mix(ground, sky, n.z / 2 + 0.5); None = world_color (uniform GI,
+    # where giEqualizationFactor has no visible effect)
+    world_sky_color: Optional[np.ndarray] = None
+    world_ground_color: Optional[np.ndarray] = None
 
 
 @dataclass

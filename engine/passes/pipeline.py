@@ -1,40 +1,37 @@
 """FramePipeline: renders one frame's RenderItems into a linear RGBA32F texture.
 
-Foundation version: a depth-tested forward pass with simple lit shading.  The MToon passes
-(shadow, forward, outline mask, screen-space outline, post-process) replace it.
+Passes, in order (each consumes the same RenderItems: vertex stream, palette, bounds):
+
+1. ShadowPass            directional shadow map of the strongest sun, fitted to all casters
+                         (view-culled casters included), skinned with the item's palette.
+2. ForwardOpaquePass     MToon 1.0: OPAQUE, then MASK, into colour + aux (normal, object id) + depth.
+3. OutlineMaskPass       inverse hull (front faces culled) of OPAQUE/MASK items.
+   (forward BLEND)       BLEND items sorted by queue (ZWrite group first, then offset) and back to
+                         front, each with its hull first.
+4. ScreenSpaceOutlinePass optional, edges from the aux target and depth.
+5. PostProcessPass       FXAA; the result stays linear (Blender colour-manages it).
+
+View-frustum culling uses each item's dynamic ``world_bounds``; culled casters still cast.
+``stats`` records per-pass CPU submission times (ms) of the last frame.  Blender's Python ``gpu``
+module has neither timer queries nor glFinish, so these are not GPU times; the whole-frame GPU cost
+shows up in the session's read-back time.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from .shader_lib import build_shader
+from .common import (MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible, gl_matrix,
+                     make_ubo, normalize_material, pack_material, view_depth)
+from .mtoon_shaders import forward_shader, outline_shader, shadow_shader
+from .post import PostProcessPass
+from .screen_outline import ScreenSpaceOutlinePass
+from .shadow import ShadowPass, strongest_sun
+from .textures import TextureCache, dummy_texture
 from ..runtime.gpu_backend import bind_skinning
 
-_FORWARD_VS = """
-void main()
-{
-  vec3 p = pos; vec3 n = nor; vec3 t = tan.xyz;
-  skin_vertex(p, n, t);
-  vec4 wp = model * vec4(p, 1.0);
-  v_normal = normalize(mat3(normal_matrix) * n);
-  gl_Position = view_projection * wp;
-}
-"""
-
-_FORWARD_FS = """
-void main()
-{
-  vec3 n = normalize(v_normal);
-  if (!gl_FrontFacing) n = -n;
-  vec3 c = base_color.rgb * world_color.rgb;
-  for (int i = 0; i < light_count; i++) {
-    c += base_color.rgb * light_color[i].rgb * max(dot(n, -light_dir[i].xyz), 0.0);
-  }
-  frag_color = vec4(c, 1.0);
-}
-"""
-
-MAX_LIGHTS = 8
+LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 1}
 
 
 def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
@@ -45,78 +42,238 @@ def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
     shader.uniform_vector_float(shader.uniform_from_name(name), gpu.types.Buffer("FLOAT", v.size, v.ravel()), 4, v.shape[0])
 
 
+def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on) -> np.ndarray:
+    s = frame.settings
+    cam = frame.camera
+    d = np.zeros(FRAME_BLOCK_FLOATS, np.float32)
+    d[0:16] = gl_matrix(cam.view_projection)
+    d[16:32] = gl_matrix(shadow_vp if shadow_vp is not None else np.eye(4))
+    inv = np.linalg.inv(np.asarray(cam.view, np.float64))
+    d[32:35] = inv[:3, 3]; d[35] = 1.0 if cam.is_ortho else 0.0
+    d[36:39] = cam.forward
+    r = inv[:3, 0]
+    d[40:43] = r / max(np.linalg.norm(r), 1e-12)
+    wc = np.asarray(s.world_color, np.float64)[:3]
+    sky = getattr(s, "world_sky_color", None)
+    ground = getattr(s, "world_ground_color", None)
+    d[44:47] = wc; d[47] = len(lights)
+    d[48:51] = wc if sky is None else np.asarray(sky)[:3]; d[51] = s.time_seconds
+    d[52:55] = wc if ground is None else np.asarray(ground)[:3]
+    bias = float(getattr(s, "shadow_bias", 1.0)) * shadow_texel
+    noff = float(getattr(s, "shadow_normal_offset", 1.5)) * shadow_texel
+    d[56:60] = (bias, noff, 0.0, 1.0 if shadows_on else 0.0)
+    d[60:64] = (shadow_texel, float(shadow_index), float(getattr(s, "shadow_resolution", 2048)),
+                float(max(0, int(getattr(s, "shadow_pcf", 1)))))
+    d[64:68] = (s.width, s.height, 1.0 / max(s.width, 1), 1.0 / max(s.height, 1))
+    for i, l in enumerate(lights):
+        kind = LIGHT_KINDS.get(l.kind, 1)
+        d[68 + 4 * i: 71 + 4 * i] = l.position
+        d[71 + 4 * i] = kind
+        dv = np.asarray(l.direction, np.float64)
+        d[132 + 4 * i: 135 + 4 * i] = dv / max(np.linalg.norm(dv), 1e-12)
+        cos_half = float(np.cos(0.5 * min(l.spot_size, np.pi))) if kind == 2 else -1.0
+        d[135 + 4 * i] = cos_half
+        d[196 + 4 * i: 199 + 4 * i] = np.asarray(l.color, np.float64)[:3]
+        d[199 + 4 * i] = (1.0 - cos_half) * float(l.spot_blend) if kind == 2 else 0.0
+    return d
+
+
 class FramePipeline:
     def __init__(self):
-        self._forward = None
-        self._targets = None
+        self.shadow = ShadowPass()
+        self.screen_outline = ScreenSpaceOutlinePass()
+        self.post = PostProcessPass()
+        self.textures = TextureCache()
         self._size = None
+        self._color = self._aux = self._depth = None
+        self._fb_main = self._fb_blend = None
+        self._frame_ubo = None
+        self._mats = {}
+        self._default_key = "\x00default"
+        self.stats = {}
+        self.last_aux = None       # (tests) the aux target of the last frame: normal xyz, object id
 
-    def _ensure(self, width: int, height: int):
+    # -- resources ---------------------------------------------------------------------------------
+    def _ensure_targets(self, width: int, height: int):
         import gpu
 
-        if self._forward is None:
-            self._forward = build_shader(
-                "stylized_simple_forward", _FORWARD_VS, _FORWARD_FS,
-                interfaces=(("smooth", "VEC3", "v_normal"),),
-                push_constants=(("MAT4", "model"), ("MAT4", "normal_matrix"), ("MAT4", "view_projection"),
-                                ("VEC4", "base_color"), ("VEC4", "world_color"), ("INT", "light_count"),
-                                ("VEC4", "light_dir", MAX_LIGHTS), ("VEC4", "light_color", MAX_LIGHTS)),
-            )
         if self._size != (width, height):
-            color = gpu.types.GPUTexture((width, height), format="RGBA32F")
-            depth = gpu.types.GPUTexture((width, height), format="DEPTH_COMPONENT32F")
-            fb = gpu.types.GPUFrameBuffer(color_slots=(color,), depth_slot=depth)
-            self._targets = (color, depth, fb)
+            self._color = gpu.types.GPUTexture((width, height), format="RGBA32F")
+            self._aux = gpu.types.GPUTexture((width, height), format="RGBA32F")
+            self._depth = gpu.types.GPUTexture((width, height), format="DEPTH_COMPONENT32F")
+            self._fb_main = gpu.types.GPUFrameBuffer(color_slots=(self._color, self._aux), depth_slot=self._depth)
+            self._fb_blend = gpu.types.GPUFrameBuffer(color_slots=(self._color,), depth_slot=self._depth)
             self._size = (width, height)
 
+    def _prepare_materials(self, frame):
+        """One std140 block and one texture set per material used this frame."""
+        self._mats = {}
+        names = {it.material_name for it in frame.items}
+        for name in names:
+            src = frame.materials.get(name) if name else None
+            mat = normalize_material(src)
+            texs = []
+            present = 0
+            for i, slot in enumerate(TEX_SLOTS):
+                ref = (mat.textures or {}).get(slot)
+                tex = self.textures.get(getattr(ref, "image", None)) if ref is not None else None
+                if tex is not None:
+                    present |= 1 << i
+                texs.append(tex)
+            self._mats[name] = (mat, make_ubo(pack_material(mat, present)), texs)
+
+    def _bind_material(self, shader, name, shadow_pass=False):
+        mat, ubo, texs = self._mats[name]
+        shader.uniform_block("mt", ubo)
+        shader.uniform_block("fr", self._frame_ubo)
+        white = dummy_texture("white")
+        for sname, tex in zip(SAMPLER_NAMES, texs):
+            shader.uniform_sampler(sname, tex if tex is not None else white)
+        shader.uniform_sampler("shadow_map", white if shadow_pass or self._shadow_tex is None else self._shadow_tex)
+        return mat
+
+    def _flush(self, key, t0):
+        t1 = time.perf_counter()
+        self.stats[key] = (t1 - t0) * 1000.0
+        return t1
+
+    # -- frame -------------------------------------------------------------------------------------
     def execute(self, frame):
         import gpu
 
         s = frame.settings
-        self._ensure(s.width, s.height)
-        color, _depth, fb = self._targets
-        wc = np.asarray(s.world_color, np.float32)
-        suns = [l for l in frame.lights if l.kind == "SUN"][:MAX_LIGHTS]
-        dirs = np.zeros((MAX_LIGHTS, 4), np.float32)
-        cols = np.zeros((MAX_LIGHTS, 4), np.float32)
-        for i, l in enumerate(suns):
-            dirs[i, :3] = l.direction
-            cols[i, :3] = l.color
-        vp = np.asarray(frame.camera.view_projection, np.float32)
-        with fb.bind():
+        self._settings = s
+        t0 = time.perf_counter()
+        self._ensure_targets(s.width, s.height)
+        self._prepare_materials(frame)
+        max_lights = int(min(MAX_LIGHTS, max(0, getattr(s, "max_lights", MAX_LIGHTS))))
+        lights = [l for l in frame.lights if l.kind in LIGHT_KINDS][:max_lights]
+
+        # ---- 1. shadow -------------------------------------------------------------------------
+        sun_i = strongest_sun(lights) if s.shadows else -1
+        casters = []
+        if sun_i >= 0:
+            casters = [it for it in frame.items
+                       if getattr(it, "cast_shadow", True) and self._mats[it.material_name][0].cast_shadow]
+            casters.sort(key=lambda it: it.material_name)
+        shadows_on = sun_i >= 0 and self.shadow.fit(frame, casters, lights[sun_i])
+        self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.light_view_projection if shadows_on else None,
+                                              self.shadow.texel_world if shadows_on else 0.0,
+                                              sun_i if shadows_on else -1, shadows_on))
+        self._shadow_tex = None
+        if shadows_on:
+            self.shadow.draw(shadow_shader(), casters, self._bind_material)
+            self._shadow_tex = self.shadow.texture
+        t0 = self._flush("shadow_ms", t0)
+
+        # ---- 2. forward opaque / mask -------------------------------------------------------------
+        visible = frustum_visible(frame.items, frame.camera.view_projection)
+        self.stats.update(items=len(frame.items), visible=len(visible), casters=len(casters))
+        opaque, mask, blend = [], [], []
+        for it in visible:
+            mode = self._mats[it.material_name][0].alpha_mode
+            (blend if mode == "BLEND" else mask if mode == "MASK" else opaque).append(it)
+        opaque.sort(key=lambda it: it.material_name)
+        mask.sort(key=lambda it: it.material_name)
+        fwd = forward_shader()
+        out_sh = outline_shader()
+        wc = np.asarray(s.world_color, np.float64)
+        with self._fb_main.bind():
+            gpu.state.viewport_set(0, 0, s.width, s.height)
             alpha = 0.0 if s.film_transparent else 1.0
-            fb.clear(color=(float(wc[0]), float(wc[1]), float(wc[2]), alpha), depth=1.0)
+            self._fb_main.clear(color=(float(wc[0]), float(wc[1]), float(wc[2]), alpha), depth=1.0)
+            self._aux_clear()
             gpu.state.depth_test_set("LESS_EQUAL")
             gpu.state.depth_mask_set(True)
-            gpu.state.face_culling_set("NONE")
-            sh = self._forward
-            sh.bind()
-            sh.uniform_float("view_projection", vp.T.ravel())
-            sh.uniform_float("world_color", (float(wc[0]), float(wc[1]), float(wc[2]), 1.0))
-            sh.uniform_int("light_count", len(suns))
-            set_vec4_array(sh, "light_dir", dirs)
-            set_vec4_array(sh, "light_color", cols)
-            for item in frame.items:
-                model = np.asarray(item.world, np.float64)
-                nm = np.eye(4)
-                try:
-                    nm[:3, :3] = np.linalg.inv(model[:3, :3]).T
-                except np.linalg.LinAlgError:
-                    continue
-                mat = frame.materials.get(item.material_name)
-                bc = getattr(mat, "base_color", None) if mat is not None else None
-                if bc is None:
-                    bc = (0.8, 0.8, 0.8, 1.0)
-                sh.uniform_float("model", model.astype(np.float32).T.ravel())
-                sh.uniform_float("normal_matrix", nm.astype(np.float32).T.ravel())
-                sh.uniform_float("base_color", tuple(float(x) for x in bc[:4]))
-                bind_skinning(sh, item.palette, item.influences)
-                item.stream.batch.draw(sh)
-            gpu.state.depth_test_set("NONE")
-            gpu.state.depth_mask_set(False)
+            gpu.state.blend_set("NONE")
+            fwd.bind()
+            self._draw_list(fwd, opaque + mask, outline=False)
+            t0 = self._flush("forward_ms", t0)
+            # ---- 3. outline mask (inverse hull) ----------------------------------------------------
+            if s.outlines:
+                out_sh.bind()
+                self._draw_list(out_sh, opaque + mask, outline=True)
+            t0 = self._flush("outline_ms", t0)
+        # ---- forward BLEND: queue order, back to front -------------------------------------------------
+        if blend:
+            view = frame.camera.view
+
+            def key(it):
+                m = self._mats[it.material_name][0]
+                return (0 if m.transparent_with_zwrite else 1, int(m.render_queue_offset), -view_depth(it, view))
+
+            blend.sort(key=key)
+            with self._fb_blend.bind():
+                gpu.state.viewport_set(0, 0, s.width, s.height)
+                gpu.state.depth_test_set("LESS_EQUAL")
+                gpu.state.blend_set("ALPHA")
+                for it in blend:
+                    m = self._mats[it.material_name][0]
+                    gpu.state.depth_mask_set(bool(m.transparent_with_zwrite))
+                    if s.outlines and m.outline_width_mode in ("worldCoordinates", "screenCoordinates") and m.outline_width > 0:
+                        out_sh.bind()
+                        self._draw_list(out_sh, [it], outline=True)
+                    fwd.bind()
+                    self._draw_list(fwd, [it], outline=False)
+                gpu.state.blend_set("NONE")
+                gpu.state.depth_mask_set(True)
+        gpu.state.face_culling_set("NONE")
+        gpu.state.front_facing_set(False)
+        t0 = self._flush("blend_ms", t0)
+
+        color = self._color
+        # ---- 4. screen-space outline ------------------------------------------------------------------
+        if s.screen_space_outline:
+            color = self.screen_outline.execute(frame, color, self._aux, self._depth)
+        t0 = self._flush("screen_outline_ms", t0)
+        # ---- 5. post ---------------------------------------------------------------------------------
+        color = self.post.execute(frame, color)
+        gpu.state.depth_test_set("NONE")
+        gpu.state.depth_mask_set(False)
+        self._flush("post_ms", t0)
+        self.last_aux = self._aux
         return color
 
+    def _aux_clear(self):
+        # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn; the framebuffer
+        # clear above sets every colour slot to the world colour, so clear it separately.
+        import gpu
+
+        if not hasattr(self, "_fb_aux") or self._fb_aux_src is not self._aux:
+            self._fb_aux = gpu.types.GPUFrameBuffer(color_slots=(self._aux,))
+            self._fb_aux_src = self._aux
+        with self._fb_aux.bind():
+            self._fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
+
+    def _draw_list(self, shader, items, outline: bool):
+        import gpu
+
+        current = None
+        mat = None
+        for it in items:
+            if it.material_name != current:
+                mat = self._bind_material(shader, it.material_name)
+                current = it.material_name
+            if outline:
+                if mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates") or mat.outline_width <= 0:
+                    continue
+                gpu.state.face_culling_set("FRONT")
+            else:
+                gpu.state.face_culling_set("NONE" if mat.double_sided else "BACK")
+            world = np.asarray(it.world, np.float64)
+            gpu.state.front_facing_set(bool(np.linalg.det(world[:3, :3]) < 0.0))
+            shader.uniform_float("model", gl_matrix(world))
+            shader.uniform_int("object_id", int(getattr(it, "object_id", 0)))
+            bind_skinning(shader, it.palette, it.influences)
+            it.stream.batch.draw(shader)
+
     def free(self):
-        self._forward = None
-        self._targets = None
+        self.shadow.free()
+        self.screen_outline.free()
+        self.post.free()
+        self.textures.clear()
+        self._color = self._aux = self._depth = None
+        self._fb_main = self._fb_blend = None
+        self._frame_ubo = None
+        self._mats = {}
         self._size = None

@@ -1,0 +1,225 @@
+"""Shared helpers of the MToon passes: shader cache, std140 packing, material normalisation,
+frustum culling and draw ordering."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .shader_lib import load_glsl
+
+MAX_LIGHTS = 16
+TEX_SLOTS = ("base_color", "shade_multiply", "normal", "shading_shift", "emissive", "rim_multiply",
+             "matcap", "outline_width_multiply", "uv_animation_mask")
+SAMPLER_NAMES = ("tex_base", "tex_shade", "tex_normal", "tex_shift", "tex_emissive", "tex_rim",
+                 "tex_matcap", "tex_outline_w", "tex_uvmask")
+ALPHA_MODES = {"OPAQUE": 0, "MASK": 1, "BLEND": 2}
+OUTLINE_MODES = {"none": 0, "worldCoordinates": 1, "screenCoordinates": 2}
+
+# std140 sizes (bytes) of the blocks in glsl/mtoon_blocks.glsl
+FRAME_BLOCK_FLOATS = 16 * 2 + 4 * 9 + 4 * MAX_LIGHTS * 3
+MATERIAL_BLOCK_FLOATS = 4 * 9 + 4 * 9 + 4
+
+# Compiled once per process: shaders are immutable and Blender shares one GPU context for
+# final renders, so every FramePipeline reuses them.
+_SHADERS: dict = {}
+
+
+def cached_shader(key: str, factory):
+    sh = _SHADERS.get(key)
+    if sh is None:
+        sh = factory()
+        _SHADERS[key] = sh
+    return sh
+
+
+def free_shaders():
+    _SHADERS.clear()
+
+
+def blocks_source() -> str:
+    return load_glsl("mtoon_blocks.glsl")
+
+
+def fullscreen_shader(name: str, fragment_source: str, samplers=(), push_constants=()):
+    """A screen-space shader (not geometry: no skinning include) drawing one big triangle."""
+    import gpu
+
+    info = gpu.types.GPUShaderCreateInfo()
+    info.vertex_in(0, "VEC2", "p")
+    iface = gpu.types.GPUStageInterfaceInfo(name + "_iface")
+    iface.smooth("VEC2", "v_uv")
+    info.vertex_out(iface)
+    for slot, (stype, sname) in enumerate(samplers):
+        info.sampler(slot, stype, sname)
+    for pc in push_constants:
+        info.push_constant(*pc)
+    info.fragment_out(0, "VEC4", "frag_color")
+    info.vertex_source("void main() { v_uv = p * 0.5 + 0.5; gl_Position = vec4(p, 0.0, 1.0); }")
+    info.fragment_source(fragment_source)
+    return gpu.shader.create_from_info(info)
+
+
+_fs_batch = {}
+
+
+def fullscreen_batch(shader):
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    b = _fs_batch.get(id(shader))
+    if b is None:
+        b = batch_for_shader(shader, "TRIS", {"p": ((-1, -1), (3, -1), (-1, 3))})
+        _fs_batch[id(shader)] = b
+    return b
+
+
+def free_batches():
+    _fs_batch.clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# Materials
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Mat:
+    """The material values the passes use (filled from MToonParams or anything similar)."""
+
+    base_color: tuple = (0.8, 0.8, 0.8, 1.0)
+    shade_color: tuple = (0.0, 0.0, 0.0)
+    shading_shift: float = 0.0
+    shading_toony: float = 0.9
+    gi_equalization: float = 0.9
+    emissive: tuple = (0.0, 0.0, 0.0)
+    normal_scale: float = 1.0
+    matcap_factor: tuple = (1.0, 1.0, 1.0)
+    rim_color: tuple = (0.0, 0.0, 0.0)
+    rim_fresnel_power: float = 5.0
+    rim_lift: float = 0.0
+    rim_lighting_mix: float = 1.0
+    outline_width_mode: str = "none"
+    outline_width: float = 0.0
+    outline_color: tuple = (0.0, 0.0, 0.0)
+    outline_lighting_mix: float = 1.0
+    uv_scroll_x: float = 0.0
+    uv_scroll_y: float = 0.0
+    uv_rotation: float = 0.0
+    alpha_mode: str = "OPAQUE"
+    alpha_cutoff: float = 0.5
+    double_sided: bool = False
+    transparent_with_zwrite: bool = False
+    render_queue_offset: int = 0
+    cast_shadow: bool = True
+    receive_shadow: bool = True
+    textures: dict = field(default_factory=dict)
+
+
+_FIELDS = tuple(Mat.__dataclass_fields__)
+
+
+def normalize_material(m) -> Mat:
+    """Read an MToonParams-like object with defaults for anything missing.
+
+    An object with only ``base_color`` (the foundation's SimpleMaterial, a plain Principled
+    fallback) gets a shade colour of 0.6 x base so it still reads as a toon material."""
+    if isinstance(m, Mat):
+        return m
+    out = Mat()
+    if m is None:
+        out.shade_color = tuple(0.6 * c for c in out.base_color[:3])
+        return out
+    for f in _FIELDS:
+        v = getattr(m, f, None)
+        if v is not None:
+            setattr(out, f, v)
+    if getattr(m, "shade_color", None) is None:
+        out.shade_color = tuple(0.6 * float(c) for c in out.base_color[:3])
+    if out.textures is None:
+        out.textures = {}
+    return out
+
+
+def _v(x, n, default=0.0):
+    a = [float(c) for c in list(x)[:n]]
+    return a + [default] * (n - len(a))
+
+
+def pack_material(mat: Mat, tex_present: int) -> np.ndarray:
+    """std140 MToonMaterial block as float32 (the trailing ints are written as raw bits)."""
+    d = np.zeros(MATERIAL_BLOCK_FLOATS, np.float32)
+    d[0:4] = _v(mat.base_color, 4, 1.0)
+    d[4:7] = _v(mat.shade_color, 3); d[7] = mat.shading_shift
+    d[8:11] = _v(mat.emissive, 3); d[11] = min(max(float(mat.shading_toony), 0.0), 1.0)
+    d[12:15] = _v(mat.matcap_factor, 3); d[15] = mat.gi_equalization
+    d[16:19] = _v(mat.rim_color, 3); d[19] = mat.rim_fresnel_power
+    d[20:23] = _v(mat.outline_color, 3); d[23] = mat.outline_lighting_mix
+    ss = (mat.textures or {}).get("shading_shift")
+    d[24:28] = (mat.rim_lift, mat.rim_lighting_mix, mat.normal_scale, mat.alpha_cutoff)
+    d[28:32] = (mat.outline_width, OUTLINE_MODES.get(mat.outline_width_mode, 0),
+                float(getattr(ss, "scale", 1.0) if ss is not None else 1.0), ALPHA_MODES.get(mat.alpha_mode, 0))
+    d[32:36] = (mat.uv_scroll_x, mat.uv_scroll_y, mat.uv_rotation, 1.0 if mat.receive_shadow else 0.0)
+    for i, slot in enumerate(TEX_SLOTS):
+        ref = (mat.textures or {}).get(slot)
+        off = _v(getattr(ref, "uv_offset", (0.0, 0.0)) or (0.0, 0.0), 2)
+        sc = _v(getattr(ref, "uv_scale", (1.0, 1.0)) or (1.0, 1.0), 2, 1.0)
+        d[36 + 4 * i: 40 + 4 * i] = off + sc
+    d[72:76].view(np.int32)[:] = (tex_present, 0, 0, 0)
+    return d
+
+
+def make_ubo(data: np.ndarray):
+    import gpu
+
+    return gpu.types.GPUUniformBuf(gpu.types.Buffer("FLOAT", data.size, data))
+
+
+# ------------------------------------------------------------------------------------------------
+# Geometry helpers
+# ------------------------------------------------------------------------------------------------
+
+def bounds_corners(b) -> np.ndarray:
+    lo = np.asarray(b.minimum, np.float64)
+    hi = np.asarray(b.maximum, np.float64)
+    return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+
+
+def bounds_valid(b) -> bool:
+    if b is None:
+        return False
+    lo = np.asarray(b.minimum)
+    hi = np.asarray(b.maximum)
+    return bool(np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi))
+
+
+def frustum_visible(items, view_projection: np.ndarray) -> list:
+    """Items whose world bounds intersect the camera frustum (conservative: a box is culled only
+    when all its corners lie outside one clip plane). Items without bounds are kept."""
+    vp = np.asarray(view_projection, np.float64)
+    out = []
+    for it in items:
+        b = getattr(it, "world_bounds", None)
+        if not bounds_valid(b):
+            out.append(it)
+            continue
+        c = np.hstack([bounds_corners(b), np.ones((8, 1))]) @ vp.T
+        x, y, z, w = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
+        outside = (np.all(x < -w) or np.all(x > w) or np.all(y < -w) or np.all(y > w)
+                   or np.all(z < -w) or np.all(z > w))
+        if not outside:
+            out.append(it)
+    return out
+
+
+def view_depth(item, view: np.ndarray) -> float:
+    b = getattr(item, "world_bounds", None)
+    if bounds_valid(b):
+        c = 0.5 * (np.asarray(b.minimum) + np.asarray(b.maximum))
+    else:
+        c = np.asarray(item.world)[:3, 3]
+    return float(-(np.asarray(view) @ np.append(c, 1.0))[2])
+
+
+def gl_matrix(m) -> np.ndarray:
+    """Row-major numpy (4,4) -> column-major flat float32 as GLSL expects."""
+    return np.asarray(m, np.float32).T.ravel()

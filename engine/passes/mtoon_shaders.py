@@ -1,0 +1,173 @@
+"""The MToon geometry shaders (forward, outline, shadow), all built with ``build_shader`` so the
+shared vertex layout and ``glsl/skinning.glsl`` are used, and compiled once per process.
+
+Uniform design: everything per frame (camera, up to 16 lights, shadow matrix and parameters,
+world/GI colours, time) lives in one std140 block ``fr`` (FrameBlock); every material is one
+std140 block ``mt`` (MToonMaterial, 304 bytes) made once per frame; per draw only the push
+constants ``model`` (mat4), ``object_id`` and the skinning include's ``skin_influences`` change
+(72 bytes, under Blender's 128-byte push-constant budget).  Normal matrices are computed in the
+vertex shader from ``model`` (cofactor, shared with skinning.glsl).
+"""
+from __future__ import annotations
+
+from .common import SAMPLER_NAMES, blocks_source, cached_shader
+from .shader_lib import build_shader, load_glsl
+
+SAMPLERS = (("FLOAT_2D", "shadow_map"),) + tuple(("FLOAT_2D", n) for n in SAMPLER_NAMES)
+UNIFORM_BUFS = (("FrameBlock", "fr"), ("MToonMaterial", "mt"))
+PUSH = (("MAT4", "model"), ("INT", "object_id"))
+
+_FORWARD_VS = """
+void main()
+{
+  vec3 p = pos; vec3 n = nor; vec3 t = tan.xyz;
+  skin_vertex(p, n, t);
+  vec4 wp = model * vec4(p, 1.0);
+  v_world = wp.xyz;
+  v_normal = skin_normal_matrix(mat3(model)) * n;
+  v_tangent = vec4(mat3(model) * t, (tan.w < 0.0) ? -1.0 : 1.0);
+  v_uv = uv;
+  gl_Position = fr.view_projection * wp;
+}
+"""
+
+_FORWARD_FS = """
+void main()
+{
+  vec2 uvA = animate_uv(v_uv);
+  vec4 base = mtoon_base(uvA);
+  float face = gl_FrontFacing ? 1.0 : -1.0;   /* back faces (double-sided) flip the frame */
+  vec3 ngeo = normalize(v_normal) * face;
+  vec3 N = ngeo;
+  if (has_tex(TEX_NORMAL)) {
+    vec3 T = v_tangent.xyz * face;
+    T = T - ngeo * dot(ngeo, T);
+    float tl = length(T);
+    if (tl > 1e-6) {
+      T /= tl;
+      vec3 B = cross(ngeo, T) * v_tangent.w;
+      vec3 tn = texture(tex_normal, tex_uv(TEX_NORMAL, uvA)).rgb * 2.0 - 1.0;
+      tn.xy *= mt.params0.z;
+      N = normalize(T * tn.x + B * tn.y + ngeo * tn.z);
+    }
+  }
+  float vis = (mt.uv_anim.w > 0.5) ? shadow_visibility(v_world, ngeo) : 1.0;
+  vec3 c = mtoon_shade(v_world, N, ngeo, uvA, base.rgb, vis);
+  frag_color = vec4(c, base.a);
+  frag_aux = vec4(N, float(object_id));
+}
+"""
+
+_OUTLINE_VS = """
+void main()
+{
+  /* skin (the stream is already morphed) first, then expand along the skinned smoothed normal */
+  vec3 p = pos; vec3 n = snor; vec3 t = tan.xyz;
+  skin_vertex(p, n, t);
+  vec4 wp = model * vec4(p, 1.0);
+  vec3 wn = skin_normal_matrix(mat3(model)) * n;
+  float nl = length(wn);
+  wn = (nl > 0.0) ? wn / nl : vec3(0.0);
+  float w = mt.params1.x;
+  if (has_tex(TEX_OUTLINE_W)) {
+    w *= textureLod(tex_outline_w, tex_uv(TEX_OUTLINE_W, uv), 0.0).g;
+  }
+  int mode = int(mt.params1.y + 0.5);
+  vec4 cp;
+  if (mode == 1) {
+    /* worldCoordinates: metres along the world-space normal (independent of object scale) */
+    wp.xyz += wn * w;
+    cp = fr.view_projection * wp;
+  }
+  else {
+    /* screenCoordinates: w is a fraction of the screen height, measured in pixels along the
+     * projected normal so it is aspect-correct and does not change with distance */
+    cp = fr.view_projection * wp;
+    vec4 cn = fr.view_projection * vec4(wn, 0.0);
+    vec2 dir = (cn.xy * cp.w - cp.xy * cn.w) * fr.viewport.xy;
+    float l = length(dir);
+    if (l > 1e-12) {
+      dir /= l;
+      vec2 off_ndc = dir * (w * fr.viewport.y) * 2.0 * fr.viewport.zw;
+      cp.xy += off_ndc * cp.w;
+    }
+  }
+  cp.z += 2e-5 * cp.w;  /* depth bias: the hull never wins against the surface it wraps */
+  v_world = wp.xyz;
+  v_normal = wn;
+  v_tangent = vec4(0.0);
+  v_uv = uv;
+  gl_Position = cp;
+}
+"""
+
+_OUTLINE_FS = """
+void main()
+{
+  vec2 uvA = animate_uv(v_uv);
+  vec4 base = mtoon_base(uvA);
+  vec3 N = normalize(v_normal);           /* outward normal: the hull's back faces are drawn */
+  float vis = (mt.uv_anim.w > 0.5) ? shadow_visibility(v_world, N) : 1.0;
+  vec3 c = mtoon_shade(v_world, N, N, uvA, base.rgb, vis);
+  frag_color = vec4(mt.outline_color.rgb * mix(vec3(1.0), c, mt.outline_color.w), base.a);
+  frag_aux = vec4(N, float(object_id));
+}
+"""
+
+_SHADOW_VS = """
+void main()
+{
+  vec3 p = skin_position(pos);
+  v_uv = uv;
+  gl_Position = fr.shadow_matrix * (model * vec4(p, 1.0));
+}
+"""
+
+_SHADOW_FS = """
+void main()
+{
+  int mode = int(mt.params1.w + 0.5);
+  if (mode != 0) {
+    vec2 uvA = animate_uv(v_uv);
+    float a = mt.base_color.a;
+    if (has_tex(TEX_BASE)) {
+      a *= texture(tex_base, tex_uv(TEX_BASE, uvA)).a;
+    }
+    /* MASK casts where it is drawn; BLEND casts where it is at least half opaque */
+    if (a < ((mode == 1) ? mt.params0.w : 0.5)) {
+      discard;
+    }
+  }
+  frag_color = vec4(0.0);
+}
+"""
+
+_SURFACE_IFACE = (("smooth", "VEC3", "v_world"), ("smooth", "VEC3", "v_normal"),
+                  ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"))
+
+
+def _build(name, vs, fs, interfaces, outputs):
+    common = load_glsl("mtoon_common.glsl")
+    return build_shader(name, common + vs, fs, interfaces=interfaces, push_constants=PUSH,
+                        samplers=SAMPLERS, fragment_outputs=outputs, typedefs=blocks_source(),
+                        uniform_bufs=UNIFORM_BUFS)
+
+
+def forward_shader():
+    return cached_shader("mtoon_forward", lambda: _build(
+        "stylized_mtoon_forward", _FORWARD_VS,
+        load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
+        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux"))))
+
+
+def outline_shader():
+    return cached_shader("mtoon_outline", lambda: _build(
+        "stylized_mtoon_outline", _OUTLINE_VS,
+        load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
+        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux"))))
+
+
+def shadow_shader():
+    return cached_shader("mtoon_shadow", lambda: _build(
+        "stylized_mtoon_shadow", _SHADOW_VS, load_glsl("mtoon_common.glsl") + _SHADOW_FS,
+        (("smooth", "VEC2", "v_uv"),), (("VEC4", "frag_color"),)))

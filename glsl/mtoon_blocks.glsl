@@ -1,0 +1,34 @@
+/* std140 uniform blocks shared by the MToon geometry passes (typedef_source). */
+struct FrameBlock {
+  mat4 view_projection;
+  mat4 shadow_matrix;
+  vec4 camera_pos;    /* xyz, w: 1 = orthographic */
+  vec4 camera_fwd;    /* xyz unit view direction */
+  vec4 camera_right;  /* xyz unit screen right (matcap fallback basis) */
+  vec4 world_color;   /* rgb world colour, w: light count */
+  vec4 world_sky;     /* rgb GI towards +Z, w: time in seconds (UV animation) */
+  vec4 world_ground;  /* rgb GI towards -Z */
+  vec4 shadow_params; /* x: depth bias (world), y: normal offset (world), w: 1 = shadows on */
+  vec4 shadow_texel;  /* x: texel size (world), y: shadowing light index (-1 none), z: resolution, w: PCF radius */
+  vec4 viewport;      /* width, height, 1/width, 1/height */
+  vec4 light_pos[16];   /* xyz position, w: kind (0 sun, 1 point, 2 spot) */
+  vec4 light_dir[16];   /* xyz direction of travel, w: cos(half spot angle) */
+  vec4 light_color[16]; /* rgb colour x strength, w: spot smooth width */
+};
+
+struct MToonMaterial {
+  vec4 base_color;
+  vec4 shade_color;   /* rgb, w: shading shift */
+  vec4 emissive;      /* rgb, w: shading toony */
+  vec4 matcap_factor; /* rgb, w: GI equalisation */
+  vec4 rim_color;     /* rgb, w: rim fresnel power */
+  vec4 outline_color; /* rgb, w: outline lighting mix */
+  vec4 params0;       /* rim lift, rim lighting mix, normal scale, alpha cutoff */
+  vec4 params1;       /* outline width, outline mode (0 none 1 world 2 screen), shift tex scale, alpha mode */
+  vec4 uv_anim;       /* scroll x, scroll y, rotation speed, w: receive shadow */
+  vec4 uv_xform[9];   /* per texture slot: offset.xy, scale.zw */
+  int tex_mask;
+  int pad0;
+  int pad1;
+  int pad2;
+};

@@ -1,0 +1,159 @@
+/* MToon fragment-stage functions (after mtoon_common.glsl): lights, shadow, surface shading, alpha. */
+
+/* 0 = sun, 1 = point, 2 = spot (area lamps are treated as points). */
+void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
+{
+  vec4 lp = fr.light_pos[i];
+  vec4 ld = fr.light_dir[i];
+  vec4 lc = fr.light_color[i];
+  int kind = int(lp.w + 0.5);
+  if (kind == 0) {
+    L = -ld.xyz;
+    C = lc.rgb;
+    return;
+  }
+  vec3 dv = lp.xyz - wpos;
+  float r2 = max(dot(dv, dv), 1e-8);
+  L = dv * inversesqrt(r2);
+  /* Blender's point power P [W]: colour * P / (4 pi^2 r^2) (Cycles' 1/(4 pi) intensity times the
+   * Lambert 1/pi, which the toon model does not apply itself). */
+  C = lc.rgb / (39.47841760435743 * r2);
+  if (kind == 2) {
+    float cos_half = ld.w;
+    float t = dot(-L, ld.xyz);
+    if (t <= cos_half) {
+      C = vec3(0.0);
+    }
+    else {
+      float smooth_w = lc.w;
+      float x = t - cos_half;
+      if (smooth_w > 0.0 && x < smooth_w) {
+        C *= smoothstep(0.0, smooth_w, x);
+      }
+    }
+  }
+}
+
+/* Shadow visibility of the strongest sun (PCF over (2r+1)^2 texels). */
+float shadow_visibility(vec3 wpos, vec3 ngeo)
+{
+  if (fr.shadow_params.w < 0.5) {
+    return 1.0;
+  }
+  vec3 Ls = -fr.light_dir[int(fr.shadow_texel.y)].xyz;
+  float ndl = dot(ngeo, Ls);
+  /* normal offset (world units) grows as the surface turns away from the light */
+  vec3 p = wpos + ngeo * fr.shadow_params.y * clamp(1.0 - ndl, 0.0, 1.0) + Ls * fr.shadow_params.x;
+  vec4 sc = fr.shadow_matrix * vec4(p, 1.0);
+  vec3 c = sc.xyz / sc.w * 0.5 + 0.5;
+  if (c.x < 0.0 || c.x > 1.0 || c.y < 0.0 || c.y > 1.0 || c.z > 1.0) {
+    return 1.0;
+  }
+  int res = int(fr.shadow_texel.z);
+  int r = int(fr.shadow_texel.w);
+  vec2 tc = c.xy * float(res) - 0.5;
+  ivec2 base = ivec2(floor(tc));
+  vec2 f = tc - vec2(base);
+  float sum = 0.0;
+  float wsum = 0.0;
+  /* bilinear-weighted PCF: (2r+2)^2 texels, the outer ring weighted by the fraction */
+  for (int y = -r; y <= r + 1; y++) {
+    float wy = (y == -r) ? (1.0 - f.y) : ((y == r + 1) ? f.y : 1.0);
+    for (int x = -r; x <= r + 1; x++) {
+      float wx = (x == -r) ? (1.0 - f.x) : ((x == r + 1) ? f.x : 1.0);
+      ivec2 tx = clamp(base + ivec2(x, y), ivec2(0), ivec2(res - 1));
+      float d = texelFetch(shadow_map, tx, 0).r;
+      sum += wx * wy * ((c.z <= d) ? 1.0 : 0.0);
+      wsum += wx * wy;
+    }
+  }
+  return sum / max(wsum, 1e-6);
+}
+
+vec3 view_vector(vec3 wpos)
+{
+  return (fr.camera_pos.w > 0.5) ? -fr.camera_fwd.xyz : normalize(fr.camera_pos.xyz - wpos);
+}
+
+/* Full surface result (direct + GI + emission + rim) for shading normal N. */
+vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun)
+{
+  vec3 shade = mt.shade_color.rgb;
+  if (has_tex(TEX_SHADE)) {
+    shade *= texture(tex_shade, tex_uv(TEX_SHADE, uvA)).rgb;
+  }
+  float shift = mt.shade_color.w;
+  if (has_tex(TEX_SHIFT)) {
+    shift += texture(tex_shift, tex_uv(TEX_SHIFT, uvA)).r * mt.params1.z;
+  }
+  float toony = mt.emissive.w;
+  int count = int(fr.world_color.w + 0.5);
+  int shadow_light = int(fr.shadow_texel.y);
+  vec3 direct = vec3(0.0);
+  vec3 rim_light = vec3(0.0);
+  for (int i = 0; i < count; i++) {
+    vec3 L, C;
+    light_sample(i, wpos, L, C);
+    float d = clamp(dot(N, L), -1.0, 1.0);
+    float ramp = linearstep_guarded(-1.0 + toony, 1.0 - toony, d + shift);
+    float s = (i == shadow_light) ? vis_sun : 1.0;
+    ramp *= s; /* shadow after the ramp: shadowed areas take the shade colour */
+    direct += C * mix(shade, lit, ramp);
+    rim_light += C * s;
+  }
+  vec3 rgi = raw_gi(N);
+  vec3 uniform_gi = 0.5 * (raw_gi(vec3(0.0, 0.0, 1.0)) + raw_gi(vec3(0.0, 0.0, -1.0)));
+  vec3 gi = mix(rgi, uniform_gi, mt.matcap_factor.w);
+  vec3 color = direct + gi * lit;
+
+  vec3 emissive = mt.emissive.rgb;
+  if (has_tex(TEX_EMISSIVE)) {
+    emissive *= texture(tex_emissive, tex_uv(TEX_EMISSIVE, uvA)).rgb;
+  }
+  color += emissive;
+
+  vec3 V = view_vector(wpos);
+  float lift = mt.params0.x;
+  float power = max(mt.rim_color.w, 1e-5);
+  vec3 param = pow(clamp(1.0 - dot(N, V) + lift, 0.0, 1.0), power) * mt.rim_color.rgb;
+  vec3 matcap = vec3(0.0);
+  if (has_tex(TEX_MATCAP)) {
+    vec3 X = cross(vec3(0.0, 0.0, 1.0), V);
+    float xl = length(X);
+    X = (xl > 1e-4) ? X / xl : fr.camera_right.xyz;
+    vec3 Y = cross(V, X);
+    vec2 muv = vec2(dot(X, N), dot(Y, N)) * 0.495 + 0.5;
+    matcap = mt.matcap_factor.rgb * texture(tex_matcap, muv).rgb;
+  }
+  vec3 rim = matcap + param;
+  if (has_tex(TEX_RIM)) {
+    rim *= texture(tex_rim, tex_uv(TEX_RIM, uvA)).rgb;
+  }
+  color += rim * mix(vec3(1.0), rim_light + rgi, mt.params0.y);
+  return color;
+}
+
+/* Base colour and alpha (with the alpha mode applied; discards MASK fragments). */
+vec4 mtoon_base(vec2 uvA)
+{
+  vec4 base = mt.base_color;
+  if (has_tex(TEX_BASE)) {
+    base *= texture(tex_base, tex_uv(TEX_BASE, uvA));
+  }
+  int mode = int(mt.params1.w + 0.5); /* 0 opaque, 1 mask, 2 blend */
+  if (mode == 1) {
+    if (base.a < mt.params0.w) {
+      discard;
+    }
+    base.a = 1.0;
+  }
+  else if (mode == 2) {
+    if (base.a < 0.0009765625) {
+      discard;
+    }
+  }
+  else {
+    base.a = 1.0;
+  }
+  return base;
+}
