@@ -66,7 +66,20 @@ def _submodules():
     mods.append(materials)
     mods.append(operators)
     mods.append(panels)
+    from .engine import preview  # viewport preview: redraw timer, load_post/frame_change handlers
+    mods.append(preview)
     return mods
+
+
+def active_timers():
+    """Our bpy.app.timers still registered (for tests: none after unregister())."""
+    from .engine import preview
+    from .operators import expression_ops
+
+    out = list(preview.timers_active())
+    if bpy.app.timers.is_registered(expression_ops._deferred_sync):
+        out.append(expression_ops._deferred_sync)
+    return out
 
 
 def register():

@@ -10,6 +10,10 @@ from . import mtoon_ops  # noqa: E402  (MToon material operators)
 
 _modules.append(mtoon_ops)
 
+from . import preview_ops, expression_ops  # noqa: E402  (viewport preview + expressions)
+
+_modules.extend((preview_ops, expression_ops))
+
 
 def register():
     for c in _classes:

@@ -10,6 +10,10 @@ from . import material_panel, render_panel  # noqa: E402  (MToon material + rend
 
 _modules.extend((material_panel, render_panel))
 
+from . import viewport_panels  # noqa: E402  (3D viewport sidebar tab "Stylized")
+
+_modules.append(viewport_panels)
+
 
 def register():
     for c in _classes:

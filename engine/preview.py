@@ -1,0 +1,312 @@
+"""Viewport preview playback state shared by the UI (panels/operators) and the session.
+
+The UI never touches the runtime: operators and panel properties write a ``PreviewState`` (one
+per scene, module-level) and queue transport commands; the viewport session drains them once per
+``view_draw`` through ``apply_commands`` into ``SceneRuntime.player`` and writes the clock back.
+
+Commands (FIFO ``state.commands``):
+    ("clip", name) ("play",) ("pause",) ("stop",) ("seek", seconds) ("speed", s) ("loop", bool)
+
+``state.active`` True = the preview player drives the pose (the scene timeline does not move and
+the depsgraph is not re-evaluated per frame); False = timeline mode.  ``play``/``stop``/``seek``/
+``clip`` activate the preview; scrubbing or playing the timeline (frame_change_pre) hands control
+back to the timeline.  While a state plays, a ``bpy.app.timers`` timer tags every 3D viewport for
+redraw at display rate and stops itself when nothing plays.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+REDRAW_INTERVAL = 1.0 / 60.0
+
+
+@dataclass
+class PreviewState:
+    armature: str = ""
+    clip_name: Optional[str] = None
+    active: bool = False
+    playing: bool = False
+    looping: bool = True
+    speed: float = 1.0
+    time: float = 0.0
+    duration: float = 0.0
+    commands: list = field(default_factory=list)
+    last_palette_uploads: int = 0
+    last_morph_uploads: int = 0
+    last_error: Optional[str] = None
+
+    def push(self, *command) -> None:
+        self.commands.append(tuple(command))
+
+
+_states: Dict[str, PreviewState] = {}
+
+
+# ------------------------------------------------------------------------------------------------
+# armature / clip helpers (bpy imported lazily)
+# ------------------------------------------------------------------------------------------------
+
+def armature_of(obj):
+    """The armature of ``obj``: itself, the target of its first enabled Armature modifier, or an
+    armature parent; None otherwise."""
+    if obj is None:
+        return None
+    if obj.type == "ARMATURE":
+        return obj
+    for md in getattr(obj, "modifiers", ()):
+        if md.type == "ARMATURE" and md.object is not None and md.show_viewport:
+            return md.object
+    p = obj.parent
+    while p is not None:
+        if p.type == "ARMATURE":
+            return p
+        p = p.parent
+    return None
+
+
+def _first_armature(scene):
+    for ob in scene.objects:
+        if ob.type == "ARMATURE":
+            return ob
+    return None
+
+
+def compatible_clips_for(armature_name: str, depsgraph=None) -> list:
+    """Clips (AnimationClipAsset) the importer offers for ``armature_name`` (CPU only, cached)."""
+    if not armature_name:
+        return []
+    import bpy
+
+    from .importer import compatible_clips, import_scene
+
+    try:
+        dg = depsgraph if depsgraph is not None else bpy.context.evaluated_depsgraph_get()
+        asset = import_scene(dg)
+    except Exception:  # an import problem must not break a panel
+        return []
+    return compatible_clips(asset, armature_name)
+
+
+def clips_by_name(scene_asset, armature_name: str) -> dict:
+    """{clip name: clip} of the compatible clips of ``armature_name`` in ``scene_asset``."""
+    from .importer import compatible_clips
+
+    return {c.name: c for c in compatible_clips(scene_asset, armature_name)}
+
+
+def default_clip_name(armature, clips=None) -> Optional[str]:
+    """The armature's active action name when compatible (or when clips are unknown), else the
+    first compatible clip."""
+    if armature is None:
+        return None
+    ad = armature.animation_data
+    active = ad.action.name if ad is not None and ad.action is not None else None
+    if clips is None:
+        if active is not None:     # no import needed (get_state may run inside view_draw)
+            return active
+        clips = compatible_clips_for(armature.name)
+    names = [c.name for c in clips]
+    if active is not None and active in names:
+        return active
+    return names[0] if names else None
+
+
+def select_armature(state: PreviewState, armature, clips=None) -> None:
+    """Point ``state`` at ``armature`` (an Object or None); preselects its default clip."""
+    name = armature.name if armature is not None else ""
+    if name == state.armature and (state.clip_name is not None or armature is None):
+        return
+    state.armature = name
+    clip = default_clip_name(armature, clips)
+    state.clip_name = clip
+    state.time = 0.0
+    state.playing = False
+    state.duration = 0.0
+    for c in clips if clips is not None else ():
+        if c.name == clip:
+            state.duration = float(c.duration_seconds)
+    state.push("clip", clip)
+    state.push("loop", state.looping)
+    state.push("speed", state.speed)
+
+
+def get_state(scene, context_object=None) -> PreviewState:
+    """The PreviewState of ``scene`` (created on demand: armature of ``context_object`` or the
+    first armature of the scene, its active action or first compatible clip, loop on, paused)."""
+    key = scene.name
+    st = _states.get(key)
+    if st is None:
+        st = _states[key] = PreviewState()
+        arm = armature_of(context_object) or _first_armature(scene)
+        if arm is not None:
+            select_armature(st, arm)
+    return st
+
+
+def peek_state(scene) -> Optional[PreviewState]:
+    return _states.get(scene.name)
+
+
+def all_states() -> Dict[str, PreviewState]:
+    return dict(_states)
+
+
+def clear_states() -> None:
+    _states.clear()
+
+
+def any_playing() -> bool:
+    return any(s.active and s.playing for s in _states.values())
+
+
+# ------------------------------------------------------------------------------------------------
+# the per-frame command drain (shared by the session and the tests)
+# ------------------------------------------------------------------------------------------------
+
+def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time: float) -> None:
+    """Drain ``state.commands`` into ``runtime.player`` (set_clip through ``runtime.set_clip``),
+    then, when the preview drives the pose (``state.active``), run ``runtime.update(delta)`` with
+    ``delta`` = ``delta_time`` while playing (0 otherwise: nothing is resampled or uploaded unless
+    a seek/stop/clip change asks for it) and write the clock and upload counts back."""
+    player = runtime.player
+    while state.commands:
+        cmd = state.commands.pop(0)
+        op = cmd[0]
+        if op == "clip":
+            name = cmd[1] if len(cmd) > 1 else None
+            clip = clips_by_name.get(name) if name is not None else None
+            runtime.set_clip(clip)
+            state.clip_name = clip.name if clip is not None else None
+            if name is not None and clip is None:
+                state.last_error = f"clip '{name}' is not compatible with '{state.armature}'"
+        elif op == "play":
+            player.play()
+            state.active = True
+        elif op == "pause":
+            player.pause()
+        elif op == "stop":
+            player.stop()
+            state.active = True
+        elif op == "seek":
+            if player.seek(cmd[1]):
+                state.active = True
+        elif op == "speed":
+            player.set_playback_speed(cmd[1])
+        elif op == "loop":
+            player.set_looping(bool(cmd[1]))
+        else:
+            state.last_error = f"unknown preview command {cmd!r}"
+    if state.active:
+        dt = float(delta_time) if player.is_playing else 0.0
+        if not math.isfinite(dt) or dt < 0.0:
+            dt = 0.0
+        if not runtime.update(dt):
+            state.last_error = runtime.last_error or player.last_error
+    state.time = float(player.current_time)
+    state.duration = float(player.duration)
+    state.playing = bool(player.is_playing)
+    state.looping = bool(player.is_looping)
+    state.speed = float(player.playback_speed)
+    st = runtime.stats
+    state.last_palette_uploads = int(st.palette_uploads) if state.active else 0
+    state.last_morph_uploads = int(st.morph_uploads) if state.active else 0
+
+
+# ------------------------------------------------------------------------------------------------
+# redraw timer and handlers
+# ------------------------------------------------------------------------------------------------
+
+def _tag_view3d() -> int:
+    import bpy
+
+    n = 0
+    wm = bpy.context.window_manager
+    for win in (wm.windows if wm is not None else ()):
+        for area in win.screen.areas:
+            if area.type == "VIEW_3D":
+                area.tag_redraw()
+                n += 1
+    return n
+
+
+def _redraw_tick():
+    """Timer body: redraw the 3D viewports while a preview plays; stop otherwise."""
+    if not any_playing():
+        return None
+    try:
+        _tag_view3d()
+    except Exception:
+        pass
+    return REDRAW_INTERVAL
+
+
+def ensure_timer() -> bool:
+    """Start the redraw timer (no-op when already running). Returns whether it runs."""
+    import bpy
+
+    if not bpy.app.timers.is_registered(_redraw_tick):
+        bpy.app.timers.register(_redraw_tick, first_interval=0.0)
+    return bpy.app.timers.is_registered(_redraw_tick)
+
+
+def stop_timer() -> None:
+    import bpy
+
+    if bpy.app.timers.is_registered(_redraw_tick):
+        bpy.app.timers.unregister(_redraw_tick)
+
+
+def timers_active() -> List[object]:
+    import bpy
+
+    return [f for f in (_redraw_tick,) if bpy.app.timers.is_registered(f)]
+
+
+def hand_back_to_timeline(scene) -> bool:
+    """Timeline mode for ``scene``: the preview stops driving the pose. Returns whether it did."""
+    st = _states.get(scene.name)
+    if st is None or not st.active:
+        return False
+    st.active = False
+    if st.playing:
+        st.playing = False
+        st.push("pause")
+    return True
+
+
+def _make_handlers():
+    import bpy
+
+    @bpy.app.handlers.persistent
+    def stylized_preview_load_post(*_args):
+        clear_states()
+        stop_timer()
+
+    @bpy.app.handlers.persistent
+    def stylized_preview_frame_change_pre(scene, *_args):
+        hand_back_to_timeline(scene)
+
+    return stylized_preview_load_post, stylized_preview_frame_change_pre
+
+
+_handlers: list = []
+
+
+def register() -> None:
+    import bpy
+
+    load_post, frame_pre = _make_handlers()
+    bpy.app.handlers.load_post.append(load_post)
+    bpy.app.handlers.frame_change_pre.append(frame_pre)
+    _handlers[:] = [(bpy.app.handlers.load_post, load_post), (bpy.app.handlers.frame_change_pre, frame_pre)]
+
+
+def unregister() -> None:
+    stop_timer()
+    while _handlers:
+        lst, fn = _handlers.pop()
+        if fn in lst:
+            lst.remove(fn)
+    clear_states()

@@ -1,0 +1,93 @@
+"""ViewerCpuTimings: smoothed CPU timings shown by the Stats panel (seed: ViewerCpuTimings).
+
+Members (milliseconds):
+
+==================  ==========================================================
+frame_interval_ms   interval between two viewport frames (FPS)
+animation_ms        AnimationPlayer.update (or the timeline pose read)
+skinning_ms         SkinningPaletteSet.update
+morph_ms            every RuntimeMeshInstance.update
+update_ms           the whole runtime update
+extraction_ms       RenderExtractor.extract
+pipeline_ms         FramePipeline CPU submission
+ui_ms               panel drawing
+render_ms           the whole view_draw
+==================  ==========================================================
+
+Each value is an exponential moving average, ``avg += (sample - avg) * 0.1``; the first sample of
+a member is taken as is.  ``fps = 1000 / frame_interval_ms`` when the interval is > 0, else 0.
+Samples are measured with ``time.perf_counter`` (monotonic).  No bpy here.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Dict, Optional
+
+ALPHA = 0.1
+FIELDS = ("frame_interval_ms", "animation_ms", "skinning_ms", "morph_ms", "update_ms",
+          "extraction_ms", "pipeline_ms", "ui_ms", "render_ms")
+
+
+def now_ms() -> float:
+    """Monotonic clock in milliseconds (time.perf_counter)."""
+    return time.perf_counter() * 1e3
+
+
+class ViewerCpuTimings:
+    alpha = ALPHA
+    fields = FIELDS
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        for f in FIELDS:
+            setattr(self, f, 0.0)
+        self._seen = set()
+        self._last_frame_ms: Optional[float] = None
+        self.sample_count = 0
+
+    def sample(self, **ms_values) -> None:
+        """Fold one sample per given member into its EMA. Unknown names raise KeyError; None,
+        NaN, infinite or negative samples are ignored (a pending measurement is not a 0)."""
+        for name, value in ms_values.items():
+            if name not in FIELDS:
+                raise KeyError(f"unknown timing '{name}'")
+            if value is None:
+                continue
+            v = float(value)
+            if not math.isfinite(v) or v < 0.0:
+                continue
+            if name not in self._seen:
+                self._seen.add(name)
+                setattr(self, name, v)
+            else:
+                avg = getattr(self, name)
+                setattr(self, name, avg + (v - avg) * ALPHA)
+        self.sample_count += 1
+
+    def mark_frame(self, now: Optional[float] = None) -> Optional[float]:
+        """Sample frame_interval_ms from the previous call (ms clock ``now``, default perf_counter).
+        Returns the raw interval, or None on the first call."""
+        t = now_ms() if now is None else float(now)
+        prev, self._last_frame_ms = self._last_frame_ms, t
+        if prev is None:
+            return None
+        interval = t - prev
+        self.sample(frame_interval_ms=interval)
+        return interval
+
+    def has(self, name: str) -> bool:
+        """Whether ``name`` has received a sample."""
+        return name in self._seen
+
+    @property
+    def fps(self) -> float:
+        fi = self.frame_interval_ms
+        return 1000.0 / fi if fi > 0.0 else 0.0
+
+    def as_dict(self) -> Dict[str, float]:
+        d = {f: getattr(self, f) for f in FIELDS}
+        d["fps"] = self.fps
+        return d

@@ -1,0 +1,248 @@
+"""Preview transport operators (stylized.preview_*) and the Scene.stylized_preview mirror.
+
+They only write the scene's ``engine.preview.PreviewState`` (fields + queued commands); the
+viewport session applies the commands to the AnimationPlayer on its next frame.
+"""
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
+
+from ..engine import preview
+
+# Blender does not keep dynamic EnumProperty item strings alive: keep them referenced here.
+_CLIP_ITEMS: list = []
+_NO_CLIP = ("NONE", "(no compatible clip)", "No action of this armature's bones was found", 0)
+
+
+def _context_object():
+    return getattr(bpy.context, "active_object", None)
+
+
+def target_armature(context, armature_name: str = ""):
+    """The armature an operator/property acts on: ``armature_name`` or the active object's."""
+    if armature_name:
+        ob = bpy.data.objects.get(armature_name)
+        return ob if ob is not None and ob.type == "ARMATURE" else None
+    return preview.armature_of(getattr(context, "active_object", None))
+
+
+def state_for(context, armature_name: str = ""):
+    """The scene's PreviewState, pointed at the target armature (switching clip when it changes)."""
+    scene = context.scene
+    arm = target_armature(context, armature_name)
+    st = preview.get_state(scene, arm)
+    if arm is not None and arm.name != st.armature:
+        preview.select_armature(st, arm, preview.compatible_clips_for(arm.name))
+    return st, arm
+
+
+def _redraw():
+    try:
+        preview._tag_view3d()
+    except Exception:
+        pass
+
+
+# ------------------------------------------------------------------------------------------------
+# Scene.stylized_preview: a view over PreviewState (get/set, nothing stored)
+# ------------------------------------------------------------------------------------------------
+
+def _clip_list(context):
+    arm = target_armature(context) if context is not None else None
+    if arm is None:
+        st = preview.peek_state(context.scene) if context is not None and context.scene else None
+        arm = bpy.data.objects.get(st.armature) if st is not None and st.armature else None
+    return preview.compatible_clips_for(arm.name) if arm is not None else []
+
+
+def _clip_items(self, context):
+    clips = _clip_list(context)
+    items = [(c.name, c.name, f"{c.duration_seconds:.2f} s, {c.channel_count} channels", i)
+             for i, c in enumerate(clips)]
+    _CLIP_ITEMS[:] = items or [_NO_CLIP]
+    return _CLIP_ITEMS
+
+
+def _get_clip(self):
+    st = preview.peek_state(self.id_data)
+    names = [c.name for c in _clip_list(bpy.context)]
+    if st is not None and st.clip_name in names:
+        return names.index(st.clip_name)
+    return 0
+
+
+def _set_clip(self, value):
+    st, arm = state_for(bpy.context)
+    clips = _clip_list(bpy.context)
+    if not 0 <= value < len(clips):
+        return
+    clip = clips[value]
+    st.clip_name = clip.name
+    st.duration = float(clip.duration_seconds)
+    st.time = 0.0
+    st.active = True
+    st.push("clip", clip.name)
+    _redraw()
+
+
+def _get_loop(self):
+    st = preview.peek_state(self.id_data)
+    return True if st is None else bool(st.looping)
+
+
+def _set_loop(self, value):
+    st, _ = state_for(bpy.context)
+    st.looping = bool(value)
+    st.push("loop", bool(value))
+
+
+def _get_speed(self):
+    st = preview.peek_state(self.id_data)
+    return 1.0 if st is None else float(st.speed)
+
+
+def _set_speed(self, value):
+    st, _ = state_for(bpy.context)
+    st.speed = max(0.0, float(value))
+    st.push("speed", st.speed)
+
+
+def _get_time(self):
+    st = preview.peek_state(self.id_data)
+    return 0.0 if st is None else float(st.time)
+
+
+def _set_time(self, value):
+    st, _ = state_for(bpy.context)
+    seek(st, value)
+    _redraw()
+
+
+def seek(st, seconds: float) -> float:
+    t = max(0.0, float(seconds))
+    if st.duration > 0.0:
+        t = min(t, st.duration)
+    st.time = t
+    st.active = True
+    st.push("seek", t)
+    return t
+
+
+class StylizedPreviewProps(bpy.types.PropertyGroup):
+    clip: EnumProperty(
+        name="Clip", items=_clip_items, get=_get_clip, set=_set_clip,
+        description="Action previewed on this armature (only actions whose channels match its bones)")
+    loop: BoolProperty(
+        name="Loop", get=_get_loop, set=_set_loop,
+        description="Restart the clip at its end; off: the preview pauses on the last frame")
+    speed: FloatProperty(
+        name="Speed", min=0.0, soft_max=4.0, get=_get_speed, set=_set_speed, step=10,
+        description="Playback speed multiplier of the preview (0 freezes the clock)")
+    time: FloatProperty(
+        name="Time", min=0.0, unit="TIME_ABSOLUTE", get=_get_time, set=_set_time, step=1,
+        description="Preview time in seconds; dragging seeks, also while paused")
+
+
+# ------------------------------------------------------------------------------------------------
+# operators
+# ------------------------------------------------------------------------------------------------
+
+class _PreviewOp:
+    bl_options = {"REGISTER"}
+
+    armature: StringProperty(
+        name="Armature", default="", options={"SKIP_SAVE"},
+        description="Armature to preview (empty: the active object's armature)")
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None
+
+
+class STYLIZED_OT_preview_play(_PreviewOp, bpy.types.Operator):
+    bl_idname = "stylized.preview_play"
+    bl_label = "Play"
+    bl_description = "Play the selected clip in the viewport preview (the scene timeline does not move)"
+
+    def execute(self, context):
+        st, arm = state_for(context, self.armature)
+        if arm is None and not st.armature:
+            self.report({"ERROR"}, "No armature: select an armature or a mesh it deforms")
+            return {"CANCELLED"}
+        if not st.clip_name:
+            self.report({"ERROR"}, f"Armature '{st.armature}' has no compatible clip")
+            return {"CANCELLED"}
+        st.push("play")
+        if not st.looping and st.duration > 0.0 and st.time >= st.duration:
+            st.time = 0.0
+        st.playing = True
+        st.active = True
+        preview.ensure_timer()
+        self.report({"INFO"}, f"Previewing '{st.clip_name}' on '{st.armature}'")
+        return {"FINISHED"}
+
+
+class STYLIZED_OT_preview_pause(_PreviewOp, bpy.types.Operator):
+    bl_idname = "stylized.preview_pause"
+    bl_label = "Pause"
+    bl_description = "Pause the viewport preview at the current time"
+
+    def execute(self, context):
+        st, _ = state_for(context, self.armature)
+        st.push("pause")
+        st.playing = False
+        _redraw()
+        self.report({"INFO"}, f"Preview paused at {st.time:.2f} s")
+        return {"FINISHED"}
+
+
+class STYLIZED_OT_preview_stop(_PreviewOp, bpy.types.Operator):
+    bl_idname = "stylized.preview_stop"
+    bl_label = "Stop"
+    bl_description = "Stop the viewport preview: time 0 and the bind pose"
+
+    def execute(self, context):
+        st, _ = state_for(context, self.armature)
+        st.push("stop")
+        st.playing = False
+        st.time = 0.0
+        st.active = True
+        _redraw()
+        self.report({"INFO"}, "Preview stopped (bind pose)")
+        return {"FINISHED"}
+
+
+class STYLIZED_OT_preview_seek(_PreviewOp, bpy.types.Operator):
+    bl_idname = "stylized.preview_seek"
+    bl_label = "Seek"
+    bl_description = "Move the viewport preview to a time (also while paused)"
+
+    time: FloatProperty(name="Time", min=0.0, unit="TIME_ABSOLUTE",
+                        description="Time in seconds from the clip start")
+
+    def execute(self, context):
+        st, _ = state_for(context, self.armature)
+        t = seek(st, self.time)
+        _redraw()
+        self.report({"INFO"}, f"Preview at {t:.2f} s")
+        return {"FINISHED"}
+
+
+classes = (StylizedPreviewProps, STYLIZED_OT_preview_play, STYLIZED_OT_preview_pause,
+           STYLIZED_OT_preview_stop, STYLIZED_OT_preview_seek)
+
+
+def register():
+    for c in classes:
+        bpy.utils.register_class(c)
+    bpy.types.Scene.stylized_preview = PointerProperty(
+        type=StylizedPreviewProps, description="Viewport preview playback controls (Stylized sidebar tab)")
+
+
+def unregister():
+    if hasattr(bpy.types.Scene, "stylized_preview"):
+        del bpy.types.Scene.stylized_preview
+    for c in reversed(classes):
+        bpy.utils.unregister_class(c)
+    _CLIP_ITEMS.clear()

@@ -1,0 +1,234 @@
+"""3D viewport sidebar tab "Stylized": Animation, Expressions and Stats panels (STYLIZED only)."""
+from __future__ import annotations
+
+import time
+
+import bpy
+
+from ..engine import preview
+from ..operators import expression_ops as expr
+
+ENGINE = "STYLIZED"
+GPU_PASSES = ("Shadow", "Forward", "Outline Mask", "Screen-Space Outline", "Post Process")
+_ui = {"ms": 0.0}
+
+
+def viewport_session():
+    """The most recent viewport StylizedSession (engine.session.last_viewport_session), or None."""
+    try:
+        from ..engine import session as _session
+
+        fn = getattr(_session, "last_viewport_session", None)
+        return fn() if fn is not None else None
+    except Exception:
+        return None
+
+
+def session_stats() -> dict:
+    s = viewport_session()
+    st = getattr(s, "stats", None) if s is not None else None
+    return st if isinstance(st, dict) else {}
+
+
+def _norm(s: str) -> str:
+    return "".join(ch for ch in str(s).lower() if ch.isalnum())
+
+
+def gpu_pass_ms(gpu_ms: dict, display_name: str):
+    """The measured ms of a pass from ``gpu_ms`` (keys matched loosely: 'screen_space_outline',
+    'ScreenSpaceOutline', 'forward_opaque' ...); None when absent or pending."""
+    want = _norm(display_name)
+    for k, v in (gpu_ms or {}).items():
+        nk = _norm(k)
+        if nk == want or nk.startswith(want):
+            return v
+    return None
+
+
+def _fmt_ms(v) -> str:
+    return "pending" if v is None else f"{v:.2f} ms"
+
+
+class _SidebarBase:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Stylized"
+    COMPAT_ENGINES = {ENGINE}
+
+    @classmethod
+    def poll(cls, context):
+        return context.engine == ENGINE
+
+
+def _timed(draw):
+    def wrapper(self, context):
+        t0 = time.perf_counter()
+        try:
+            draw(self, context)
+        finally:
+            _ui["ms"] += (time.perf_counter() - t0) * 1e3
+    wrapper.__doc__ = draw.__doc__
+    return wrapper
+
+
+class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
+    bl_label = "Animation"
+    bl_idname = "STYLIZED_PT_viewport_animation"
+
+    @_timed
+    def draw(self, context):
+        layout = self.layout
+        scene = context.scene
+        arm = preview.armature_of(getattr(context, "active_object", None))
+        if arm is None:
+            layout.label(text="Select an armature or a mesh it deforms", icon="INFO")
+            return
+        st = preview.get_state(scene, arm)
+        clips = preview.compatible_clips_for(arm.name)
+        layout.label(text=arm.name, icon="ARMATURE_DATA")
+        if st.armature and st.armature != arm.name:
+            layout.label(text=f"Previewing '{st.armature}'; Play switches to this one", icon="INFO")
+        props = scene.stylized_preview
+        if not clips:
+            layout.label(text="No compatible clip (no action matches these bones)", icon="ERROR")
+        else:
+            layout.prop(props, "clip")
+            cur = next((c for c in clips if c.name == (st.clip_name if st.armature == arm.name else None)),
+                       None) or clips[0]
+            layout.label(text=f"Duration: {cur.duration_seconds:.2f} s | Channels: {cur.channel_count}")
+        row = layout.row(align=True)
+        row.operator("stylized.preview_play", text="Play", icon="PLAY")
+        row.operator("stylized.preview_pause", text="Pause", icon="PAUSE")
+        row.operator("stylized.preview_stop", text="Stop", icon="SNAP_FACE")
+        row = layout.row(align=True)
+        row.prop(props, "loop", toggle=True, icon="FILE_REFRESH")
+        row.prop(props, "speed")
+        row = layout.row(align=True)
+        row.prop(props, "time", slider=True)
+        row.label(text=f"/ {st.duration:.2f} s")
+        mode = ("Preview playing" if st.playing else "Preview paused") if st.active else "Timeline"
+        layout.label(text=f"Mode: {mode}", icon="TIME")
+        stats = session_stats()
+        layout.label(text=f"Palettes: {stats.get('palette_count', 0)} | Joints: "
+                          f"{stats.get('joint_matrix_count', 0)} | Uploads: {stats.get('palette_uploads', 0)}")
+        if st.last_error:
+            layout.label(text=st.last_error, icon="ERROR")
+
+
+class STYLIZED_PT_viewport_expressions(_SidebarBase, bpy.types.Panel):
+    bl_label = "Expressions"
+    bl_idname = "STYLIZED_PT_viewport_expressions"
+
+    @_timed
+    def draw(self, context):
+        layout = self.layout
+        scene = context.scene
+        obj = getattr(context, "active_object", None)
+        root, meshes = expr.character_of(obj, scene)
+        if root is None or not meshes:
+            layout.label(text="Select a character with shape keys", icon="INFO")
+            return
+        props = scene.stylized_expressions
+        stale = expr.items_stale(scene, root, meshes)
+        if stale:
+            expr.request_sync(scene, obj)
+        groups = expr.expression_groups(meshes)
+        total, active = expr.counts(meshes)
+        stats = session_stats()
+        layout.label(text=f"{root.name}: {len(groups)} expressions", icon="SHAPEKEY_DATA")
+        layout.label(text=f"Targets: {total} | Active: {active}")
+        layout.label(text=f"Morph uploads: {stats.get('morph_uploads', 0)} this frame | "
+                          f"{stats.get('morph_uploads_total', 0)} total")
+        row = layout.row(align=True)
+        row.prop(props, "filter", text="", icon="VIEWZOOM")
+        op = row.operator("stylized.expression_reset_all", text="Reset All", icon="LOOP_BACK")
+        op.character = root.name
+        flt = props.filter.strip().lower()
+        items = {} if stale else {it.name: it for it in props.items}
+        for mesh_name, names in expr.names_by_mesh(meshes).items():
+            shown = [n for n in names if not flt or flt in n.lower()]
+            if not shown:
+                continue
+            header, body = layout.panel(f"stylized_expr_{mesh_name}", default_closed=False)
+            header.label(text=f"{mesh_name} ({len(shown)})", icon="MESH_DATA")
+            if body is None:
+                continue
+            col = body.column(align=True)
+            for n in shown:
+                blocks = groups[n]
+                row = col.row(align=True)
+                it = items.get(n)
+                label = n if len(blocks) == 1 else f"{n} (x{len(blocks)})"
+                if it is not None:
+                    row.prop(it, "value", text=label, slider=True)
+                else:   # before the deferred sync: the first key's own slider
+                    row.prop(blocks[0], "value", text=label, slider=True)
+                k = row.operator("stylized.expression_keyframe", text="", icon="KEY_HLT")
+                k.name = n
+                k.character = root.name
+
+
+class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
+    bl_label = "Stats"
+    bl_idname = "STYLIZED_PT_viewport_stats"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        t0 = time.perf_counter()
+        layout = self.layout
+        sess = viewport_session()
+        stats = session_stats()
+        timings = getattr(sess, "timings", None)
+        if sess is None:
+            layout.label(text="No viewport frame yet: switch a viewport to Rendered", icon="INFO")
+        col = layout.column(align=True)
+        col.label(text="CPU (smoothed)", icon="TIME")
+        if timings is not None:
+            col.label(text=f"FPS: {timings.fps:.1f}")
+            for label, attr in (("Animation", "animation_ms"), ("Skinning", "skinning_ms"),
+                                ("Morph", "morph_ms"), ("Update", "update_ms"),
+                                ("Extraction", "extraction_ms"), ("Pipeline", "pipeline_ms"),
+                                ("UI", "ui_ms"), ("Render", "render_ms")):
+                col.label(text=f"{label}: {getattr(timings, attr, 0.0):.2f} ms")
+        else:
+            col.label(text="FPS: -")
+        box = layout.box()
+        st = getattr(context.scene, "stylized", None)
+        if st is not None:
+            box.prop(st, "profile_gpu")
+        if st is not None and st.profile_gpu:
+            box.label(text="Synchronises after each pass (Python gpu has no timer queries)", icon="ERROR")
+            gpu = stats.get("gpu_ms") or {}
+            vals = []
+            for name in GPU_PASSES:
+                v = gpu_pass_ms(gpu, name)
+                vals.append(v)
+                box.label(text=f"{name}: {_fmt_ms(v)}")
+            total = None if any(v is None for v in vals) else sum(vals)
+            box.label(text=f"Pipeline GPU: {_fmt_ms(total)}")
+        col = layout.column(align=True)
+        col.label(text="Resource updates", icon="FILE_REFRESH")
+        col.label(text=f"Palette uploads: {stats.get('palette_uploads', 0)}")
+        col.label(text=f"Morph uploads: {stats.get('morph_uploads', 0)}")
+        fallbacks = stats.get("fallbacks") or []
+        col = layout.column(align=True)
+        col.label(text=f"CPU fallbacks: {len(fallbacks)}", icon="ERROR" if fallbacks else "CHECKMARK")
+        for name, reason in fallbacks:
+            col.label(text=f"{name}: {reason}")
+        _ui["ms"] += (time.perf_counter() - t0) * 1e3
+        if timings is not None and hasattr(timings, "sample"):
+            timings.sample(ui_ms=_ui["ms"])
+        _ui["ms"] = 0.0
+
+
+classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_expressions, STYLIZED_PT_viewport_stats)
+
+
+def register():
+    for c in classes:
+        bpy.utils.register_class(c)
+
+
+def unregister():
+    for c in reversed(classes):
+        bpy.utils.unregister_class(c)
