@@ -206,6 +206,13 @@ class Checker:
             return "drivers on the target"
         if ad is not None and len(ad.nla_tracks):
             return "NLA tracks on the target"
+        key = getattr(getattr(ob, "data", None), "shape_keys", None)
+        kad = key.animation_data if key is not None else None
+        if clip.morph_channels and kad is not None:
+            animated = {f'key_blocks["{c.target_name}"].value' for c in clip.morph_channels}
+            driven = sorted(d.data_path for d in kad.drivers if d.data_path in animated)
+            if driven:
+                return f"shape key driver on {driven[0]}"
         return None
 
     def run_player(self, frames_limit=None):

@@ -1,0 +1,130 @@
+"""Deformation against Blender: GPU-skinned/morphed vertices read back from the GPU vs Blender's
+evaluated meshes (tools/check_deform.py), on ../shared/testdata and on generated rigs."""
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+
+import conftest as C
+from tools import check_deform, scenes
+
+TESTDATA_FILES = sorted(C.TESTDATA.glob("*.blend")) if C.TESTDATA.is_dir() else []
+
+
+def _run(capsys, frames=None, mode="both"):
+    rc = check_deform.run_checks(frames, mode)
+    out = capsys.readouterr().out
+    last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
+    fields = dict(kv.split("=") for kv in last.split()[1:])
+    return rc, out, fields
+
+
+@pytest.mark.skipif(not TESTDATA_FILES, reason="../shared/testdata is absent (a user's clone does not have it)")
+@pytest.mark.parametrize("path", TESTDATA_FILES, ids=lambda p: p.name)
+def test_check_deform_on_testdata(ext, capsys, path):
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    rc, out, fields = _run(capsys, frames=None)
+    assert rc == 0, out
+    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert int(fields["objects"]) >= 1, out
+
+
+def _animate_bones(arm, frames=(1, 10, 20), angle=0.8):
+    """Key every bone with a distinct rotation so the skin really deforms."""
+    for k, pb in enumerate(arm.pose.bones):
+        pb.rotation_mode = "XYZ"
+        for j, f in enumerate(frames):
+            pb.rotation_euler = (angle * math.sin(j + k), 0.3 * j * ((k % 3) - 1), angle * 0.5 * math.cos(k + j))
+            pb.location = (0.0, 0.05 * j * (k % 2), 0.0)
+            pb.keyframe_insert("rotation_euler", frame=f)
+            pb.keyframe_insert("location", frame=f)
+
+
+def _check_generated(capsys, frames="1-20:3"):
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 20
+    rc, out, fields = _run(capsys, frames=frames, mode="both")
+    assert rc == 0, out
+    assert "path=gpu" in out, out
+    return out, fields
+
+
+def test_shared_armature_meshes_share_palette(empty_scene, capsys):
+    arm, body, hat, ring = scenes.build_character()
+    _animate_bones(arm)
+    out, fields = _check_generated(capsys)
+    for name in (body.name, hat.name, ring.name):
+        assert f"{name}:" in out
+    # the two material primitives of the body have identical skins: they share one palette
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    node = asset.node_index(body.name)
+    prims = asset.meshes[int(asset.mesh_indices[node])].primitives
+    assert len(prims) >= 2
+    pals = {id(rt.palette_set.find(node, i)) for i in range(len(prims))}
+    assert len(pals) == 1
+    skinned_nodes = {i for i in range(asset.node_count) if int(asset.mesh_indices[i]) >= 0
+                     and any(p.skin is not None for p in asset.meshes[int(asset.mesh_indices[i])].primitives)}
+    assert rt.palette_set.palette_count == len(skinned_nodes)
+
+
+def test_five_to_eight_influences(empty_scene, capsys):
+    arm, ob = scenes.build_many_influences(counts=(1, 5, 6, 7, 8))
+    _animate_bones(arm)
+    out, fields = _check_generated(capsys)
+    assert f"{ob.name}:" in out and "path=gpu" in out
+
+
+def test_more_than_eight_influences_fall_back(empty_scene, capsys):
+    arm, ob = scenes.build_many_influences(counts=(1, 9))
+    _animate_bones(arm)
+    rc, out, fields = _run(capsys, frames="1-20:5")
+    assert rc == 0
+    assert "fallback:" in out and int(fields["fallbacks"]) >= 1
+
+
+def test_bone_parented_props(empty_scene, capsys):
+    arm, sword, gem = scenes.build_bone_parented_prop()
+    _animate_bones(arm)
+    out, _ = _check_generated(capsys)
+    assert f"{sword.name}:" in out
+
+
+def test_driven_shape_keys(empty_scene, capsys):
+    arm, ob = scenes.build_driven_shape_keys()
+    _animate_bones(arm, angle=1.2)
+    out, _ = _check_generated(capsys)
+    assert f"{ob.name}:" in out
+
+
+def test_vertex_group_masked_shape_keys(empty_scene, capsys):
+    ob, basis, keys = scenes.build_shape_key_mesh()
+    for k, kb in enumerate(ob.data.shape_keys.key_blocks[1:]):
+        kb.value = 0.3 + 0.1 * k if kb.slider_max >= 1.0 else kb.slider_max
+    out, _ = _check_generated(capsys, frames="1-20:4")
+    assert f"{ob.name}:" in out
+
+
+def test_check_deform_detects_wrong_skinning(empty_scene, capsys, monkeypatch):
+    """The check must fail when the GPU path is wrong (here: skinning disabled)."""
+    arm, ob = scenes.build_many_influences(counts=(1, 5))
+    _animate_bones(arm)
+    from stylized_renderer.engine.runtime import gpu_backend
+
+    real = gpu_backend.bind_skinning
+    monkeypatch.setattr(check_deform, "bind_skinning_override", None, raising=False)
+
+    def no_skinning(shader, palette, influences):
+        real(shader, None, 0)
+
+    monkeypatch.setattr(gpu_backend, "bind_skinning", no_skinning)
+    rc, out, fields = _run(capsys, frames="10", mode="timeline")
+    assert rc == 1 and float(fields["max_rel_error"]) > 1e-3, out
