@@ -54,9 +54,9 @@ class FrameSettings:
     time_seconds: float = 0.0        # drives UV animation
     shadows: bool = True
     shadow_resolution: int = 2048
-    shadow_bias: float = 1.0          # constant depth bias, in shadow-map texels (world size of one texel)
+    shadow_bias: float = 0.001        # constant depth bias, normalised light depth (fraction of the fitted range)
     shadow_normal_offset: float = 1.5 # normal offset, in shadow-map texels, scaled by (1 - N.L)
-    shadow_pcf: int = 1               # PCF radius r: a bilinear-weighted (2r+2)^2 texel filter; 0 = 2x2
+    shadow_pcf: int = 1               # PCF radius r (True = 1): a bilinear-weighted (2r+2)^2 texel filter; 0 = 2x2
     outlines: bool = True
     screen_space_outline: bool = False
     screen_space_outline_width: float = 1.0

@@ -42,7 +42,7 @@ def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
     shader.uniform_vector_float(shader.uniform_from_name(name), gpu.types.Buffer("FLOAT", v.size, v.ravel()), 4, v.shape[0])
 
 
-def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on) -> np.ndarray:
+def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on, depth_range=0.0) -> np.ndarray:
     s = frame.settings
     cam = frame.camera
     d = np.zeros(FRAME_BLOCK_FLOATS, np.float32)
@@ -59,11 +59,11 @@ def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on)
     d[44:47] = wc; d[47] = len(lights)
     d[48:51] = wc if sky is None else np.asarray(sky)[:3]; d[51] = s.time_seconds
     d[52:55] = wc if ground is None else np.asarray(ground)[:3]
-    bias = float(getattr(s, "shadow_bias", 1.0)) * shadow_texel
+    bias = float(getattr(s, "shadow_bias", 0.001)) * depth_range
     noff = float(getattr(s, "shadow_normal_offset", 1.5)) * shadow_texel
     d[56:60] = (bias, noff, 0.0, 1.0 if shadows_on else 0.0)
     d[60:64] = (shadow_texel, float(shadow_index), float(getattr(s, "shadow_resolution", 2048)),
-                float(max(0, int(getattr(s, "shadow_pcf", 1)))))
+                float(max(0, int(getattr(s, "shadow_pcf", 1)))))   # True -> radius 1, False -> 0 (2x2)
     d[64:68] = (s.width, s.height, 1.0 / max(s.width, 1), 1.0 / max(s.height, 1))
     for i, l in enumerate(lights):
         kind = LIGHT_KINDS.get(l.kind, 1)
@@ -147,19 +147,25 @@ class FramePipeline:
         self._ensure_targets(s.width, s.height)
         self._prepare_materials(frame)
         max_lights = int(min(MAX_LIGHTS, max(0, getattr(s, "max_lights", MAX_LIGHTS))))
-        lights = [l for l in frame.lights if l.kind in LIGHT_KINDS][:max_lights]
+        lights = [l for l in frame.lights if l.kind in LIGHT_KINDS]
+        if len(lights) > max_lights:   # keep the strongest
+            lights = sorted(lights, key=lambda l: -float(np.max(np.asarray(l.color)[:3])))[:max_lights]
+        # the VRM Add-on's own outline material (Geometry Nodes hull) is never drawn: ours replaces it
+        items = [it for it in frame.items
+                 if not getattr(frame.materials.get(it.material_name), "is_vrm_outline_material", False)]
 
         # ---- 1. shadow -------------------------------------------------------------------------
         sun_i = strongest_sun(lights) if s.shadows else -1
         casters = []
         if sun_i >= 0:
-            casters = [it for it in frame.items
+            casters = [it for it in items
                        if getattr(it, "cast_shadow", True) and self._mats[it.material_name][0].cast_shadow]
             casters.sort(key=lambda it: it.material_name)
         shadows_on = sun_i >= 0 and self.shadow.fit(frame, casters, lights[sun_i])
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.light_view_projection if shadows_on else None,
                                               self.shadow.texel_world if shadows_on else 0.0,
-                                              sun_i if shadows_on else -1, shadows_on))
+                                              sun_i if shadows_on else -1, shadows_on,
+                                              self.shadow.depth_range if shadows_on else 0.0))
         self._shadow_tex = None
         if shadows_on:
             self.shadow.draw(shadow_shader(), casters, self._bind_material)
@@ -167,8 +173,8 @@ class FramePipeline:
         t0 = self._flush("shadow_ms", t0)
 
         # ---- 2. forward opaque / mask -------------------------------------------------------------
-        visible = frustum_visible(frame.items, frame.camera.view_projection)
-        self.stats.update(items=len(frame.items), visible=len(visible), casters=len(casters))
+        visible = frustum_visible(items, frame.camera.view_projection)
+        self.stats.update(items=len(items), visible=len(visible), casters=len(casters))
         opaque, mask, blend = [], [], []
         for it in visible:
             mode = self._mats[it.material_name][0].alpha_mode

@@ -3,8 +3,8 @@
 The orthographic light projection is fitted every frame to the union of the dynamic world
 bounds of all shadow casters (frustum-culled casters included), so a swung arm still casts.
 Casters are drawn with the same skinning include and palette as the forward pass; MASK/BLEND
-materials alpha-test.  Depth bias and normal offset are applied when sampling (in shadow texels,
-converted to world units here); PCF is a bilinear-weighted (2r+2)^2 texel filter.
+materials alpha-test.  Depth bias (normalised light depth, i.e. a fraction of the fitted depth range)
+and normal offset (shadow texels, scaled by 1 - N.L) are applied when sampling; PCF is a bilinear-weighted (2r+2)^2 texel filter.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def fit_shadow_matrix(direction, casters, resolution: int, pad_texels: float = 4
     """(light view-projection, world size of one texel) fitted to the casters' world bounds."""
     corners = [bounds_corners(it.world_bounds) for it in casters if bounds_valid(getattr(it, "world_bounds", None))]
     if not corners:
-        return None, 0.0
+        return None, 0.0, 0.0
     pts = np.vstack(corners)
     center = 0.5 * (pts.min(0) + pts.max(0))
     view = light_view_matrix(direction, center)
@@ -65,7 +65,7 @@ def fit_shadow_matrix(direction, casters, resolution: int, pad_texels: float = 4
     texel = 2.0 * half / max(resolution, 1)
     depth_pad = max(0.05 * (hi[2] - lo[2]), 1e-3)
     proj = ortho(cx - half, cx + half, cy - half, cy + half, -hi[2] - depth_pad, -lo[2] + depth_pad)
-    return proj @ view, texel
+    return proj @ view, texel, (hi[2] - lo[2]) + 2.0 * depth_pad
 
 
 class ShadowPass:
@@ -76,6 +76,7 @@ class ShadowPass:
         self._fb = None
         self.light_view_projection = None
         self.texel_world = 0.0
+        self.depth_range = 0.0
         self.caster_count = 0
 
     def _ensure(self, res: int):
@@ -94,9 +95,10 @@ class ShadowPass:
         """Fit the light projection to ``casters`` (culled ones included). False: nothing casts."""
         res = int(max(16, min(8192, frame.settings.shadow_resolution)))
         self.caster_count = len(casters)
-        vp, texel = fit_shadow_matrix(light.direction, casters, res) if casters else (None, 0.0)
+        vp, texel, depth_range = fit_shadow_matrix(light.direction, casters, res) if casters else (None, 0.0, 0.0)
         self.light_view_projection = vp
         self.texel_world = texel
+        self.depth_range = depth_range
         if vp is not None:
             self._ensure(res)
         return vp is not None
