@@ -400,10 +400,23 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: _Nodes, mesh_world):
                 coords[kb.name] = read_key_coords(kb, nv)
             return coords[kb.name]
 
-        nsolver = NormalDeltaSolver(cs.positions, cs.normals, cs.source_vertices, cs.tri_vertices)
+        nl, npoly = len(mesh.loops), len(mesh.polygons)
+        loop_vert = np.empty(nl, np.int32)
+        mesh.loops.foreach_get("vertex_index", loop_vert)
+        poly_start = np.empty(npoly, np.int32)
+        poly_total = np.empty(npoly, np.int32)
+        mesh.polygons.foreach_get("loop_start", poly_start)
+        mesh.polygons.foreach_get("loop_total", poly_total)
+        nsolver = NormalDeltaSolver(cs.normals, cs.source_vertices, cs.corner_to_split, base_co,
+                                    loop_vert, poly_start, poly_total)
         tsolvers = [TangentDeltaSolver(p.positions, p.normals, p.uv0, p.indices) if p.uv0 is not None else None
                     for p in prims]
         taken = {kb.name for kb in kbs if kb.name}
+        split_local = []
+        for p in prims:
+            lm = np.full(cs.positions.shape[0], -1, np.int64)
+            lm[p.split_vertices] = np.arange(p.split_vertices.shape[0])
+            split_local.append(lm)
         vgroup_index = {g.name: g.index for g in obj.vertex_groups}
         for ki, kb in enumerate(kbs):
             if kb == ref:
@@ -411,16 +424,28 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: _Nodes, mesh_world):
             name = kb.name if kb.name else fallback_key_name(ki, taken)
             taken.add(name)
             rel = kb.relative_key if kb.relative_key is not None else ref
-            d = (co_of(kb).astype(np.float64) - co_of(rel).astype(np.float64))
+            ck, cr = co_of(kb), co_of(rel)
+            ne = ck != cr
+            mids = np.flatnonzero(ne[:, 0] | ne[:, 1] | ne[:, 2])
+            d = np.zeros((nv, 3))
+            d[mids] = ck[mids].astype(np.float64) - cr[mids]
             if kb.vertex_group and vg is not None and kb.vertex_group in vgroup_index:
-                d *= _skin.group_weights(*vg, vgroup_index[kb.vertex_group], nv)[:, None]
-            if not np.all(np.isfinite(d)):
+                d[mids] *= _skin.group_weights(*vg, vgroup_index[kb.vertex_group], nv)[mids, None]
+            if not np.isfinite(d[mids].sum()):
                 raise AssetError(f"mesh '{obj.name}' shape key '{name}': non-finite vertex positions")
-            nd_split, _, _ = nsolver.deltas(d)
+            moved = np.zeros(nv, bool)
+            moved[mids[np.any(d[mids] != 0.0, axis=1)]] = True
+            n_ids, n_d = nsolver.deltas(d, moved)
             for pi, p in enumerate(prims):
                 pd = d[p.source_vertices]
-                nd = nd_split[p.split_vertices]
-                td = tsolvers[pi].deltas(pd, nd) if tsolvers[pi] is not None else None
+                lmap = split_local[pi]
+                loc = lmap[n_ids]
+                ok = loc >= 0
+                p_ids, p_nd = loc[ok], n_d[ok]
+                nd = np.zeros((p.positions.shape[0], 3), np.float32)
+                nd[p_ids] = p_nd
+                td = (tsolvers[pi].deltas(pd, moved[p.source_vertices], p_ids, p_nd)
+                      if tsolvers[pi] is not None else None)
                 morphs_per_prim[pi].append(MorphTargetAsset(
                     name=name, position_deltas=pd, normal_deltas=nd, tangent_deltas=td,
                     weight_min=float(kb.slider_min), weight_max=float(kb.slider_max), mute=bool(kb.mute),

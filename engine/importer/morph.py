@@ -26,6 +26,28 @@ def _tri_corner_normals(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
     return out
 
 
+def _csr(tris: np.ndarray, count: int):
+    """vertex -> incident triangle lists as (ptr (count+1,), tri ids)."""
+    flat = tris.ravel()
+    order = np.argsort(flat, kind="stable")
+    ptr = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(flat, minlength=count), out=ptr[1:])
+    return ptr, order // 3
+
+
+def incident(ptr: np.ndarray, tri_ids: np.ndarray, verts: np.ndarray) -> np.ndarray:
+    """Sorted unique triangles touching any of ``verts``."""
+    if verts.size == 0:
+        return np.zeros(0, np.int64)
+    starts = ptr[verts]
+    counts = ptr[verts + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offs = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    return np.unique(tri_ids[offs + np.arange(total)])
+
+
 def _accumulate(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
     out = np.empty((count, values.shape[1]))
     for c in range(values.shape[1]):
@@ -39,50 +61,120 @@ def _normalize(v: np.ndarray) -> np.ndarray:
 
 
 class NormalDeltaSolver:
-    """Per split vertex (CornerSplit vertex) normal deltas for per-Blender-vertex position deltas."""
+    """Per split vertex (CornerSplit vertex) normal deltas for per-Blender-vertex position deltas.
 
-    def __init__(self, split_positions, split_normals, source_vertices, tri_vertices):
-        self.pos = np.asarray(split_positions, np.float64)
+    Blender's method: polygon normals (Newell) weighted by the polygon's corner angle, summed over
+    the corners of one smooth fan. A fan is approximated by the corners that share a Blender vertex
+    and a basis corner normal (custom normals keep their basis direction + this delta).
+    """
+
+    def __init__(self, split_normals, source_vertices, corner_to_split, base_co, loop_vert, poly_start, poly_total):
         self.src = np.asarray(source_vertices, np.int64)
-        self.tris = np.asarray(tri_vertices, np.int64).reshape(-1, 3)
-        nv = self.pos.shape[0]
-        # smoothing groups: split vertices sharing a Blender vertex and a basis normal
+        nsplit = self.src.shape[0]
         key = np.hstack([self.src[:, None].astype(np.float64), np.asarray(split_normals, np.float64)])
-        if nv:
+        if nsplit:
             row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
             _, ginv = np.unique(np.ascontiguousarray(key).view(row).ravel(), return_inverse=True)
             self.group = ginv.ravel().astype(np.int64)
         else:
             self.group = np.zeros(0, np.int64)
-        self.ngroups = int(self.group.max()) + 1 if nv else 0
-        self.corner_groups = self.group[self.tris]                 # (T,3)
-        self.contrib0 = _tri_corner_normals(self.pos, self.tris)  # (T,3,3)
-        self.gsum0 = _accumulate(self.corner_groups.ravel(), self.contrib0.reshape(-1, 3), self.ngroups)
+        self.ngroups = int(self.group.max()) + 1 if nsplit else 0
+        self.co = np.asarray(base_co, np.float64)
+        self.lv = np.asarray(loop_vert, np.int64)
+        self.ps = np.asarray(poly_start, np.int64)
+        self.pt = np.asarray(poly_total, np.int64)
+        nl = self.lv.shape[0]
+        npoly = self.ps.shape[0]
+        self.lp = np.repeat(np.arange(npoly), self.pt)                 # loop -> polygon
+        pos_in = np.arange(nl) - self.ps[self.lp]
+        self.lnext = self.ps[self.lp] + (pos_in + 1) % self.pt[self.lp]
+        self.lprev = self.ps[self.lp] + (pos_in - 1) % self.pt[self.lp]
+        c2s = np.asarray(corner_to_split, np.int64)
+        self.lgroup = np.where(c2s >= 0, self.group[np.maximum(c2s, 0)] if nsplit else -1, -1)
+        self.used = self.lgroup >= 0
+        self.contrib0 = self._contrib(np.arange(nl), self.co)
+        self.gsum0 = _accumulate(self.lgroup[self.used], self.contrib0[self.used], self.ngroups)
         self.gnorm0 = _normalize(self.gsum0)
-        self.tri_src = self.src[self.tris]                        # (T,3)
+        nsrc = self.co.shape[0]
+        order = np.argsort(self.lv, kind="stable")
+        self.vptr = np.zeros(nsrc + 1, np.int64)
+        np.cumsum(np.bincount(self.lv, minlength=nsrc), out=self.vptr[1:])
+        self.vloops = order
 
-    def deltas(self, vertex_deltas: np.ndarray):
-        """(split_normal_deltas (V,3) float64, moved_split_mask (V,), affected tri mask (T,))."""
-        nv = self.pos.shape[0]
-        d = np.asarray(vertex_deltas, np.float64)
-        moved_v = np.any(d != 0.0, axis=1)
-        out = np.zeros((nv, 3))
-        if not moved_v.any() or self.tris.shape[0] == 0:
-            return out, np.zeros(nv, bool), np.zeros(self.tris.shape[0], bool)
-        aff = np.any(moved_v[self.tri_src], axis=1)
-        at = self.tris[aff]
-        shaped = self.pos.copy()
-        msplit = moved_v[self.src]
-        shaped[msplit] += d[self.src[msplit]]
-        c1 = _tri_corner_normals(shaped, at)
-        diff = (c1 - self.contrib0[aff]).reshape(-1, 3)
-        cg = self.corner_groups[aff].ravel()
+    def _contrib(self, loops: np.ndarray, co: np.ndarray) -> np.ndarray:
+        """Angle-weighted polygon normal of each loop in ``loops`` (whole polygons expected)."""
+        if loops.size == 0:
+            return np.zeros((0, 3))
+        pc = co[self.lv[loops]]
+        pn = co[self.lv[self.lnext[loops]]]
+        pp = co[self.lv[self.lprev[loops]]]
+        polys, pinv = np.unique(self.lp[loops], return_inverse=True)
+        pinv = pinv.ravel()
+        newell = _accumulate(pinv, np.cross(pc, pn), polys.size)
+        n = _normalize(newell)[pinv]
+        e1, e2 = pp - pc, pn - pc
+        l1 = np.linalg.norm(e1, axis=1)
+        l2 = np.linalg.norm(e2, axis=1)
+        cosang = np.einsum("ij,ij->i", e1, e2) / np.maximum(l1 * l2, 1e-30)
+        ang = np.arccos(np.clip(cosang, -1.0, 1.0))
+        return n * ang[:, None]
+
+    def deltas(self, vertex_deltas: np.ndarray, moved_v: np.ndarray = None):
+        """Sparse normal deltas: (split vertex ids (K,), deltas (K,3) float64) for per-Blender-vertex
+        position deltas; ``moved_v`` (nv,) bool marks vertices with a nonzero delta."""
+        d = vertex_deltas
+        if moved_v is None:
+            moved_v = _any3(d != 0.0)
+        empty = (np.zeros(0, np.int64), np.zeros((0, 3)))
+        mv = np.flatnonzero(moved_v)
+        if self.lv.size == 0 or mv.size == 0 or self.ngroups == 0:
+            return empty
+        touched = incident(self.vptr, self.vloops, mv)   # loops of the moved vertices
+        polys = np.unique(self.lp[touched])
+        counts = self.pt[polys]
+        total = int(counts.sum())
+        offs = np.repeat(self.ps[polys] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        loops = offs + np.arange(total)
+        loops = loops[self.used[loops]] if not self.used[loops].all() else loops
+        if loops.size == 0:
+            return empty
+        shaped = self.co + d
+        c1 = self._contrib(loops, shaped)
+        diff = c1 - self.contrib0[loops]
+        cg = self.lgroup[loops]
         ug, li = np.unique(cg, return_inverse=True)
         gs = self.gsum0[ug] + _accumulate(li.ravel(), diff, ug.size)
-        gdelta = np.zeros((self.ngroups, 3))
-        gdelta[ug] = _normalize(gs) - self.gnorm0[ug]
-        out = gdelta[self.group]
-        return out, msplit, aff
+        gd = _normalize(gs) - self.gnorm0[ug]
+        nz = _any3(gd != 0.0)
+        ug, gd = ug[nz], gd[nz]
+        if ug.size == 0:
+            return empty
+        slot = np.full(self.ngroups, -1, np.int64)
+        slot[ug] = np.arange(ug.size)
+        sv = slot[self.group]
+        ids = np.flatnonzero(sv >= 0)
+        return ids, gd[sv[ids]]
+
+
+def _any3(m: np.ndarray) -> np.ndarray:
+    return m[:, 0] | m[:, 1] | m[:, 2]
+
+
+def _tri_corner_normals_p(pts: np.ndarray) -> np.ndarray:
+    """Like _tri_corner_normals for (T,3,3) corner positions."""
+    a, b, c = pts[:, 0], pts[:, 1], pts[:, 2]
+    n = np.cross(b - a, c - a)
+    ln = np.linalg.norm(n, axis=1, keepdims=True)
+    n = np.where(ln > 1e-30, n / np.where(ln > 1e-30, ln, 1.0), 0.0)
+    out = np.empty((pts.shape[0], 3, 3))
+    for k, (o, x, y) in enumerate(((a, b, c), (b, c, a), (c, a, b))):
+        e1, e2 = x - o, y - o
+        l1 = np.linalg.norm(e1, axis=1)
+        l2 = np.linalg.norm(e2, axis=1)
+        cosang = np.einsum("ij,ij->i", e1, e2) / np.maximum(l1 * l2, 1e-30)
+        ang = np.arccos(np.clip(cosang, -1.0, 1.0))
+        out[:, k] = n * ang[:, None]
+    return out
 
 
 class TangentDeltaSolver:
@@ -98,9 +190,14 @@ class TangentDeltaSolver:
         self.tan0 = self._scatter(self.tris, self.sdir0, v)
         self.bit0 = self._scatter(self.tris, self.tdir0, v)
         self.t0 = _normalize(self.tan0 - self.nor * np.sum(self.nor * self.tan0, axis=1, keepdims=True))
+        self.vptr, self.vtris = _csr(self.tris, v)
 
-    def _tri_dirs(self, pos, tris):
+    def _tri_dirs(self, pos, tris, deltas=None):
+        if pos is None:
+            pos = self.pos
         p0, p1, p2 = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
+        if deltas is not None:
+            p0, p1, p2 = p0 + deltas[tris[:, 0]], p1 + deltas[tris[:, 1]], p2 + deltas[tris[:, 2]]
         w0, w1, w2 = self.uv[tris[:, 0]], self.uv[tris[:, 1]], self.uv[tris[:, 2]]
         e1, e2 = p1 - p0, p2 - p0
         d1, d2 = w1 - w0, w2 - w0
@@ -114,29 +211,33 @@ class TangentDeltaSolver:
         rep = np.repeat(vals, 3, axis=0)
         return _accumulate(idx, rep, v)
 
-    def deltas(self, position_deltas: np.ndarray, normal_deltas: np.ndarray) -> np.ndarray:
+    def deltas(self, position_deltas: np.ndarray, moved: np.ndarray, n_ids: np.ndarray,
+               n_deltas: np.ndarray) -> np.ndarray:
+        """(V,3) float32 tangent deltas. ``moved`` (V,) bool: vertices with a position delta;
+        ``n_ids``/``n_deltas``: the vertices whose normal changed and by how much."""
         v = self.pos.shape[0]
-        pd = np.asarray(position_deltas, np.float64)
-        nd = np.asarray(normal_deltas, np.float64)
-        moved = np.any(pd != 0.0, axis=1)
-        nmoved = np.any(nd != 0.0, axis=1)
-        out = np.zeros((v, 3))
-        if not (moved.any() or nmoved.any()):
+        out = np.zeros((v, 3), np.float32)
+        if self.tris.shape[0] == 0 or not (moved.any() or n_ids.size):
             return out
-        aff_t = np.any(moved[self.tris], axis=1)
-        tan = self.tan0
-        affected_v = nmoved.copy()
-        if aff_t.any():
+        aff_t = incident(self.vptr, self.vtris, np.flatnonzero(moved))
+        nd_full_ids = n_ids
+        if aff_t.size:
             at = self.tris[aff_t]
-            s1, _ = self._tri_dirs(self.pos + pd, at)
+            s1, _ = self._tri_dirs(None, at, position_deltas)
             diff = s1 - self.sdir0[aff_t]
             uv_, li = np.unique(at.ravel(), return_inverse=True)
-            tan = self.tan0.copy()
-            tan[uv_] += _accumulate(li.ravel(), np.repeat(diff, 3, axis=0), uv_.size)
-            affected_v[uv_] = True
-        ids = np.nonzero(affected_v)[0]
-        n1 = _normalize(self.nor[ids] + nd[ids])
-        t = tan[ids]
+            add = _accumulate(li.ravel(), np.repeat(diff, 3, axis=0), uv_.size)
+        else:
+            uv_ = np.zeros(0, np.int64)
+            add = np.zeros((0, 3))
+        ids = np.union1d(uv_, nd_full_ids)
+        t = self.tan0[ids].copy()
+        if uv_.size:
+            t[np.searchsorted(ids, uv_)] += add
+        n = self.nor[ids].copy()
+        if n_ids.size:
+            n[np.searchsorted(ids, n_ids)] += n_deltas
+        n1 = _normalize(n)
         t1 = _normalize(t - n1 * np.sum(n1 * t, axis=1, keepdims=True))
         good = np.linalg.norm(t1, axis=1) > 0.5
         dd = t1 - self.t0[ids]
@@ -148,7 +249,8 @@ class TangentDeltaSolver:
 def read_key_coords(key_block, vertex_count: int) -> np.ndarray:
     a = np.empty(vertex_count * 3, np.float32)
     if vertex_count:
-        key_block.data.foreach_get("co", a)
+        pts = getattr(key_block, "points", None)  # much faster bulk path than .data in Blender 5.0
+        (pts if pts is not None else key_block.data).foreach_get("co", a)
     return a.reshape(vertex_count, 3)
 
 
