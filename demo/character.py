@@ -594,7 +594,7 @@ def _build_face(scene, arm, mats):
             side = tag[-1]
             rest = lid_pos(cx, xn, r, rows, 0.0)
             keys[f"blink_{side}"] = lid_pos(cx, xn, r, rows, 1.0)
-            keys["smile"] = lid_pos(cx, xn, r, rows, 0.25)
+            keys["smile"] = lid_pos(cx, xn, r, rows, 0.1)
             keys["angry"] = lid_pos(cx, xn, r, rows, 0.3, tilt=0.006)
             keys["surprised"] = lid_pos(cx, xn, r, rows, 0.0, lift=0.006)
         elif tag.startswith("eye."):
@@ -617,7 +617,7 @@ def _build_face(scene, arm, mats):
             xr = rr * ca
             keys["aa"] = (0.018 * xr, cz - 0.007 + 0.021 * rr * sa)
             keys["smile"] = (0.027 * xr,
-                             cz + 0.008 * xr * xr + (0.002 if sa > 0 else 0.011) * rr * sa)
+                             cz + 0.011 * xr * xr + (0.0015 if sa > 0 else 0.008) * rr * sa)
             keys["angry"] = (0.019 * xr, cz - 0.007 * xr * xr + 0.003 * rr * sa + 0.002)
             keys["surprised"] = (0.012 * xr, cz - 0.005 + 0.017 * rr * sa)
         return offset, rest, keys
@@ -650,6 +650,7 @@ def _build_face(scene, arm, mats):
                 kb.data[i].co = big(_on_face(x, z, offset))
         kb.slider_min = 0.0
         kb.slider_max = 1.0
+        kb.value = 0.0
     me.shape_keys.name = "DemoFaceKey"
     _skin_to(face, arm)
     return face
@@ -710,14 +711,15 @@ def _build_wand(scene, arm, mats):
 
 def _build_ground(scene, mats):
     mb = _MeshBuilder()
-    n, size = 8, 4.0
+    n, size = 16, 10.0
     idx = [[mb.add_vert((-size + 2 * size * i / n, -size + 2 * size * j / n, 0.0)) for i in range(n + 1)]
            for j in range(n + 1)]
     for j in range(n):
         for i in range(n):
             mb.add_face((idx[j][i], idx[j][i + 1], idx[j + 1][i + 1], idx[j + 1][i]), 0)
     me = mb.build("DemoGround", [mats["Ground"]], smooth=False)
-    return _link(scene, bpy.data.objects.new("DemoGround", me))
+    ground = _link(scene, bpy.data.objects.new("DemoGround", me))
+    return ground
 
 
 def _look_at(obj, location, target):
@@ -736,7 +738,7 @@ def _build_sun(scene):
         light.use_shadow = True
     sun = _link(scene, bpy.data.objects.new("DemoSun", light))
     # Light from the camera's left, front and above: the shadow falls back and to the right.
-    _look_at(sun, (-2.2, -3.0, 4.5), (0.0, 0.0, 0.0))
+    _look_at(sun, (-3.2, -2.4, 3.2), (0.0, 0.0, 0.0))
     return sun
 
 
@@ -898,8 +900,8 @@ def _build_actions(arm, face):
 
 def _build_materials():
     spec = {
-        "Skin": (_srgb(255, 221, 200), 0.6),
-        "FaceSkin": (_srgb(255, 221, 200), 0.6),
+        "Skin": (_srgb(250, 206, 182), 0.6),
+        "FaceSkin": (_srgb(250, 206, 182), 0.6),
         "Clothes": (_srgb(232, 98, 92), 0.5),
         "Pants": (_srgb(52, 64, 112), 0.6),
         "Shoes": (_srgb(112, 70, 48), 0.4),
@@ -978,7 +980,7 @@ def _setup_scene(scene):
     if world is None:
         world = bpy.data.worlds.new("DemoWorld")
         scene.world = world
-    sky = _srgb(196, 214, 236)
+    sky = _srgb(150, 178, 212)
     world.color = sky[:3]
     tree = world.node_tree
     if tree is not None:

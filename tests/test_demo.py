@@ -98,7 +98,10 @@ def test_wave_leaves_the_bind_pose_and_animates(demo):
     assert (tips[0] - rest_tip).length > 0.5
     assert (tips[0] - tips[1]).length > 0.05, "the hand waves between frames"
     scene.frame_set(1)
-    assert demo["face"].data.shape_keys.key_blocks["smile"].value > 0.5
+    kbs = demo["face"].data.shape_keys.key_blocks
+    assert kbs["smile"].value > 0.5
+    for name in ("angry", "surprised"):  # not animated: must rest at 0
+        assert kbs[name].value == 0.0, name
 
 
 def test_prop_ground_sun_camera(demo):
