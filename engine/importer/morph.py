@@ -79,6 +79,9 @@ class NormalDeltaSolver:
         else:
             self.group = np.zeros(0, np.int64)
         self.ngroups = int(self.group.max()) + 1 if nsplit else 0
+        self.gsplit = np.argsort(self.group, kind="stable")
+        self.gptr = np.zeros(self.ngroups + 1, np.int64)
+        np.cumsum(np.bincount(self.group, minlength=self.ngroups), out=self.gptr[1:])
         self.co = np.asarray(base_co, np.float64)
         self.lv = np.asarray(loop_vert, np.int64)
         self.ps = np.asarray(poly_start, np.int64)
@@ -101,13 +104,15 @@ class NormalDeltaSolver:
         np.cumsum(np.bincount(self.lv, minlength=nsrc), out=self.vptr[1:])
         self.vloops = order
 
-    def _contrib(self, loops: np.ndarray, co: np.ndarray) -> np.ndarray:
-        """Angle-weighted polygon normal of each loop in ``loops`` (whole polygons expected)."""
+    def _contrib(self, loops: np.ndarray, co: np.ndarray, d: np.ndarray = None) -> np.ndarray:
+        """Angle-weighted polygon normal of each loop in ``loops`` (whole polygons expected),
+        with vertex positions ``co`` (+ ``d``)."""
         if loops.size == 0:
             return np.zeros((0, 3))
-        pc = co[self.lv[loops]]
-        pn = co[self.lv[self.lnext[loops]]]
-        pp = co[self.lv[self.lprev[loops]]]
+        ic, inx, ipv = self.lv[loops], self.lv[self.lnext[loops]], self.lv[self.lprev[loops]]
+        pc, pn, pp = co[ic], co[inx], co[ipv]
+        if d is not None:
+            pc, pn, pp = pc + d[ic], pn + d[inx], pp + d[ipv]
         polys, pinv = np.unique(self.lp[loops], return_inverse=True)
         pinv = pinv.ravel()
         newell = _accumulate(pinv, np.cross(pc, pn), polys.size)
@@ -138,8 +143,7 @@ class NormalDeltaSolver:
         loops = loops[self.used[loops]] if not self.used[loops].all() else loops
         if loops.size == 0:
             return empty
-        shaped = self.co + d
-        c1 = self._contrib(loops, shaped)
+        c1 = self._contrib(loops, self.co, d)
         diff = c1 - self.contrib0[loops]
         cg = self.lgroup[loops]
         ug, li = np.unique(cg, return_inverse=True)
@@ -149,11 +153,14 @@ class NormalDeltaSolver:
         ug, gd = ug[nz], gd[nz]
         if ug.size == 0:
             return empty
-        slot = np.full(self.ngroups, -1, np.int64)
-        slot[ug] = np.arange(ug.size)
-        sv = slot[self.group]
-        ids = np.flatnonzero(sv >= 0)
-        return ids, gd[sv[ids]]
+        starts = self.gptr[ug]
+        counts = self.gptr[ug + 1] - starts
+        total = int(counts.sum())
+        offs = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        ids = self.gsplit[offs + np.arange(total)]
+        vals = np.repeat(gd, counts, axis=0)
+        order = np.argsort(ids)
+        return ids[order], vals[order]
 
 
 def _any3(m: np.ndarray) -> np.ndarray:
