@@ -946,9 +946,9 @@ def _apply_mtoon_hints(mats):
             "rim_fresnel_power": 4.0,
             "rim_lift": 0.0,
             "outline_width_mode": "screenCoordinates" if outlined else "none",
-            "outline_width": 0.004 if outlined else 0.0,
+            "outline_width": 0.006 if outlined else 0.0,
             "outline_color": (0.06, 0.035, 0.05),
-            "outline_lighting_mix": 0.5,
+            "outline_lighting_mix": 0.25,
         }
         if name == "PropStar":
             values["emissive_color"] = (0.6, 0.45, 0.05)
