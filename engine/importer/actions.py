@@ -10,6 +10,7 @@ import numpy as np
 
 from ..assets import (AnimationClipAsset, AssetError, MorphWeightChannelAsset,
                       NodeAnimationChannelAsset)
+from .fcurve_eval import eligible, evaluate_batch, read_keys
 from .rotation import make_continuous, rotation_prop, rotation_to_quat
 
 _Q = r'"((?:[^"\\]|\\.)*)"'
@@ -72,18 +73,8 @@ class ActionProblem:
         return self.message
 
 
-def _check_keys(action_name: str, fc) -> None:
-    n = len(fc.keyframe_points)
-    if not n:
-        return
-    co = np.empty(n * 2, np.float64)
-    fc.keyframe_points.foreach_get("co", co)
-    co = co.reshape(n, 2)
-    bad = ~np.isfinite(co).all(axis=1)
-    for attr in ("handle_left", "handle_right"):
-        h = np.empty(n * 2, np.float64)
-        fc.keyframe_points.foreach_get(attr, h)
-        bad |= ~np.isfinite(h.reshape(n, 2)).all(axis=1)
+def _check_finite(action_name: str, fc, co, hl, hr) -> None:
+    bad = ~(np.isfinite(co).all(axis=1) & np.isfinite(hl).all(axis=1) & np.isfinite(hr).all(axis=1))
     if bad.any():
         i = int(np.argmax(bad))
         frame = co[i, 0]
@@ -92,34 +83,42 @@ def _check_keys(action_name: str, fc) -> None:
                          f"non-finite key at {where}")
 
 
-def sample_fcurve(action_name: str, fc, frames: np.ndarray) -> np.ndarray:
-    """Blender's value of ``fc`` at ``frames`` (exact: fcurve.evaluate, with cheap exact shortcuts)."""
-    _check_keys(action_name, fc)
-    kp = fc.keyframe_points
-    n = len(kp)
-    if n and not len(fc.modifiers):
-        co = np.empty(n * 2, np.float64)
-        kp.foreach_get("co", co)
-        co = co.reshape(n, 2)
-        ys = co[:, 1]
-        if n == 1 or np.all(ys == ys[0]):
-            hl = np.empty(n * 2)
-            hr = np.empty(n * 2)
-            kp.foreach_get("handle_left", hl)
-            kp.foreach_get("handle_right", hr)
-            interp = [k.interpolation for k in kp] if n > 1 else ["CONSTANT"]
-            flat = np.all(hl[1::2] == ys[0]) and np.all(hr[1::2] == ys[0])
-            if (fc.extrapolation == "CONSTANT" or n == 1 and interp[0] == "CONSTANT") and \
-                    (flat or all(i in ("CONSTANT", "LINEAR") for i in interp[:-1])):
-                out = np.full(frames.shape, float(np.float32(ys[0])))
-                return out
-    ev = fc.evaluate
-    out = np.fromiter((ev(f) for f in frames.tolist()), np.float64, frames.size)
-    if not np.all(np.isfinite(out)):
-        i = int(np.argmax(~np.isfinite(out)))
-        raise AssetError(f"action '{action_name}': curve {fc.data_path}[{fc.array_index}] evaluates to a "
-                         f"non-finite value at frame {frames[i]:g}")
+def sample_curves(action_name: str, fcs: list, frames: np.ndarray) -> list:
+    """Blender's values of each F-Curve at ``frames``: batched numpy evaluation of plain keyframe
+    curves (fcurve_eval), ``FCurve.evaluate`` for everything else. Non-finite keys raise."""
+    keys = []
+    fast = []
+    for fc in fcs:
+        co, hl, hr, ipo = read_keys(fc)
+        _check_finite(action_name, fc, co, hl, hr)
+        keys.append((co, hl, hr, ipo))
+        fast.append(eligible(fc, co, ipo))
+    batch = evaluate_batch([k for k, e in zip(keys, fast) if e], frames)
+    out = []
+    row = 0
+    fl = frames.tolist()
+    for fc, e in zip(fcs, fast):
+        if e:
+            v = batch[row]
+            row += 1
+            miss = np.isnan(v)
+            if miss.any():
+                ev = fc.evaluate
+                v = v.copy()
+                v[miss] = [ev(f) for f in frames[miss].tolist()]
+        else:
+            ev = fc.evaluate
+            v = np.fromiter((ev(f) for f in fl), np.float64, frames.size)
+        if not np.all(np.isfinite(v)):
+            i = int(np.argmax(~np.isfinite(v)))
+            raise AssetError(f"action '{action_name}': curve {fc.data_path}[{fc.array_index}] evaluates to a "
+                             f"non-finite value at frame {frames[i]:g}")
+        out.append(v)
     return out
+
+
+def sample_fcurve(action_name: str, fc, frames: np.ndarray) -> np.ndarray:
+    return sample_curves(action_name, [fc], frames)[0]
 
 
 @dataclass
@@ -132,18 +131,23 @@ class NodeTarget:
     scale: np.ndarray
 
 
-def _bake_node(action_name, target: NodeTarget, curves: Dict[Tuple[str, int], object], frames, times):
+def _used_curves(target: NodeTarget, curves: Dict[Tuple[str, int], object]):
+    rprop, rn = rotation_prop(target.rotation_mode)
+    width = {"location": 3, rprop: rn, "scale": 3}
+    return {k: fc for k, fc in curves.items() if k[0] in width and 0 <= k[1] < width[k[0]]}
+
+
+def _bake_node(target: NodeTarget, sampled: Dict[Tuple[str, int], np.ndarray], n: int, times):
     ch = {}
-    n = frames.size
 
     def comps(prop, base):
-        arr = np.tile(np.asarray(base, np.float64), (n, 1))
-        any_curve = False
-        for (p, i), fc in curves.items():
-            if p == prop and 0 <= i < arr.shape[1]:
-                arr[:, i] = sample_fcurve(action_name, fc, frames)
-                any_curve = True
-        return arr if any_curve else None
+        arr = None
+        for (p, i), vals in sampled.items():
+            if p == prop:
+                if arr is None:
+                    arr = np.tile(np.asarray(base, np.float64), (n, 1))
+                arr[:, i] = vals
+        return arr
 
     t = comps("location", target.location)
     if t is not None:
@@ -185,13 +189,21 @@ def bake_object_action(action, slot, fps: float, target_object: str, object_targ
         mo = RE_OBJ.match(dp)
         if mo and object_target is not None:
             obj_curves[(mo.group(1), fc.array_index)] = fc
-    channels = []
-    if obj_curves:
-        c = _bake_node(action.name, object_target, obj_curves, frames, times)
-        if c is not None:
-            channels.append(c)
+    work = []   # (target, {(prop, i): fcurve})
+    if obj_curves and object_target is not None:
+        work.append((object_target, _used_curves(object_target, obj_curves)))
     for bname, curves in bone_curves.items():
-        c = _bake_node(action.name, bones[bname], curves, frames, times)
+        work.append((bones[bname], _used_curves(bones[bname], curves)))
+    flat = [fc for _, cs in work for fc in cs.values()]
+    values = sample_curves(action.name, flat, frames)
+    channels = []
+    k = 0
+    for target, cs in work:
+        sampled = {}
+        for key in cs:
+            sampled[key] = values[k]
+            k += 1
+        c = _bake_node(target, sampled, frames.size, times)
         if c is not None:
             channels.append(c)
     channels.sort(key=lambda c: c.node_index)
