@@ -95,7 +95,7 @@ class GpuReadback:
         h = max(1, math.ceil(n / w))
         tex = gpu.types.GPUTexture((w, h), format="RGBA32F")
         fb = gpu.types.GPUFrameBuffer(color_slots=(tex,))
-        batch = gpu.types.GPUBatch(type="POINTS", buf=item.stream.vbo)
+        batch = item.stream.points_batch()
         with fb.bind():
             fb.clear(color=(0.0, 0.0, 0.0, 0.0))
             gpu.state.depth_test_set("NONE")

@@ -23,6 +23,9 @@ VERTEX_ATTRIBUTES = (
     ("weights_hi", "VEC4", "F32", 4, "FLOAT"),
 )
 
+# Attributes a morph changes live in their own vertex buffer; the rest is shared per primitive.
+DYNAMIC_ATTRIBUTES = ("pos", "nor", "tan")
+
 SKIN_PALETTE_SLOT = 0
 
 
@@ -32,12 +35,15 @@ def load_glsl(name: str) -> str:
         return f.read()
 
 
-def vertex_format():
+def vertex_format(which: str = "all"):
+    """GPUVertFormat of the shared layout: "all", "dynamic" (pos/nor/tan) or "static" (the rest)."""
     import gpu
 
     fmt = gpu.types.GPUVertFormat()
     for name, _glsl, comp, length, fetch in VERTEX_ATTRIBUTES:
-        fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
+        dyn = name in DYNAMIC_ATTRIBUTES
+        if which == "all" or (which == "dynamic") == dyn:
+            fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
     return fmt
 
 

@@ -51,29 +51,73 @@ class GpuPaletteBuffer:
 
 
 class GpuStream:
-    """One drawable vertex stream: a vertex buffer + batch over a shared index buffer."""
+    """One drawable vertex stream: a dynamic vertex buffer (pos, nor, tan: what a morph changes)
+    plus the primitive's shared static buffer (uv, smooth normal, joints, weights) and index
+    buffer, combined in one batch."""
 
-    __slots__ = ("batch", "vbo", "vertex_count", "triangle_count", "ibo")
+    __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo")
 
-    def __init__(self, batch, vbo, ibo, vertex_count: int, triangle_count: int):
+    def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int):
         self.batch = batch
         self.vbo = vbo
+        self.static_vbo = static_vbo
         self.ibo = ibo
         self.vertex_count = vertex_count
         self.triangle_count = triangle_count
 
+    def points_batch(self):
+        """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
+        import gpu
+
+        batch = gpu.types.GPUBatch(type="POINTS", buf=self.vbo)
+        batch.vertbuf_add(self.static_vbo)
+        return batch
+
 
 def _f32(a, width, n, default=None):
+    """A writable, C-contiguous float32 (n, width) array.  ``attr_fill`` only takes the fast
+    buffer-protocol path for writable arrays; asset arrays are read-only, so they are copied
+    (a read-only array silently falls back to a per-element path ~50x slower)."""
     if a is None:
         if default is None:
             return np.zeros((n, width), np.float32)
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(default, np.float32), (n, width)))
-    return np.ascontiguousarray(np.asarray(a, dtype=np.float32).reshape(n, width))
+        return np.array(np.broadcast_to(np.asarray(default, np.float32), (n, width)))
+    out = np.asarray(a, dtype=np.float32).reshape(n, width)
+    if not (out.flags.writeable and out.flags.c_contiguous):
+        out = np.array(out, dtype=np.float32, order="C")
+    return out
 
 
-def build_stream(primitive, positions=None, normals=None, tangents=None, ibo=None) -> GpuStream:
+def build_static(primitive):
+    """The per-primitive buffer of attributes no morph changes, and its index buffer."""
+    import gpu
+
+    n = int(np.asarray(primitive.positions).shape[0])
+    snor = getattr(primitive, "smooth_normals", None)
+    joints = getattr(primitive, "joints", None)
+    weights = getattr(primitive, "weights", None)
+    vbo = gpu.types.GPUVertBuf(vertex_format("static"), n)
+    vbo.attr_fill("uv", _f32(getattr(primitive, "uv0", None), 2, n))
+    vbo.attr_fill("snor", _f32(snor if snor is not None else primitive.normals, 3, n))
+    j = np.zeros((n, 8), np.uint32)
+    w = np.zeros((n, 8), np.float32)
+    if joints is not None and weights is not None:
+        k = joints.shape[1]
+        j[:, :k] = joints
+        w[:, :k] = weights
+    vbo.attr_fill("joints", np.ascontiguousarray(j[:, :4]))
+    vbo.attr_fill("weights", np.ascontiguousarray(w[:, :4]))
+    vbo.attr_fill("joints_hi", np.ascontiguousarray(j[:, 4:]))
+    vbo.attr_fill("weights_hi", np.ascontiguousarray(w[:, 4:]))
+    indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
+    ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
+    return vbo, ibo, int(indices.shape[0])
+
+
+def build_stream(primitive, positions=None, normals=None, tangents=None, static=None) -> GpuStream:
     """Create a GPU vertex stream for ``primitive`` (a PrimitiveAsset or anything with the same
-    array attributes).  ``positions``/``normals``/``tangents`` override the base arrays (morphs)."""
+    array attributes).  ``positions``/``normals``/``tangents`` override the base arrays (morphs);
+    ``static`` is a (static vbo, ibo, triangle count) triple to share."""
     import gpu
 
     pos = positions if positions is not None else primitive.positions
@@ -88,37 +132,23 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, ibo=Non
         tan = tangents
     else:
         tan = tan_src
-    snor = getattr(primitive, "smooth_normals", None)
-    joints = getattr(primitive, "joints", None)
-    weights = getattr(primitive, "weights", None)
-    vbo = gpu.types.GPUVertBuf(vertex_format(), n)
+    if static is None:
+        static = build_static(primitive)
+    static_vbo, ibo, tris = static
+    vbo = gpu.types.GPUVertBuf(vertex_format("dynamic"), n)
     vbo.attr_fill("pos", _f32(pos, 3, n))
     vbo.attr_fill("nor", _f32(nor, 3, n))
     vbo.attr_fill("tan", _f32(tan, 4, n, (1.0, 0.0, 0.0, 1.0)))
-    vbo.attr_fill("uv", _f32(getattr(primitive, "uv0", None), 2, n))
-    vbo.attr_fill("snor", _f32(snor if snor is not None else nor, 3, n))
-    j = np.zeros((n, 8), np.uint32)
-    w = np.zeros((n, 8), np.float32)
-    if joints is not None and weights is not None:
-        k = joints.shape[1]
-        j[:, :k] = joints
-        w[:, :k] = weights
-    vbo.attr_fill("joints", np.ascontiguousarray(j[:, :4]))
-    vbo.attr_fill("weights", np.ascontiguousarray(w[:, :4]))
-    vbo.attr_fill("joints_hi", np.ascontiguousarray(j[:, 4:]))
-    vbo.attr_fill("weights_hi", np.ascontiguousarray(w[:, 4:]))
-    indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
-    if ibo is None:
-        ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
     batch = gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=ibo)
-    return GpuStream(batch, vbo, ibo, n, int(indices.shape[0]))
+    batch.vertbuf_add(static_vbo)
+    return GpuStream(batch, vbo, static_vbo, ibo, n, tris)
 
 
 class GpuBackend(RuntimeBackend):
     """Runtime backend that owns real GPU resources (must be used with a GPU context current)."""
 
     def __init__(self):
-        self._ibos = {}          # id(primitive.indices) -> (indices array ref, GPUIndexBuf)
+        self._static = {}        # id(primitive) -> (primitive ref, (static vbo, ibo, triangle count))
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
         self.stream_uploads = 0
@@ -144,12 +174,13 @@ class GpuBackend(RuntimeBackend):
 
     # streams --------------------------------------------------------------------------------
     def create_stream(self, primitive, positions=None, normals=None, tangents=None):
-        key = id(primitive.indices)
-        entry = self._ibos.get(key)
-        ibo = entry[1] if entry is not None and entry[0] is primitive.indices else None
-        stream = build_stream(primitive, positions, normals, tangents, ibo=ibo)
-        if ibo is None:
-            self._ibos[key] = (primitive.indices, stream.ibo)
+        key = id(primitive)
+        entry = self._static.get(key)
+        static = entry[1] if entry is not None and entry[0] is primitive else None
+        if static is None:
+            static = build_static(primitive)
+            self._static[key] = (primitive, static)
+        stream = build_stream(primitive, positions, normals, tangents, static=static)
         self.stream_uploads += 1
         return stream
 
@@ -157,9 +188,13 @@ class GpuBackend(RuntimeBackend):
         if stream is not None:
             stream.batch = None
             stream.vbo = None
+            stream.static_vbo = None
+
+    def forget_primitive(self, primitive) -> None:
+        self._static.pop(id(primitive), None)
 
     def release_all(self) -> None:
-        self._ibos.clear()
+        self._static.clear()
 
 
 _identity_palette = None
