@@ -1,0 +1,230 @@
+"""Preview playback vs timeline playback, headless (issue 6 acceptance; part of ``make bench``).
+
+    .venv/bin/python tools/bench_preview.py [--seconds 10] [--fps 60] [--memory-frames 1000]
+
+Builds the demo character (demo/character.py, else tools/scenes.py's character) and runs, inside
+one GPU context (engine.gpu_util.run_in_gpu_context), the code path the viewport uses:
+``render_engine.draw_view`` -> ``StylizedSession.render_texture`` (preview commands applied by
+``engine.preview.apply_commands``, runtime update, extraction, FramePipeline) at 640x360.
+
+* preview:  the preview player drives the pose (PreviewState.active, playing); the timeline
+            does not move and the depsgraph is not re-evaluated.
+* timeline: ``scene.frame_set(f)`` + the session's timeline-mode update + draw.
+
+Per-frame CPU cost = mean wall time of those calls (GPU work is not waited for, in both modes).
+Then 1000 preview frames are rendered and Python memory (tracemalloc) and live GPU streams /
+palettes (created - released through the session's backend) are compared before/after.
+The last line reads ``bench-preview: preview_ms=P timeline_ms=T ratio=R``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import time
+import tracemalloc
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from tools import _bootstrap  # noqa: E402
+
+W, H = 640, 360
+
+
+def build_scene():
+    import bpy
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    try:
+        from demo.character import build_demo_scene
+
+        info = build_demo_scene(scene)
+        return scene, info["armature"], "demo character"
+    except ImportError:
+        from tools import scenes
+
+        arm, body, hat, ring = scenes.build_character(scene)
+        return scene, arm, "tools/scenes.py character"
+
+
+def camera_for(scene, depsgraph):
+    import numpy as np  # noqa: F401
+
+    from stylized_renderer.engine.session import camera_from_matrices, camera_from_object
+
+    cam = scene.camera
+    if cam is not None:
+        return camera_from_object(depsgraph, cam.evaluated_get(depsgraph), W, H)
+    import numpy as np
+    view = np.eye(4)
+    view[2, 3] = -6.0
+    proj = np.diag([1.0, W / H, -1.0, 0.0])
+    proj[3, 2] = -1.0
+    return camera_from_matrices(view, proj)
+
+
+class Counter:
+    """Counts GPU streams / palettes created and released through a backend."""
+
+    def __init__(self, backend):
+        self.created = self.released = 0
+        for make, free in (("create_stream", "release_stream"), ("create_palette_buffer", "release_palette")):
+            self._wrap(backend, make, 1)
+            self._wrap(backend, free, -1)
+
+    def _wrap(self, backend, name, sign):
+        orig = getattr(backend, name)
+
+        def wrapped(*a, **kw):
+            r = orig(*a, **kw)
+            if sign > 0 and r is not None:
+                self.created += 1
+            elif sign < 0 and a and a[0] is not None:
+                self.released += 1
+            return r
+        setattr(backend, name, wrapped)
+
+    @property
+    def live(self):
+        return self.created - self.released
+
+
+def phases(stats) -> tuple:
+    return tuple(float(stats.get(k, 0.0) or 0.0) for k in ("update_ms", "extraction_ms", "pipeline_ms"))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--fps", type=float, default=60.0)
+    ap.add_argument("--memory-frames", type=int, default=1000)
+    args = ap.parse_args(argv)
+
+    _bootstrap.load()
+    import bpy
+    import numpy as np
+
+    from stylized_renderer.engine import gpu_util, preview
+    from stylized_renderer.engine.render_engine import draw_view
+    from stylized_renderer.engine.session import StylizedSession
+
+    scene, arm, what = build_scene()
+    frames = max(1, int(round(args.seconds * args.fps)))
+    dg = bpy.context.evaluated_depsgraph_get()
+    cam = camera_for(scene, dg)
+    view, proj = np.asarray(cam.view), np.asarray(cam.projection)
+    f0, f1 = scene.frame_start, scene.frame_end
+    out = {}
+
+    def run():
+        _sync = lambda: None  # noqa: E731  (Python gpu has no finish(); GPU work is not waited for)
+
+        session = StylizedSession(viewport=True)
+        session.sync(dg)
+        state = preview.get_state(scene, arm)
+
+        def draw():
+            return draw_view(session, bpy.context.evaluated_depsgraph_get(), view, proj, False, W, H)
+
+        # warm-up (import, GPU resources, shader compilation) in both modes
+        draw()
+        counter = Counter(session.backend)
+        state.push("play")
+        state.active = state.playing = True
+        for _ in range(5):
+            draw()
+        _sync()
+
+        # preview playback: the timer's redraw -> view_draw -> draw_view
+        t_prev = []
+        ph_prev = []
+        frame_before = scene.frame_current
+        for _ in range(frames):
+            t0 = time.perf_counter()
+            draw()
+            t_prev.append(time.perf_counter() - t0)
+            ph_prev.append(phases(session.stats))
+        _sync()
+        out["preview_uploads"] = session.stats.get("palette_uploads")
+        out["preview_time"] = state.time
+        out["timeline_untouched"] = scene.frame_current == frame_before
+
+        # timeline playback: frame_set + timeline-mode update + draw
+        preview.hand_back_to_timeline(scene)
+        state.active = False
+        t_tl = []
+        ph_tl = []
+        span = max(1, f1 - f0 + 1)
+        for i in range(frames):
+            t0 = time.perf_counter()
+            scene.frame_set(f0 + (i % span))
+            t1 = time.perf_counter()
+            draw()
+            t_tl.append(time.perf_counter() - t0)
+            ph_tl.append(phases(session.stats) + ((t1 - t0) * 1e3,))
+        _sync()
+
+        # memory over N rendered preview frames
+        state.push("play")
+        state.active = state.playing = True
+        for _ in range(20):
+            draw()
+        _sync()
+        tracemalloc.start()
+        snap0 = tracemalloc.take_snapshot()
+        cur0, _ = tracemalloc.get_traced_memory()
+        live0 = counter.live
+        for _ in range(args.memory_frames):
+            draw()
+        _sync()
+        cur1, peak = tracemalloc.get_traced_memory()
+        snap1 = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        top = snap1.compare_to(snap0, "lineno")[:3]
+        out.update(ph_prev=ph_prev, ph_tl=ph_tl, t_prev=t_prev, t_tl=t_tl, mem0=cur0, mem1=cur1, peak=peak, live0=live0, live1=counter.live,
+                   created=counter.created, released=counter.released, top=[str(s) for s in top],
+                   stats=dict(session.stats))
+        session.free()
+        return True
+
+    gpu_util.run_in_gpu_context(run)
+    p_ms = statistics.mean(out["t_prev"]) * 1e3
+    t_ms = statistics.mean(out["t_tl"]) * 1e3
+    ratio = p_ms / t_ms if t_ms > 0 else float("inf")
+    st = out["stats"]
+    print(f"scene: {what}, {W}x{H}, {frames} frames per mode ({args.seconds:g} s at {args.fps:g} fps)")
+    print(f"preview : mean {p_ms:.3f} ms  median {statistics.median(out['t_prev']) * 1e3:.3f} ms  "
+          f"(clip time reached {out['preview_time']:.2f} s, timeline untouched: {out['timeline_untouched']})")
+    print(f"timeline: mean {t_ms:.3f} ms  median {statistics.median(out['t_tl']) * 1e3:.3f} ms")
+    mp = np.mean(np.array(out["ph_prev"]), axis=0)
+    mt = np.mean(np.array(out["ph_tl"]), axis=0)
+    print(f"breakdown preview : update {mp[0]:.3f} ms, extraction {mp[1]:.3f} ms, pipeline (CPU submit) {mp[2]:.3f} ms")
+    print(f"breakdown timeline: frame_set {mt[3]:.3f} ms, update {mt[0]:.3f} ms, extraction {mt[1]:.3f} ms, "
+          f"pipeline (CPU submit) {mt[2]:.3f} ms")
+    cpu_p = mp[0] + mp[1]
+    cpu_t = mt[3] + mt[0] + mt[1]
+    print(f"update+extract only (timeline includes frame_set): preview {cpu_p:.3f} ms, timeline {cpu_t:.3f} ms, "
+          f"ratio {cpu_p / cpu_t if cpu_t > 0 else float('inf'):.3f}")
+    print(f"last frame stats: update {st.get('update_ms', 0):.3f} ms, extraction {st.get('extraction_ms', 0):.3f} ms, "
+          f"pipeline {st.get('pipeline_ms', 0):.3f} ms, palettes {st.get('palette_count')}, "
+          f"joints {st.get('joint_matrix_count')}, gpu items {st.get('gpu_items')}, "
+          f"fallbacks {len(st.get('fallbacks') or [])}")
+    print(f"ratio preview/timeline = {ratio:.3f} (target <= 0.25): {'OK' if ratio <= 0.25 else 'ABOVE TARGET'}")
+    print(f"memory over {args.memory_frames} preview frames: python {out['mem0'] / 1024:.1f} KiB -> "
+          f"{out['mem1'] / 1024:.1f} KiB (delta {(out['mem1'] - out['mem0']) / 1024:+.1f} KiB, "
+          f"traced peak {out['peak'] / 1024:.1f} KiB); live GPU streams+palettes {out['live0']} -> {out['live1']} "
+          f"(created {out['created']}, released {out['released']} since warm-up)")
+    for line in out["top"]:
+        print(f"  tracemalloc top: {line}")
+    print(f"bench-preview: preview_ms={p_ms:.3f} timeline_ms={t_ms:.3f} ratio={ratio:.3f}")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:])
+    os._exit(code)
