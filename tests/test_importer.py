@@ -490,3 +490,23 @@ def test_cache_reimport_fast_and_invalidation(fresh):
     world_check(a4)
     ibm = a4.meshes[i].primitives[0].skin.inverse_bind_matrices
     assert not np.allclose(ibm, a3.meshes[i].primitives[0].skin.inverse_bind_matrices)
+
+
+def test_depsgraph_input_ngons_no_uv_no_faces(fresh):
+    ng = scenes.make_mesh("Ngon", [(0, 0, 0), (1, 0, 0), (1.5, 0.5, 0), (1, 1, 0), (0, 1, 0)], [(0, 1, 2, 3, 4)])
+    loose = bpy.data.meshes.new("LooseMesh")
+    loose.from_pydata([(0, 0, 0), (1, 0, 0)], [(0, 1)], [])
+    scenes.link(bpy.data.objects.new("Loose", loose))
+    empty = bpy.data.objects.new("Pivot", None)
+    scenes.link(empty)
+    ng.parent = empty
+    empty.location = (1, 2, 3)
+    scenes.finish()
+    dg = bpy.context.evaluated_depsgraph_get()
+    asset = importer.import_scene(dg)
+    world_check(asset)
+    m = asset.meshes[asset.nodes[asset.node_index("Ngon")].mesh_index]
+    p = m.primitives[0]
+    assert p.indices.shape == (3, 3) and p.uv0 is None and p.tangents is None
+    assert asset.meshes[asset.nodes[asset.node_index("Loose")].mesh_index].primitives == ()
+    assert asset.nodes[asset.node_index("Pivot")].mesh_index == -1   # parent empty kept as a node
