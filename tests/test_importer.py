@@ -510,3 +510,23 @@ def test_depsgraph_input_ngons_no_uv_no_faces(fresh):
     assert p.indices.shape == (3, 3) and p.uv0 is None and p.tangents is None
     assert asset.meshes[asset.nodes[asset.node_index("Loose")].mesh_index].primitives == ()
     assert asset.nodes[asset.node_index("Pivot")].mesh_index == -1   # parent empty kept as a node
+
+
+@pytest.mark.parametrize("mode", ["XYZ", "ZXY", "QUATERNION"])
+def test_object_delta_transforms(fresh, mode):
+    ob = scenes.make_mesh("Delta", [(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
+    ob.rotation_mode = mode
+    ob.delta_location = (0.5, -1.0, 2.0)
+    ob.delta_rotation_euler = (0.3, -0.2, 0.9)
+    ob.delta_rotation_quaternion = (0.9, 0.1, -0.3, 0.2)
+    ob.delta_scale = (1.5, 0.5, 2.0)
+    act, cb = scenes.new_action("DeltaAnim", ob)
+    prop, n = ("rotation_quaternion", 4) if mode == "QUATERNION" else ("rotation_euler", 3)
+    for c in range(n):
+        scenes.add_curve(cb, prop, c, [1, 9], [0.2 * c + 0.5, -0.4 + 0.1 * c])
+    scenes.add_curve(cb, "location", 0, [1, 9], [0.0, 2.0])
+    scenes.add_curve(cb, "scale", 1, [1, 9], [1.0, 3.0])
+    scenes.finish()
+    asset = importer.import_scene(fresh)
+    world_check(asset)
+    check_clip_against_blender(fresh, asset, importer.compatible_clips(asset, "Delta")[0])

@@ -23,7 +23,7 @@ from . import actions as _actions
 from . import skin as _skin
 from .mesh import read_mesh, split_by_material, smooth_normals, compute_tangents  # noqa: F401 (re-export)
 from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, read_key_coords
-from .rotation import rotation_to_quat
+from .rotation import euler_to_quat, normalize_quat, quat_mul, rotation_to_quat
 
 __all__ = ["import_scene", "import_scene_with_problems", "import_action", "compatible_clips",
            "invalidate_mesh", "invalidate_object", "invalidate_action", "clear_cache", "STATS",
@@ -97,6 +97,26 @@ def _object_rotation_values(obj) -> Dict[str, np.ndarray]:
         "rotation_euler": np.array(obj.rotation_euler, np.float64),
         "rotation_axis_angle": np.array(obj.rotation_axis_angle, np.float64),
     }
+
+
+def _object_deltas(obj):
+    """(delta location, delta rotation wxyz, delta scale) as Blender composes them in matrix_basis."""
+    mode = obj.rotation_mode
+    if mode == "QUATERNION":
+        dq = normalize_quat(np.array(obj.delta_rotation_quaternion, np.float64))
+    elif mode == "AXIS_ANGLE":
+        dq = np.array([1.0, 0.0, 0.0, 0.0])   # delta axis-angle is not exposed (identity)
+    else:
+        dq = euler_to_quat(np.array(obj.delta_rotation_euler, np.float64)[None], mode)[0]
+    return np.array(obj.delta_location, np.float64), dq, np.array(obj.delta_scale, np.float64)
+
+
+def _object_target(obj, idx: int) -> "_actions.NodeTarget":
+    dloc, drot, dscale = _object_deltas(obj)
+    ident = (not dloc.any() and np.array_equal(drot, [1.0, 0.0, 0.0, 0.0]) and np.all(dscale == 1.0))
+    return _actions.NodeTarget(idx, obj.rotation_mode, np.array(obj.location, np.float64),
+                               _object_rotation_values(obj), np.array(obj.scale, np.float64),
+                               None if ident else dloc, None if ident else drot, None if ident else dscale)
 
 
 def _rot_of(mode: str, vals: Dict[str, np.ndarray]) -> np.ndarray:
@@ -181,14 +201,15 @@ def _add_object(nb: _Nodes, obj) -> None:
             pre = np.linalg.inv(parent_world) @ _m(obj.matrix_world) @ np.linalg.inv(basis)
     rot_vals = _object_rotation_values(obj)
     mode = obj.rotation_mode
-    t = np.array(obj.location, np.float64)
-    r = _rot_of(mode, rot_vals)
-    s = np.array(obj.scale, np.float64)
+    dloc, drot, dscale = _object_deltas(obj)
+    t = np.array(obj.location, np.float64) + dloc
+    r = quat_mul(drot, _rot_of(mode, rot_vals))
+    s = np.array(obj.scale, np.float64) * dscale
     local = pre @ compose_trs(t, r, s)[0]
     world = parent_world @ local
     idx = nb.add(world, name=obj.name, kind=NODE_OBJECT, parent=parent_idx, pre_matrix=pre,
                  bind_translation=t, bind_rotation=r, bind_scale=s, object_name=obj.name, bone_name=None)
-    nb.targets[(obj.name, None)] = _actions.NodeTarget(idx, mode, t, rot_vals, s)
+    nb.targets[(obj.name, None)] = _object_target(obj, idx)
     if obj.type == "ARMATURE":
         _add_bones(nb, obj, idx, world)
 
@@ -625,9 +646,7 @@ def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=No
     slot = slot or _actions.pick_slot(action, "OBJECT", obj.animation_data, obj.name)
     # rebuild node targets for the object and its bones
     node = nb.index[(obj.name, None)]
-    nb.targets[(obj.name, None)] = _actions.NodeTarget(
-        node, obj.rotation_mode, np.array(scene_asset.nodes[node].bind_translation),
-        _object_rotation_values(obj), np.array(scene_asset.nodes[node].bind_scale))
+    nb.targets[(obj.name, None)] = _object_target(obj, node)
     if obj.type == "ARMATURE":
         for b in obj.data.bones:
             bi = nb.index.get((obj.name, b.name), -1)

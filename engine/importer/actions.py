@@ -11,7 +11,7 @@ import numpy as np
 from ..assets import (AnimationClipAsset, AssetError, MorphWeightChannelAsset,
                       NodeAnimationChannelAsset)
 from .fcurve_eval import eligible, evaluate_batch, read_keys
-from .rotation import make_continuous, rotation_prop, rotation_to_quat
+from .rotation import make_continuous, quat_mul, rotation_prop, rotation_to_quat
 
 _Q = r'"((?:[^"\\]|\\.)*)"'
 _TRS = r"(location|rotation_quaternion|rotation_euler|rotation_axis_angle|scale)"
@@ -129,6 +129,10 @@ class NodeTarget:
     location: np.ndarray      # basis values for components without curves
     rotation: Dict[str, np.ndarray]   # raw values per rotation property
     scale: np.ndarray
+    # object delta transforms (matrix_basis = T(loc + dloc) R(drot @ rot) S(scale * dscale))
+    delta_location: Optional[np.ndarray] = None
+    delta_rotation: Optional[np.ndarray] = None   # wxyz
+    delta_scale: Optional[np.ndarray] = None
 
 
 def _used_curves(target: NodeTarget, curves: Dict[Tuple[str, int], object]):
@@ -151,14 +155,21 @@ def _bake_node(target: NodeTarget, sampled: Dict[Tuple[str, int], np.ndarray], n
 
     t = comps("location", target.location)
     if t is not None:
+        if target.delta_location is not None:
+            t = t + target.delta_location
         ch["translation_times"], ch["translation_values"] = times, t
     prop, _ = rotation_prop(target.rotation_mode)
     r = comps(prop, target.rotation[prop])
     if r is not None:
+        q = rotation_to_quat(r, target.rotation_mode)
+        if target.delta_rotation is not None:
+            q = quat_mul(np.broadcast_to(target.delta_rotation, q.shape), q)
         ch["rotation_times"] = times
-        ch["rotation_values"] = make_continuous(rotation_to_quat(r, target.rotation_mode))
+        ch["rotation_values"] = make_continuous(q)
     s = comps("scale", target.scale)
     if s is not None:
+        if target.delta_scale is not None:
+            s = s * target.delta_scale
         ch["scale_times"], ch["scale_values"] = times, s
     if not ch:
         return None
