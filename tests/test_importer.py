@@ -530,3 +530,23 @@ def test_object_delta_transforms(fresh, mode):
     asset = importer.import_scene(fresh)
     world_check(asset)
     check_clip_against_blender(fresh, asset, importer.compatible_clips(asset, "Delta")[0])
+
+
+def test_invalidate_id_after_edits(fresh):
+    ob, basis, keys = scenes.build_shape_key_mesh()
+    a1 = importer.import_scene(fresh)
+    # an edit of shape key coordinates is invisible to the cheap signature until invalidated
+    kb = ob.data.shape_keys.key_blocks["Smile"]
+    kb.data[3].co = (kb.data[3].co[0], kb.data[3].co[1] + 1.0, kb.data[3].co[2])
+    assert importer.import_scene(fresh).meshes[0] is a1.meshes[0]
+    importer.invalidate_id(ob.data.shape_keys)
+    a2 = importer.import_scene(fresh)
+    assert a2.meshes[0] is not a1.meshes[0]
+    importer.invalidate_id(ob)
+    assert importer.import_scene(fresh).meshes[0] is not a2.meshes[0]
+    # renaming a key changes the signature by itself
+    a3 = importer.import_scene(fresh)
+    kb.name = "Grin"
+    a4 = importer.import_scene(fresh)
+    assert a4.meshes[0] is not a3.meshes[0]
+    assert "Grin" in [t.name for t in a4.meshes[0].primitives[0].morph_targets]

@@ -4,10 +4,16 @@ Public API
 ----------
 import_scene(depsgraph_or_scene, view_layer=None, *, strict=False, use_cache=True) -> SceneAsset
 import_scene_with_problems(...) -> (SceneAsset, [str])
-import_mesh_object(obj, scene_asset_nodes...)  (internal, cached)
 import_action(action, scene_asset, target_object, scene, slot=None) -> AnimationClipAsset
 compatible_clips(scene_asset, object_name) -> [AnimationClipAsset]
-invalidate_mesh(name), invalidate_object(name), invalidate_action(name), clear_cache()
+invalidate_mesh(name), invalidate_object(name), invalidate_action(name), invalidate_id(id), clear_cache()
+node_world_matrices(scene_asset) -> (N,4,4) bind worlds
+
+The mesh cache is keyed by object name with a cheap signature (datablock pointers, counts, key
+and modifier settings, deform bones). Vertex positions, weights and shape-key coordinates are not
+in the signature: the engine calls ``invalidate_id(update.id)`` for depsgraph geometry updates.
+Problems with actions (missing bone / shape key, non-finite keys) do not fail the import; the clip
+is not offered and the message is listed in ``asset.import_problems`` (``strict=True`` raises).
 STATS: timings of the last import (seconds).
 """
 from __future__ import annotations
@@ -26,7 +32,8 @@ from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, rea
 from .rotation import euler_to_quat, normalize_quat, quat_mul, rotation_to_quat
 
 __all__ = ["import_scene", "import_scene_with_problems", "import_action", "compatible_clips",
-           "invalidate_mesh", "invalidate_object", "invalidate_action", "clear_cache", "STATS",
+           "invalidate_mesh", "invalidate_object", "invalidate_action", "invalidate_id", "clear_cache",
+           "node_world_matrices", "STATS",
            "read_mesh", "split_by_material", "smooth_normals", "compute_tangents"]
 
 STATS: Dict[str, float] = {}
@@ -56,6 +63,28 @@ def invalidate_object(name: str) -> None:
 def invalidate_action(name: str) -> None:
     for k in [k for k in _CLIP_CACHE if k[0] == name]:
         del _CLIP_CACHE[k]
+
+
+def invalidate_id(id_data) -> None:
+    """Drop whatever the cache derived from ``id_data`` (a depsgraph update's ``update.id``,
+    original or evaluated): Mesh, Object, Key (shape keys), Armature or Action."""
+    import bpy
+    idd = getattr(id_data, "original", id_data)
+    if isinstance(idd, bpy.types.Mesh):
+        invalidate_mesh(idd.name)
+    elif isinstance(idd, bpy.types.Object):
+        invalidate_object(idd.name)
+        if idd.type == "MESH" and idd.data is not None:
+            invalidate_mesh(idd.data.name)
+    elif isinstance(idd, bpy.types.Key):
+        user = getattr(idd, "user", None)
+        if user is not None:
+            invalidate_mesh(user.name)
+    elif isinstance(idd, bpy.types.Action):
+        invalidate_action(idd.name)
+    elif isinstance(idd, bpy.types.Armature):
+        for k in [k for k, v in _MESH_CACHE.items() if v[3]]:   # skinned meshes
+            del _MESH_CACHE[k]
 
 
 def compatible_clips(scene_asset: SceneAsset, object_name: str) -> list:
@@ -312,7 +341,9 @@ def _mesh_signature(obj, mesh, am, arm) -> tuple:
                   getattr(getattr(md, "node_group", None), "name", None)) for md in obj.modifiers)
     armsig = None
     if arm is not None:
-        armsig = (arm.data.as_pointer(), len(arm.data.bones))
+        bones = arm.data.bones
+        armsig = (arm.name, arm.data.as_pointer(), tuple(b.name for b in bones if b.use_deform),
+                  tuple(b.name for b in bones if b.bbone_segments > 1))
     uv = mesh.uv_layers.active.name if mesh.uv_layers.active is not None else None
     return (mesh.as_pointer(), mesh.name, len(mesh.vertices), len(mesh.loops), len(mesh.polygons), uv, ks, mods,
             armsig, tuple(g.name for g in obj.vertex_groups),
