@@ -490,6 +490,20 @@ def test_cache_reimport_fast_and_invalidation(fresh):
     world_check(a4)
     ibm = a4.meshes[i].primitives[0].skin.inverse_bind_matrices
     assert not np.allclose(ibm, a3.meshes[i].primitives[0].skin.inverse_bind_matrices)
+    for j, ni in enumerate(a4.meshes[i].primitives[0].skin.joint_node_indices):
+        b = arm.data.bones[a4.nodes[ni].bone_name]
+        ref = np.linalg.inv(np.array(arm.matrix_world) @ np.array(b.matrix_local)) @ np.array(body.matrix_world)
+        np.testing.assert_allclose(ibm[j], ref, atol=1e-5)
+    assert a4.meshes[i].primitives[0].positions is a3.meshes[i].primitives[0].positions or \
+        np.array_equal(a4.meshes[i].primitives[0].positions, a3.meshes[i].primitives[0].positions)
+    # moving the armature with its child mesh keeps the bind relation: the cached asset is reused
+    arm.location = (2, 2, 2)
+    bpy.context.view_layer.update()
+    body.parent = arm
+    body.matrix_parent_inverse = np.linalg.inv(np.array(arm.matrix_world)).tolist()
+    bpy.context.view_layer.update()
+    a5 = importer.import_scene(fresh)
+    world_check(a5)
 
 
 def test_depsgraph_input_ngons_no_uv_no_faces(fresh):

@@ -18,6 +18,7 @@ STATS: timings of the last import (seconds).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Dict, List, Optional, Tuple
 
@@ -365,8 +366,16 @@ def _import_mesh(obj, nb: _Nodes, use_cache: bool = True) -> MeshAsset:
             jn, ibm = _palette_nodes(obj, arm, palette_bones, nb, mesh_world)
             p0 = next((p for p in asset.primitives if p.skin is not None), None)
             if p0 is None or (np.array_equal(p0.skin.joint_node_indices, jn)
-                              and np.array_equal(p0.skin.inverse_bind_matrices, ibm)):
+                              and np.allclose(p0.skin.inverse_bind_matrices, ibm, rtol=1e-12, atol=1e-12)):
                 return asset
+            # same geometry and weights, new bind or node order: swap the skin only
+            old = p0.skin
+            skin = SkinAsset(jn, ibm, old.joint_bounds_min, old.joint_bounds_max,
+                             armature_node=nb.index[(arm.name, None)])
+            prims = [dataclasses.replace(p, skin=skin) if p.skin is not None else p for p in asset.primitives]
+            asset = dataclasses.replace(asset, primitives=prims)
+            _MESH_CACHE[obj.name] = (sig, asset, mesh.name, palette_bones)
+            return asset
     asset, palette_bones = _build_mesh(obj, mesh, reasons, am, arm, nb, mesh_world)
     if use_cache:
         _MESH_CACHE[obj.name] = (sig, asset, mesh.name, palette_bones)
