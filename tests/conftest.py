@@ -3,7 +3,6 @@ reset Blender to an empty scene per test, render with the Stylized engine to num
 image as an artifact when a pixel assertion fails."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import pathlib
 import sys
@@ -22,16 +21,9 @@ if str(ROOT) not in sys.path:
 
 def load_extension():
     """Import the repository root as the package ``stylized_renderer`` (once)."""
-    mod = sys.modules.get(PACKAGE)
-    if mod is not None and getattr(mod, "register", None) is not None:
-        return mod
-    spec = importlib.util.spec_from_file_location(PACKAGE, ROOT / "__init__.py",
-                                                  submodule_search_locations=[str(ROOT)])
-    if mod is None:
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[PACKAGE] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from tools import _bootstrap
+
+    return _bootstrap.load(register=False)
 
 
 import bpy  # noqa: E402  (after sys.path set-up)

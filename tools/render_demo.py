@@ -12,7 +12,6 @@ output folder with per-frame progress, composes a contact sheet (contact_sheet.p
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import os
 import pathlib
@@ -24,16 +23,11 @@ PACKAGE = "stylized_renderer"
 
 
 def load_extension():
-    """Import the repository root as the package ``stylized_renderer``."""
-    mod = sys.modules.get(PACKAGE)
-    if mod is not None and getattr(mod, "register", None) is not None:
-        return mod
-    spec = importlib.util.spec_from_file_location(PACKAGE, ROOT / "__init__.py",
-                                                  submodule_search_locations=[str(ROOT)])
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[PACKAGE] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    """Import the repository root as the package ``stylized_renderer`` (see tools/_bootstrap.py)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import _bootstrap
+
+    return _bootstrap.load(register=False)
 
 
 def parse_args(argv=None):
