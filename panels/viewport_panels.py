@@ -104,7 +104,7 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
         row.prop(props, "loop", toggle=True, icon="FILE_REFRESH")
         row.prop(props, "speed")
         row = layout.row(align=True)
-        row.prop(props, "time", slider=True)
+        row.prop(props, "time")
         row.label(text=f"/ {st.duration:.2f} s")
         mode = ("Preview playing" if st.playing else "Preview paused") if st.active else "Timeline"
         layout.label(text=f"Mode: {mode}", icon="TIME")
