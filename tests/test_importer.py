@@ -564,3 +564,33 @@ def test_invalidate_id_after_edits(fresh):
     a4 = importer.import_scene(fresh)
     assert a4.meshes[0] is not a3.meshes[0]
     assert "Grin" in [t.name for t in a4.meshes[0].primitives[0].morph_targets]
+
+
+def test_small_heavy_rig_matches_blender(fresh):
+    arm, body = scenes.build_heavy_rig(bones=40, vertices=2500, shape_keys=4, actions=2, frames=20)
+    t = time.perf_counter()
+    asset = importer.import_scene(fresh)
+    assert time.perf_counter() - t < 5.0
+    world_check(asset)
+    m = asset.meshes[0]
+    assert m.fallback_reason is None and len(m.primitives) == 2
+    assert all(p.influences == 4 and len(p.morph_targets) == 4 for p in m.primitives)
+    clips = importer.compatible_clips(asset, arm.name)
+    assert sorted(c.name for c in clips) == ["HeavyAction0", "HeavyAction1"]
+    active = [c for c in clips if c.action_name == arm.animation_data.action.name][0]
+    check_clip_against_blender(fresh, asset, active)
+    # shape keys + skinning together, at frame 7 of the active action
+    for kb, w in zip(body.data.shape_keys.key_blocks[1:], (0.5, 1.0, 0.3, 0.8)):
+        kb.value = w
+    fresh.frame_set(7)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ref_all = evaluated_positions(body, dg)
+    for prim in m.primitives:
+        base = prim.positions.astype(np.float64).copy()
+        for tg, w in zip(prim.morph_targets, (0.5, 1.0, 0.3, 0.8)):
+            base += w * tg.position_deltas
+        morphed = type(prim)(material_index=prim.material_index, material_name=prim.material_name,
+                             positions=base, normals=prim.normals, indices=prim.indices,
+                             source_vertices=prim.source_vertices, joints=prim.joints, weights=prim.weights,
+                             skin=prim.skin)
+        np.testing.assert_allclose(cpu_skin(asset, body, morphed, dg), ref_all[prim.source_vertices], atol=1e-5)
