@@ -101,6 +101,8 @@ def settings_from_scene(scene, width: int, height: int, film_transparent: bool) 
         width=width, height=height, film_transparent=film_transparent, world_color=world_color(scene),
         time_seconds=(scene.frame_current - scene.frame_start + scene.frame_subframe) / max(fps, 1e-9),
         shadows=bool(g("shadows", True)), shadow_resolution=int(g("shadow_resolution", "2048")),
+        shadow_bias=float(g("shadow_bias", 0.001)), shadow_normal_offset=float(g("shadow_normal_offset", 1.5)),
+        shadow_pcf=1 if g("shadow_pcf", True) else 0, max_lights=int(min(16, g("max_lights", 8))),
         outlines=bool(g("outlines", True)), screen_space_outline=bool(g("screen_space_outline", False)),
         screen_space_outline_width=float(g("screen_space_outline_width", 1.0)),
         screen_space_outline_color=np.array(ssc[:3], np.float64), fxaa=bool(g("fxaa", True)),

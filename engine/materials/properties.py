@@ -206,10 +206,10 @@ class StylizedSceneSettings(bpy.types.PropertyGroup):
         description="Constant depth bias against shadow acne (in shadow-map depth units); too high detaches "
                     "shadows from their casters")
     shadow_normal_offset: FloatProperty(
-        name="Normal Offset", default=0.02, min=0.0, soft_max=0.2, precision=3, step=0.1,
+        name="Normal Offset", default=1.5, min=0.0, soft_max=5.0, precision=2, step=10,
         update=_scene_update,
-        description="Offsets the lookup position along the surface normal, in shadow-map texels, to avoid "
-                    "acne on surfaces nearly parallel to the light")
+        description="Offsets the shadow lookup along the surface normal, in shadow-map texels (scaled by how "
+                    "grazing the light is), to avoid acne on surfaces nearly parallel to the light")
     shadow_pcf: BoolProperty(
         name="Soft Filtering (PCF)", default=True, update=_scene_update,
         description="Percentage-closer filtering: average several shadow-map samples for smoother edges")
