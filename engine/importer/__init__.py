@@ -384,7 +384,9 @@ def _import_mesh(obj, nb: _Nodes, use_cache: bool = True) -> MeshAsset:
 
 def _palette_nodes(obj, arm, palette_bones, nb: _Nodes, mesh_world):
     jn = np.array([nb.index[(arm.name, b)] for b in palette_bones], np.int64)
-    ibm = np.array([np.linalg.inv(nb.worlds[j]) @ mesh_world for j in jn]).reshape(-1, 4, 4)
+    if jn.size == 0:
+        return jn, np.zeros((0, 4, 4))
+    ibm = np.linalg.inv(np.array([nb.worlds[j] for j in jn])) @ mesh_world
     return jn, ibm
 
 
