@@ -252,14 +252,37 @@ class StylizedSession:
 
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
-            # shape keys not driven by the clip follow the file's current values (expressions panel)
+            # shape keys not driven by the clip follow the file's current values (expressions
+            # panel); keys the clip drives keep the player's sampled values
             if self.reader is not None:
+                player = self.runtime.player
                 for node, w in self.reader.read_morph_weights(None).items():
+                    slots, chans = self._clip_key_slots(player, node)
+                    if slots.size:
+                        w = w.copy()
+                        w[slots] = np.asarray(player.morph_values)[chans]
                     self.runtime.set_node_morph_weights(node, w)
             _preview.apply_commands(preview_state, self.runtime, clips, dt)
             return True
         nodes, mats, weights = self.reader.read(depsgraph)
         return self.runtime.update_timeline(nodes, mats, weights)
+
+    def _clip_key_slots(self, player, node: int):
+        """(slots into morph_key_names(node), player morph channel indices) for the keys the
+        current clip drives; computed once per clip, so the per-frame path stays vectorised."""
+        clip = getattr(player, "clip", None)
+        cache = getattr(self, "_clip_slot_cache", None)
+        if cache is None or cache[0] is not clip:
+            cache = (clip, {})
+            self._clip_slot_cache = cache
+        hit = cache[1].get(node)
+        if hit is None:
+            names = self.runtime.morph_key_names(node)
+            keys = list(getattr(player, "morph_keys", []) or []) if clip is not None else []
+            pairs = [(names.index(k), c) for c, (n, k) in enumerate(keys) if n == node and k in names]
+            hit = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
+            cache[1][node] = hit
+        return hit
 
     # ------------------------------------------------------------------------------------------
     def _fallback_items(self, depsgraph, skip_objects: set) -> list:
