@@ -1,10 +1,9 @@
 """Operators (each feature registers its own classes here)."""
 from __future__ import annotations
 
-import bpy
+from ..engine.bl_registry import register_modules, unregister_modules
 
 _modules = []
-_classes = []
 
 from . import mtoon_ops  # noqa: E402  (MToon material operators)
 
@@ -16,14 +15,8 @@ _modules.extend((preview_ops, expression_ops))
 
 
 def register():
-    for c in _classes:
-        bpy.utils.register_class(c)
-    for m in _modules:
-        m.register()
+    register_modules(_modules)
 
 
 def unregister():
-    for m in reversed(_modules):
-        m.unregister()
-    for c in reversed(_classes):
-        bpy.utils.unregister_class(c)
+    unregister_modules(_modules)

@@ -1,10 +1,9 @@
 """UI panels (N-panel tab "Stylized", material and scene panels)."""
 from __future__ import annotations
 
-import bpy
+from ..engine.bl_registry import register_modules, unregister_modules
 
 _modules = []
-_classes = []
 
 from . import material_panel, render_panel  # noqa: E402  (MToon material + render settings panels)
 
@@ -16,14 +15,8 @@ _modules.append(viewport_panels)
 
 
 def register():
-    for c in _classes:
-        bpy.utils.register_class(c)
-    for m in _modules:
-        m.register()
+    register_modules(_modules)
 
 
 def unregister():
-    for m in reversed(_modules):
-        m.unregister()
-    for c in reversed(_classes):
-        bpy.utils.unregister_class(c)
+    unregister_modules(_modules)

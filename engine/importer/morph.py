@@ -11,19 +11,7 @@ import numpy as np
 
 def _tri_corner_normals(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """(T,3,3) angle-weighted unit face normal of each triangle corner."""
-    a, b, c = p[tris[:, 0]], p[tris[:, 1]], p[tris[:, 2]]
-    n = np.cross(b - a, c - a)
-    ln = np.linalg.norm(n, axis=1, keepdims=True)
-    n = np.where(ln > 1e-30, n / np.where(ln > 1e-30, ln, 1.0), 0.0)
-    out = np.empty((tris.shape[0], 3, 3))
-    for k, (o, x, y) in enumerate(((a, b, c), (b, c, a), (c, a, b))):
-        e1, e2 = x - o, y - o
-        l1 = np.linalg.norm(e1, axis=1)
-        l2 = np.linalg.norm(e2, axis=1)
-        cosang = np.einsum("ij,ij->i", e1, e2) / np.maximum(l1 * l2, 1e-30)
-        ang = np.arccos(np.clip(cosang, -1.0, 1.0))
-        out[:, k] = n * ang[:, None]
-    return out
+    return _tri_corner_normals_p(p[tris])
 
 
 def _csr(tris: np.ndarray, count: int):

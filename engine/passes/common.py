@@ -2,10 +2,10 @@
 frustum culling and draw ordering."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..materials.params import MToonParams
 from .shader_lib import load_glsl
 
 MAX_LIGHTS = 16
@@ -82,40 +82,12 @@ def free_batches():
 # Materials
 # ------------------------------------------------------------------------------------------------
 
-@dataclass
-class Mat:
-    """The material values the passes use (filled from MToonParams or anything similar)."""
-
-    base_color: tuple = (0.8, 0.8, 0.8, 1.0)
-    shade_color: tuple = (0.0, 0.0, 0.0)
-    shading_shift: float = 0.0
-    shading_toony: float = 0.9
-    gi_equalization: float = 0.9
-    emissive: tuple = (0.0, 0.0, 0.0)
-    normal_scale: float = 1.0
-    matcap_factor: tuple = (1.0, 1.0, 1.0)
-    rim_color: tuple = (0.0, 0.0, 0.0)
-    rim_fresnel_power: float = 5.0
-    rim_lift: float = 0.0
-    rim_lighting_mix: float = 1.0
-    outline_width_mode: str = "none"
-    outline_width: float = 0.0
-    outline_color: tuple = (0.0, 0.0, 0.0)
-    outline_lighting_mix: float = 1.0
-    uv_scroll_x: float = 0.0
-    uv_scroll_y: float = 0.0
-    uv_rotation: float = 0.0
-    alpha_mode: str = "OPAQUE"
-    alpha_cutoff: float = 0.5
-    double_sided: bool = False
-    transparent_with_zwrite: bool = False
-    render_queue_offset: int = 0
-    cast_shadow: bool = True
-    receive_shadow: bool = True
-    textures: dict = field(default_factory=dict)
+# The passes consume the materials layer's MToonParams (one definition of the parameter set).
+Mat = MToonParams
+_PASS_DEFAULT_BASE = (0.8, 0.8, 0.8, 1.0)   # an item without any material draws light grey
 
 
-_FIELDS = tuple(Mat.__dataclass_fields__)
+_FIELDS = tuple(f for f in MToonParams.__dataclass_fields__ if f not in ("source", "is_vrm_outline_material"))
 
 
 def normalize_material(m) -> Mat:
@@ -123,9 +95,9 @@ def normalize_material(m) -> Mat:
 
     An object with only ``base_color`` (the foundation's SimpleMaterial, a plain Principled
     fallback) gets a shade colour of 0.6 x base so it still reads as a toon material."""
-    if isinstance(m, Mat):
+    if isinstance(m, MToonParams):
         return m
-    out = Mat()
+    out = MToonParams(base_color=_PASS_DEFAULT_BASE)
     if m is None:
         out.shade_color = tuple(0.6 * c for c in out.base_color[:3])
         return out
