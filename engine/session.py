@@ -366,6 +366,7 @@ class StylizedSession:
             animation_ms=rs.animation_ms if rs else 0.0, skinning_ms=rs.skinning_ms if rs else 0.0,
             morph_ms=rs.morph_ms if rs else 0.0, palette_uploads=rs.palette_uploads if rs else 0,
             morph_uploads=rs.morph_uploads if rs else 0, morph_uploads_total=rs.morph_uploads_total if rs else 0,
+            shader_morphs=rs.shader_morph_primitives if rs else 0,
             palette_count=rs.palette_count if rs else 0, joint_matrix_count=rs.joint_matrix_count if rs else 0,
             morph_target_count=rs.morph_target_count if rs else 0,
             active_target_count=rs.active_target_count if rs else 0,

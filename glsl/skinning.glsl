@@ -1,14 +1,69 @@
 /* Shared GPU linear blend skinning include (forward, shadow, outline and readback shaders).
  *
  * Interface (declared by engine/passes/shader_lib.add_skinning_interface):
- *   vertex inputs  joints (uvec4), weights (vec4), joints_hi (uvec4), weights_hi (vec4)
- *   sampler        skin_palette   RGBA32F texture, 4 texels (matrix columns) per joint row
- *   push constant  int skin_influences   0 = static, 4 or 8 influences
+ *   vertex inputs  joints (uvec4), weights (vec4), joints_hi (uvec4), weights_hi (vec4),
+ *                  morph_span (uvec2: first delta entry, entry count)
+ *   samplers       skin_palette   RGBA32F, 4 texels (matrix columns) per joint row
+ *                  morph_deltas   RGBA32F, 3 texels per entry: (dpos, target), (dnor, 0), (dtan, 0)
+ *                  morph_weights  R32F, one texel per target (muted targets hold 0)
+ *   push constants int skin_influences   0 = static, 4 or 8 influences
+ *                  int morph_mode        0 = the stream holds the final base (static or rebuilt
+ *                                        on the CPU), 1 = compose the deltas here
  *
+ * Order (seed): morph first, then skin.  With morph_mode 1 the vertex shader composes
+ * base + sum(weight * delta) over the vertex's sparse entries (the seed's extension for
+ * high-frequency morph animation); normals and tangents are renormalised and fall back to the
+ * base direction when the sum degenerates, exactly as the CPU rebuild does.
  * The palette holds mesh-local skin matrices: inverse(meshWorld) * jointWorld * inverseBind.
- * Morphs were applied to the vertex stream already, so skinning runs on the morphed vertex.
  * A vertex whose weights are all zero stays where it is, as in Blender.
  */
+
+ivec2 morph_texel(int i)
+{
+  return ivec2(i % MORPH_TEX_WIDTH, i / MORPH_TEX_WIDTH);
+}
+
+/* Morph a position, normal and tangent (xyz) in mesh-local space. */
+void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
+{
+  if (morph_mode == 0) {
+    return;
+  }
+  vec3 dp = vec3(0.0), dn = vec3(0.0), dt = vec3(0.0);
+  int first = int(morph_span.x);
+  int count = int(morph_span.y);
+  for (int k = 0; k < count; k++) {
+    int e = 3 * (first + k);
+    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
+    float w = texelFetch(morph_weights, morph_texel(int(a.w)), 0).r;
+    if (w != 0.0) {
+      dp += w * a.xyz;
+      dn += w * texelFetch(morph_deltas, morph_texel(e + 1), 0).xyz;
+      dt += w * texelFetch(morph_deltas, morph_texel(e + 2), 0).xyz;
+    }
+  }
+  position += dp;
+  vec3 n = normal + dn;
+  vec3 t = tangent + dt;
+  normal = (dot(n, n) >= 1e-16) ? normalize(n) : normal;
+  tangent = (dot(t, t) >= 1e-16) ? normalize(t) : tangent;
+}
+
+/* Position only (shadow, outline hull and readback). */
+vec3 morph_position(vec3 position)
+{
+  if (morph_mode == 0) {
+    return position;
+  }
+  int first = int(morph_span.x);
+  int count = int(morph_span.y);
+  for (int k = 0; k < count; k++) {
+    int e = 3 * (first + k);
+    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
+    position += texelFetch(morph_weights, morph_texel(int(a.w)), 0).r * a.xyz;
+  }
+  return position;
+}
 
 mat4 skin_fetch(uint joint)
 {

@@ -128,3 +128,67 @@ def test_check_deform_detects_wrong_skinning(empty_scene, capsys, monkeypatch):
     monkeypatch.setattr(gpu_backend, "bind_skinning", no_skinning)
     rc, out, fields = _run(capsys, frames="10", mode="timeline")
     assert rc == 1 and float(fields["max_rel_error"]) > 1e-3, out
+
+
+def _morph_paths(out):
+    line = [l for l in out.splitlines() if l.startswith("morph-paths:")][-1]
+    return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+
+
+@pytest.mark.parametrize("policy", ["shader", "rebuild"])
+def test_both_morph_paths_match_blender(empty_scene, capsys, policy):
+    """Vertex-group-masked keys with animated values, skinned driven keys: both the CPU rebuild
+    and the vertex-shader composition reproduce Blender's evaluated mesh."""
+    ob, basis, keys = scenes.build_shape_key_mesh()
+    for k, kb in enumerate(ob.data.shape_keys.key_blocks[1:]):
+        for f, v in ((1, 0.0), (10, 0.9), (20, 0.2 + 0.1 * k)):
+            kb.value = min(v, kb.slider_max)
+            kb.keyframe_insert("value", frame=f)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 20
+    rc, out, fields = _run_policy(capsys, "1-20:3", policy)
+    assert rc == 0, out
+    paths = _morph_paths(out)
+    assert paths[policy] > 0 and paths["shader" if policy == "rebuild" else "rebuild"] == 0, out
+
+
+def _run_policy(capsys, frames, policy, mode="both"):
+    rc = check_deform.run_checks(frames, mode, policy)
+    out = capsys.readouterr().out
+    last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
+    return rc, out, dict(kv.split("=") for kv in last.split()[1:])
+
+
+def test_shader_morph_on_skinned_driven_keys(empty_scene, capsys):
+    arm, ob = scenes.build_driven_shape_keys()
+    _animate_bones(arm, angle=1.2)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 20
+    rc, out, fields = _run_policy(capsys, "1-20:4", "shader")
+    assert rc == 0 and _morph_paths(out)["shader"] > 0, out
+
+
+@pytest.mark.skipif(not (C.TESTDATA / "28_shapekeys_anim.blend").is_file(), reason="../shared/testdata is absent")
+def test_auto_policy_composes_animated_keys_in_the_shader(ext, capsys):
+    """Animated shape keys (a frame sequence) switch to shader composition under "auto"."""
+    bpy.ops.wm.open_mainfile(filepath=str(C.TESTDATA / "28_shapekeys_anim.blend"))
+    rc, out, fields = _run_policy(capsys, None, "auto", mode="timeline")
+    assert rc == 0, out
+    paths = _morph_paths(out)
+    assert paths["shader"] > 0 and paths["rebuild"] > 0, out
+
+
+def test_check_deform_detects_wrong_shader_morph(empty_scene, capsys, monkeypatch):
+    """The check must fail when the shader composition is wrong (here: deltas not applied)."""
+    ob, basis, keys = scenes.build_shape_key_mesh()
+    for kb in ob.data.shape_keys.key_blocks[1:]:
+        kb.value = min(0.8, kb.slider_max)
+    from stylized_renderer.engine.runtime import gpu_backend
+
+    real = gpu_backend.bind_morph
+
+    def no_morph(shader, stream):
+        real(shader, None)
+
+    monkeypatch.setattr(gpu_backend, "bind_morph", no_morph)
+    rc, out, fields = _run_policy(capsys, "1", "shader", mode="timeline")
+    assert rc == 1 and float(fields["max_rel_error"]) > 1e-3, out

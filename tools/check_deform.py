@@ -2,6 +2,7 @@
 
 Usage:
   .venv/bin/python tools/check_deform.py FILE.blend [--frames SPEC] [--mode timeline|player|both]
+                                         [--morph auto|rebuild|shader]
 
 SPEC: "1-48", "1,5,9", "1-100:5" (default: every frame of the scene range, at most 250).
 
@@ -14,6 +15,10 @@ player:   for every clip compatible with an armature/object: Blender evaluates t
           to its target; ours is the AnimationPlayer seeking to the same time (the file's own
           assignment is restored afterwards).  Nodes not driven by the clip take Blender's
           evaluated transforms, so the comparison isolates clip sampling + skinning + morphing.
+
+--morph: how shape keys reach the GPU (runtime/mesh_instance.py): "auto" (default: rebuilt on
+the CPU while weights are still, composed in the vertex shader while they animate), "rebuild"
+or "shader" (always that path).  The line "morph-paths:" counts the primitive checks per path.
 
 Prints one line per object and mode, then
   deform-check: objects=N frames=M max_rel_error=X fallbacks=K skipped=S
@@ -37,7 +42,7 @@ MAX_FRAMES = 250
 _READBACK_VS = """
 void main()
 {
-  vec3 p = skin_position(pos);
+  vec3 p = skin_position(morph_position(pos));
   v_world = (model * vec4(p, 1.0)).xyz;
   int x = gl_VertexID % target_width;
   int y = gl_VertexID / target_width;
@@ -88,7 +93,7 @@ class GpuReadback:
         import gpu
 
         from stylized_renderer.engine.gpu_util import texture_to_numpy
-        from stylized_renderer.engine.runtime.gpu_backend import bind_skinning
+        from stylized_renderer.engine.runtime.gpu_backend import bind_deform
 
         n = item.stream.vertex_count
         w = min(1024, max(1, n))
@@ -106,7 +111,7 @@ class GpuReadback:
             sh.uniform_float("model", np.asarray(item.world, np.float32).T.ravel())
             sh.uniform_int("target_width", w)
             sh.uniform_int("target_height", h)
-            bind_skinning(sh, item.palette, item.influences)
+            bind_deform(sh, item)
             batch.draw(sh)
             gpu.state.program_point_size_set(False)
         px = texture_to_numpy(tex, w, h).reshape(-1, 4)[:n]
@@ -126,11 +131,13 @@ def blender_world_vertices(depsgraph, name):
 
 
 class Checker:
-    def __init__(self):
+    def __init__(self, morph_policy="auto"):
         import bpy
 
         from stylized_renderer.engine.session import StylizedSession
 
+        self.morph_policy = morph_policy
+        self.morph_paths = {"rebuild": 0, "shader": 0}
         self.bpy = bpy
         self.session = StylizedSession()
         self.readback = None
@@ -158,6 +165,8 @@ class Checker:
             err = 0.0
             nverts = 0
             for it in its:
+                if it.morphed:
+                    self.morph_paths["shader" if getattr(it.stream, "morph", None) is not None else "rebuild"] += 1
                 ours = self.readback.read(it)
                 src = it.primitive.source_vertices
                 if src.shape[0] and int(src.max()) >= ref.shape[0]:
@@ -169,6 +178,11 @@ class Checker:
             self._record(mode, name, nverts, err, "gpu")
         for name, reason in s.fallbacks.items():
             self._record(mode, name, 0, 0.0, f"fallback:{reason}")
+
+    def _apply_policy(self):
+        rt = self.session.runtime
+        if rt is not None and rt.morph_policy != self.morph_policy:
+            rt.set_morph_policy(self.morph_policy)
 
     # ------------------------------------------------------------------------------------------
     def run_timeline(self, frames):
@@ -184,6 +198,7 @@ class Checker:
                 s = self.session
                 s._ensure_gpu()
                 s._ensure_runtime(dg)
+                self._apply_policy()
                 s.update_frame(dg)
                 self._compare("timeline", dg)
 
@@ -262,6 +277,7 @@ class Checker:
                     def task():
                         s = self.session
                         s._ensure_runtime(dg)
+                        self._apply_policy()
                         rt = s.runtime
                         nodes, mats, weights = s.reader.read(dg)
                         clip_nodes = {c.node_index for c in clip.channels}
@@ -298,20 +314,21 @@ def main(argv=None) -> int:
     ap.add_argument("blend")
     ap.add_argument("--frames", default=None)
     ap.add_argument("--mode", choices=("timeline", "player", "both"), default="both")
+    ap.add_argument("--morph", choices=("auto", "rebuild", "shader"), default="auto")
     args = ap.parse_args(argv)
     _bootstrap.load()
     import bpy
 
     bpy.ops.wm.open_mainfile(filepath=str(pathlib.Path(args.blend).resolve()))
-    return run_checks(args.frames, args.mode)
+    return run_checks(args.frames, args.mode, args.morph)
 
 
-def run_checks(frames_spec=None, mode="both") -> int:
+def run_checks(frames_spec=None, mode="both", morph="auto") -> int:
     import bpy
 
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
-    checker = Checker()
+    checker = Checker(morph)
     frames = parse_frames(frames_spec, scene)
     total_frames = 0
     if mode in ("timeline", "both"):
@@ -333,6 +350,7 @@ def run_checks(frames_spec=None, mode="both") -> int:
     if checker.session.import_error:
         print(f"  import error: {checker.session.import_error}")
     checker.session.free()
+    print(f"morph-paths: rebuild={checker.morph_paths['rebuild']} shader={checker.morph_paths['shader']}")
     print(f"deform-check: objects={len(objects)} frames={total_frames} max_rel_error={worst:.3e} "
           f"fallbacks={len({n for (n, _m), r in checker.results.items() if r['path'] != 'gpu'})} "
           f"skipped={len(checker.skipped)}")

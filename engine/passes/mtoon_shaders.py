@@ -21,6 +21,7 @@ _FORWARD_VS = """
 void main()
 {
   vec3 p = pos; vec3 n = nor; vec3 t = tan.xyz;
+  morph_vertex(p, n, t);
   skin_vertex(p, n, t);
   vec4 wp = model * vec4(p, 1.0);
   v_world = wp.xyz;
@@ -61,8 +62,8 @@ void main()
 _OUTLINE_VS = """
 void main()
 {
-  /* skin (the stream is already morphed) first, then expand along the skinned smoothed normal */
-  vec3 p = pos; vec3 n = snor; vec3 t = tan.xyz;
+  /* morph and skin first, then expand along the skinned smoothed normal */
+  vec3 p = morph_position(pos); vec3 n = snor; vec3 t = tan.xyz;
   skin_vertex(p, n, t);
   vec4 wp = model * vec4(p, 1.0);
   vec3 wn = skin_normal_matrix(mat3(model)) * n;
@@ -117,7 +118,7 @@ void main()
 _SHADOW_VS = """
 void main()
 {
-  vec3 p = skin_position(pos);
+  vec3 p = skin_position(morph_position(pos));
   v_uv = uv;
   gl_Position = fr.shadow_matrix * (model * vec4(p, 1.0));
 }

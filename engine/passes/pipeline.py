@@ -29,7 +29,7 @@ from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, strongest_sun
 from .textures import TextureCache, dummy_texture
-from ..runtime.gpu_backend import bind_skinning
+from ..runtime.gpu_backend import bind_deform
 
 LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 1}
 
@@ -270,7 +270,7 @@ class FramePipeline:
             gpu.state.front_facing_set(bool(np.linalg.det(world[:3, :3]) < 0.0))
             shader.uniform_float("model", gl_matrix(world))
             shader.uniform_int("object_id", int(getattr(it, "object_id", 0)))
-            bind_skinning(shader, it.palette, it.influences)
+            bind_deform(shader, it)
             it.stream.batch.draw(shader)
 
     def free(self):

@@ -21,12 +21,17 @@ VERTEX_ATTRIBUTES = (
     ("weights", "VEC4", "F32", 4, "FLOAT"),
     ("joints_hi", "UVEC4", "U32", 4, "INT"),
     ("weights_hi", "VEC4", "F32", 4, "FLOAT"),
+    ("morph_span", "UVEC2", "U32", 2, "INT"),     # (first entry, entry count) of the vertex's deltas
 )
 
 # Attributes a morph changes live in their own vertex buffer; the rest is shared per primitive.
 DYNAMIC_ATTRIBUTES = ("pos", "nor", "tan")
 
 SKIN_PALETTE_SLOT = 0
+MORPH_DELTAS_SLOT = 1
+MORPH_WEIGHTS_SLOT = 2
+#: Row width of the morph delta and weight textures (glsl/skinning.glsl: MORPH_TEX_WIDTH).
+MORPH_TEX_WIDTH = 4096
 
 
 @lru_cache(maxsize=None)
@@ -53,8 +58,13 @@ def add_vertex_inputs(info) -> None:
 
 
 def add_skinning_interface(info) -> None:
+    """The deformation interface of glsl/skinning.glsl: palette, morph deltas and weights."""
     info.sampler(SKIN_PALETTE_SLOT, "FLOAT_2D", "skin_palette")
+    info.sampler(MORPH_DELTAS_SLOT, "FLOAT_2D", "morph_deltas")
+    info.sampler(MORPH_WEIGHTS_SLOT, "FLOAT_2D", "morph_weights")
     info.push_constant("INT", "skin_influences")
+    info.push_constant("INT", "morph_mode")
+    info.define("MORPH_TEX_WIDTH", str(MORPH_TEX_WIDTH))
 
 
 def build_shader(name: str, vertex_body: str, fragment_source: str, *, interfaces=(), push_constants=(),
@@ -62,7 +72,8 @@ def build_shader(name: str, vertex_body: str, fragment_source: str, *, interface
                  uniform_bufs=(), depth_only: bool = False):
     """Create a geometry shader with the shared vertex inputs and the skinning include.
 
-    ``vertex_body`` is GLSL that may call ``skin_vertex``/``skin_position`` (from skinning.glsl).
+    ``vertex_body`` is GLSL that may call ``morph_vertex``/``morph_position`` and
+    ``skin_vertex``/``skin_position`` (from skinning.glsl).
     ``interfaces`` is a sequence of (qualifier, type, name) for vertex->fragment varyings;
     ``samplers`` is a sequence of (type, name) (slots after the palette); ``push_constants``
     a sequence of (type, name) or (type, name, array_size).
@@ -72,7 +83,7 @@ def build_shader(name: str, vertex_body: str, fragment_source: str, *, interface
     info = gpu.types.GPUShaderCreateInfo()
     add_vertex_inputs(info)
     add_skinning_interface(info)
-    for slot, (stype, sname) in enumerate(samplers, start=SKIN_PALETTE_SLOT + 1):
+    for slot, (stype, sname) in enumerate(samplers, start=MORPH_WEIGHTS_SLOT + 1):
         info.sampler(slot, stype, sname)
     for pc in push_constants:
         if len(pc) == 3:

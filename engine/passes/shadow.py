@@ -106,7 +106,7 @@ class ShadowPass:
     def draw(self, shader, casters, bind_material) -> None:
         """Render the depth map (the frame block ``fr`` must already hold the light matrix)."""
         import gpu
-        from ..runtime.gpu_backend import bind_skinning
+        from ..runtime.gpu_backend import bind_deform
 
         res = self._res
         with self._fb.bind():
@@ -123,7 +123,7 @@ class ShadowPass:
                     bind_material(shader, it.material_name, shadow_pass=True)
                     current = it.material_name
                 shader.uniform_float("model", gl_matrix(it.world))
-                bind_skinning(shader, it.palette, it.influences)
+                bind_deform(shader, it)
                 it.stream.batch.draw(shader)
 
     def free(self):

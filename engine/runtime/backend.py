@@ -21,6 +21,10 @@ Contract
   ``tangents`` ``(V,4) float32`` (xyz + the base handedness sign). A drawn GPUVertBuf cannot be
   refilled, so every morph rebuild asks for a new stream. May return None or raise on failure.
 * ``release_stream(stream)``.
+* ``supports_shader_morph`` (bool) and ``create_morph_stream(primitive, base_stream, weights)
+  -> stream``: a stream that draws ``base_stream`` with ``sum(weights[t] * delta_t)`` composed in
+  the vertex shader (``weights``: (T,) float32, muted targets already 0).  May return None or
+  raise on failure.  Backends without it leave ``supports_shader_morph`` False.
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ class RuntimeBackend:
     """Abstract backend. Subclasses override every method."""
 
     name = "abstract"
+    supports_shader_morph = False
 
     def create_palette_buffer(self, joint_count: int):
         raise NotImplementedError
@@ -76,6 +81,22 @@ class CpuStream:
     @property
     def vertex_count(self) -> int:
         return int(self.positions.shape[0])
+
+
+class CpuMorphStream:
+    """What a shader-morph stream holds on the CPU backend: the base stream and the weights."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, base, weights):
+        self.id = -next(CpuMorphStream._ids)
+        self.base = base
+        self.weights = np.array(weights, dtype=np.float32)
+        self.released = False
+
+    @property
+    def vertex_count(self) -> int:
+        return self.base.vertex_count
 
 
 class CpuBackend(RuntimeBackend):
@@ -133,6 +154,15 @@ class CpuBackend(RuntimeBackend):
                       primitive.positions if positions is None else positions,
                       primitive.normals if normals is None else normals,
                       primitive.tangents if tangents is None else tangents)
+        self.streams_created += 1
+        self.live_streams.add(s.id)
+        return s
+
+    def create_morph_stream(self, primitive, base_stream, weights):
+        """Only when a test sets ``supports_shader_morph``; fails like ``create_stream``."""
+        if self.fail_stream_create or not self.supports_shader_morph or base_stream is None:
+            return None
+        s = CpuMorphStream(base_stream, weights)
         self.streams_created += 1
         self.live_streams.add(s.id)
         return s

@@ -6,15 +6,21 @@ with ``texelFetch`` by ``glsl/skinning.glsl``.  The backend is chosen once at st
 ``palette_backend_kind()``; the storage-buffer path is used where the running Blender provides
 ``gpu.types.GPUStorageBuf`` (none of the versions we can test do).
 
-A drawn ``GPUVertBuf`` cannot be refilled, so every morph upload creates a new vertex buffer and
+A drawn ``GPUVertBuf`` cannot be refilled, so every morph rebuild creates a new vertex buffer and
 batch; the index buffer of a primitive is created once and shared by all its streams.
+
+Shader-composed morphs (animated weights, see ``runtime/mesh_instance.py``): the primitive's
+sparse delta entries live in one static RGBA32F texture (3 texels per entry) and each vertex's
+``morph_span`` attribute in the shared static buffer; an update only creates a small R32F texture
+of the weights, drawn with the primitive's base stream.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .backend import RuntimeBackend
-from ..passes.shader_lib import vertex_format
+from .mesh_instance import pack_morph_entries
+from ..passes.shader_lib import MORPH_TEX_WIDTH, vertex_format
 
 _IDENTITY_ROWS = np.eye(4, dtype=np.float32).T.ravel()   # column-major = 4 texels of one row
 
@@ -50,20 +56,41 @@ class GpuPaletteBuffer:
         return self.joint_count > 0
 
 
+def float_texture(values: np.ndarray, channels: int):
+    """A 2-D float texture MORPH_TEX_WIDTH texels wide (narrower when fewer) holding ``values``
+    ((N, channels) float32) at texel i = (i % width, i // width); the tail is zero-padded."""
+    import gpu
+
+    values = np.asarray(values, np.float32).reshape(-1, channels)
+    n = max(1, values.shape[0])
+    w = min(MORPH_TEX_WIDTH, n)
+    h = -(-n // w)
+    limit = gpu.capabilities.max_texture_size_get()
+    if h > limit:
+        raise ValueError(f"{values.shape[0]} texels exceed the largest texture ({w}x{limit})")
+    data = np.zeros((w * h, channels), np.float32)
+    data[:values.shape[0]] = values
+    fmt = {1: "R32F", 4: "RGBA32F"}[channels]
+    return gpu.types.GPUTexture((w, h), format=fmt, data=gpu.types.Buffer("FLOAT", data.size, data.ravel()))
+
+
 class GpuStream:
     """One drawable vertex stream: a dynamic vertex buffer (pos, nor, tan: what a morph changes)
-    plus the primitive's shared static buffer (uv, smooth normal, joints, weights) and index
-    buffer, combined in one batch."""
+    plus the primitive's shared static buffer (uv, smooth normal, joints, weights, morph spans)
+    and index buffer, combined in one batch.  ``morph`` is None, or the (deltas, weights)
+    textures the vertex shader composes (a shader-morph stream shares the base stream's
+    buffers)."""
 
-    __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo")
+    __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph")
 
-    def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int):
+    def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None):
         self.batch = batch
         self.vbo = vbo
         self.static_vbo = static_vbo
         self.ibo = ibo
         self.vertex_count = vertex_count
         self.triangle_count = triangle_count
+        self.morph = morph
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -88,8 +115,9 @@ def _f32(a, width, n, default=None):
     return out
 
 
-def build_static(primitive):
-    """The per-primitive buffer of attributes no morph changes, and its index buffer."""
+def build_static(primitive, morph_span=None):
+    """The per-primitive buffer of attributes no morph changes, and its index buffer.
+    ``morph_span`` is the (V,2) span of ``pack_morph_entries`` (zeros when None)."""
     import gpu
 
     n = int(np.asarray(primitive.positions).shape[0])
@@ -109,6 +137,8 @@ def build_static(primitive):
     vbo.attr_fill("weights", np.ascontiguousarray(w[:, :4]))
     vbo.attr_fill("joints_hi", np.ascontiguousarray(j[:, 4:]))
     vbo.attr_fill("weights_hi", np.ascontiguousarray(w[:, 4:]))
+    span = np.zeros((n, 2), np.uint32) if morph_span is None else np.array(morph_span, np.uint32, order="C")
+    vbo.attr_fill("morph_span", span)
     indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
     ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
     return vbo, ibo, int(indices.shape[0])
@@ -147,8 +177,11 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
 class GpuBackend(RuntimeBackend):
     """Runtime backend that owns real GPU resources (must be used with a GPU context current)."""
 
+    supports_shader_morph = True
+
     def __init__(self):
         self._static = {}        # id(primitive) -> (primitive ref, (static vbo, ibo, triangle count))
+        self._morph = {}         # id(primitive) -> (primitive ref, (span, entries), deltas texture or None)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
         self.stream_uploads = 0
@@ -173,28 +206,52 @@ class GpuBackend(RuntimeBackend):
         return handle is not None and handle.valid
 
     # streams --------------------------------------------------------------------------------
+    def _morph_entry(self, primitive):
+        entry = self._morph.get(id(primitive))
+        if entry is None or entry[0] is not primitive:
+            entry = [primitive, pack_morph_entries(primitive), None]
+            self._morph[id(primitive)] = entry
+        return entry
+
     def create_stream(self, primitive, positions=None, normals=None, tangents=None):
         key = id(primitive)
         entry = self._static.get(key)
         static = entry[1] if entry is not None and entry[0] is primitive else None
         if static is None:
-            static = build_static(primitive)
+            span = self._morph_entry(primitive)[1][0] if getattr(primitive, "morph_targets", ()) else None
+            static = build_static(primitive, span)
             self._static[key] = (primitive, static)
         stream = build_stream(primitive, positions, normals, tangents, static=static)
         self.stream_uploads += 1
         return stream
+
+    def create_morph_stream(self, primitive, base_stream, weights):
+        """A stream drawing ``base_stream`` with the deltas composed in the vertex shader."""
+        if base_stream is None or getattr(base_stream, "batch", None) is None:
+            return None
+        entry = self._morph_entry(primitive)
+        if entry[2] is None:
+            entry[2] = float_texture(entry[1][1].reshape(-1, 4), 4)
+        weights_tex = float_texture(np.asarray(weights, np.float32), 1)
+        self.stream_uploads += 1
+        b = base_stream
+        return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
+                         morph=(entry[2], weights_tex))
 
     def release_stream(self, stream) -> None:
         if stream is not None:
             stream.batch = None
             stream.vbo = None
             stream.static_vbo = None
+            stream.morph = None
 
     def forget_primitive(self, primitive) -> None:
         self._static.pop(id(primitive), None)
+        self._morph.pop(id(primitive), None)
 
     def release_all(self) -> None:
         self._static.clear()
+        self._morph.clear()
 
 
 _identity_palette = None
@@ -221,6 +278,26 @@ def palette_texture(palette):
         if handle is not None:
             break
     return getattr(handle, "texture", None)
+
+
+def bind_morph(shader, stream) -> None:
+    """Set the shared morph uniforms for one draw (mode 0: the stream is already final)."""
+    morph = getattr(stream, "morph", None)
+    if morph is not None:
+        shader.uniform_sampler("morph_deltas", morph[0])
+        shader.uniform_sampler("morph_weights", morph[1])
+        shader.uniform_int("morph_mode", 1)
+    else:
+        dummy = identity_palette_texture()
+        shader.uniform_sampler("morph_deltas", dummy)
+        shader.uniform_sampler("morph_weights", dummy)
+        shader.uniform_int("morph_mode", 0)
+
+
+def bind_deform(shader, item) -> None:
+    """Morph and skinning uniforms of a RenderItem: every geometry pass calls this per draw."""
+    bind_skinning(shader, item.palette, item.influences)
+    bind_morph(shader, item.stream)
 
 
 def bind_skinning(shader, palette, influences: int) -> None:

@@ -4,6 +4,15 @@ Seed: RuntimeMeshInstance. Only primitives with morph targets get a MorphState a
 stream; when ``morph_state.version != applied_morph_version`` the stream is rebuilt *from the
 base* over the active, non-muted targets (never incrementally) and uploaded as a brand-new stream
 (a drawn GPUVertBuf cannot be refilled).
+
+High-frequency morph animation (the seed's stated extension: "高频面部曲线 ... 由 Vertex Shader
+执行 Delta 合成"): when a primitive's weights change on consecutive updates, and the backend can
+compose deltas in the vertex shader, the update uploads only the weights (one small texture) and
+the shaders add ``sum(weight * delta)`` over the vertex's sparse entries (``pack_morph_entries``).
+As soon as the weights hold still for one update, the primitive is rebuilt once on the CPU again
+("settles"), so edited expressions are drawn from a plain stream with exact bounds.  In shader mode
+the bounds and ``maximum_position_delta`` are conservative (per-target delta extremes times the
+weights): never smaller than the exact values, as the seed's culling requires.
 """
 from __future__ import annotations
 
@@ -18,6 +27,56 @@ from ..assets.types import Bounds
 DEGENERATE_LENGTH = 1e-8
 #: Targets touching at most this fraction of the vertices are stored sparsely.
 SPARSE_FRACTION = 0.5
+#: Version changes on this many updates in a row (without a still one between) = animated morph.
+ANIMATED_CHANGES = 2
+#: After this many still updates a primitive counts as edited by hand again.
+STILL_RESET = 3
+#: morph policies of RuntimeMeshInstance: "auto" (above), "rebuild" (always the CPU rebuild),
+#: "shader" (always compose in the shader when the backend can).
+MORPH_POLICIES = ("auto", "rebuild", "shader")
+
+
+def touched_rows(target) -> np.ndarray:
+    """Vertex indices whose position, normal or tangent delta is non-zero."""
+    touched = np.any(target.position_deltas != 0.0, axis=1)
+    for d in (target.normal_deltas, target.tangent_deltas):
+        if d is not None:
+            touched |= np.any(d != 0.0, axis=1)
+    return np.flatnonzero(touched)
+
+
+def pack_morph_entries(primitive):
+    """Sparse delta entries of every target, grouped by vertex (for shader composition).
+
+    Returns ``(span, entries)``: ``span`` (V,2) uint32 = (first entry, entry count) per vertex;
+    ``entries`` (E,3,4) float32 = (dpos, target index), (dnor, 0), (dtan, 0), sorted by vertex and
+    then by target.  Runs once per primitive (a loop over targets at initialisation only).
+    """
+    v = primitive.vertex_count
+    verts, tids = [], []
+    for t, target in enumerate(primitive.morph_targets):
+        rows = touched_rows(target)
+        verts.append(rows)
+        tids.append(np.full(rows.shape[0], t, np.int64))
+    all_v = np.concatenate(verts) if verts else np.zeros(0, np.int64)
+    all_t = np.concatenate(tids) if tids else np.zeros(0, np.int64)
+    order = np.lexsort((all_t, all_v))
+    all_v, all_t = all_v[order], all_t[order]
+    entries = np.zeros((all_v.shape[0], 3, 4), np.float32)
+    entries[:, 0, 3] = all_t
+    for t, target in enumerate(primitive.morph_targets):
+        sel = all_t == t
+        rows = all_v[sel]
+        entries[sel, 0, :3] = target.position_deltas[rows]
+        if target.normal_deltas is not None:
+            entries[sel, 1, :3] = target.normal_deltas[rows]
+        if target.tangent_deltas is not None and primitive.tangents is not None:
+            entries[sel, 2, :3] = target.tangent_deltas[rows]
+    counts = np.bincount(all_v, minlength=v).astype(np.int64)
+    span = np.zeros((v, 2), np.uint32)
+    span[:, 0] = np.cumsum(counts) - counts
+    span[:, 1] = counts
+    return span, entries
 
 
 class RuntimeMesh:
@@ -65,22 +124,26 @@ class RuntimeMesh:
 
 
 class _TargetData:
-    """Deltas of one target, dense (idx None) or sparse (rows idx)."""
+    """Deltas of one target, dense (idx None) or sparse (rows idx), and the extremes of its
+    position deltas (for conservative bounds in shader mode)."""
 
-    __slots__ = ("idx", "pos", "nrm", "tan")
+    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length")
 
     def __init__(self, target, vertex_count: int):
         p = target.position_deltas
         n = target.normal_deltas
         t = target.tangent_deltas
-        touched = np.any(p != 0.0, axis=1)
-        if n is not None:
-            touched |= np.any(n != 0.0, axis=1)
-        if t is not None:
-            touched |= np.any(t != 0.0, axis=1)
-        nnz = int(np.count_nonzero(touched))
-        if nnz <= SPARSE_FRACTION * vertex_count:
-            idx = np.flatnonzero(touched)
+        idx = touched_rows(target)
+        if idx.size:
+            rows = p[idx]
+            self.dmin = np.minimum(rows.min(axis=0), 0.0).astype(np.float64)
+            self.dmax = np.maximum(rows.max(axis=0), 0.0).astype(np.float64)
+            self.max_length = float(np.sqrt(_row_norms_sq(rows).max()))
+        else:
+            self.dmin = np.zeros(3)
+            self.dmax = np.zeros(3)
+            self.max_length = 0.0
+        if idx.size <= SPARSE_FRACTION * vertex_count:
             # flat element indices: 1-D fancy indexing is several times faster than row indexing
             self.idx = (idx[:, None] * 3 + np.arange(3)).reshape(-1)
             self.pos = np.ascontiguousarray(p[idx]).reshape(-1)
@@ -156,6 +219,9 @@ class PrimitiveInstance:
         self.applied_morph_version = 0
         self.muted = np.zeros(0, dtype=bool)
         self._targets: List[_TargetData] = []
+        self.shader_morph = False        # the current stream composes deltas in the shader
+        self.changes = 0                 # version changes since the weights last held still
+        self.still = 0                   # updates in a row without a version change
 
     @property
     def has_morphs(self) -> bool:
@@ -167,6 +233,31 @@ class PrimitiveInstance:
         self.morph_state = MorphState(prim.morph_targets)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = [_TargetData(t, v) for t in prim.morph_targets]
+
+    def effective_weights(self) -> np.ndarray:
+        """The weights the shader composes with: muted targets contribute nothing."""
+        w = np.array(self.morph_state.weights, dtype=np.float32)
+        w[self.muted] = 0.0
+        return w
+
+    def conservative_bounds(self, weights: np.ndarray):
+        """(bounds, max delta) that contain every morphed vertex for these weights, O(active)."""
+        prim = self.primitive
+        base = prim.bounds
+        active = np.flatnonzero(weights)
+        if active.size == 0 or base.is_empty:
+            return base, 0.0
+        lo = np.zeros(3)
+        hi = np.zeros(3)
+        max_delta = 0.0
+        for i in active:                      # active targets only
+            td = self._targets[int(i)]
+            w = float(weights[i])
+            a, b = w * td.dmin, w * td.dmax
+            lo += np.minimum(a, b)
+            hi += np.maximum(a, b)
+            max_delta += abs(w) * td.max_length
+        return Bounds(base.minimum + lo, base.maximum + hi), max_delta
 
     def rebuild(self):
         """Morph from the base over active, non-muted targets. Returns (pos, nrm, tan, bounds, maxdelta)."""
@@ -219,6 +310,7 @@ class RuntimeMeshInstance:
         self.last_upload_count = 0
         self.total_upload_count = 0
         self._backend = None
+        self.morph_policy = "auto"      # one of MORPH_POLICIES
 
     def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend) -> bool:
         """Primitive counts must match; builds and uploads every morph primitive once."""
@@ -237,7 +329,10 @@ class RuntimeMeshInstance:
         self.morph_primitive_count = sum(1 for p in self.primitives if p.has_morphs)
         self.last_upload_count = 0
         self.total_upload_count = 0
-        return self.update()
+        ok = self.update()
+        for p in self.primitives:
+            p.changes = 0                  # the initial build is not an edit
+        return ok
 
     def morph_state(self, primitive_index: int) -> Optional[MorphState]:
         if 0 <= primitive_index < len(self.primitives):
@@ -245,31 +340,63 @@ class RuntimeMeshInstance:
         return None
 
     def update(self) -> bool:
-        """Rebuild and upload every morph primitive whose MorphState version changed."""
+        """Bring every morph primitive's stream up to its MorphState version.
+
+        A changed version is rebuilt from the base on the CPU, or, when the weights are animated
+        (``morph_policy``), composed in the vertex shader with only the weights uploaded.  A
+        shader-composed primitive whose weights held still for one update is rebuilt once.
+        A failed upload does not advance ``applied_morph_version`` (retried next update)."""
         self.last_upload_count = 0
         ok = True
         backend = self._backend
-        for p in self.primitives:
+        policy = self.morph_policy
+        can_shader = bool(getattr(backend, "supports_shader_morph", False)) and policy != "rebuild"
+        for i, p in enumerate(self.primitives):
             st = p.morph_state
-            if st is None or st.version == p.applied_morph_version:
+            if st is None:
                 continue
-            positions, normals, tangents, bounds, max_delta = p.rebuild()
-            try:
-                stream = backend.create_stream(p.primitive, positions, normals, tangents)
-            except Exception:
-                stream = None
+            if st.version == p.applied_morph_version:
+                p.still += 1
+                if p.still >= STILL_RESET:
+                    p.changes = 0
+                shader = can_shader and policy == "shader"   # still weights: settle into a stream
+                if shader == p.shader_morph:
+                    continue
+            else:
+                p.still = 0
+                p.changes += 1
+                shader = can_shader and (policy == "shader" or p.changes >= ANIMATED_CHANGES)
+            if shader:
+                weights = p.effective_weights()
+                bounds, max_delta = p.conservative_bounds(weights)
+                try:
+                    stream = backend.create_morph_stream(p.primitive, self.runtime_mesh.stream(i), weights)
+                except Exception:
+                    stream = None
+            else:
+                positions, normals, tangents, bounds, max_delta = p.rebuild()
+                try:
+                    stream = backend.create_stream(p.primitive, positions, normals, tangents)
+                except Exception:
+                    stream = None
             if stream is None:
                 ok = False          # applied_morph_version not advanced: retried next frame
                 continue
             if p.stream is not None:
                 backend.release_stream(p.stream)
             p.stream = stream
+            p.shader_morph = shader
             p.local_bounds = bounds
             p.maximum_position_delta = max_delta
             p.applied_morph_version = st.version
             self.last_upload_count += 1
             self.total_upload_count += 1
         return ok
+
+    @property
+    def shader_morph_count(self) -> int:
+        """Primitives whose current stream composes the deltas in the vertex shader."""
+        return sum(1 for p in self.primitives if p.shader_morph)
 
     def release(self) -> None:
         if self._backend is not None:

@@ -29,6 +29,7 @@ class RuntimeStats:
     palette_uploads: int = 0          # this frame
     morph_uploads: int = 0            # this frame
     morph_uploads_total: int = 0      # since initialisation (includes the initial uploads)
+    shader_morph_primitives: int = 0  # primitives composing their deltas in the vertex shader
     morph_target_count: int = 0
     active_target_count: int = 0
     pose_version: int = 0
@@ -44,6 +45,9 @@ def _target_key(t) -> str:
 
 
 class SceneRuntime:
+    #: morph policy new runtimes start with (see runtime/mesh_instance.py)
+    default_morph_policy = "auto"
+
     def __init__(self, scene, backend):
         self.scene = scene
         self.backend = backend
@@ -61,6 +65,18 @@ class SceneRuntime:
         self._clip_bindings: list = []     # [(MorphState, channel indices, target indices)]
         self._last_sample_count = -1
         self._initialized = False
+        self.morph_policy = type(self).default_morph_policy   # of every RuntimeMeshInstance
+
+    def set_morph_policy(self, policy: str) -> None:
+        """"auto", "rebuild" or "shader" (see runtime/mesh_instance.py) for every morph instance."""
+        from ..runtime.mesh_instance import MORPH_POLICIES
+
+        if policy not in MORPH_POLICIES:
+            raise ValueError(f"morph policy must be one of {MORPH_POLICIES}, not {policy!r}")
+        self.morph_policy = policy
+        for inst in self.mesh_instances:
+            if inst is not None:
+                inst.morph_policy = policy
 
     # ---------------------------------------------------------------- lifecycle
     def initialize(self) -> bool:
@@ -91,6 +107,7 @@ class SceneRuntime:
             if not any(p.has_morphs for p in mesh.primitives):
                 continue
             inst = RuntimeMeshInstance()
+            inst.morph_policy = self.morph_policy
             if not inst.initialize(mesh, self.runtime_meshes[mi], self.backend):
                 self.last_error = f"morph stream creation failed for '{sc.nodes[node].name}'"
                 self.release()
@@ -238,11 +255,13 @@ class SceneRuntime:
         uploads = 0
         total = 0
         active = 0
+        shader = 0
         for inst in self.mesh_instances:
             if inst is not None:
                 ok = inst.update() and ok
                 uploads += inst.last_upload_count
                 total += inst.total_upload_count
+                shader += inst.shader_morph_count
                 for p in inst.primitives:
                     if p.morph_state is not None:
                         active += p.morph_state.active_count
@@ -251,6 +270,7 @@ class SceneRuntime:
         st.palette_uploads = self.palette_set.last_upload_count
         st.morph_uploads = uploads
         st.morph_uploads_total = total
+        st.shader_morph_primitives = shader
         st.active_target_count = active
         st.pose_version = self.pose.version
         st.animation_ms = (t1 - t0) * 1e3

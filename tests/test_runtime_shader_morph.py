@@ -1,0 +1,145 @@
+"""Vertex-shader morph composition (the seed's extension for animated morphs): sparse packing,
+the auto policy (animated -> shader, still -> rebuilt once), failure handling and conservative
+bounds.  The GPU side is checked against Blender in test_deform.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import test_runtime_mesh_instance as M
+from stylized_renderer.engine.runtime.backend import CpuBackend, CpuMorphStream
+from stylized_renderer.engine.runtime.mesh_instance import pack_morph_entries
+
+UP, RIGHT, target = M.UP, M.RIGHT, M.target
+
+
+def shader_backend():
+    be = CpuBackend()
+    be.supports_shader_morph = True
+    return be
+
+
+def compose_like_the_shader(prim, span, entries, weights):
+    """numpy transcription of glsl/skinning.glsl morph_vertex over the packed entries."""
+    v = prim.vertex_count
+    dp = np.zeros((v, 3))
+    for vert in range(v):
+        first, count = span[vert]
+        for e in entries[first:first + count]:
+            dp[vert] += weights[int(e[0, 3])] * e[0, :3]
+    return prim.positions + dp
+
+
+def test_pack_groups_sparse_entries_by_vertex_and_target():
+    d0 = np.zeros((4, 3)); d0[1] = (0, 0, 1); d0[3] = (1, 0, 0)
+    d1 = np.zeros((4, 3)); d1[1] = (0, 2, 0)
+    n1 = np.zeros((4, 3)); n1[2] = (1, 0, 0)                    # a normal-only change counts too
+    mesh = M.mesh_with([target("a", d0), target("b", d1, nrm=n1)])
+    span, entries = pack_morph_entries(mesh.primitives[0])
+    assert span.dtype == np.uint32 and entries.shape == (4, 3, 4)
+    assert span.tolist() == [[0, 0], [0, 2], [2, 1], [3, 1]]
+    assert entries[:, 0, 3].tolist() == [0, 1, 1, 0]             # vertex-major, then target
+    assert np.allclose(entries[1, 0, :3], (0, 2, 0)) and np.allclose(entries[2, 1, :3], (1, 0, 0))
+
+
+def test_packed_entries_reproduce_the_cpu_rebuild():
+    rng = np.random.default_rng(3)
+    ds = []
+    for k in range(3):
+        d = rng.normal(size=(4, 3))
+        d[rng.random(4) < 0.5] = 0.0
+        ds.append(d)
+    mesh = M.mesh_with([target(f"t{k}", d, lo=-1.0) for k, d in enumerate(ds)])
+    prim = mesh.primitives[0]
+    span, entries = pack_morph_entries(prim)
+    w = np.array([0.3, -0.7, 0.9], np.float32)
+    _m, _rm, inst, _be = M.build([target(f"t{k}", d, lo=-1.0) for k, d in enumerate(ds)])
+    inst.morph_state(0).set_weights([0, 1, 2], w)
+    inst.update()
+    assert np.allclose(compose_like_the_shader(prim, span, entries, w), inst.primitives[0].stream.positions, atol=1e-6)
+
+
+def test_auto_policy_animated_weights_go_to_the_shader_and_settle_when_still():
+    mesh, rm, inst, be = M.build([target("a", UP), target("b", RIGHT, mute=True)], shader_backend())
+    p = inst.primitives[0]
+    st = inst.morph_state(0)
+    st.set_weight(0, 0.2)
+    inst.update()                                   # one change: an edit -> CPU rebuild
+    assert not p.shader_morph and not isinstance(p.stream, CpuMorphStream)
+    st.set_weight(0, 0.4)
+    st.set_weight(1, 1.0)
+    inst.update()                                   # changed again next update: animated
+    assert p.shader_morph and isinstance(p.stream, CpuMorphStream)
+    assert p.stream.base is rm.stream(0)            # draws the shared base stream
+    assert p.stream.weights.tolist() == pytest.approx([0.4, 0.0])   # muted target sends 0
+    assert inst.last_upload_count == 1 and inst.shader_morph_count == 1
+    st.set_weight(0, 0.6)
+    inst.update()
+    assert p.shader_morph and p.stream.weights[0] == pytest.approx(0.6)
+    inst.update()                                   # weights held still: rebuilt once on the CPU
+    assert not p.shader_morph and inst.last_upload_count == 1
+    assert np.allclose(p.stream.positions, mesh.primitives[0].positions + 0.6 * UP)
+    assert p.maximum_position_delta == pytest.approx(0.6)
+    inst.update()
+    assert inst.last_upload_count == 0              # still: nothing more
+    assert be.live_streams == {p.stream.id, rm.stream(0).id, rm.stream(1).id}   # old streams released
+
+
+def test_policies_rebuild_and_shader():
+    mesh, rm, inst, be = M.build([target("a", UP)], shader_backend())
+    p = inst.primitives[0]
+    inst.morph_policy = "rebuild"
+    for w in (0.1, 0.2, 0.3):
+        inst.morph_state(0).set_weight(0, w)
+        inst.update()
+        assert not p.shader_morph
+    inst.morph_policy = "shader"
+    inst.update()                                   # forced: even still weights compose in the shader
+    assert p.shader_morph and inst.last_upload_count == 1
+    inst.update()
+    assert p.shader_morph and inst.last_upload_count == 0
+
+
+def test_backend_without_shader_morph_always_rebuilds():
+    mesh, rm, inst, be = M.build([target("a", UP)])
+    inst.morph_policy = "shader"
+    for w in (0.1, 0.2, 0.3):
+        inst.morph_state(0).set_weight(0, w)
+        inst.update()
+        assert not inst.primitives[0].shader_morph
+
+
+def test_failed_weight_upload_does_not_advance_applied_version():
+    mesh, rm, inst, be = M.build([target("a", UP)], shader_backend())
+    p = inst.primitives[0]
+    st = inst.morph_state(0)
+    st.set_weight(0, 0.2)
+    inst.update()
+    applied, stream = p.applied_morph_version, p.stream
+    st.set_weight(0, 0.5)
+    be.fail_stream_create = True
+    assert not inst.update()
+    assert p.applied_morph_version == applied and p.stream is stream and inst.last_upload_count == 0
+    be.fail_stream_create = False
+    st.set_weight(0, 0.7)
+    assert inst.update() and p.shader_morph and p.applied_morph_version == st.version
+
+
+def test_shader_mode_bounds_and_max_delta_are_conservative():
+    rng = np.random.default_rng(7)
+    ds = [rng.normal(size=(4, 3)) for _ in range(4)]
+    targets = [target(f"t{k}", d, lo=-1.0, hi=2.0) for k, d in enumerate(ds)]
+    mesh, rm, inst, be = M.build(targets, shader_backend())
+    inst.morph_policy = "shader"
+    p = inst.primitives[0]
+    base = mesh.primitives[0].positions
+    for _ in range(20):
+        w = rng.uniform(-1.0, 2.0, 4).astype(np.float32)
+        w[rng.random(4) < 0.3] = 0.0
+        inst.morph_state(0).set_weights(range(4), w)
+        inst.update()
+        assert p.shader_morph
+        exact = base + sum(w[k] * ds[k] for k in range(4))
+        assert np.all(p.local_bounds.minimum <= exact.min(0) + 1e-6)
+        assert np.all(p.local_bounds.maximum >= exact.max(0) - 1e-6)
+        assert p.maximum_position_delta >= np.linalg.norm(exact - base, axis=1).max() - 1e-6
