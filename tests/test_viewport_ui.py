@@ -460,3 +460,26 @@ def test_stats_panel(empty_scene, monkeypatch):
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()
     assert "Screen-Space Outline: 0.20 ms" in labels and "Post Process: 0.10 ms" in labels
     assert "Pipeline GPU: 2.20 ms" in labels
+
+
+def test_profile_gpu_measures_every_pass(empty_scene, render):
+    """With Profile GPU the pipeline waits for each pass and reports real times for all five;
+    without it nothing is reported (the panel says pending, never 0)."""
+    from conftest import add_camera, add_mesh_object, add_sun, cube_geometry
+    from stylized_renderer.engine import render_engine
+    from stylized_renderer.panels import viewport_panels as vp
+
+    scene = empty_scene
+    add_camera(scene)
+    add_sun(scene, rotation=(0.5, 0.3, 0.0))
+    v, f = cube_geometry()
+    add_mesh_object(scene, "Cube", v, f)
+    scene.stylized.screen_space_outline = True
+    render(scene)
+    assert render_engine.last_render["stats"]["gpu_ms"] == {}
+    scene.stylized.profile_gpu = True
+    render(scene)
+    gpu = render_engine.last_render["stats"]["gpu_ms"]
+    assert set(gpu) == {"shadow", "forward", "outline_mask", "screen_space_outline", "post_process"}
+    assert all(isinstance(v, float) and v >= 0.0 for v in gpu.values())
+    assert all(vp.gpu_pass_ms(gpu, name) is not None for name in vp.GPU_PASSES)

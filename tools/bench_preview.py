@@ -68,29 +68,35 @@ def camera_for(scene, depsgraph):
 
 
 class Counter:
-    """Counts GPU streams / palettes created and released through a backend."""
+    """Live GPU streams / palettes created through a backend since counting began (by identity:
+    releases of objects made before counting are ignored)."""
 
     def __init__(self, backend):
         self.created = self.released = 0
-        for make, free in (("create_stream", "release_stream"), ("create_palette_buffer", "release_palette")):
-            self._wrap(backend, make, 1)
-            self._wrap(backend, free, -1)
+        self._live = set()
+        for name in ("create_stream", "create_morph_stream", "create_palette_buffer"):
+            if hasattr(backend, name):
+                self._wrap(backend, name, True)
+        for name in ("release_stream", "release_palette"):
+            self._wrap(backend, name, False)
 
-    def _wrap(self, backend, name, sign):
+    def _wrap(self, backend, name, make):
         orig = getattr(backend, name)
 
         def wrapped(*a, **kw):
             r = orig(*a, **kw)
-            if sign > 0 and r is not None:
+            if make and r is not None:
                 self.created += 1
-            elif sign < 0 and a and a[0] is not None:
+                self._live.add(id(r))
+            elif not make and a and id(a[0]) in self._live:
                 self.released += 1
+                self._live.discard(id(a[0]))
             return r
         setattr(backend, name, wrapped)
 
     @property
     def live(self):
-        return self.created - self.released
+        return len(self._live)
 
 
 def phases(stats) -> tuple:
@@ -143,9 +149,12 @@ def main(argv=None) -> int:
         t_prev = []
         ph_prev = []
         frame_before = scene.frame_current
+        c_prev = []
         for _ in range(frames):
             t0 = time.perf_counter()
+            c0 = time.thread_time()
             draw()
+            c_prev.append(time.thread_time() - c0)
             t_prev.append(time.perf_counter() - t0)
             ph_prev.append(phases(session.stats))
         _sync()
@@ -159,14 +168,30 @@ def main(argv=None) -> int:
         t_tl = []
         ph_tl = []
         span = max(1, f1 - f0 + 1)
+        c_tl = []
         for i in range(frames):
             t0 = time.perf_counter()
+            c0 = time.thread_time()
             scene.frame_set(f0 + (i % span))
             t1 = time.perf_counter()
             draw()
+            c_tl.append(time.thread_time() - c0)
             t_tl.append(time.perf_counter() - t0)
             ph_tl.append(phases(session.stats) + ((t1 - t0) * 1e3,))
         _sync()
+
+        # per-pass GPU time (Profile GPU: the pipeline waits for each pass)
+        scene.stylized.profile_gpu = True
+        state.push("play")
+        state.active = state.playing = True
+        gpu_ms = {}
+        for _ in range(20):
+            draw()
+            for k, v in (session.stats.get("gpu_ms") or {}).items():
+                gpu_ms.setdefault(k, []).append(v)
+        scene.stylized.profile_gpu = False
+        out["gpu_ms"] = {k: statistics.median(v) for k, v in gpu_ms.items()}
+        out["c_prev"], out["c_tl"] = c_prev, c_tl
 
         # memory over N rendered preview frames
         state.push("play")
@@ -213,6 +238,12 @@ def main(argv=None) -> int:
           f"pipeline {st.get('pipeline_ms', 0):.3f} ms, palettes {st.get('palette_count')}, "
           f"joints {st.get('joint_matrix_count')}, gpu items {st.get('gpu_items')}, "
           f"fallbacks {len(st.get('fallbacks') or [])}")
+    cp_ms = statistics.mean(out["c_prev"]) * 1e3
+    ct_ms = statistics.mean(out["c_tl"]) * 1e3
+    print(f"main-thread CPU time (time.thread_time; llvmpipe's rasteriser threads excluded): preview {cp_ms:.3f} ms, "
+          f"timeline {ct_ms:.3f} ms, ratio {cp_ms / ct_ms if ct_ms > 0 else float('inf'):.3f}")
+    print("per-pass GPU time (Profile GPU, median of 20 frames): "
+          + ", ".join(f"{k} {v:.2f} ms" for k, v in out["gpu_ms"].items()))
     print(f"ratio preview/timeline = {ratio:.3f} (target <= 0.25): {'OK' if ratio <= 0.25 else 'ABOVE TARGET'}")
     print(f"memory over {args.memory_frames} preview frames: python {out['mem0'] / 1024:.1f} KiB -> "
           f"{out['mem1'] / 1024:.1f} KiB (delta {(out['mem1'] - out['mem0']) / 1024:+.1f} KiB, "

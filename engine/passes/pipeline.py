@@ -78,6 +78,23 @@ def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on,
     return d
 
 
+#: pipeline stat key -> the pass name the Stats panel shows (blend joins the forward pass)
+GPU_TIME_KEYS = {"shadow_ms": "shadow", "forward_ms": "forward", "blend_ms": "forward",
+                 "outline_ms": "outline_mask", "screen_outline_ms": "screen_space_outline",
+                 "post_ms": "post_process"}
+
+
+def _sync(fb, depth=False) -> None:
+    """Wait for the GPU to finish writing ``fb`` (reading one pixel back blocks until then)."""
+    if fb is None:
+        return
+    with fb.bind():
+        if depth:
+            fb.read_depth(0, 0, 1, 1)
+        else:
+            fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")
+
+
 class FramePipeline:
     def __init__(self):
         self.shadow = ShadowPass()
@@ -91,6 +108,8 @@ class FramePipeline:
         self._mats = {}
         self._default_key = "\x00default"
         self.stats = {}
+        self.gpu_times = {}        # pass -> ms, measured only with Profile GPU (else empty: pending)
+        self._settings = None
         self.last_aux = None       # (tests) the aux target of the last frame: normal xyz, object id
 
     # -- resources ---------------------------------------------------------------------------------
@@ -132,9 +151,18 @@ class FramePipeline:
         shader.uniform_sampler("shadow_map", white if shadow_pass or self._shadow_tex is None else self._shadow_tex)
         return mat
 
-    def _flush(self, key, t0):
+    def _flush(self, key, t0, fb=None, depth=False):
+        """End of a pass: its CPU time; with Profile GPU on, first wait until the GPU finished
+        the pass (a one-pixel read of the pass's target: Python's gpu has no timer queries or
+        finish()), so the time includes the GPU work and lands in ``gpu_times``."""
+        profiling = bool(getattr(self._settings, "profile_gpu", False))
+        if profiling:
+            _sync(fb if fb is not None else self._fb_main, depth)
         t1 = time.perf_counter()
-        self.stats[key] = (t1 - t0) * 1000.0
+        ms = (t1 - t0) * 1000.0
+        self.stats[key] = ms
+        if profiling:
+            self.gpu_times[GPU_TIME_KEYS.get(key, key)] = self.gpu_times.get(GPU_TIME_KEYS.get(key, key), 0.0) + ms
         return t1
 
     # -- frame -------------------------------------------------------------------------------------
@@ -143,6 +171,7 @@ class FramePipeline:
 
         s = frame.settings
         self._settings = s
+        self.gpu_times = {}
         t0 = time.perf_counter()
         self._ensure_targets(s.width, s.height)
         self._prepare_materials(frame)
@@ -170,7 +199,7 @@ class FramePipeline:
         if shadows_on:
             self.shadow.draw(shadow_shader(), casters, self._bind_material)
             self._shadow_tex = self.shadow.texture
-        t0 = self._flush("shadow_ms", t0)
+        t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on else None, depth=True)
 
         # ---- 2. forward opaque / mask -------------------------------------------------------------
         visible = frustum_visible(items, frame.camera.view_projection)
@@ -231,12 +260,12 @@ class FramePipeline:
         # ---- 4. screen-space outline ------------------------------------------------------------------
         if s.screen_space_outline:
             color = self.screen_outline.execute(frame, color, self._aux, self._depth)
-        t0 = self._flush("screen_outline_ms", t0)
+        t0 = self._flush("screen_outline_ms", t0, self.screen_outline._fb if s.screen_space_outline else None)
         # ---- 5. post ---------------------------------------------------------------------------------
         color = self.post.execute(frame, color)
         gpu.state.depth_test_set("NONE")
         gpu.state.depth_mask_set(False)
-        self._flush("post_ms", t0)
+        self._flush("post_ms", t0, self.post._fb if color is getattr(self.post, "_out", None) else None)
         self.last_aux = self._aux
         return color
 
