@@ -166,21 +166,24 @@ def bounds_valid(b) -> bool:
 
 def frustum_visible(items, view_projection: np.ndarray) -> list:
     """Items whose world bounds intersect the camera frustum (conservative: a box is culled only
-    when all its corners lie outside one clip plane). Items without bounds are kept."""
-    vp = np.asarray(view_projection, np.float64)
-    out = []
-    for it in items:
+    when all its corners lie outside one clip plane; the extractor's test). Items without valid
+    bounds are kept.  One vectorised test for all items."""
+    from ..world.extractor import bounds_outside_many, frustum_planes
+
+    items = list(items)
+    if not items:
+        return []
+    lo = np.full((len(items), 3), np.nan)
+    hi = np.full((len(items), 3), np.nan)
+    for i, it in enumerate(items):
         b = getattr(it, "world_bounds", None)
-        if not bounds_valid(b):
-            out.append(it)
-            continue
-        c = np.hstack([bounds_corners(b), np.ones((8, 1))]) @ vp.T
-        x, y, z, w = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
-        outside = (np.all(x < -w) or np.all(x > w) or np.all(y < -w) or np.all(y > w)
-                   or np.all(z < -w) or np.all(z > w))
-        if not outside:
-            out.append(it)
-    return out
+        if b is not None:
+            lo[i], hi[i] = b.minimum, b.maximum
+    valid = np.all(np.isfinite(lo) & np.isfinite(hi) & (lo <= hi), axis=1)
+    outside = np.zeros(len(items), bool)
+    if valid.any():
+        outside[valid] = bounds_outside_many(frustum_planes(view_projection), lo[valid], hi[valid])
+    return [it for it, o in zip(items, outside) if not o]
 
 
 def view_depth(item, view: np.ndarray) -> float:

@@ -106,6 +106,7 @@ class FramePipeline:
         self._fb_main = self._fb_blend = None
         self._frame_ubo = None
         self._mats = {}
+        self._mat_cache = {}       # material name -> (resolved source, params, texture bits, ubo)
         self._default_key = "\x00default"
         self.stats = {}
         self.gpu_times = {}        # pass -> ms, measured only with Profile GPU (else empty: pending)
@@ -128,9 +129,11 @@ class FramePipeline:
         """One std140 block and one texture set per material used this frame."""
         self._mats = {}
         names = {it.material_name for it in frame.items}
+        cache = self._mat_cache
         for name in names:
             src = frame.materials.get(name) if name else None
-            mat = normalize_material(src)
+            hit = cache.get(name)
+            mat = hit[1] if hit is not None and hit[0] is src and src is not None else normalize_material(src)
             texs = []
             present = 0
             for i, slot in enumerate(TEX_SLOTS):
@@ -139,7 +142,14 @@ class FramePipeline:
                 if tex is not None:
                     present |= 1 << i
                 texs.append(tex)
-            self._mats[name] = (mat, make_ubo(pack_material(mat, present)), texs)
+            # the resolved parameters are cached per material (and replaced when it changes), so
+            # the same object with the same textures reuses its uniform block
+            if hit is not None and hit[0] is src and src is not None and hit[2] == present:
+                ubo = hit[3]
+            else:
+                ubo = make_ubo(pack_material(mat, present))
+                cache[name] = (src, mat, present, ubo)
+            self._mats[name] = (mat, ubo, texs)
 
     def _bind_material(self, shader, name, shadow_pass=False):
         mat, ubo, texs = self._mats[name]
@@ -311,4 +321,5 @@ class FramePipeline:
         self._fb_main = self._fb_blend = None
         self._frame_ubo = None
         self._mats = {}
+        self._mat_cache = {}
         self._size = None

@@ -67,12 +67,19 @@ def frustum_planes(view_projection: np.ndarray) -> np.ndarray:
     return planes / np.where(n == 0, 1.0, n)
 
 
+def bounds_outside_many(planes: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(N,) True where box (lo[i], hi[i]) lies entirely outside one of the planes."""
+    n = planes[None, :, :3]                                               # (1,6,3)
+    p = np.where(n >= 0.0, hi[:, None, :], lo[:, None, :])               # positive vertex (N,6,3)
+    return np.any(np.sum(n * p, axis=2) + planes[None, :, 3] < 0.0, axis=1)
+
+
 def bounds_outside(planes: np.ndarray, b: Bounds) -> bool:
     """True when the box is entirely outside one of the planes."""
     if b.is_empty:
         return True
-    p = np.where(planes[:, :3] >= 0.0, b.maximum[None, :], b.minimum[None, :])   # positive vertex
-    return bool(np.any(np.einsum("ij,ij->i", planes[:, :3], p) + planes[:, 3] < 0.0))
+    return bool(bounds_outside_many(planes, np.asarray(b.minimum, np.float64)[None],
+                                    np.asarray(b.maximum, np.float64)[None])[0])
 
 
 class RenderExtractor:
