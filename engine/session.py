@@ -89,6 +89,11 @@ def _mesh_signature(mesh) -> tuple:
     return (mesh.as_pointer(), len(mesh.vertices), len(mesh.loops), len(mesh.polygons))
 
 
+def _scene_object_names(scene) -> frozenset:
+    scene = getattr(scene, "original", scene)
+    return frozenset(ob.name for ob in scene.objects) if scene is not None else frozenset()
+
+
 def settings_from_scene(scene, width: int, height: int, film_transparent: bool) -> FrameSettings:
     st = getattr(scene, "stylized", None)
     fps = scene.render.fps / max(scene.render.fps_base, 1e-9)
@@ -134,7 +139,13 @@ class StylizedSession:
         self.stats = {}
         self.timings = None
         self._need_import = True
-        self._fallback_cache = {}    # key -> (signature, [(prim arrays, stream, bounds, material)])
+        self._synced_frame = None    # the frame the last sync saw (a change = animation evaluation)
+        self.reimport_reasons = []   # why sync asked for the pending re-import (cleared by it)
+        self._object_sigs = {}       # object name -> importer.object_signature at import
+        self._key_sigs = {}          # shape-key datablock name -> importer.key_signature at import
+        self._arm_sigs = {}          # armature datablock name -> importer.armature_signature
+        self._action_sigs = {}       # action name -> importer.action_content_signature
+        self._scene_objects = None   # names of the scene's objects at import
         self._last_time = None
         self._gpu_nodes = set()
         if viewport:
@@ -159,18 +170,41 @@ class StylizedSession:
             self.backend = GpuBackend()
 
     def sync(self, depsgraph, updates=None) -> None:
-        """Note what changed.  Transform-only updates need no re-import (the timeline reader
-        picks them up); geometry, new/deleted objects, actions and shape keys re-import
-        (the importer's cache keeps unchanged meshes)."""
+        """Note what changed (``updates``: the depsgraph's updates; None = everything).
+
+        * A frame change (playback, scrubbing) re-evaluates animated objects, meshes, shape keys
+          and actions: nothing to re-import, the timeline reader reads the new pose and values.
+        * Without a frame change, an object geometry update re-imports only when the object's
+          structure changed (modifiers, parenting, vertex groups, materials, shape-key layout:
+          ``importer.object_signature``); a pose edit or a deformation does not.
+        * A mesh geometry update re-imports that mesh (the importer cache keeps the others),
+          unless it only follows a shape-key value change (the key is updated with it, its layout
+          is unchanged and the mesh is not being edited).
+        * Actions and armatures edited re-import; new or deleted objects re-import; a changed
+          material refreshes its cached values.
+        """
+        scene = getattr(depsgraph, "scene", None)
+        frame = (scene.frame_current, round(float(scene.frame_subframe), 6)) if scene is not None else None
+        animated = updates is not None and self._synced_frame is not None and frame != self._synced_frame
+        self._synced_frame = frame
         if updates is None:
-            self._need_import = True
+            self._reimport("full sync")
             return
         import bpy
 
         from . import importer
 
+        live = []
         for u in updates:
-            idb = u.id
+            try:
+                idb = getattr(u.id, "original", u.id)
+                idb.name
+            except ReferenceError:          # the datablock is gone: a deletion
+                self._reimport("a datablock was removed")
+                continue
+            live.append((u, idb))
+        keys = {idb.name for _u, idb in live if isinstance(idb, bpy.types.Key)}
+        for u, idb in live:
             if isinstance(idb, bpy.types.Material):
                 try:
                     from . import materials
@@ -179,23 +213,87 @@ class StylizedSession:
                 except Exception:
                     pass
                 continue
-            if isinstance(idb, bpy.types.Object):
-                if u.is_updated_geometry:
-                    importer.invalidate_object(idb.name)
-                    self._need_import = True
-                    self._fallback_cache.pop(idb.name, None)
+            if animated and isinstance(idb, (bpy.types.Object, bpy.types.Mesh, bpy.types.Key,
+                                             bpy.types.Action, bpy.types.Armature)):
                 continue
-            if isinstance(idb, (bpy.types.Mesh, bpy.types.Key, bpy.types.Armature)):
-                if u.is_updated_geometry or isinstance(idb, bpy.types.Key):
+            if isinstance(idb, bpy.types.Object):
+                if u.is_updated_geometry and self._structure_changed(idb):
+                    importer.invalidate_object(idb.name)
+                    self._reimport(f"object '{idb.name}' changed its structure")
+                continue
+            if isinstance(idb, bpy.types.Key):
+                if self._key_sigs.get(idb.name, None) != importer.key_signature(idb):
+                    importer.invalidate_id(idb)
+                    self._reimport(f"shape keys '{idb.name}' changed their layout")
+                continue
+            if isinstance(idb, bpy.types.Mesh):
+                if not u.is_updated_geometry:
+                    continue
+                key = idb.shape_keys
+                values_only = (key is not None and key.name in keys and not idb.is_editmode
+                               and self._key_sigs.get(key.name, None) == importer.key_signature(key))
+                if not values_only:
                     importer.invalidate_mesh(idb.name)
-                    self._need_import = True
+                    self._reimport(f"mesh '{idb.name}' edited")
+                continue
+            if isinstance(idb, bpy.types.Armature):
+                # a pose edit updates the armature too; only a rest/bone change re-imports
+                if u.is_updated_geometry and self._arm_sigs.get(idb.name) != importer.armature_signature(idb):
+                    importer.invalidate_id(idb)
+                    self._reimport(f"armature '{idb.name}' edited")
                 continue
             if isinstance(idb, bpy.types.Action):
-                importer.invalidate_action(idb.name)
-                self._need_import = True
+                # re-evaluating the same frame reports the action too; only edited keys count
+                if self._action_sigs.get(idb.name) != importer.action_content_signature(idb):
+                    importer.invalidate_action(idb.name)
+                    self._reimport(f"action '{idb.name}' edited")
                 continue
             if isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
-                self._need_import = True
+                # relations are re-evaluated for many reasons; objects added, removed or renamed
+                # are what needs a re-import
+                if self._scene_objects != _scene_object_names(scene):
+                    self._reimport("objects added, removed or renamed")
+
+    def _reimport(self, reason: str) -> None:
+        self._need_import = True
+        self.reimport_reasons.append(reason)
+
+    def _structure_changed(self, obj) -> bool:
+        from . import importer
+
+        if obj.name not in self._object_sigs:
+            return False        # not imported (camera, light, a fallback-only type); new objects
+                                # arrive with a collection update
+        try:
+            return self._object_sigs[obj.name] != importer.object_signature(obj)
+        except ReferenceError:
+            return True
+
+    def _remember_structure(self, asset, scene=None) -> None:
+        """Signatures of the imported objects and shape keys (compared by ``sync``)."""
+        import bpy
+
+        from . import importer
+
+        self._object_sigs = {}
+        self._key_sigs = {}
+        self._arm_sigs = {}
+        for name in {nd.object_name for nd in asset.nodes}:
+            ob = bpy.data.objects.get(name)
+            if ob is None:
+                continue
+            self._object_sigs[name] = importer.object_signature(ob)
+            if ob.type == "ARMATURE" and ob.data is not None:
+                self._arm_sigs[ob.data.name] = importer.armature_signature(ob.data)
+            key = getattr(getattr(ob, "data", None), "shape_keys", None)
+            if key is not None:
+                self._key_sigs[key.name] = importer.key_signature(key)
+        self._scene_objects = _scene_object_names(scene) if scene is not None else None
+        self._action_sigs = {}
+        for clip in asset.animations:
+            action = bpy.data.actions.get(clip.action_name or clip.name)
+            if action is not None and action.name not in self._action_sigs:
+                self._action_sigs[action.name] = importer.action_content_signature(action)
 
     # ------------------------------------------------------------------------------------------
     def _ensure_runtime(self, depsgraph) -> None:
@@ -209,6 +307,7 @@ class StylizedSession:
         from .world.scene_runtime import SceneRuntime
 
         self._need_import = False
+        self.reimport_reasons = []
         if self.runtime is not None:
             self.runtime.release()
         self.runtime = None
@@ -225,6 +324,7 @@ class StylizedSession:
             self.import_error = f"runtime initialisation failed: {runtime.last_error}"
             return
         self.scene_asset = asset
+        self._remember_structure(asset, depsgraph.scene)
         self.problems = list(problems)
         self.runtime = runtime
         self.reader = TimelineReader(asset, runtime)
@@ -412,5 +512,4 @@ class StylizedSession:
         self.scene_asset = None
         self.pipeline = None
         self.backend = None
-        self._fallback_cache.clear()
         self._need_import = True

@@ -152,6 +152,7 @@ class CapturedUpdates:
     def __init__(self):
         self.updates = []
         bpy.app.handlers.depsgraph_update_post.append(self._handler)
+        bpy.app.handlers.frame_change_post.append(self._handler)     # a frame's evaluation
 
     def _handler(self, scene, depsgraph):
         if scene.name.startswith(gpu_util.TASK_SCENE_NAME):
@@ -166,6 +167,7 @@ class CapturedUpdates:
 
     def close(self):
         bpy.app.handlers.depsgraph_update_post.remove(self._handler)
+        bpy.app.handlers.frame_change_post.remove(self._handler)
 
 
 @pytest.fixture
@@ -230,3 +232,87 @@ def test_sync_applies_depsgraph_updates_incrementally(empty_scene, session, capt
     m = object_mask(px)
     assert abs(int(m.sum()) - int(before)) <= 0.05 * before
     assert px[m][:, 2].mean() > px[m][:, 0].mean()            # now blue, not red
+
+
+def _animated_character(scene):
+    """The demo character (skinned body, animated face keys, bone-parented wand)."""
+    from demo.character import build_demo_scene
+
+    info = build_demo_scene(scene)
+    scene.frame_set(1)
+    return info
+
+
+def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, session, captured):
+    scene = empty_scene
+    info = _animated_character(scene)
+    cam = scene.camera
+    w, h = 96, 72
+    dg = bpy.context.evaluated_depsgraph_get()
+    ce = cam.evaluated_get(dg)
+    view = np.linalg.inv(np.array(ce.matrix_world))
+    proj = np.array(ce.calc_matrix_camera(dg, x=w, y=h))
+    session.sync(dg)
+    first = draw(session, view, proj, False, w, h)
+    runtime = session.runtime
+    captured.take()
+
+    # timeline playback: Blender reports geometry updates for the rig, the skinned meshes, the
+    # shape keys and the action every frame; none of it is an edit
+    for f in (2, 3, 12):
+        scene.frame_set(f)
+        ups = captured.take()
+        assert any(u.is_updated_geometry for u in ups)
+        session.sync(bpy.context.evaluated_depsgraph_get(), ups)
+        assert not session._need_import, f
+    moved = draw(session, view, proj, False, w, h)
+    assert session.runtime is runtime
+    assert np.abs(moved - first).max() > 0.1                 # the new frame is drawn
+
+    # a pose edit (no frame change) and a shape-key value change: no re-import either
+    def edit(change):
+        captured.take()            # drop what the previous GPU task's temporary scene caused
+        change()
+        session.sync(bpy.context.evaluated_depsgraph_get(), captured.take())
+
+    rig = info["armature"]
+
+    def pose():
+        rig.pose.bones[0].rotation_mode = "XYZ"
+        rig.pose.bones[0].rotation_euler = (0.0, 0.0, 0.6)
+    edit(pose)
+    assert not session._need_import
+    face = next(ob for ob in scene.objects if ob.type == "MESH" and ob.data.shape_keys is not None)
+    kb = face.data.shape_keys.key_blocks[1]
+    edit(lambda: setattr(kb, "value", 0.5 if kb.value != 0.5 else 0.25))
+    assert not session._need_import
+    edit(lambda: scene.frame_set(scene.frame_current))      # the same frame evaluated again
+    assert not session._need_import, session.reimport_reasons
+    posed = draw(session, view, proj, False, w, h)
+    assert session.runtime is runtime and np.abs(posed - moved).max() > 0.1
+
+    # an edited key of the action re-imports it
+    action = rig.animation_data.action
+    from stylized_renderer.engine.importer.actions import slot_fcurves
+    fc = slot_fcurves(action, rig.animation_data.action_slot)[0]
+
+    def move_key():
+        fc.keyframe_points[0].co.y += 0.3
+        fc.update()
+        action.update_tag()
+    edit(move_key)
+    assert session._need_import and any("action" in r for r in session.reimport_reasons)
+    draw(session, view, proj, False, w, h)
+    runtime = session.runtime
+
+    # a shape-key layout change (slider range) and a new modifier are structural: re-import
+    edit(lambda: setattr(kb, "slider_max", 2.0))
+    assert session._need_import
+    draw(session, view, proj, False, w, h)
+    assert session.runtime is not runtime
+    body = next(ob for ob in scene.objects if ob.type == "MESH" and ob.name not in session.fallbacks
+                and ob.find_armature() is not None)
+    edit(lambda: body.modifiers.new("Bevel", "BEVEL"))
+    assert session._need_import
+    draw(session, view, proj, False, w, h)
+    assert body.name in session.fallbacks

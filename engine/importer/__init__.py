@@ -7,6 +7,8 @@ import_scene_with_problems(...) -> (SceneAsset, [str])
 import_action(action, scene_asset, target_object, scene, slot=None) -> AnimationClipAsset
 compatible_clips(scene_asset, object_name) -> [AnimationClipAsset]
 invalidate_mesh(name), invalidate_object(name), invalidate_action(name), invalidate_id(id), clear_cache()
+object_signature(obj), key_signature(key), armature_signature(armature),
+action_content_signature(action): what needs a re-import when it changes
 node_world_matrices(scene_asset) -> (N,4,4) bind worlds
 
 The mesh cache is keyed by object name with a cheap signature (datablock pointers, counts, key
@@ -27,6 +29,7 @@ import numpy as np
 from ..assets import (AssetError, MeshAsset, MorphTargetAsset, NODE_BONE, NODE_OBJECT, PrimitiveAsset,
                       SceneAsset, SceneNodeAsset, SkinAsset, compose_trs)
 from . import actions as _actions
+from .actions import action_content_signature
 from . import skin as _skin
 from .mesh import read_mesh, split_by_material, smooth_normals, compute_tangents  # noqa: F401 (re-export)
 from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, read_key_coords
@@ -34,6 +37,7 @@ from .rotation import euler_to_quat, normalize_quat, quat_mul, rotation_to_quat
 
 __all__ = ["import_scene", "import_scene_with_problems", "import_action", "compatible_clips",
            "invalidate_mesh", "invalidate_object", "invalidate_action", "invalidate_id", "clear_cache",
+           "object_signature", "key_signature", "armature_signature", "action_content_signature",
            "node_world_matrices", "STATS",
            "read_mesh", "split_by_material", "smooth_normals", "compute_tangents"]
 
@@ -327,13 +331,46 @@ def _mesh_fallbacks(obj) -> Tuple[list, Optional[object], Optional[object]]:
     return reasons, am, arm
 
 
+def key_signature(key) -> Optional[tuple]:
+    """What about a shape-key datablock needs a re-import when it changes (not the values)."""
+    if key is None:
+        return None
+    return (key.as_pointer(), key.use_relative, tuple(
+        (kb.name, kb.relative_key.name, kb.vertex_group, kb.slider_min, kb.slider_max, kb.mute)
+        for kb in key.key_blocks))
+
+
+def armature_signature(armature) -> tuple:
+    """What about an armature datablock needs a re-import when it changes: the bones' names,
+    parents, rest matrices, deform and B-Bone flags (a pose change leaves it equal)."""
+    bones = armature.bones
+    n = len(bones)
+    rest = np.empty(n * 16, np.float32)
+    deform = np.empty(n, bool)
+    segments = np.empty(n, np.int32)
+    if n:
+        bones.foreach_get("matrix_local", rest)
+        bones.foreach_get("use_deform", deform)
+        bones.foreach_get("bbone_segments", segments)
+    return (armature.as_pointer(), tuple((b.name, b.parent.name if b.parent else None) for b in bones),
+            rest.tobytes(), deform.tobytes(), segments.tobytes())
+
+
+def object_signature(obj) -> tuple:
+    """What about an object needs a re-import when it changes, read without vertex data: type,
+    data, parenting and, for meshes, the mesh cache signature (counts, modifiers, shape-key
+    structure, deform bones, vertex groups, material slots) and the fallback reasons."""
+    data = getattr(obj, "data", None)
+    base = (obj.type, data.as_pointer() if data is not None else None,
+            obj.parent.name if obj.parent is not None else None, obj.parent_type, obj.parent_bone)
+    if obj.type == "MESH" and data is not None:
+        reasons, am, arm = _mesh_fallbacks(obj)
+        return base + (_mesh_signature(obj, data, am, arm), tuple(reasons))
+    return base
+
+
 def _mesh_signature(obj, mesh, am, arm) -> tuple:
-    key = mesh.shape_keys
-    ks = None
-    if key is not None:
-        ks = (key.as_pointer(), key.use_relative, tuple(
-            (kb.name, kb.relative_key.name, kb.vertex_group, kb.slider_min, kb.slider_max, kb.mute)
-            for kb in key.key_blocks))
+    ks = key_signature(mesh.shape_keys)
     mods = tuple((md.type, md.name, md.show_viewport, md.show_render,
                   getattr(getattr(md, "object", None), "name", None),
                   getattr(md, "use_deform_preserve_volume", None), getattr(md, "use_bone_envelopes", None),

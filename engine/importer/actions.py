@@ -265,6 +265,28 @@ def action_key_names(action, slot) -> set:
     return out
 
 
+def action_content_signature(action) -> tuple:
+    """Every F-curve of every slot with a checksum of its keys (points, handles, interpolation):
+    equal unless the action itself was edited.  Read once per action update, not per frame."""
+    import zlib
+
+    out = []
+    for slot in action.slots:
+        for fc in slot_fcurves(action, slot):
+            kp = fc.keyframe_points
+            n = len(kp)
+            pts = np.empty(n * 6, np.float32)
+            interp = np.empty(n, np.int32)
+            if n:
+                kp.foreach_get("co", pts[:2 * n])
+                kp.foreach_get("handle_left", pts[2 * n:4 * n])
+                kp.foreach_get("handle_right", pts[4 * n:])
+                kp.foreach_get("interpolation", interp)
+            out.append((slot.handle, fc.data_path, fc.array_index, fc.mute, n,
+                        zlib.crc32(pts.tobytes() + interp.tobytes())))
+    return (action.as_pointer(), tuple(action.frame_range), tuple(out))
+
+
 def action_signature(action, slot) -> tuple:
     fcs = slot_fcurves(action, slot)
     return (action.as_pointer(), action.name, tuple(action.frame_range), None if slot is None else slot.handle,
