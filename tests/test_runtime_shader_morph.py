@@ -143,3 +143,20 @@ def test_shader_mode_bounds_and_max_delta_are_conservative():
         assert np.all(p.local_bounds.minimum <= exact.min(0) + 1e-6)
         assert np.all(p.local_bounds.maximum >= exact.max(0) - 1e-6)
         assert p.maximum_position_delta >= np.linalg.norm(exact - base, axis=1).max() - 1e-6
+
+
+def test_a_primitive_the_shader_path_cannot_hold_is_rebuilt_instead():
+    be = shader_backend()
+
+    def too_big(primitive, base, weights):
+        raise ValueError("deltas exceed the largest texture")
+    be.create_morph_stream = too_big
+    mesh, rm, inst, _ = M.build([target("a", UP)], be)
+    p = inst.primitives[0]
+    for w in (0.1, 0.2, 0.3):
+        inst.morph_state(0).set_weight(0, w)
+        assert inst.update()
+        assert not p.shader_morph and inst.last_upload_count == 1
+    assert p.shader_unavailable
+    assert np.allclose(p.stream.positions, mesh.primitives[0].positions + 0.3 * UP)
+    assert inst.update() and inst.last_upload_count == 0

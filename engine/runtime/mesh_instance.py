@@ -220,6 +220,7 @@ class PrimitiveInstance:
         self.muted = np.zeros(0, dtype=bool)
         self._targets: List[_TargetData] = []
         self.shader_morph = False        # the current stream composes deltas in the shader
+        self.shader_unavailable = False  # the backend could not hold this primitive's deltas
         self.changes = 0                 # version changes since the weights last held still
         self.still = 0                   # updates in a row without a version change
 
@@ -359,21 +360,28 @@ class RuntimeMeshInstance:
                 p.still += 1
                 if p.still >= STILL_RESET:
                     p.changes = 0
-                shader = can_shader and policy == "shader"   # still weights: settle into a stream
+                shader = can_shader and policy == "shader" and not p.shader_unavailable  # still: settle
                 if shader == p.shader_morph:
                     continue
             else:
                 p.still = 0
                 p.changes += 1
-                shader = can_shader and (policy == "shader" or p.changes >= ANIMATED_CHANGES)
-            if shader:
+                shader = (can_shader and not p.shader_unavailable
+                          and (policy == "shader" or p.changes >= ANIMATED_CHANGES))
+            stream = None
+            if shader and not p.shader_unavailable:
                 weights = p.effective_weights()
                 bounds, max_delta = p.conservative_bounds(weights)
                 try:
                     stream = backend.create_morph_stream(p.primitive, self.runtime_mesh.stream(i), weights)
                 except Exception:
-                    stream = None
-            else:
+                    # e.g. the deltas do not fit a texture: this primitive is always rebuilt
+                    p.shader_unavailable = True
+            if stream is None and shader and not p.shader_unavailable:
+                ok = False          # a failed upload: applied_morph_version not advanced
+                continue
+            if stream is None:
+                shader = False
                 positions, normals, tangents, bounds, max_delta = p.rebuild()
                 try:
                     stream = backend.create_stream(p.primitive, positions, normals, tangents)
