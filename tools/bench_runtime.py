@@ -136,7 +136,7 @@ def main() -> int:
     for joints in (100, 365, 1000):
         row = []
         for active in (1, 5, 50):
-            m = measure(bones=joints, vertices=20000, shape_keys=50, active=active, frames=20, with_blender=False)
+            m = measure(bones=joints, vertices=20000, shape_keys=50, active=active, frames=60, with_blender=False)
             row.append(m["player_ms"])
         print(f"  {joints:6d} " + " ".join(f"{v:10.3f}" for v in row))
     ratio_p = r["player_ms"] / r["frame_set_ms"]
