@@ -483,3 +483,36 @@ def test_profile_gpu_measures_every_pass(empty_scene, render):
     assert set(gpu) == {"shadow", "forward", "outline_mask", "screen_space_outline", "post_process"}
     assert all(isinstance(v, float) and v >= 0.0 for v in gpu.values())
     assert all(vp.gpu_pass_ms(gpu, name) is not None for name in vp.GPU_PASSES)
+
+
+def test_expression_and_mtoon_operators_are_undoable(expr_character):
+    """What our operators write lives in Blender's data, so Blender's undo restores it.  Headless
+    there is no window manager to push the step an UNDO operator gets in the UI, so the test
+    pushes it, as the window manager does after the operator finishes."""
+    from stylized_renderer.operators import expression_ops, mtoon_ops
+
+    assert "UNDO" in expression_ops.STYLIZED_OT_expression_set.bl_options
+    assert "UNDO" in mtoon_ops.STYLIZED_OT_convert_to_mtoon.bl_options
+    scene, arm, body, hat, kb_body, kb_hat = expr_character
+    kb_body["Smile"].value = 0.2
+    bpy.ops.ed.undo_push(message="before")
+    with bpy.context.temp_override(active_object=arm, object=arm):
+        assert bpy.ops.stylized.expression_set(name="Smile", value=0.9) == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="Set Expression")
+    assert bpy.data.objects["Body"].data.shape_keys.key_blocks["Smile"].value == pytest.approx(0.9)
+    bpy.ops.ed.undo()
+    keys = bpy.data.objects["Body"].data.shape_keys.key_blocks      # undo reloads the data
+    assert keys["Smile"].value == pytest.approx(0.2)
+    assert bpy.data.objects["Hat"].data.shape_keys.key_blocks["Smile"].value == 0.0
+
+    body = bpy.data.objects["Body"]
+    mat = body.material_slots[0].material
+    name = mat.name
+    assert not mat.stylized_mtoon.enabled
+    bpy.ops.ed.undo_push(message="before convert")
+    with bpy.context.temp_override(active_object=body, object=body, material=mat):
+        assert bpy.ops.stylized.convert_to_mtoon() == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="Convert to MToon")
+    assert bpy.data.materials[name].stylized_mtoon.enabled
+    bpy.ops.ed.undo()
+    assert not bpy.data.materials[name].stylized_mtoon.enabled
