@@ -59,6 +59,7 @@ class ScenePose:
         self._dirty = True
         self._version = 0
         self._plan = None          # cached [(level_nodes, level_parents), ...]
+        self._parents_safe = np.zeros(0, dtype=np.int64)   # parents, -1 for roots (set with the plan)
         self.last_error: Optional[str] = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -152,7 +153,7 @@ class ScenePose:
         self._q[idx] = q
         self._s[idx] = s
         self._trs_stale[idx] = False
-        self._local[idx] = np.matmul(self._pre[idx], compose_trs(t, q, s))
+        self._local[idx] = np.matmul(self._pre[idx], compose_trs(t, q, s, normalized=True))
         self._dirty = True
         return True
 
@@ -233,6 +234,7 @@ class ScenePose:
         plan = []
         has_parent = (parents >= 0) & (parents < n)
         safe_parent = np.where(has_parent, parents, 0)
+        self._parents_safe = np.where(has_parent, parents, -1)
         frontier = np.flatnonzero(~has_parent)
         while frontier.size:
             states[frontier] = RESOLVED
@@ -256,21 +258,22 @@ class ScenePose:
             if plan is None:
                 return False
             self._plan = plan
-        states = self._resolution_states
-        states[:] = UNRESOLVED
-        world = self._world
-        local = self._local
-        first = True
-        for nodes, parents in self._plan:
-            states[nodes] = RESOLVING
-            if first:   # roots
-                world[nodes] = local[nodes]
-                first = False
-            else:
-                world[nodes] = np.matmul(world[parents], local[nodes])
-            states[nodes] = RESOLVED
-        if self._n and not np.all(states == RESOLVED):
-            return False
+        # The plan was resolved (and checked for cycles, with the three resolution states) when
+        # it was built.  Worlds by pointer jumping: m[i] maps node i's space to the space of its
+        # ancestor anc[i]; m[i] = m[anc[i]] @ m[i] doubles the covered chain, so a hierarchy of
+        # depth D needs ceil(log2(D + 1)) vectorised steps instead of D level-by-level steps.
+        m = self._local.copy()
+        anc = self._parents_safe.copy()
+        has = anc >= 0
+        while True:
+            idx = np.flatnonzero(has)
+            if idx.size == 0:
+                break
+            a = anc[idx]
+            m[idx] = np.matmul(m[a], m[idx])
+            anc[idx] = anc[a]
+            has[idx] = anc[idx] >= 0
+        self._world[:] = m
         self._dirty = False
         self._version = next_version(self._version)
         return True

@@ -37,35 +37,40 @@ def _ro(a, dtype=None, shape_tail: Optional[tuple] = None, name: str = "array"):
 # Math helpers shared by assets, animation and runtime (vectorised).
 # ----------------------------------------------------------------------------------------------
 
-def quat_to_matrix(q: np.ndarray) -> np.ndarray:
-    """(N, 4) wxyz quaternions (normalised here) -> (N, 3, 3) rotation matrices."""
+def quat_to_matrix(q: np.ndarray, normalized: bool = False) -> np.ndarray:
+    """(N, 4) wxyz quaternions (normalised here unless ``normalized``) -> (N, 3, 3) rotations.
+
+    R = (w^2 - v.v) I + 2 v v^T + 2 w [v]x for a unit quaternion (w, v)."""
     q = np.asarray(q, dtype=np.float64)
     single = q.ndim == 1
     q = np.atleast_2d(q)
-    n = np.linalg.norm(q, axis=1, keepdims=True)
-    n[n == 0.0] = 1.0
-    w, x, y, z = (q / n).T
-    m = np.empty((q.shape[0], 3, 3), dtype=np.float64)
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    m[:, 0, 0] = 1 - 2 * (yy + zz)
-    m[:, 0, 1] = 2 * (xy - wz)
-    m[:, 0, 2] = 2 * (xz + wy)
-    m[:, 1, 0] = 2 * (xy + wz)
-    m[:, 1, 1] = 1 - 2 * (xx + zz)
-    m[:, 1, 2] = 2 * (yz - wx)
-    m[:, 2, 0] = 2 * (xz - wy)
-    m[:, 2, 1] = 2 * (yz + wx)
-    m[:, 2, 2] = 1 - 2 * (xx + yy)
+    if not normalized:
+        n = np.linalg.norm(q, axis=1, keepdims=True)
+        n[n == 0.0] = 1.0
+        q = q / n
+    w = q[:, 0]
+    v = q[:, 1:]
+    m = 2.0 * v[:, :, None] * v[:, None, :]
+    d = w * w - np.einsum("ij,ij->i", v, v)
+    m[:, _DIAG, _DIAG] += d[:, None]
+    wv = 2.0 * w[:, None] * v
+    m[:, 0, 1] -= wv[:, 2]
+    m[:, 1, 0] += wv[:, 2]
+    m[:, 0, 2] += wv[:, 1]
+    m[:, 2, 0] -= wv[:, 1]
+    m[:, 1, 2] -= wv[:, 0]
+    m[:, 2, 1] += wv[:, 0]
     return m[0] if single else m
 
 
-def compose_trs(t: np.ndarray, q: np.ndarray, s: np.ndarray) -> np.ndarray:
+_DIAG = np.arange(3)
+
+
+def compose_trs(t: np.ndarray, q: np.ndarray, s: np.ndarray, normalized: bool = False) -> np.ndarray:
     """T @ R @ S for (N,3) translations, (N,4) wxyz rotations, (N,3) scales -> (N,4,4)."""
     t = np.atleast_2d(np.asarray(t, dtype=np.float64))
     s = np.atleast_2d(np.asarray(s, dtype=np.float64))
-    r = quat_to_matrix(np.atleast_2d(q))
+    r = quat_to_matrix(np.atleast_2d(q), normalized)
     out = np.zeros((t.shape[0], 4, 4), dtype=np.float64)
     out[:, :3, :3] = r * s[:, None, :]
     out[:, :3, 3] = t

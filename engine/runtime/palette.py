@@ -1,7 +1,8 @@
 """Skinning palettes (seed: SkinningPalette, SkinningPaletteGroup, SkinningPaletteSet). No bpy/gpu.
 
 skinMatrix[j] = inverse(meshWorld) @ jointWorld[j] @ inverseBind[j], batched over joints, with the
-dynamic local bounds = union_j skinMatrix[j] * jointBounds[j] (8 corners per joint, vectorised).
+dynamic local bounds = union_j skinMatrix[j] * jointBounds[j] (each joint box transformed exactly as
+centre and |R| * half extents, vectorised).
 Palettes only read ``ScenePose.world_matrices``, so they work the same whether the local
 transforms came from the AnimationPlayer or from Blender's evaluated pose (timeline mode).
 """
@@ -18,7 +19,6 @@ MATRIX_BYTES = 64
 _MAX_BUFFER_BYTES = (1 << 63) - 1
 
 # corner selectors for (min, max) boxes: (8, 3) booleans, True -> take max
-_CORNER_SEL = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=bool)
 
 
 class SkinningPalette:
@@ -73,12 +73,13 @@ class SkinningPalette:
 
     # ---------------------------------------------------------------- frame
     def update(self, mesh_world: np.ndarray, joint_worlds: np.ndarray, inverse_binds: np.ndarray,
-               corners: Optional[np.ndarray] = None, corner_joints: Optional[np.ndarray] = None) -> bool:
+               box_center: Optional[np.ndarray] = None, box_half: Optional[np.ndarray] = None,
+               box_joints: Optional[np.ndarray] = None) -> bool:
         """Compute and upload the palette.
 
         ``joint_worlds`` (J,4,4) world matrices of the joints in palette order, ``inverse_binds``
-        (J,4,4), ``corners`` (K,8,3) corners of the non-empty joint bounds and ``corner_joints`` (K,)
-        the palette slots they belong to (None: no bounds).
+        (J,4,4); ``box_center``/``box_half`` (K,3) the non-empty joint bounds as centre and half
+        extents and ``box_joints`` (K,) the palette slots they belong to (None: no bounds).
         """
         self.clear()
         j = joint_worlds.shape[0]
@@ -89,11 +90,12 @@ class SkinningPalette:
         except np.linalg.LinAlgError:
             return False
         skin = np.matmul(mesh_inv, np.matmul(joint_worlds, inverse_binds))   # (J,4,4) float64
-        if corners is not None and corners.shape[0]:
-            m = skin[corner_joints]
-            pts = np.matmul(corners, np.transpose(m[:, :3, :3], (0, 2, 1))) + m[:, None, :3, 3]
-            pts = pts.reshape(-1, 3)
-            self.current_local_bounds = Bounds(pts.min(axis=0), pts.max(axis=0))
+        if box_center is not None and box_center.shape[0]:
+            m = skin[box_joints]
+            r = m[:, :3, :3]
+            c = np.matmul(r, box_center[:, :, None])[:, :, 0] + m[:, :3, 3]
+            h = np.matmul(np.abs(r), box_half[:, :, None])[:, :, 0]   # exact AABB of the moved box
+            self.current_local_bounds = Bounds((c - h).min(axis=0), (c + h).max(axis=0))
         lin = skin[:, :3, :3]
         gram = np.matmul(np.transpose(lin, (0, 2, 1)), lin)
         # spectral norm^2 <= max absolute row sum of the Gram matrix (exact for similarities)
@@ -151,12 +153,13 @@ class SkinningPaletteGroup:
                                   & np.all(np.isfinite(hi), axis=1))
         self.joint_nodes = np.asarray(sk.joint_node_indices, dtype=np.int64)
         self.inverse_binds = np.asarray(sk.inverse_bind_matrices, dtype=np.float64)
-        self.corners = np.where(_CORNER_SEL[None], hi[nonempty][:, None, :], lo[nonempty][:, None, :])
-        self.corner_joints = nonempty
+        self.box_center = 0.5 * (lo[nonempty] + hi[nonempty])
+        self.box_half = 0.5 * (hi[nonempty] - lo[nonempty])
+        self.box_joints = nonempty
 
     def update(self, world_matrices: np.ndarray) -> bool:
         return self.palette.update(world_matrices[self.mesh_node_index], world_matrices[self.joint_nodes],
-                                   self.inverse_binds, self.corners, self.corner_joints)
+                                   self.inverse_binds, self.box_center, self.box_half, self.box_joints)
 
 
 class SkinningPaletteSet:
