@@ -141,6 +141,8 @@ class StylizedSession:
         self._need_import = True
         self._synced_frame = None    # the frame the last sync saw (a change = animation evaluation)
         self.reimport_reasons = []   # why sync asked for the pending re-import (cleared by it)
+        self.import_count = 0        # scene imports by this session (the Stats panel shows them)
+        self.last_import_reason = ""
         self._object_sigs = {}       # object name -> importer.object_signature at import
         self._key_sigs = {}          # shape-key datablock name -> importer.key_signature at import
         self._arm_sigs = {}          # armature datablock name -> importer.armature_signature
@@ -307,6 +309,8 @@ class StylizedSession:
         from .world.scene_runtime import SceneRuntime
 
         self._need_import = False
+        self.import_count += 1
+        self.last_import_reason = "; ".join(dict.fromkeys(self.reimport_reasons)) or "first import"
         self.reimport_reasons = []
         if self.runtime is not None:
             self.runtime.release()
@@ -463,6 +467,7 @@ class StylizedSession:
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")})
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
+            import_count=self.import_count, last_import_reason=self.last_import_reason,
             animation_ms=rs.animation_ms if rs else 0.0, skinning_ms=rs.skinning_ms if rs else 0.0,
             morph_ms=rs.morph_ms if rs else 0.0, palette_uploads=rs.palette_uploads if rs else 0,
             morph_uploads=rs.morph_uploads if rs else 0, morph_uploads_total=rs.morph_uploads_total if rs else 0,

@@ -211,6 +211,8 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
         col.label(text=f"Palette uploads: {stats.get('palette_uploads', 0)}")
         col.label(text=f"Morph uploads: {stats.get('morph_uploads', 0)}")
         col.label(text=f"Morphs composed in the shader: {stats.get('shader_morphs', 0)}")
+        if stats.get("import_count"):
+            col.label(text=f"Scene imports: {stats['import_count']} (last: {stats.get('last_import_reason', '')})")
         fallbacks = stats.get("fallbacks") or []
         col = layout.column(align=True)
         col.label(text=f"CPU fallbacks: {len(fallbacks)}", icon="ERROR" if fallbacks else "CHECKMARK")

@@ -65,9 +65,12 @@ def cube_scene(scene, color=(0.9, 0.1, 0.1), name="Cube", location=(0, 0, 0)):
 
 @pytest.fixture
 def session(ext):
+    from stylized_renderer.engine import session as session_mod
+
     s = StylizedSession(viewport=True)
     yield s
     gpu_util.run_in_gpu_context(s.free)
+    session_mod._last_viewport_session = None       # the Stats panel must not see this one
 
 
 def test_perspective_view_and_resizes(empty_scene, session):
@@ -306,10 +309,13 @@ def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, se
     runtime = session.runtime
 
     # a shape-key layout change (slider range) and a new modifier are structural: re-import
+    imports = session.import_count
     edit(lambda: setattr(kb, "slider_max", 2.0))
     assert session._need_import
     draw(session, view, proj, False, w, h)
     assert session.runtime is not runtime
+    assert session.import_count == imports + 1
+    assert f"shape keys '{kb.id_data.name}' changed their layout" in session.stats["last_import_reason"]
     body = next(ob for ob in scene.objects if ob.type == "MESH" and ob.name not in session.fallbacks
                 and ob.find_armature() is not None)
     edit(lambda: body.modifiers.new("Bevel", "BEVEL"))

@@ -423,7 +423,8 @@ class FakeSession:
         self.timings = ViewerCpuTimings()
         self.timings.sample(frame_interval_ms=20.0, animation_ms=0.5, render_ms=4.0)
         self.stats = {"palette_uploads": 1, "morph_uploads": 2, "morph_uploads_total": 9,
-                      "palette_count": 1, "joint_matrix_count": 4, "gpu_ms": gpu,
+                      "palette_count": 1, "joint_matrix_count": 4, "gpu_ms": gpu, "shader_morphs": 1,
+                      "import_count": 3, "last_import_reason": "mesh 'Body' edited",
                       "fallbacks": [("Text", "font object"), ("Cube", "modifier 'Bevel'")]}
 
 
@@ -448,6 +449,8 @@ def test_stats_panel(empty_scene, monkeypatch):
     assert not any(l.startswith("Shadow") for l in labels)           # GPU times only when profiling
     assert ("prop", (scene.stylized, "profile_gpu"), {}) in lay.log
     assert "Palette uploads: 1" in labels and "Morph uploads: 2" in labels
+    assert "Morphs composed in the shader: 1" in labels
+    assert "Scene imports: 3 (last: mesh 'Body' edited)" in labels
     assert "Text: font object" in labels and "Cube: modifier 'Bevel'" in labels
     assert fake.timings.has("ui_ms")
 
