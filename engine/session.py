@@ -85,10 +85,6 @@ def scene_lights(depsgraph) -> list:
     return out
 
 
-def _mesh_signature(mesh) -> tuple:
-    return (mesh.as_pointer(), len(mesh.vertices), len(mesh.loops), len(mesh.polygons))
-
-
 def _scene_object_names(scene) -> frozenset:
     scene = getattr(scene, "original", scene)
     return frozenset(ob.name for ob in scene.objects) if scene is not None else frozenset()
@@ -266,10 +262,7 @@ class StylizedSession:
         if obj.name not in self._object_sigs:
             return False        # not imported (camera, light, a fallback-only type); new objects
                                 # arrive with a collection update
-        try:
-            return self._object_sigs[obj.name] != importer.object_signature(obj)
-        except ReferenceError:
-            return True
+        return self._object_sigs[obj.name] != importer.object_signature(obj)
 
     def _remember_structure(self, asset, scene=None) -> None:
         """Signatures of the imported objects and shape keys (compared by ``sync``)."""

@@ -78,6 +78,43 @@ def free_batches():
     _fs_batch.clear()
 
 
+class FullscreenPass:
+    """A screen-space pass: one full-screen triangle into its own RGBA32F target, recreated when
+    the frame size changes (the screen-space outline and the post process)."""
+
+    def __init__(self):
+        self._size = None
+        self._out = None
+        self._fb = None
+
+    def draw(self, width: int, height: int, shader, samplers=(), floats=()):
+        """Draw ``shader`` with ``samplers`` / ``floats`` ((name, value) pairs); returns the target."""
+        import gpu
+
+        size = (width, height)
+        if self._size != size:
+            self._out = gpu.types.GPUTexture(size, format="RGBA32F")
+            self._fb = gpu.types.GPUFrameBuffer(color_slots=(self._out,))
+            self._size = size
+        with self._fb.bind():
+            gpu.state.viewport_set(0, 0, width, height)
+            gpu.state.depth_test_set("NONE")
+            gpu.state.blend_set("NONE")
+            gpu.state.face_culling_set("NONE")
+            shader.bind()
+            for name, tex in samplers:
+                shader.uniform_sampler(name, tex)
+            for name, value in floats:
+                shader.uniform_float(name, value)
+            fullscreen_batch(shader).draw(shader)
+        return self._out
+
+    def free(self):
+        self._out = None
+        self._fb = None
+        self._size = None
+
+
 # ------------------------------------------------------------------------------------------------
 # Materials
 # ------------------------------------------------------------------------------------------------

@@ -172,7 +172,8 @@ class FramePipeline:
         ms = (t1 - t0) * 1000.0
         self.stats[key] = ms
         if profiling:
-            self.gpu_times[GPU_TIME_KEYS.get(key, key)] = self.gpu_times.get(GPU_TIME_KEYS.get(key, key), 0.0) + ms
+            name = GPU_TIME_KEYS.get(key, key)
+            self.gpu_times[name] = self.gpu_times.get(name, 0.0) + ms
         return t1
 
     # -- frame -------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Blender's colour management (view transform, look, display) is applied by Blende
 the linear result; nothing here tone-maps."""
 from __future__ import annotations
 
-from .common import cached_shader, fullscreen_batch, fullscreen_shader
+from .common import FullscreenPass, cached_shader, fullscreen_shader
 from .shader_lib import load_glsl
 
 
@@ -13,36 +13,10 @@ def fxaa_shader():
         "stylized_fxaa", load_glsl("fxaa.glsl"), samplers=(("FLOAT_2D", "src"),)))
 
 
-class PostProcessPass:
-    def __init__(self):
-        self._size = None
-        self._out = None
-        self._fb = None
-
+class PostProcessPass(FullscreenPass):
     def execute(self, frame, color):
         """Returns the final texture (``color`` itself when no post effect is enabled)."""
-        import gpu
-
         s = frame.settings
         if not s.fxaa:
             return color
-        size = (s.width, s.height)
-        if self._size != size:
-            self._out = gpu.types.GPUTexture(size, format="RGBA32F")
-            self._fb = gpu.types.GPUFrameBuffer(color_slots=(self._out,))
-            self._size = size
-        sh = fxaa_shader()
-        with self._fb.bind():
-            gpu.state.viewport_set(0, 0, s.width, s.height)
-            gpu.state.depth_test_set("NONE")
-            gpu.state.blend_set("NONE")
-            gpu.state.face_culling_set("NONE")
-            sh.bind()
-            sh.uniform_sampler("src", color)
-            fullscreen_batch(sh).draw(sh)
-        return self._out
-
-    def free(self):
-        self._out = None
-        self._fb = None
-        self._size = None
+        return self.draw(s.width, s.height, fxaa_shader(), samplers=(("src", color),))

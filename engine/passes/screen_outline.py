@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import cached_shader, fullscreen_batch, fullscreen_shader
+from .common import FullscreenPass, cached_shader, fullscreen_shader
 from .shader_lib import load_glsl
 
 
@@ -26,40 +26,14 @@ def near_far(projection: np.ndarray, is_ortho: bool):
     return float(n), float(f)
 
 
-class ScreenSpaceOutlinePass:
-    def __init__(self):
-        self._size = None
-        self._out = None
-        self._fb = None
-
+class ScreenSpaceOutlinePass(FullscreenPass):
     def execute(self, frame, color, aux, depth):
-        import gpu
-
         s = frame.settings
-        size = (s.width, s.height)
-        if self._size != size:
-            self._out = gpu.types.GPUTexture(size, format="RGBA32F")
-            self._fb = gpu.types.GPUFrameBuffer(color_slots=(self._out,))
-            self._size = size
         n, f = near_far(frame.camera.projection, frame.camera.is_ortho)
-        sh = screen_outline_shader()
         c = np.asarray(s.screen_space_outline_color, np.float64)
-        with self._fb.bind():
-            gpu.state.viewport_set(0, 0, s.width, s.height)
-            gpu.state.depth_test_set("NONE")
-            gpu.state.blend_set("NONE")
-            gpu.state.face_culling_set("NONE")
-            sh.bind()
-            sh.uniform_sampler("src", color)
-            sh.uniform_sampler("aux", aux)
-            sh.uniform_sampler("depth", depth)
-            sh.uniform_float("params", (float(s.screen_space_outline_width), abs(n), abs(f),
-                                        1.0 if frame.camera.is_ortho else 0.0))
-            sh.uniform_float("color", (float(c[0]), float(c[1]), float(c[2]), 1.0))
-            fullscreen_batch(sh).draw(sh)
-        return self._out
-
-    def free(self):
-        self._out = None
-        self._fb = None
-        self._size = None
+        return self.draw(
+            s.width, s.height, screen_outline_shader(),
+            samplers=(("src", color), ("aux", aux), ("depth", depth)),
+            floats=(("params", (float(s.screen_space_outline_width), abs(n), abs(f),
+                                1.0 if frame.camera.is_ortho else 0.0)),
+                    ("color", (float(c[0]), float(c[1]), float(c[2]), 1.0))))

@@ -260,6 +260,27 @@ class PrimitiveInstance:
             max_delta += abs(w) * td.max_length
         return Bounds(base.minimum + lo, base.maximum + hi), max_delta
 
+    def compose_in_shader(self, backend, base_stream):
+        """(stream, conservative bounds, max delta) drawing ``base_stream`` with the deltas
+        composed in the vertex shader, or None when the upload failed.  A backend that cannot
+        hold this primitive's deltas at all (it raises) sets ``shader_unavailable``."""
+        weights = self.effective_weights()
+        try:
+            stream = backend.create_morph_stream(self.primitive, base_stream, weights)
+        except Exception:
+            self.shader_unavailable = True
+            return None
+        return None if stream is None else (stream,) + self.conservative_bounds(weights)
+
+    def rebuild_stream(self, backend):
+        """(stream, exact bounds, max delta) of a CPU rebuild from the base, or None on failure."""
+        positions, normals, tangents, bounds, max_delta = self.rebuild()
+        try:
+            stream = backend.create_stream(self.primitive, positions, normals, tangents)
+        except Exception:
+            return None
+        return None if stream is None else (stream, bounds, max_delta)
+
     def rebuild(self):
         """Morph from the base over active, non-muted targets. Returns (pos, nrm, tan, bounds, maxdelta)."""
         prim = self.primitive
@@ -356,40 +377,28 @@ class RuntimeMeshInstance:
             st = p.morph_state
             if st is None:
                 continue
+            can = can_shader and not p.shader_unavailable
             if st.version == p.applied_morph_version:
                 p.still += 1
                 if p.still >= STILL_RESET:
                     p.changes = 0
-                shader = can_shader and policy == "shader" and not p.shader_unavailable  # still: settle
+                shader = can and policy == "shader"      # still weights: settle into a stream
                 if shader == p.shader_morph:
                     continue
             else:
                 p.still = 0
                 p.changes += 1
-                shader = (can_shader and not p.shader_unavailable
-                          and (policy == "shader" or p.changes >= ANIMATED_CHANGES))
-            stream = None
-            if shader and not p.shader_unavailable:
-                weights = p.effective_weights()
-                bounds, max_delta = p.conservative_bounds(weights)
-                try:
-                    stream = backend.create_morph_stream(p.primitive, self.runtime_mesh.stream(i), weights)
-                except Exception:
-                    # e.g. the deltas do not fit a texture: this primitive is always rebuilt
-                    p.shader_unavailable = True
-            if stream is None and shader and not p.shader_unavailable:
-                ok = False          # a failed upload: applied_morph_version not advanced
-                continue
-            if stream is None:
-                shader = False
-                positions, normals, tangents, bounds, max_delta = p.rebuild()
-                try:
-                    stream = backend.create_stream(p.primitive, positions, normals, tangents)
-                except Exception:
-                    stream = None
-            if stream is None:
+                shader = can and (policy == "shader" or p.changes >= ANIMATED_CHANGES)
+            result = None
+            if shader:
+                result = p.compose_in_shader(backend, self.runtime_mesh.stream(i))
+                shader = not p.shader_unavailable      # the deltas do not fit: rebuild instead
+            if not shader:
+                result = p.rebuild_stream(backend)
+            if result is None:
                 ok = False          # applied_morph_version not advanced: retried next frame
                 continue
+            stream, bounds, max_delta = result
             if p.stream is not None:
                 backend.release_stream(p.stream)
             p.stream = stream
