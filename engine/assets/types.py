@@ -247,6 +247,7 @@ class PrimitiveAsset:
         s(self, "normals", _ro(self.normals, np.float32, (3,), "normals"))
         s(self, "indices", _ro(self.indices, np.uint32, (3,), "indices"))
         s(self, "source_vertices", _ro(self.source_vertices, np.int64))
+    colors: Optional[np.ndarray] = None    # (V,4) float32 linear RGBA of the render colour attribute
         s(self, "smooth_normals", _ro(self.smooth_normals, np.float32, (3,), "smooth_normals"))
         s(self, "tangents", _ro(self.tangents, np.float32, (4,), "tangents"))
         s(self, "uv0", _ro(self.uv0, np.float32, (2,), "uv0"))
@@ -260,6 +261,9 @@ class PrimitiveAsset:
     def vertex_count(self) -> int:
         return int(self.positions.shape[0])
 
+        s(self, "colors", _ro(self.colors, np.float32, (4,), "colors"))
+        if self.colors is not None and self.colors.shape[0] != self.positions.shape[0]:
+            raise AssetError(f"colors: {self.colors.shape[0]} rows for {self.positions.shape[0]} vertices")
     @property
     def influences(self) -> int:
         """0 (static), 4 or 8."""

@@ -22,6 +22,7 @@ class CornerSplit:
     tri_vertices: np.ndarray     # (T,3) uint32 indices into the split vertices
     tri_materials: np.ndarray    # (T,) int64 material index per triangle
     corner_to_split: np.ndarray  # (L,) int64 split vertex of each Blender corner (loop)
+    colors: Optional[np.ndarray] = None   # (V,4) float32 linear RGBA of the render colour attribute
 
 
 def _get(coll, attr: str, count: int, width: int, dtype) -> np.ndarray:
@@ -31,8 +32,34 @@ def _get(coll, attr: str, count: int, width: int, dtype) -> np.ndarray:
     return a.reshape(count, width) if width > 1 else a
 
 
-def read_mesh(mesh, uv_name: Optional[str] = None) -> CornerSplit:
-    """Triangulate ``mesh`` from its loop triangles and split corners by (vertex, normal, uv)."""
+def color_attribute(mesh):
+    """The colour attribute a Color Attribute node with no name reads: the render colour
+    attribute (else the active one, else the first), or None."""
+    ca = getattr(mesh, "color_attributes", None)
+    if ca is None or not len(ca):
+        return None
+    idx = ca.render_color_index
+    if 0 <= idx < len(ca):
+        return ca[idx]
+    return ca.active_color if ca.active_color is not None else ca[0]
+
+
+def read_corner_colors(mesh, loop_verts: np.ndarray) -> Optional[np.ndarray]:
+    """(L,4) float32 linear RGBA per corner of the render colour attribute (corner or point domain;
+    byte colours are converted from sRGB by Blender's ``color`` accessor), or None."""
+    attr = color_attribute(mesh)
+    if attr is None or attr.domain not in ("CORNER", "POINT"):
+        return None
+    n = len(attr.data)
+    col = _get(attr.data, "color", n, 4, np.float32)
+    if attr.domain == "POINT":
+        return col[loop_verts] if loop_verts.size else np.zeros((0, 4), np.float32)
+    return col
+
+
+def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> CornerSplit:
+    """Triangulate ``mesh`` from its loop triangles and split corners by (vertex, normal, uv,
+    colour).  ``colors``: read the render colour attribute (``CornerSplit.colors``)."""
     nv = len(mesh.vertices)
     nl = len(mesh.loops)
     positions = _get(mesh.vertices, "co", nv, 3, np.float32)
@@ -53,6 +80,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None) -> CornerSplit:
         uv_layer = mesh.uv_layers.active or mesh.uv_layers[0]
     if uv_layer is not None and nl:
         uv = _get(uv_layer.uv, "vector", nl, 2, np.float32)
+    col = read_corner_colors(mesh, loop_verts) if colors and nl else None
 
     nt = len(mesh.loop_triangles)
     tri_loops = _get(mesh.loop_triangles, "loops", nt, 3, np.int64)
@@ -63,6 +91,8 @@ def read_mesh(mesh, uv_name: Optional[str] = None) -> CornerSplit:
     cols = [loop_verts[used].astype(np.float64)[:, None], normals[used].astype(np.float64)]
     if uv is not None:
         cols.append(uv[used].astype(np.float64))
+    if col is not None:
+        cols.append(col[used].astype(np.float64))
     key = np.ascontiguousarray(np.hstack(cols)) if used.size else np.zeros((0, 4))
     if key.shape[0]:
         row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
@@ -83,6 +113,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None) -> CornerSplit:
         tri_vertices=tri_vertices,
         tri_materials=tri_mat,
         corner_to_split=corner_to_split,
+        colors=(col[split_corners] if col is not None else None),
     )
 
 
@@ -144,6 +175,7 @@ class PrimitiveArrays:
     indices: np.ndarray          # (T,3) uint32 local to this primitive
     source_vertices: np.ndarray  # (V,) Blender vertex index
     split_vertices: np.ndarray   # (V,) index into CornerSplit vertices
+    colors: Optional[np.ndarray] = None   # (V,4) float32 linear RGBA (render colour attribute)
 
 
 def split_by_material(cs: CornerSplit, vertex_count: int) -> list:
@@ -160,5 +192,7 @@ def split_by_material(cs: CornerSplit, vertex_count: int) -> list:
         nor = cs.normals[verts]
         uv = cs.uv0[verts] if cs.uv0 is not None else None
         tan = compute_tangents(pos, nor, uv, idx) if uv is not None else None
-        out.append(PrimitiveArrays(int(mat), pos, nor, uv, tan, smooth[verts], idx, cs.source_vertices[verts], verts))
+        col = cs.colors[verts] if cs.colors is not None else None
+        out.append(PrimitiveArrays(int(mat), pos, nor, uv, tan, smooth[verts], idx, cs.source_vertices[verts], verts,
+                                   col))
     return out

@@ -45,6 +45,32 @@ def resolve_material(material) -> MToonParams:
     return params
 
 
+def describe(params: MToonParams) -> dict:
+    """What was resolved, for reports (Stats, F12 logs, tools/compare_look.py): source, base texture
+    name, vertex colours, alpha mode, unlit, metallic and the reader's unmapped messages."""
+    ref = (params.textures or {}).get("base_color")
+    img = getattr(ref, "image", None) if ref is not None else None
+    return {
+        "source": params.source,
+        "base_texture": getattr(img, "name", None) if img is not None else None,
+        "vertex_colors": bool(params.vertex_colors),
+        "alpha_mode": params.alpha_mode + (f" {params.alpha_cutoff:g}" if params.alpha_mode == "MASK" else ""),
+        "unlit": bool(params.unlit),
+        "metallic": float(params.metallic),
+        "unmapped": tuple(params.unmapped),
+    }
+
+
+def unmapped_report(material_names) -> list:
+    """Every unmapped message of the named materials (resolved through the cache), in name order."""
+    out = []
+    for name in sorted(set(material_names)):
+        mat = bpy.data.materials.get(name) if name else None
+        if mat is not None:
+            out.extend(resolve_material(mat).unmapped)
+    return out
+
+
 def invalidate(material_name=None) -> None:
     """Forget the cached params of one material (by name), or of all materials (None)."""
     if material_name is None:

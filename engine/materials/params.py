@@ -59,5 +59,11 @@ class MToonParams:
     cast_shadow: bool = True
     receive_shadow: bool = True
     textures: dict = field(default_factory=dict)   # slot name -> TextureRef (see TEXTURE_SLOTS)
-    source: str = "default"                 # "stylized" | "vrm_addon" | "principled" | "default"
+    # Beyond MToon 1.0: what Blender materials need (see docs/materials.md)
+    vertex_colors: bool = False             # base (and shade) colour x the mesh's colour attribute RGB
+    vertex_alpha: bool = False              # base alpha x the colour attribute's alpha
+    unlit: bool = False                     # base colour shown flat (KHR_materials_unlit, Emission shader)
+    metallic: float = 0.0                   # the Principled Metallic that darkened base/shade (report only)
+    unmapped: tuple = ()                    # what the node-tree reader could not map, one message each
+    source: str = "default"                 # "stylized" | "vrm_addon" | "principled" | "unlit" | "default"
     is_vrm_outline_material: bool = False   # the VRM add-on's "MToon Outline (...)" material: passes skip it

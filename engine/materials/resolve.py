@@ -1,11 +1,12 @@
 """Uncached resolution of a Blender material into MToonParams.
 
 Order: (1) our ``material.stylized_mtoon`` when enabled; (2) the VRM Add-on's MToon group node;
-(3) a toon look from the Principled BSDF; (4) the viewport display colour.
+(3) the node tree (Principled BSDF, unlit Emission, the glTF importer's patterns: node_tree.py);
+(4) the viewport display colour, with the reader's report of why.
 """
 from __future__ import annotations
 
-from . import principled, vrm_addon
+from . import node_tree, principled, vrm_addon
 from .params import TEXTURE_SLOTS, MToonParams, TextureRef
 
 
@@ -47,6 +48,11 @@ def from_properties(material, props) -> MToonParams:
                                         scale=float(t.scale))
     p.normal_scale = float(props.texture("normal").scale)
     p.textures = textures
+    # our properties have no vertex-colour switch: the node tree says whether the mesh's colour
+    # attribute feeds the base colour (a Color Attribute node), as it does for Blender
+    tree_params, _ = node_tree.read_node_tree(material)
+    if tree_params is not None:
+        p.vertex_colors, p.vertex_alpha = tree_params.vertex_colors, tree_params.vertex_alpha
     return p
 
 
@@ -62,11 +68,9 @@ def resolve_uncached(material, use_properties: bool = True) -> MToonParams:
     node = vrm_addon.find_output_node(material)
     if node is not None:
         return vrm_addon.read(material, node)
-    bsdf = principled.find_principled(material)
-    if bsdf is not None:
-        p = principled.read_principled(material, bsdf)
-    else:
-        p = principled.read_diffuse(material)
+    p, unmapped = node_tree.read_node_tree(material)
+    if p is None:
+        p = principled.read_diffuse(material, unmapped)
     p.is_vrm_outline_material = vrm_addon.is_outline_material(material)
     return p
 

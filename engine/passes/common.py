@@ -15,6 +15,10 @@ SAMPLER_NAMES = ("tex_base", "tex_shade", "tex_normal", "tex_shift", "tex_emissi
                  "tex_matcap", "tex_outline_w", "tex_uvmask")
 ALPHA_MODES = {"OPAQUE": 0, "MASK": 1, "BLEND": 2}
 OUTLINE_MODES = {"none": 0, "worldCoordinates": 1, "screenCoordinates": 2}
+# bits of the material block's flags word (MToonMaterial.pad0, read by mtoon_shaders.py)
+MAT_FLAG_VERTEX_COLOR = 1    # base and shade colour x the vertex colour RGB
+MAT_FLAG_VERTEX_ALPHA = 2    # base alpha x the vertex colour alpha
+MAT_FLAG_UNLIT = 4           # the base colour is the result (no lights, shadows, GI, rim)
 
 # std140 sizes (bytes) of the blocks in glsl/mtoon_blocks.glsl
 FRAME_BLOCK_FLOATS = 16 * 2 + 4 * 9 + 4 * MAX_LIGHTS * 3
@@ -154,6 +158,13 @@ def _v(x, n, default=0.0):
     return a + [default] * (n - len(a))
 
 
+def material_flags(mat: Mat) -> int:
+    """The flags word of the material block (see the MAT_FLAG_* bits)."""
+    return ((MAT_FLAG_VERTEX_COLOR if getattr(mat, "vertex_colors", False) else 0)
+            | (MAT_FLAG_VERTEX_ALPHA if getattr(mat, "vertex_alpha", False) else 0)
+            | (MAT_FLAG_UNLIT if getattr(mat, "unlit", False) else 0))
+
+
 def pack_material(mat: Mat, tex_present: int) -> np.ndarray:
     """std140 MToonMaterial block as float32 (the trailing ints are written as raw bits)."""
     d = np.zeros(MATERIAL_BLOCK_FLOATS, np.float32)
@@ -173,7 +184,7 @@ def pack_material(mat: Mat, tex_present: int) -> np.ndarray:
         off = _v(getattr(ref, "uv_offset", (0.0, 0.0)) or (0.0, 0.0), 2)
         sc = _v(getattr(ref, "uv_scale", (1.0, 1.0)) or (1.0, 1.0), 2, 1.0)
         d[36 + 4 * i: 40 + 4 * i] = off + sc
-    d[72:76].view(np.int32)[:] = (tex_present, 0, 0, 0)
+    d[72:76].view(np.int32)[:] = (tex_present, material_flags(mat), 0, 0)
     return d
 
 

@@ -3,14 +3,16 @@ shared vertex layout and ``glsl/skinning.glsl`` are used, and compiled once per 
 
 Uniform design: everything per frame (camera, up to 16 lights, shadow matrix and parameters,
 world/GI colours, time) lives in one std140 block ``fr`` (FrameBlock); every material is one
-std140 block ``mt`` (MToonMaterial, 304 bytes) made once per frame; per draw only the push
+std140 block ``mt`` (MToonMaterial, 304 bytes; its ``pad0`` int is the flags word: vertex colour,
+vertex alpha, unlit) made once per frame; per draw only the push
 constants ``model`` (mat4), ``object_id`` and the skinning include's ``skin_influences`` change
 (72 bytes, under Blender's 128-byte push-constant budget).  Normal matrices are computed in the
 vertex shader from ``model`` (cofactor, shared with skinning.glsl).
 """
 from __future__ import annotations
 
-from .common import SAMPLER_NAMES, blocks_source, cached_shader
+from .common import (MAT_FLAG_UNLIT, MAT_FLAG_VERTEX_ALPHA, MAT_FLAG_VERTEX_COLOR, SAMPLER_NAMES, blocks_source,
+                     cached_shader)
 from .shader_lib import build_shader, load_glsl
 
 SAMPLERS = (("FLOAT_2D", "shadow_map"),) + tuple(("FLOAT_2D", n) for n in SAMPLER_NAMES)
@@ -28,17 +30,53 @@ void main()
   v_normal = skin_normal_matrix(mat3(model)) * n;
   v_tangent = vec4(mat3(model) * t, (tan.w < 0.0) ? -1.0 : 1.0);
   v_uv = uv;
+  v_color = col;
   gl_Position = fr.view_projection * wp;
 }
+"""
+
+# The material block's flags word and a per-fragment view of the material.  The fragment stages
+# copy the uniform block ``mt`` into ``mt_frag`` with this fragment's vertex colour applied (base
+# and shade colour x RGB, base alpha x A, as a Color Attribute node on Base Color does), and
+# ``#define mt mt_frag`` makes the shared MToon functions (mtoon_common/mtoon_shading.glsl) read
+# that view; so vertex colours reach the lit colour, the shade colour and the alpha test alike.
+# (Blender's GL backend itself names the block's instance through a macro ``mt``: it is expanded
+# in ``load_fragment_material`` before the ``#undef``.)
+_MATERIAL_VIEW = f"""
+#define MAT_FLAGS mt.pad0
+#define MAT_VERTEX_COLOR {MAT_FLAG_VERTEX_COLOR}
+#define MAT_VERTEX_ALPHA {MAT_FLAG_VERTEX_ALPHA}
+#define MAT_UNLIT {MAT_FLAG_UNLIT}
+MToonMaterial mt_frag;
+void load_fragment_material()
+{{
+  mt_frag = mt;
+  if ((mt.pad0 & MAT_VERTEX_COLOR) != 0) {{
+    mt_frag.base_color.rgb *= v_color.rgb;
+    mt_frag.shade_color.rgb *= v_color.rgb;
+  }}
+  if ((mt.pad0 & MAT_VERTEX_ALPHA) != 0) {{
+    mt_frag.base_color.a *= v_color.a;
+  }}
+}}
+#undef mt
+#define mt mt_frag
 """
 
 _FORWARD_FS = """
 void main()
 {
+  load_fragment_material();
   vec2 uvA = animate_uv(v_uv);
   vec4 base = mtoon_base(uvA);
   float face = gl_FrontFacing ? 1.0 : -1.0;   /* back faces (double-sided) flip the frame */
   vec3 ngeo = normalize(v_normal) * face;
+  if ((MAT_FLAGS & MAT_UNLIT) != 0) {
+    /* unlit (KHR_materials_unlit, an Emission shader): the base colour as it is */
+    frag_color = base;
+    frag_aux = vec4(ngeo, float(object_id));
+    return;
+  }
   vec3 N = ngeo;
   if (has_tex(TEX_NORMAL)) {
     vec3 T = v_tangent.xyz * face;
@@ -98,6 +136,7 @@ void main()
   v_normal = wn;
   v_tangent = vec4(0.0);
   v_uv = uv;
+  v_color = col;
   gl_Position = cp;
 }
 """
@@ -105,6 +144,7 @@ void main()
 _OUTLINE_FS = """
 void main()
 {
+  load_fragment_material();
   vec2 uvA = animate_uv(v_uv);
   vec4 base = mtoon_base(uvA);
   vec3 N = normalize(v_normal);           /* outward normal: the hull's back faces are drawn */
@@ -144,7 +184,7 @@ void main()
 """
 
 _SURFACE_IFACE = (("smooth", "VEC3", "v_world"), ("smooth", "VEC3", "v_normal"),
-                  ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"))
+                  ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"), ("smooth", "VEC4", "v_color"))
 
 
 def _build(name, vs, fs, interfaces, outputs):
@@ -157,14 +197,14 @@ def _build(name, vs, fs, interfaces, outputs):
 def forward_shader():
     return cached_shader("mtoon_forward", lambda: _build(
         "stylized_mtoon_forward", _FORWARD_VS,
-        load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
+        _MATERIAL_VIEW + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
         _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux"))))
 
 
 def outline_shader():
     return cached_shader("mtoon_outline", lambda: _build(
         "stylized_mtoon_outline", _OUTLINE_VS,
-        load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
+        _MATERIAL_VIEW + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
         _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux"))))
 
 

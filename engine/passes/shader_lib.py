@@ -22,6 +22,7 @@ VERTEX_ATTRIBUTES = (
     ("joints_hi", "UVEC4", "U32", 4, "INT"),
     ("weights_hi", "VEC4", "F32", 4, "FLOAT"),
     ("morph_span", "UVEC2", "U32", 2, "INT"),     # (first entry, entry count) of the vertex's deltas
+    ("col", "VEC4", "F32", 4, "FLOAT"),           # render colour attribute, linear RGBA (white: none)
 )
 
 # Attributes a morph changes live in their own vertex buffer; the rest is shared per primitive.

@@ -16,7 +16,7 @@ Contract
 * ``is_palette_valid(handle) -> bool``: default ``handle is not None``.
 * ``create_stream(primitive, positions=None, normals=None, tangents=None) -> stream``: one
   immutable vertex stream (all attributes of ``primitive``: positions, normals, tangents, uv0,
-  joints, weights, smooth normals, indices) with the given arrays replacing the asset's base
+  joints, weights, smooth normals, vertex colours, indices) with the given arrays replacing the asset's base
   arrays (None = the asset's own). ``positions``/``normals`` are ``(V,3) float32``,
   ``tangents`` ``(V,4) float32`` (xyz + the base handedness sign). A drawn GPUVertBuf cannot be
   refilled, so every morph rebuild asks for a new stream. May return None or raise on failure.
@@ -80,6 +80,7 @@ class CpuStream:
 
     @property
     def vertex_count(self) -> int:
+        self.colors = getattr(primitive, "colors", None)   # static: the vertex colours never morph
         return int(self.positions.shape[0])
 
 

@@ -116,7 +116,8 @@ def _f32(a, width, n, default=None):
 
 
 def build_static(primitive, morph_span=None):
-    """The per-primitive buffer of attributes no morph changes, and its index buffer.
+    """The per-primitive buffer of attributes no morph changes (uv, smooth normal, joints, weights,
+    morph spans, vertex colour), and its index buffer.
     ``morph_span`` is the (V,2) span of ``pack_morph_entries`` (zeros when None)."""
     import gpu
 
@@ -139,6 +140,8 @@ def build_static(primitive, morph_span=None):
     vbo.attr_fill("weights_hi", np.ascontiguousarray(w[:, 4:]))
     span = np.zeros((n, 2), np.uint32) if morph_span is None else np.array(morph_span, np.uint32, order="C")
     vbo.attr_fill("morph_span", span)
+    # the render colour attribute (linear RGBA); white where the mesh has none
+    vbo.attr_fill("col", _f32(getattr(primitive, "colors", None), 4, n, (1.0, 1.0, 1.0, 1.0)))
     indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
     ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
     return vbo, ibo, int(indices.shape[0])
