@@ -576,3 +576,34 @@ def test_real_vrm_file(ext):
     assert any("Backpack" in m and "etallic" in m for m in res["Backpack"].unmapped), res["Backpack"].unmapped
     logo = res["GodotLogo"]
     assert logo.unlit and logo.alpha_mode == "BLEND" and "base_color" in logo.textures
+
+
+# ------------------------------------------------------------------------------------------------
+# tools/compare_look.py
+# ------------------------------------------------------------------------------------------------
+
+def test_compare_look_tool(ext, empty_scene, tmp_path, capsys):
+    """The tool renders Stylized and Workbench, writes the sheet and reports per material."""
+    tex = np.zeros((8, 8, 4), np.float32)
+    tex[...] = (1.0, 0.0, 0.0, 1.0)
+    write_png(tmp_path / "red.png", tex)
+    write_gltf(tmp_path / "t.gltf", [dict(quad_xz(-1.5, 1.5, -1, 1), material=0, name="Quad")],
+               [dict(name="Red", pbrMetallicRoughness=dict(baseColorTexture=dict(index=0), metallicFactor=0.0))],
+               images=["red.png"])
+    import_gltf(tmp_path / "t.gltf")
+    for img in bpy.data.images:
+        if img.source == "FILE":
+            img.pack()
+    stage(empty_scene, sun_rotation=(math.radians(90), 0, 0))
+    blend = tmp_path / "look.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+    from tools import compare_look
+
+    compare_look.main([str(blend), "--out", str(tmp_path / "out"), "--size", "96"])
+    text = capsys.readouterr().out
+    assert (tmp_path / "out" / "look_sheet.png").exists()
+    assert "material 'Red'" in text and "base_texture=red" in text and "chroma_diff=" in text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("compare-look: file=look.blend materials=1")
+    chroma = float(last.split("mean_chroma_diff=")[1])
+    assert chroma < 0.05, text          # both show the red texture

@@ -31,7 +31,7 @@ SHADE_SATURATION = 1.2   # ... pushed slightly away from grey, as hand-painted t
 #: metallic darkening, fitted to EEVEE (docs/materials.md): a fully metallic surface's sunlit side
 #: is ``METAL_LIT_BASE + METAL_LIT_ROUGHNESS * roughness`` of the same dielectric's.
 METAL_LIT_BASE = 0.5
-METAL_LIT_ROUGHNESS = 0.2
+METAL_LIT_ROUGHNESS = 0.15
 
 OCCLUSION_GROUPS = ("glTF Material Output", "glTF Settings")
 MAX_DEPTH = 32
@@ -45,7 +45,7 @@ def shade_from_base(rgb) -> tuple:
 
 def metal_scale(metallic: float, roughness: float) -> float:
     """Factor on base and shade colour of a surface with this Principled Metallic / Roughness:
-    ``1 - metallic * (1 - k)``, ``k = 0.5 + 0.2 * roughness`` (a metal's diffuse is zero in EEVEE;
+    ``1 - metallic * (1 - k)``, ``k = 0.5 + 0.15 * roughness`` (a metal's diffuse is zero in EEVEE;
     what remains under a sun is the specular lobe, broader and brighter on rough metal)."""
     m = min(max(float(metallic), 0.0), 1.0)
     r = min(max(float(roughness), 0.0), 1.0)
