@@ -78,7 +78,13 @@ def run_in_gpu_context(fn):
     return task["result"]
 
 
-def _engine_registered() -> bool:
-    from .render_engine import StylizedRenderEngine
+ENGINE_ID = "STYLIZED"
 
-    return bool(StylizedRenderEngine.is_registered)
+
+def _engine_registered() -> bool:
+    """Whether a RenderEngine called STYLIZED is registered (asked through bpy, so this module
+    does not import the engine adapter that imports it)."""
+    import bpy
+
+    return any(getattr(c, "bl_idname", "") == ENGINE_ID and c.is_registered
+               for c in bpy.types.RenderEngine.__subclasses__())

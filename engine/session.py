@@ -7,15 +7,11 @@ render_pixels(...)   the same, read back as a linear float (H, W, 4) array
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
-from .assets import Bounds
+from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
 from .passes.frame import CameraData, FrameData, FrameSettings, LightData
-
-DRAWABLE_TYPES = {"MESH", "CURVE", "SURFACE", "FONT", "META"}
 
 
 def camera_from_matrices(view: np.ndarray, projection: np.ndarray, is_ortho: bool = False) -> CameraData:
@@ -29,26 +25,6 @@ def camera_from_object(depsgraph, cam_eval, width: int, height: int) -> CameraDa
     view = np.linalg.inv(np.array(cam_eval.matrix_world))
     is_ortho = getattr(cam_eval.data, "type", "PERSP") == "ORTHO"
     return camera_from_matrices(view, np.array(proj), is_ortho)
-
-
-@dataclass
-class FallbackItem:
-    """A draw of Blender's evaluated mesh (same fields the passes read from a RenderItem)."""
-
-    object_name: str
-    stream: object
-    world: np.ndarray
-    world_bounds: Bounds
-    local_bounds: Bounds
-    material_name: str
-    material_index: int
-    node_index: int = -1
-    primitive_index: int = 0
-    palette: object = None
-    influences: int = 0
-    cast_shadow: bool = True
-    object_id: int = 0
-    fallback_reason: str = ""
 
 
 def world_color(scene) -> np.ndarray:
@@ -85,11 +61,6 @@ def scene_lights(depsgraph) -> list:
     return out
 
 
-def _scene_object_names(scene) -> frozenset:
-    scene = getattr(scene, "original", scene)
-    return frozenset(ob.name for ob in scene.objects) if scene is not None else frozenset()
-
-
 def settings_from_scene(scene, width: int, height: int, film_transparent: bool) -> FrameSettings:
     st = getattr(scene, "stylized", None)
     fps = scene.render.fps / max(scene.render.fps_base, 1e-9)
@@ -120,16 +91,26 @@ def last_viewport_session():
 
 
 class StylizedSession:
-    """Per-engine state.  GPU objects are created lazily inside a GPU context."""
+    """Per-engine state.  GPU objects are created lazily inside a GPU context.
+
+    ``assets`` (an ``importer.AssetCache``) is the one place where imported assets are kept and
+    reused: final renders verify every cached mesh's content (``verify_imports``), the viewport
+    trusts Blender's depsgraph updates (``sync``) to drop what changed."""
 
     def __init__(self, viewport: bool = False):
+        from .importer import AssetCache
+
         self.viewport = viewport
+        self.verify_imports = not viewport
         self.pipeline = None
         self.backend = None
         self.scene_asset = None
         self.runtime = None
         self.reader = None
+        self.assets = AssetCache()
+        self.fallback = FallbackDrawer()
         self.import_error = None
+        self.update_error = None
         self.problems = []
         self.fallbacks = {}          # object name -> reason (drawn from Blender's evaluated mesh)
         self.stats = {}
@@ -139,11 +120,6 @@ class StylizedSession:
         self.reimport_reasons = []   # why sync asked for the pending re-import (cleared by it)
         self.import_count = 0        # scene imports by this session (the Stats panel shows them)
         self.last_import_reason = ""
-        self._object_sigs = {}       # object name -> importer.object_signature at import
-        self._key_sigs = {}          # shape-key datablock name -> importer.key_signature at import
-        self._arm_sigs = {}          # armature datablock name -> importer.armature_signature
-        self._action_sigs = {}       # action name -> importer.action_content_signature
-        self._scene_objects = None   # names of the scene's objects at import
         self._last_time = None
         self._gpu_nodes = set()
         if viewport:
@@ -151,12 +127,9 @@ class StylizedSession:
 
             global _last_viewport_session
             _last_viewport_session = weakref.ref(self)
-            try:
-                from .viewer_timings import ViewerCpuTimings
+            from .viewer_timings import ViewerCpuTimings
 
-                self.timings = ViewerCpuTimings()
-            except ImportError:
-                self.timings = None
+            self.timings = ViewerCpuTimings()
 
     # ------------------------------------------------------------------------------------------
     def _ensure_gpu(self):
@@ -168,16 +141,17 @@ class StylizedSession:
             self.backend = GpuBackend()
 
     def sync(self, depsgraph, updates=None) -> None:
-        """Note what changed (``updates``: the depsgraph's updates; None = everything).
+        """Note what changed (``updates``: the depsgraph's updates; None = everything, which
+        re-imports through the asset cache: unchanged assets are reused, edited ones rebuilt).
 
         * A frame change (playback, scrubbing) re-evaluates animated objects, meshes, shape keys
           and actions: nothing to re-import, the timeline reader reads the new pose and values.
         * Without a frame change, an object geometry update re-imports only when the object's
           structure changed (modifiers, parenting, vertex groups, materials, shape-key layout:
-          ``importer.object_signature``); a pose edit or a deformation does not.
-        * A mesh geometry update re-imports that mesh (the importer cache keeps the others),
-          unless it only follows a shape-key value change (the key is updated with it, its layout
-          is unchanged and the mesh is not being edited).
+          ``importer.object_signature``); a pose edit or a transform does not.
+        * A mesh geometry update re-imports that mesh (the cache keeps the others), unless it only
+          follows a shape-key value change (the key is updated with it, its layout is unchanged
+          and the mesh is not being edited).
         * Actions and armatures edited re-import; new or deleted objects re-import; a changed
           material refreshes its cached values.
         """
@@ -190,8 +164,9 @@ class StylizedSession:
             return
         import bpy
 
-        from . import importer
+        from . import materials
 
+        known = self.assets.known
         live = []
         for u in updates:
             try:
@@ -204,24 +179,19 @@ class StylizedSession:
         keys = {idb.name for _u, idb in live if isinstance(idb, bpy.types.Key)}
         for u, idb in live:
             if isinstance(idb, bpy.types.Material):
-                try:
-                    from . import materials
-
-                    materials.invalidate(idb.name)
-                except Exception:
-                    pass
+                materials.invalidate(idb.name)
                 continue
             if animated and isinstance(idb, (bpy.types.Object, bpy.types.Mesh, bpy.types.Key,
                                              bpy.types.Action, bpy.types.Armature)):
                 continue
             if isinstance(idb, bpy.types.Object):
-                if u.is_updated_geometry and self._structure_changed(idb):
-                    importer.invalidate_object(idb.name)
+                if u.is_updated_geometry and known.object_structure_changed(idb):
+                    self.assets.invalidate_object(idb.name)
                     self._reimport(f"object '{idb.name}' changed its structure")
                 continue
             if isinstance(idb, bpy.types.Key):
-                if self._key_sigs.get(idb.name, None) != importer.key_signature(idb):
-                    importer.invalidate_id(idb)
+                if known.key_layout_changed(idb):
+                    self.assets.invalidate_id(idb)
                     self._reimport(f"shape keys '{idb.name}' changed their layout")
                 continue
             if isinstance(idb, bpy.types.Mesh):
@@ -229,66 +199,32 @@ class StylizedSession:
                     continue
                 key = idb.shape_keys
                 values_only = (key is not None and key.name in keys and not idb.is_editmode
-                               and self._key_sigs.get(key.name, None) == importer.key_signature(key))
+                               and not known.key_layout_changed(key))
                 if not values_only:
-                    importer.invalidate_mesh(idb.name)
+                    self.assets.invalidate_mesh(idb.name)
                     self._reimport(f"mesh '{idb.name}' edited")
                 continue
             if isinstance(idb, bpy.types.Armature):
                 # a pose edit updates the armature too; only a rest/bone change re-imports
-                if u.is_updated_geometry and self._arm_sigs.get(idb.name) != importer.armature_signature(idb):
-                    importer.invalidate_id(idb)
+                if u.is_updated_geometry and known.armature_changed(idb):
+                    self.assets.invalidate_id(idb)
                     self._reimport(f"armature '{idb.name}' edited")
                 continue
             if isinstance(idb, bpy.types.Action):
                 # re-evaluating the same frame reports the action too; only edited keys count
-                if self._action_sigs.get(idb.name) != importer.action_content_signature(idb):
-                    importer.invalidate_action(idb.name)
+                if known.action_changed(idb):
+                    self.assets.invalidate_action(idb.name)
                     self._reimport(f"action '{idb.name}' edited")
                 continue
             if isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
                 # relations are re-evaluated for many reasons; objects added, removed or renamed
                 # are what needs a re-import
-                if self._scene_objects != _scene_object_names(scene):
+                if known.objects_changed(scene):
                     self._reimport("objects added, removed or renamed")
 
     def _reimport(self, reason: str) -> None:
         self._need_import = True
         self.reimport_reasons.append(reason)
-
-    def _structure_changed(self, obj) -> bool:
-        from . import importer
-
-        if obj.name not in self._object_sigs:
-            return False        # not imported (camera, light, a fallback-only type); new objects
-                                # arrive with a collection update
-        return self._object_sigs[obj.name] != importer.object_signature(obj)
-
-    def _remember_structure(self, asset, scene=None) -> None:
-        """Signatures of the imported objects and shape keys (compared by ``sync``)."""
-        import bpy
-
-        from . import importer
-
-        self._object_sigs = {}
-        self._key_sigs = {}
-        self._arm_sigs = {}
-        for name in {nd.object_name for nd in asset.nodes}:
-            ob = bpy.data.objects.get(name)
-            if ob is None:
-                continue
-            self._object_sigs[name] = importer.object_signature(ob)
-            if ob.type == "ARMATURE" and ob.data is not None:
-                self._arm_sigs[ob.data.name] = importer.armature_signature(ob.data)
-            key = getattr(getattr(ob, "data", None), "shape_keys", None)
-            if key is not None:
-                self._key_sigs[key.name] = importer.key_signature(key)
-        self._scene_objects = _scene_object_names(scene) if scene is not None else None
-        self._action_sigs = {}
-        for clip in asset.animations:
-            action = bpy.data.actions.get(clip.action_name or clip.name)
-            if action is not None and action.name not in self._action_sigs:
-                self._action_sigs[action.name] = importer.action_content_signature(action)
 
     # ------------------------------------------------------------------------------------------
     def _ensure_runtime(self, depsgraph) -> None:
@@ -311,8 +247,11 @@ class StylizedSession:
         self.reader = None
         self.scene_asset = None
         self.import_error = None
+        self.fallbacks = {}
+        self._gpu_nodes = set()
         try:
-            asset, problems = importer.import_scene_with_problems(depsgraph)
+            asset, problems = importer.import_scene_with_problems(depsgraph, cache=self.assets,
+                                                                  verify=self.verify_imports)
         except AssetError as ex:
             self.import_error = str(ex)
             return
@@ -320,13 +259,12 @@ class StylizedSession:
         if not runtime.initialize():
             self.import_error = f"runtime initialisation failed: {runtime.last_error}"
             return
+        self.backend.retain([p for m in asset.meshes for p in m.primitives])
         self.scene_asset = asset
-        self._remember_structure(asset, depsgraph.scene)
+        self.assets.known.remember(asset, depsgraph.scene)
         self.problems = list(problems)
         self.runtime = runtime
         self.reader = TimelineReader(asset, runtime)
-        self._gpu_nodes = set()
-        self.fallbacks = {}
         for i, nd in enumerate(asset.nodes):
             mi = int(asset.mesh_indices[i])
             if mi < 0:
@@ -364,6 +302,19 @@ class StylizedSession:
         nodes, mats, weights = self.reader.read(depsgraph)
         return self.runtime.update_timeline(nodes, mats, weights)
 
+    def _update(self, depsgraph, preview_state) -> None:
+        """update_frame, with its failure kept for the Stats panel and the render log."""
+        self.update_error = None
+        if self.runtime is None:
+            return
+        try:
+            ok = self.update_frame(depsgraph, preview_state)
+        except Exception as ex:   # keep drawing the last good state; say why
+            ok = False
+            self.update_error = f"{type(ex).__name__}: {ex}"
+        if not ok and self.update_error is None:
+            self.update_error = self.runtime.last_failure() or "the runtime update failed"
+
     def _clip_key_slots(self, player, node: int):
         """(slots into morph_key_names(node), player morph channel indices) for the keys the
         current clip drives; computed once per clip, so the per-frame path stays vectorised."""
@@ -384,43 +335,7 @@ class StylizedSession:
     # ------------------------------------------------------------------------------------------
     def _fallback_items(self, depsgraph, skip_objects: set) -> list:
         """Blender's evaluated mesh for everything the GPU path does not draw itself."""
-        from .importer.mesh import read_mesh, split_by_material
-
-        items = []
-        for inst in depsgraph.object_instances:
-            ob = inst.object
-            if ob.type not in DRAWABLE_TYPES or not inst.show_self:
-                continue
-            if not inst.is_instance and ob.name in skip_objects:
-                continue
-            try:
-                mesh = ob.to_mesh()
-            except RuntimeError:
-                continue
-            if mesh is None:
-                continue
-            try:
-                cs = read_mesh(mesh)
-                prims = split_by_material(cs, len(mesh.vertices))
-                mats = [s.material.name if s.material is not None else "" for s in ob.material_slots]
-            finally:
-                ob.to_mesh_clear()
-            world = np.array(inst.matrix_world)
-            reason = self.fallbacks.get(ob.name) or ("instance" if inst.is_instance else f"{ob.type.lower()} object")
-            if ob.type == "MESH" and not inst.is_instance and ob.name not in self.fallbacks and self.import_error:
-                reason = f"import error: {self.import_error}"
-            for k, p in enumerate(prims):
-                if p.indices.shape[0] == 0:
-                    continue
-                mname = mats[p.material_index] if 0 <= p.material_index < len(mats) else ""
-                stream = self.backend.create_stream(p)
-                lb = Bounds.from_points(p.positions)
-                items.append(FallbackItem(object_name=ob.name, stream=stream, world=world,
-                                          world_bounds=lb.transformed(world), local_bounds=lb,
-                                          material_name=mname, material_index=p.material_index,
-                                          primitive_index=k, object_id=10000 + len(items),
-                                          cast_shadow=True, fallback_reason=reason))
-        return items
+        return self.fallback.items(depsgraph, self.backend, skip_objects, self.fallbacks, self.import_error or "")
 
     def _gpu_items(self, depsgraph) -> list:
         if self.runtime is None:
@@ -446,7 +361,7 @@ class StylizedSession:
         t0 = time.perf_counter()
         self._ensure_runtime(depsgraph)
         t1 = time.perf_counter()
-        self.update_frame(depsgraph, preview_state)
+        self._update(depsgraph, preview_state)
         t2 = time.perf_counter()
         gpu_items = self._gpu_items(depsgraph)
         drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in self._gpu_nodes} \
@@ -469,7 +384,9 @@ class StylizedSession:
             morph_target_count=rs.morph_target_count if rs else 0,
             active_target_count=rs.active_target_count if rs else 0,
             items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
-            import_error=self.import_error, problems=list(self.problems),
+            import_error=self.import_error, update_error=self.update_error, problems=list(self.problems),
+            fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
+            live_fallback_streams=self.fallback.live_stream_count,
         )
         return frame
 
@@ -484,6 +401,7 @@ class StylizedSession:
         self.stats["render_ms"] = (t2 - t0) * 1e3
         self.stats["gpu_ms"] = dict(getattr(self.pipeline, "gpu_times", {}) or {})
         if self.timings is not None:
+            self.timings.mark_frame()
             st = self.stats
             self.timings.sample(animation_ms=st["animation_ms"], skinning_ms=st["skinning_ms"],
                                 morph_ms=st["morph_ms"], update_ms=st["update_ms"],
@@ -510,4 +428,6 @@ class StylizedSession:
         self.scene_asset = None
         self.pipeline = None
         self.backend = None
+        self.fallback.clear()
+        self.assets.clear()
         self._need_import = True

@@ -10,7 +10,7 @@ morph_ms            every RuntimeMeshInstance.update
 update_ms           the whole runtime update
 extraction_ms       RenderExtractor.extract
 pipeline_ms         FramePipeline CPU submission
-ui_ms               panel drawing
+ui_ms               panel drawing per viewport frame (all Stylized panels)
 render_ms           the whole view_draw
 ==================  ==========================================================
 
@@ -46,6 +46,7 @@ class ViewerCpuTimings:
             setattr(self, f, 0.0)
         self._seen = set()
         self._last_frame_ms: Optional[float] = None
+        self._pending_ui_ms: Optional[float] = None
         self.sample_count = 0
 
     def sample(self, **ms_values) -> None:
@@ -67,9 +68,18 @@ class ViewerCpuTimings:
                 setattr(self, name, avg + (v - avg) * ALPHA)
         self.sample_count += 1
 
+    def add_ui_ms(self, ms: float) -> None:
+        """Panel drawing time since the last frame (summed over panels; sampled by mark_frame)."""
+        self._pending_ui_ms = (self._pending_ui_ms or 0.0) + float(ms)
+
     def mark_frame(self, now: Optional[float] = None) -> Optional[float]:
-        """Sample frame_interval_ms from the previous call (ms clock ``now``, default perf_counter).
+        """Called once per viewport frame: samples frame_interval_ms from the previous call (ms
+        clock ``now``, default perf_counter) and ui_ms from the panels drawn since (none drawn:
+        no sample, so a collapsed panel neither accumulates nor reports 0).
         Returns the raw interval, or None on the first call."""
+        if self._pending_ui_ms is not None:
+            self.sample(ui_ms=self._pending_ui_ms)
+            self._pending_ui_ms = None
         t = now_ms() if now is None else float(now)
         prev, self._last_frame_ms = self._last_frame_ms, t
         if prev is None:

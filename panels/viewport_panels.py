@@ -10,7 +10,6 @@ from ..operators import expression_ops as expr
 
 ENGINE = "STYLIZED"
 GPU_PASSES = ("Shadow", "Forward", "Outline Mask", "Screen-Space Outline", "Post Process")
-_ui = {"ms": 0.0}
 
 
 def viewport_session():
@@ -66,7 +65,9 @@ def _timed(draw):
         try:
             draw(self, context)
         finally:
-            _ui["ms"] += (time.perf_counter() - t0) * 1e3
+            timings = getattr(viewport_session(), "timings", None)
+            if timings is not None:
+                timings.add_ui_ms((time.perf_counter() - t0) * 1e3)
     wrapper.__doc__ = draw.__doc__
     return wrapper
 
@@ -173,8 +174,8 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
     bl_idname = "STYLIZED_PT_viewport_stats"
     bl_options = {"DEFAULT_CLOSED"}
 
+    @_timed
     def draw(self, context):
-        t0 = time.perf_counter()
         layout = self.layout
         sess = viewport_session()
         stats = session_stats()
@@ -213,15 +214,14 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
         col.label(text=f"Morphs composed in the shader: {stats.get('shader_morphs', 0)}")
         if stats.get("import_count"):
             col.label(text=f"Scene imports: {stats['import_count']} (last: {stats.get('last_import_reason', '')})")
+        for key, label in (("import_error", "Import failed"), ("update_error", "Update failed")):
+            if stats.get(key):
+                layout.label(text=f"{label}: {stats[key]}", icon="ERROR")
         fallbacks = stats.get("fallbacks") or []
         col = layout.column(align=True)
         col.label(text=f"CPU fallbacks: {len(fallbacks)}", icon="ERROR" if fallbacks else "CHECKMARK")
         for name, reason in fallbacks:
             col.label(text=f"{name}: {reason}")
-        _ui["ms"] += (time.perf_counter() - t0) * 1e3
-        if timings is not None and hasattr(timings, "sample"):
-            timings.sample(ui_ms=_ui["ms"])
-        _ui["ms"] = 0.0
 
 
 classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_expressions, STYLIZED_PT_viewport_stats)

@@ -31,9 +31,7 @@ from tools import scenes  # noqa: E402
 @pytest.fixture
 def fresh():
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    importer.clear_cache()
     yield bpy.context.scene
-    importer.clear_cache()
 
 
 def world_check(asset, tol=1e-5):
@@ -356,7 +354,6 @@ def test_absolute_keys_and_driven_keys(fresh):
     assert [t.name for t in m.primitives[0].morph_targets] == ["Open"]
     assert importer.compatible_clips(asset, "DrivenFace") == []
     ob.data.shape_keys.use_relative = False
-    importer.clear_cache()
     m = importer.import_scene(fresh).meshes[0]
     assert "absolute" in m.fallback_reason
 
@@ -428,7 +425,6 @@ def test_missing_bone_reported(fresh):
         importer.import_action(act, asset, arm, fresh)
     # an unassigned action for the same rig with a missing bone is not offered either
     arm.animation_data.action = None
-    importer.clear_cache()
     asset, problems = importer.import_scene_with_problems(fresh)
     assert importer.compatible_clips(asset, arm.name) == []
     assert any("Ghost" in p for p in problems)
@@ -468,22 +464,23 @@ def test_validation_and_user_data_untouched(fresh):
 
 def test_cache_reimport_fast_and_invalidation(fresh):
     arm, body, hat, ring = scenes.build_character()
-    a1 = importer.import_scene(fresh)
-    a2 = importer.import_scene(fresh)
+    cache = importer.AssetCache()
+    a1 = importer.import_scene(fresh, cache=cache)
+    a2 = importer.import_scene(fresh, cache=cache)
     i = a1.nodes[a1.node_index("Body")].mesh_index
     assert a2.meshes[i] is a1.meshes[i]
-    nb = importer._build_nodes(importer._collect_objects(bpy.context.view_layer))
+    assert importer.import_scene(fresh).meshes[i] is not a1.meshes[i]     # no cache: built anew
+    nb = importer.build_nodes(importer.collect_objects(bpy.context.view_layer))
     # speed is measured by tools/bench_import.py, not asserted here; the cache hit is identity
-    m = importer._import_mesh(body, nb)
-    assert m is a1.meshes[i]
-    importer.invalidate_mesh(body.data.name)
-    a3 = importer.import_scene(fresh)
+    assert importer.import_mesh(body, nb, cache) is a1.meshes[i]
+    cache.invalidate_mesh(body.data.name)
+    a3 = importer.import_scene(fresh, cache=cache)
     assert a3.meshes[i] is not a1.meshes[i]
     # moving the armature relative to the mesh changes the bind: new inverse bind matrices
     body.parent = None
     body.location = (3, 0, 0)
     bpy.context.view_layer.update()
-    a4 = importer.import_scene(fresh)
+    a4 = importer.import_scene(fresh, cache=cache)
     world_check(a4)
     ibm = a4.meshes[i].primitives[0].skin.inverse_bind_matrices
     assert not np.allclose(ibm, a3.meshes[i].primitives[0].skin.inverse_bind_matrices)
@@ -499,8 +496,84 @@ def test_cache_reimport_fast_and_invalidation(fresh):
     body.parent = arm
     body.matrix_parent_inverse = np.linalg.inv(np.array(arm.matrix_world)).tolist()
     bpy.context.view_layer.update()
-    a5 = importer.import_scene(fresh)
+    a5 = importer.import_scene(fresh, cache=cache)
     world_check(a5)
+
+
+def _edits():
+    """(name, edit(ob)) pairs: every kind of data edit a script or farm job makes without a viewport."""
+    def move_vertices(ob):
+        co = np.empty(len(ob.data.vertices) * 3, np.float32)
+        ob.data.vertices.foreach_get("co", co)
+        ob.data.vertices.foreach_set("co", co * 1.5)
+        ob.data.update()
+
+    def edit_key(ob):
+        kb = ob.data.shape_keys.key_blocks["Smile"]
+        kb.data[3].co = (kb.data[3].co[0], kb.data[3].co[1] + 1.0, kb.data[3].co[2])
+
+    def edit_weight(ob):
+        ob.vertex_groups["Grp"].add([0], 0.25, "REPLACE")
+
+    def edit_uv(ob):
+        uv = ob.data.uv_layers.active.uv
+        uv[0].vector = (uv[0].vector[0] + 0.5, uv[0].vector[1])
+
+    def swap_material(ob):
+        ob.material_slots[0].material = bpy.data.materials.new("Other")
+
+    def add_modifier(ob):
+        ob.modifiers.new("Bevel", "BEVEL")
+
+    return [("positions", move_vertices), ("shape key", edit_key), ("weights", edit_weight),
+            ("uv", edit_uv), ("material slot", swap_material), ("modifier", add_modifier)]
+
+
+@pytest.mark.parametrize("what,edit", _edits(), ids=[e[0] for e in _edits()])
+def test_verified_cache_never_reuses_edited_data(fresh, what, edit):
+    """Regression (stale F12): every data edit between two verified imports gives a new asset
+    whose arrays show the edit; an unedited import reuses the asset."""
+    ob, basis, keys = scenes.build_shape_key_mesh()
+    ob.data.uv_layers.new(name="UVMap")
+    ob.data.materials.append(bpy.data.materials.new("Mat"))
+    grp = ob.vertex_groups.new(name="Grp")
+    grp.add(list(range(len(ob.data.vertices))), 1.0, "REPLACE")
+    ob.data.shape_keys.key_blocks["Smile"].vertex_group = "Grp"     # weights reach the asset
+    scenes.finish()
+    cache = importer.AssetCache()
+    a1 = importer.import_scene(fresh, cache=cache)
+    assert importer.import_scene(fresh, cache=cache).meshes[0] is a1.meshes[0]
+    edit(ob)
+    a2 = importer.import_scene(fresh, cache=cache)
+    assert a2.meshes[0] is not a1.meshes[0], f"a {what} edit reused the stale asset"
+    fresh_asset = importer.import_scene(fresh)
+    m2, mf = a2.meshes[0], fresh_asset.meshes[0]
+    assert m2.fallback_reason == mf.fallback_reason
+    for p2, pf in zip(m2.primitives, mf.primitives):
+        np.testing.assert_array_equal(p2.positions, pf.positions)
+        assert p2.material_name == pf.material_name
+        if pf.uv0 is not None:
+            np.testing.assert_array_equal(p2.uv0, pf.uv0)
+        for t2, tf in zip(p2.morph_targets, pf.morph_targets):
+            np.testing.assert_array_equal(t2.position_deltas, tf.position_deltas)
+
+
+def test_unweighted_vertices_bounds_and_nonfinite_prop(fresh):
+    arm, ob = _skinned_cube("Partly")
+    ob.vertex_groups["A"].remove([8])
+    ob.vertex_groups["B"].remove([8])
+    prop = scenes.make_mesh("BadProp", [(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)])
+    prop.data.vertices[1].co = (float("nan"), 0.0, 0.0)
+    scenes.finish()
+    asset, problems = importer.import_scene_with_problems(fresh)
+    skin = asset.meshes[asset.nodes[asset.node_index("Partly")].mesh_index].primitives[0].skin
+    ub = skin.unweighted_bounds
+    co = np.array(ob.data.vertices[8].co)
+    assert ub is not None and np.allclose(ub.minimum, co) and np.allclose(ub.maximum, co)
+    bad = asset.meshes[asset.nodes[asset.node_index("BadProp")].mesh_index]
+    assert "non-finite vertex position" in bad.fallback_reason and bad.primitives == ()
+    good = asset.meshes[asset.nodes[asset.node_index("Partly")].mesh_index]
+    assert good.fallback_reason is None
 
 
 def test_depsgraph_input_ngons_no_uv_no_faces(fresh):
@@ -545,20 +618,22 @@ def test_object_delta_transforms(fresh, mode):
 
 def test_invalidate_id_after_edits(fresh):
     ob, basis, keys = scenes.build_shape_key_mesh()
-    a1 = importer.import_scene(fresh)
-    # an edit of shape key coordinates is invisible to the cheap signature until invalidated
+    cache = importer.AssetCache()
+    a1 = importer.import_scene(fresh, cache=cache)
+    # the viewport (verify=False) trusts depsgraph updates: an edit is invisible until the
+    # update that reports it invalidates the entry
     kb = ob.data.shape_keys.key_blocks["Smile"]
     kb.data[3].co = (kb.data[3].co[0], kb.data[3].co[1] + 1.0, kb.data[3].co[2])
-    assert importer.import_scene(fresh).meshes[0] is a1.meshes[0]
-    importer.invalidate_id(ob.data.shape_keys)
-    a2 = importer.import_scene(fresh)
+    assert importer.import_scene(fresh, cache=cache, verify=False).meshes[0] is a1.meshes[0]
+    cache.invalidate_id(ob.data.shape_keys)
+    a2 = importer.import_scene(fresh, cache=cache, verify=False)
     assert a2.meshes[0] is not a1.meshes[0]
-    importer.invalidate_id(ob)
-    assert importer.import_scene(fresh).meshes[0] is not a2.meshes[0]
-    # renaming a key changes the signature by itself
-    a3 = importer.import_scene(fresh)
+    cache.invalidate_id(ob)
+    assert importer.import_scene(fresh, cache=cache, verify=False).meshes[0] is not a2.meshes[0]
+    # renaming a key changes the structure signature by itself
+    a3 = importer.import_scene(fresh, cache=cache, verify=False)
     kb.name = "Grin"
-    a4 = importer.import_scene(fresh)
+    a4 = importer.import_scene(fresh, cache=cache, verify=False)
     assert a4.meshes[0] is not a3.meshes[0]
     assert "Grin" in [t.name for t in a4.meshes[0].primitives[0].morph_targets]
 

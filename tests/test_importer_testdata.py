@@ -56,7 +56,6 @@ def _free_of_overrides(ob, bone_name=None):
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_testdata_file(path):
     bpy.ops.wm.open_mainfile(filepath=str(path))
-    importer.clear_cache()
     scene = bpy.context.scene
     scene.frame_set(scene.frame_current)
     asset, problems = importer.import_scene_with_problems(scene)

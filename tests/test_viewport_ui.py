@@ -425,7 +425,8 @@ class FakeSession:
         self.stats = {"palette_uploads": 1, "morph_uploads": 2, "morph_uploads_total": 9,
                       "palette_count": 1, "joint_matrix_count": 4, "gpu_ms": gpu, "shader_morphs": 1,
                       "import_count": 3, "last_import_reason": "mesh 'Body' edited",
-                      "fallbacks": [("Text", "font object"), ("Cube", "modifier 'Bevel'")]}
+                      "fallbacks": [("Text", "font object"), ("Cube", "modifier 'Bevel'")],
+                      "update_error": "SkinningPaletteSet: pose node count does not match"}
 
 
 def test_stats_panel(empty_scene, monkeypatch):
@@ -452,7 +453,11 @@ def test_stats_panel(empty_scene, monkeypatch):
     assert "Morphs composed in the shader: 1" in labels
     assert "Scene imports: 3 (last: mesh 'Body' edited)" in labels
     assert "Text: font object" in labels and "Cube: modifier 'Bevel'" in labels
-    assert fake.timings.has("ui_ms")
+    assert "Update failed: SkinningPaletteSet: pose node count does not match" in labels
+    # panel time is sampled once per viewport frame (the session's mark_frame), not accumulated
+    assert not fake.timings.has("ui_ms")
+    fake.timings.mark_frame()
+    assert fake.timings.has("ui_ms") and 0.0 < fake.timings.ui_ms < 1000.0
 
     scene.stylized.profile_gpu = True
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()

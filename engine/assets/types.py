@@ -170,6 +170,12 @@ class SkinAsset:
     (relative to the mesh node: inverse(jointWorldBind) @ meshWorldBind).
     ``joint_bounds_min/max[j]``: bounds, in mesh-local bind space, of the base vertices that joint j
     actually influences (the seed's jointLocalBounds; skinMatrix[j] maps them to the current pose).
+    ``armature_node``: the node of the armature object whose Armature modifier deforms the mesh
+    (-1: none, the seed's plain glTF skin).  Blender deforms in the armature's space with the
+    *current* mesh and armature transforms, so the palette corrects the bind relation
+    inverse(armatureWorld) @ meshWorld to today's (see runtime/palette.py).
+    ``unweighted_bounds``: mesh-local bounds of the vertices no joint influences (they stay put, as
+    in Blender), or None when every vertex is weighted.
     """
 
     joint_node_indices: np.ndarray     # (J,) int64
@@ -177,6 +183,7 @@ class SkinAsset:
     joint_bounds_min: np.ndarray       # (J,3) float64
     joint_bounds_max: np.ndarray       # (J,3) float64
     armature_node: int = -1            # node of the armature object driving this skin
+    unweighted_bounds: Optional["Bounds"] = None   # bounds of the vertices with no joint weight
 
     def __post_init__(self):
         object.__setattr__(self, "joint_node_indices", _ro(self.joint_node_indices, np.int64))
@@ -240,6 +247,7 @@ class PrimitiveAsset:
     skin: Optional[SkinAsset] = None
     morph_targets: tuple = ()
     bounds: Bounds = field(default_factory=Bounds.empty)
+    colors: Optional[np.ndarray] = None    # (V,4) float32 linear RGBA of the render colour attribute
 
     def __post_init__(self):
         s = object.__setattr__
@@ -247,13 +255,15 @@ class PrimitiveAsset:
         s(self, "normals", _ro(self.normals, np.float32, (3,), "normals"))
         s(self, "indices", _ro(self.indices, np.uint32, (3,), "indices"))
         s(self, "source_vertices", _ro(self.source_vertices, np.int64))
-    colors: Optional[np.ndarray] = None    # (V,4) float32 linear RGBA of the render colour attribute
         s(self, "smooth_normals", _ro(self.smooth_normals, np.float32, (3,), "smooth_normals"))
         s(self, "tangents", _ro(self.tangents, np.float32, (4,), "tangents"))
         s(self, "uv0", _ro(self.uv0, np.float32, (2,), "uv0"))
         s(self, "joints", _ro(self.joints, np.uint32))
         s(self, "weights", _ro(self.weights, np.float32))
         s(self, "morph_targets", tuple(self.morph_targets))
+        s(self, "colors", _ro(self.colors, np.float32, (4,), "colors"))
+        if self.colors is not None and self.colors.shape[0] != self.positions.shape[0]:
+            raise AssetError(f"colors: {self.colors.shape[0]} rows for {self.positions.shape[0]} vertices")
         if self.bounds.is_empty and self.positions.shape[0]:
             s(self, "bounds", Bounds.from_points(self.positions))
 
@@ -261,9 +271,6 @@ class PrimitiveAsset:
     def vertex_count(self) -> int:
         return int(self.positions.shape[0])
 
-        s(self, "colors", _ro(self.colors, np.float32, (4,), "colors"))
-        if self.colors is not None and self.colors.shape[0] != self.positions.shape[0]:
-            raise AssetError(f"colors: {self.colors.shape[0]} rows for {self.positions.shape[0]} vertices")
     @property
     def influences(self) -> int:
         """0 (static), 4 or 8."""
@@ -419,6 +426,8 @@ class SceneAsset:
                                          compose_trs(self.bind_translations, self.bind_rotations, self.bind_scales))
                                if n else np.zeros((0, 4, 4)), np.float64)
         self.mesh_indices = _ro([nd.mesh_index for nd in self.nodes], np.int64).reshape(n)
+        self.import_problems: tuple = ()   # set by the importer: clips not offered and why
+        self.import_stats: dict = {}       # set by the importer: timings of the import (seconds)
         self._index = {}
         for i, nd in enumerate(self.nodes):
             self._index[(nd.object_name, nd.bone_name)] = i

@@ -32,8 +32,9 @@ def scene_fps(scene) -> float:
 
 def pick_slot(action, id_type: str, anim_data=None, owner_name: str = ""):
     """The slot ``anim_data`` uses for ``action``, else a slot whose target id type matches."""
-    if anim_data is not None and anim_data.action == action and anim_data.action_slot is not None:
-        return anim_data.action_slot
+    used = getattr(anim_data, "action_slot", None) if anim_data is not None else None
+    if anim_data is not None and anim_data.action == action and used is not None:
+        return used
     cands = [s for s in action.slots if s.target_id_type in (id_type, "UNSPECIFIED")]
     for s in cands:
         if s.name_display == owner_name:
@@ -265,29 +266,34 @@ def action_key_names(action, slot) -> set:
     return out
 
 
-def action_content_signature(action) -> tuple:
-    """Every F-curve of every slot with a checksum of its keys (points, handles, interpolation):
-    equal unless the action itself was edited.  Read once per action update, not per frame."""
+def _fcurve_signatures(action, slot) -> tuple:
+    """(data path, index, mute, key count, checksum of key points, handles and interpolation)
+    of every F-curve of ``slot``: equal unless the keys were edited."""
     import zlib
 
     out = []
-    for slot in action.slots:
-        for fc in slot_fcurves(action, slot):
-            kp = fc.keyframe_points
-            n = len(kp)
-            pts = np.empty(n * 6, np.float32)
-            interp = np.empty(n, np.int32)
-            if n:
-                kp.foreach_get("co", pts[:2 * n])
-                kp.foreach_get("handle_left", pts[2 * n:4 * n])
-                kp.foreach_get("handle_right", pts[4 * n:])
-                kp.foreach_get("interpolation", interp)
-            out.append((slot.handle, fc.data_path, fc.array_index, fc.mute, n,
-                        zlib.crc32(pts.tobytes() + interp.tobytes())))
-    return (action.as_pointer(), tuple(action.frame_range), tuple(out))
+    for fc in slot_fcurves(action, slot):
+        kp = fc.keyframe_points
+        n = len(kp)
+        pts = np.empty(n * 6, np.float32)
+        interp = np.empty(n, np.int32)
+        if n:
+            kp.foreach_get("co", pts[:2 * n])
+            kp.foreach_get("handle_left", pts[2 * n:4 * n])
+            kp.foreach_get("handle_right", pts[4 * n:])
+            kp.foreach_get("interpolation", interp)
+        out.append((fc.data_path, fc.array_index, fc.mute, n, zlib.crc32(pts.tobytes() + interp.tobytes())))
+    return tuple(out)
+
+
+def action_content_signature(action) -> tuple:
+    """Every slot's F-curve signatures: equal unless the action itself was edited.  Read once per
+    action update, not per frame."""
+    return (action.as_pointer(), tuple(action.frame_range),
+            tuple((slot.handle, _fcurve_signatures(action, slot)) for slot in action.slots))
 
 
 def action_signature(action, slot) -> tuple:
-    fcs = slot_fcurves(action, slot)
+    """What a clip baked from ``slot`` of ``action`` depends on (its keys included)."""
     return (action.as_pointer(), action.name, tuple(action.frame_range), None if slot is None else slot.handle,
-            tuple((fc.data_path, fc.array_index, len(fc.keyframe_points), fc.mute) for fc in fcs))
+            _fcurve_signatures(action, slot))

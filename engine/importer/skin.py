@@ -1,16 +1,13 @@
 """Vertex-group weights -> per-vertex joint influences (seed rules), vectorised numpy.
 
 Only ``read_vertex_groups`` touches bpy (the per-vertex walk over ``vertex.groups`` has no bulk
-accessor in Blender 5.0; ``read_vertex_groups`` records its time in ``STATS``).
+accessor in Blender 5.0; it is the slowest read of an import and of a content fingerprint).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
-
-STATS = {"vertex_group_walk_s": 0.0, "vertex_group_entries": 0}
 
 # Blender's armature deform leaves a vertex in place when its deform weights sum to <= this.
 ZERO_CONTRIB = 1e-4
@@ -18,7 +15,6 @@ ZERO_CONTRIB = 1e-4
 
 def read_vertex_groups(mesh):
     """All (vertex, group, weight) triples of ``mesh`` as numpy arrays (int64, int64, float64)."""
-    t0 = time.perf_counter()
     vi, gi, wi = [], [], []
     ap_v, ap_g, ap_w = vi.append, gi.append, wi.append
     for v in mesh.vertices:
@@ -30,8 +26,6 @@ def read_vertex_groups(mesh):
                 ap_g(g.group)
                 ap_w(g.weight)
     out = (np.array(vi, dtype=np.int64), np.array(gi, dtype=np.int64), np.array(wi, dtype=np.float64))
-    STATS["vertex_group_walk_s"] += time.perf_counter() - t0
-    STATS["vertex_group_entries"] += len(wi)
     return out
 
 

@@ -21,6 +21,7 @@ Contract
   ``tangents`` ``(V,4) float32`` (xyz + the base handedness sign). A drawn GPUVertBuf cannot be
   refilled, so every morph rebuild asks for a new stream. May return None or raise on failure.
 * ``release_stream(stream)``.
+* ``retain(primitives)``: forget cached per-primitive resources of every other primitive.
 * ``supports_shader_morph`` (bool) and ``create_morph_stream(primitive, base_stream, weights)
   -> stream``: a stream that draws ``base_stream`` with ``sum(weights[t] * delta_t)`` composed in
   the vertex shader (``weights``: (T,) float32, muted targets already 0).  May return None or
@@ -52,8 +53,11 @@ class RuntimeBackend:
     def is_palette_valid(self, handle) -> bool:
         return handle is not None
 
-    def create_stream(self, primitive, positions=None, normals=None, tangents=None):
+    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True):
         raise NotImplementedError
+
+    def retain(self, primitives) -> None:
+        """Drop per-primitive caches of primitives not in ``primitives`` (default: none kept)."""
 
     def release_stream(self, stream) -> None:
         raise NotImplementedError
@@ -76,11 +80,11 @@ class CpuStream:
         self.positions = positions
         self.normals = normals
         self.tangents = tangents
+        self.colors = getattr(primitive, "colors", None)   # static: the vertex colours never morph
         self.released = False
 
     @property
     def vertex_count(self) -> int:
-        self.colors = getattr(primitive, "colors", None)   # static: the vertex colours never morph
         return int(self.positions.shape[0])
 
 
@@ -148,7 +152,7 @@ class CpuBackend(RuntimeBackend):
     def is_palette_valid(self, handle) -> bool:
         return handle is not None and not handle.released
 
-    def create_stream(self, primitive, positions=None, normals=None, tangents=None):
+    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True):
         if self.fail_stream_create:
             return None
         s = CpuStream(primitive,

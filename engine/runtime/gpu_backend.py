@@ -216,7 +216,12 @@ class GpuBackend(RuntimeBackend):
             self._morph[id(primitive)] = entry
         return entry
 
-    def create_stream(self, primitive, positions=None, normals=None, tangents=None):
+    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True):
+        """``cache_static=False``: a one-off stream (fallback geometry) whose static buffers are
+        owned by the stream alone and freed with it."""
+        if not cache_static:
+            self.stream_uploads += 1
+            return build_stream(primitive, positions, normals, tangents)
         key = id(primitive)
         entry = self._static.get(key)
         static = entry[1] if entry is not None and entry[0] is primitive else None
@@ -247,6 +252,18 @@ class GpuBackend(RuntimeBackend):
             stream.vbo = None
             stream.static_vbo = None
             stream.morph = None
+
+    def retain(self, primitives) -> None:
+        """Release the cached static buffers and morph textures of every primitive not in
+        ``primitives`` (called after a re-import, so replaced assets do not pile up)."""
+        keep = {id(p) for p in primitives}
+        for table in (self._static, self._morph):
+            for k in [k for k in table if k not in keep]:
+                del table[k]
+
+    @property
+    def cached_primitive_count(self) -> int:
+        return len(self._static)
 
     def forget_primitive(self, primitive) -> None:
         self._static.pop(id(primitive), None)

@@ -153,6 +153,14 @@ class SceneRuntime:
         st.morph_target_count = sum(len(p.primitive.morph_targets) for inst in self.mesh_instances
                                     if inst is not None for p in inst.primitives if p.has_morphs)
 
+    def last_failure(self) -> Optional[str]:
+        """Why the last update failed: the first error a runtime part reports, or None."""
+        for part in (self.pose, self.palette_set, self.player, self.extractor):
+            err = getattr(part, "last_error", None)
+            if err:
+                return f"{type(part).__name__}: {err}"
+        return self.last_error
+
     # ---------------------------------------------------------------- clips
     def set_clip(self, clip) -> None:
         """Select a clip (an AnimationClipAsset, an index into scene.animations, or None)."""

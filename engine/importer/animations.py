@@ -1,0 +1,190 @@
+"""Actions assigned to (or made for) the imported objects -> AnimationClipAsset, through the
+AssetCache (cache.py) when one is given."""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+from ..assets import AssetError, SceneAsset
+from . import actions as _actions
+from .nodes import BONE_REST_ROT, NodeBuilder, object_target
+
+
+def compatible_clips(scene_asset: SceneAsset, object_name: str) -> list:
+    return [c for c in scene_asset.animations if c.target_object == object_name]
+
+
+def _bone_targets(nb: NodeBuilder, arm_name: str) -> Dict[str, "_actions.NodeTarget"]:
+    return {k[1]: v for k, v in nb.targets.items() if k[0] == arm_name and k[1] is not None}
+
+
+def _target_signature(t) -> tuple:
+    """The values a baked clip takes from its node target (modes and basis values of unkeyed
+    channels, delta transforms)."""
+    parts = [t.index, t.rotation_mode, np.asarray(t.location, np.float64).tobytes(),
+             np.asarray(t.scale, np.float64).tobytes()]
+    parts += [np.asarray(v, np.float64).tobytes() for _k, v in sorted(t.rotation.items())]
+    for d in (t.delta_location, t.delta_rotation, t.delta_scale):
+        parts.append(None if d is None else np.asarray(d, np.float64).tobytes())
+    return tuple(parts)
+
+
+def _clip_for_object(action, slot, fps, obj, nb: NodeBuilder, cache=None):
+    target = nb.targets[(obj.name, None)]
+    bones = _bone_targets(nb, obj.name) if obj.type == "ARMATURE" else {}
+    key = sig = None
+    if cache is not None:
+        key = (action.name, obj.name, "OBJECT")
+        sig = (_actions.action_signature(action, slot), fps, _target_signature(target),
+               tuple((name, _target_signature(t)) for name, t in sorted(bones.items())))
+        hit = cache.find_clip(key, sig)
+        if hit is not None:
+            return hit
+    clip = _actions.bake_object_action(action, slot, fps, obj.name, target, bones,
+                                       obj.name if obj.type == "ARMATURE" else "")
+    if cache is not None:
+        cache.store_clip(key, sig, (), clip)
+    return clip
+
+
+def _clip_for_key(action, slot, fps, obj, nb: NodeBuilder, cache=None):
+    kb_names = {kb.name for kb in obj.data.shape_keys.key_blocks}
+    node = nb.index[(obj.name, None)]
+    key = sig = None
+    if cache is not None:
+        key = (action.name, obj.name, "KEY")
+        sig = (_actions.action_signature(action, slot), fps, tuple(sorted(kb_names)), node)
+        hit = cache.find_clip(key, sig)
+        if hit is not None:
+            return hit
+    clip = _actions.bake_key_action(action, slot, fps, obj.name, node, kb_names, obj.data.name)
+    if cache is not None:
+        cache.store_clip(key, sig, (), clip)
+    return clip
+
+
+def _assigned_actions(anim_data) -> list:
+    """(action, slot) pairs assigned through the active action and NLA strips."""
+    out = []
+    if anim_data is None:
+        return out
+    if anim_data.action is not None:
+        out.append((anim_data.action, getattr(anim_data, "action_slot", None)))
+    for tr in anim_data.nla_tracks:
+        for st in tr.strips:
+            if st.action is not None:
+                out.append((st.action, getattr(st, "action_slot", None)))
+    return out
+
+
+def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, problems: list) -> list:
+    import bpy
+    fps = _actions.scene_fps(scene)
+    clips = []
+    info_cache = {}
+
+    def bone_info(action, slot):
+        k = (action.name, None if slot is None else slot.handle)
+        if k not in info_cache:
+            info_cache[k] = _actions.action_bone_names(action, slot)
+        return info_cache[k]
+
+    def attempt(fn, *args):
+        try:
+            clips.append(fn(*args))
+        except AssetError as e:
+            if strict:
+                raise
+            problems.append(str(e))
+
+    all_actions = list(bpy.data.actions)
+    for obj in objects:
+        seen = set()
+        ad = obj.animation_data
+        for action, slot in _assigned_actions(ad):
+            slot = slot if slot is not None else _actions.pick_slot(action, "OBJECT", ad, obj.name)
+            if slot is None or action.name in seen:
+                continue
+            seen.add(action.name)
+            attempt(_clip_for_object, action, slot, fps, obj, nb, cache)
+        if obj.type == "ARMATURE":
+            bone_names = set(obj.data.bones.keys())
+            for action in all_actions:
+                if action.name in seen:
+                    continue
+                slot = _actions.pick_slot(action, "OBJECT", None, obj.name)
+                if slot is None:
+                    continue
+                names, _ = bone_info(action, slot)
+                if not names or not (names & bone_names):
+                    continue  # made for another rig
+                seen.add(action.name)
+                missing = sorted(names - bone_names)
+                if missing:
+                    msg = (f"action '{action.name}': bone '{missing[0]}' does not exist in armature "
+                           f"'{obj.name}'; clip not offered for it")
+                    if strict:
+                        raise AssetError(msg)
+                    problems.append(msg)
+                    continue
+                attempt(_clip_for_object, action, slot, fps, obj, nb, cache)
+        if obj.type == "MESH" and obj.data.shape_keys is not None and len(obj.data.shape_keys.key_blocks) > 1:
+            key = obj.data.shape_keys
+            kad = key.animation_data
+            kseen = set()
+            kb_names = {kb.name for kb in key.key_blocks}
+            for action, slot in _assigned_actions(kad):
+                slot = slot if slot is not None else _actions.pick_slot(action, "KEY", kad, key.name)
+                if slot is None or action.name in kseen:
+                    continue
+                kseen.add(action.name)
+                attempt(_clip_for_key, action, slot, fps, obj, nb, cache)
+            for action in all_actions:
+                if action.name in kseen:
+                    continue
+                slot = _actions.pick_slot(action, "KEY", None, key.name)
+                if slot is None or slot.target_id_type != "KEY":
+                    continue
+                names = _actions.action_key_names(action, slot)
+                if names and names <= kb_names:
+                    kseen.add(action.name)
+                    attempt(_clip_for_key, action, slot, fps, obj, nb, cache)
+    return clips
+
+
+def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=None):
+    """Bake ``action`` for ``target_object`` (an object whose nodes are in ``scene_asset``).
+
+    A Key action (slot id type KEY) becomes morph weight channels of the mesh object's node.
+    Raises AssetError for a channel naming a missing bone / shape key or for non-finite keys.
+    """
+    fps = _actions.scene_fps(scene)
+    obj = target_object
+    nb = NodeBuilder()
+    for i, nd in enumerate(scene_asset.nodes):
+        nb.index[(nd.object_name, nd.bone_name)] = i
+    is_key = (slot is not None and slot.target_id_type == "KEY") or (
+        slot is None and obj.type == "MESH" and obj.data.shape_keys is not None
+        and any(s.target_id_type == "KEY" for s in action.slots)
+        and not any(s.target_id_type == "OBJECT" for s in action.slots))
+    if (obj.name, None) not in nb.index:
+        raise AssetError(f"action '{action.name}': object '{obj.name}' is not in the scene asset")
+    if is_key:
+        key = obj.data.shape_keys
+        if key is None:
+            raise AssetError(f"action '{action.name}': object '{obj.name}' has no shape keys")
+        slot = slot or _actions.pick_slot(action, "KEY", key.animation_data, key.name)
+        return _clip_for_key(action, slot, fps, obj, nb)
+    slot = slot or _actions.pick_slot(action, "OBJECT", obj.animation_data, obj.name)
+    # rebuild node targets for the object and its bones
+    node = nb.index[(obj.name, None)]
+    nb.targets[(obj.name, None)] = object_target(obj, node)
+    if obj.type == "ARMATURE":
+        for b in obj.data.bones:
+            bi = nb.index.get((obj.name, b.name), -1)
+            if bi >= 0:
+                pb = obj.pose.bones.get(b.name)
+                nb.targets[(obj.name, b.name)] = _actions.NodeTarget(
+                    bi, pb.rotation_mode if pb else "QUATERNION", np.zeros(3), BONE_REST_ROT, np.ones(3))
+    return _clip_for_object(action, slot, fps, obj, nb)

@@ -1,0 +1,259 @@
+"""AssetCache: every asset the importer may reuse, and why it is reused (one place, no globals).
+
+A session owns one cache.  An entry is reused only when the data it came from is the same:
+
+* **meshes**, keyed by object name: the *structure* signature (datablock, counts, modifiers,
+  shape-key layout, deform bones, vertex-group names, material slots; cheap, no vertex data) and
+  the *content* fingerprint: a SHA-1 over every public mesh attribute (positions, UVs, colours,
+  material indices, sharp faces, custom normals...), the corner topology, the corner normals,
+  every shape key's coordinates and, where they deform the mesh, the vertex-group weights.
+  ``verify=True`` (final renders, farm jobs, scripts) recomputes the fingerprint on every import,
+  so no edit of positions, weights, shape-key data, UVs, material slots or modifiers can render
+  stale.  ``verify=False`` (the viewport) trusts Blender's depsgraph updates instead: the session
+  drops the entries that an update names (``invalidate_id``) and reuses the others unread.
+* **clips**, keyed by (action, target object, kind): the action's keys (a checksum of every
+  key point, handle and interpolation of the slot's F-curves), the scene fps and the targets.
+
+``KnownState`` remembers, per import, what the viewport's depsgraph updates are compared with
+(object structure, shape-key layout, armature rest, action keys, the scene's object names) so
+``StylizedSession.sync`` can tell a pose edit or a slider drag from an edit that needs a
+re-import.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Dict, NamedTuple, Optional
+
+import numpy as np
+
+# attribute data_type -> (foreach property, components, dtype)
+_ATTRIBUTE_LAYOUT = {
+    "FLOAT": ("value", 1, np.float32), "INT": ("value", 1, np.int32), "INT8": ("value", 1, np.int8),
+    "BOOLEAN": ("value", 1, bool), "FLOAT_VECTOR": ("vector", 3, np.float32),
+    "FLOAT2": ("vector", 2, np.float32), "FLOAT_COLOR": ("color", 4, np.float32),
+    "BYTE_COLOR": ("color", 4, np.float32), "INT32_2D": ("value", 2, np.int32),
+    "INT16_2D": ("value", 2, np.int32), "QUATERNION": ("value", 4, np.float32),
+    "FLOAT4X4": ("value", 16, np.float32),
+}
+# internal attributes that change what is drawn (topology); other "."-names are selection/hiding
+_INTERNAL_DRAWN = {".corner_vert", ".edge_verts"}
+
+
+def _domain_size(mesh, domain: str) -> int:
+    return {"POINT": len(mesh.vertices), "EDGE": len(mesh.edges), "FACE": len(mesh.polygons),
+            "CORNER": len(mesh.loops)}.get(domain, -1)
+
+
+def mesh_content_fingerprint(obj, mesh, weights_matter: bool) -> str:
+    """SHA-1 of everything of ``mesh`` the importer turns into an asset (see the module doc)."""
+    from .morph import read_key_coords
+    from .skin import read_vertex_groups
+
+    h = hashlib.sha1()
+
+    def add(tag: str, a: np.ndarray) -> None:
+        h.update(tag.encode())
+        h.update(np.int64(a.size).tobytes())
+        h.update(np.ascontiguousarray(a).view(np.uint8))
+
+    for attr in mesh.attributes:
+        name = attr.name
+        if name.startswith(".") and name not in _INTERNAL_DRAWN:
+            continue
+        layout = _ATTRIBUTE_LAYOUT.get(attr.data_type)
+        n = _domain_size(mesh, attr.domain)
+        if layout is None or n < 0:
+            h.update(f"{name}:{attr.data_type}:{attr.domain}:unread".encode())
+            continue
+        prop, width, dtype = layout
+        a = np.empty(n * width, dtype)
+        if n:
+            attr.data.foreach_get(prop, a)
+        add(f"{name}:{attr.domain}:{attr.data_type}", a)
+    npoly = len(mesh.polygons)
+    starts = np.empty(npoly, np.int32)
+    if npoly:
+        mesh.polygons.foreach_get("loop_start", starts)
+    add("loop_start", starts)
+    nl = len(mesh.loops)
+    if nl:
+        cn = np.empty(nl * 3, np.float32)
+        mesh.corner_normals.foreach_get("vector", cn)
+        add("corner_normals", cn)
+    key = mesh.shape_keys
+    nv = len(mesh.vertices)
+    if key is not None:
+        for kb in key.key_blocks:
+            add("key:" + kb.name, read_key_coords(kb, nv))
+    if weights_matter and len(obj.vertex_groups):
+        vi, gi, wi = read_vertex_groups(mesh)
+        add("vg_v", vi)
+        add("vg_g", gi)
+        add("vg_w", wi)
+    return h.hexdigest()
+
+
+class MeshEntry(NamedTuple):
+    structure: tuple        # importer.meshes.mesh_structure_signature
+    content: Optional[str]  # mesh_content_fingerprint (None: not computed)
+    asset: object           # MeshAsset
+    mesh_name: str
+    palette_bones: tuple    # bone names in palette order ((): not skinned)
+
+
+class AssetCache:
+    """Assets reused across imports of one session (see the module doc)."""
+
+    def __init__(self):
+        self.meshes: Dict[str, MeshEntry] = {}
+        self.clips: Dict[tuple, tuple] = {}     # key -> (signature, node keys, clip)
+        self.known = KnownState()
+        self.stats: Dict[str, float] = {}       # timings and counts of the last import
+        self.mesh_hits = 0
+        self.mesh_misses = 0
+
+    def clear(self) -> None:
+        self.meshes.clear()
+        self.clips.clear()
+        self.known = KnownState()
+
+    # ---------------------------------------------------------------- meshes
+    def find_mesh(self, obj, structure: tuple, weights_matter: bool, verify: bool):
+        """(entry or None, content fingerprint or None): the cached asset of ``obj`` when its
+        structure and (with ``verify``) its content are unchanged."""
+        entry = self.meshes.get(obj.name)
+        content = None
+        if verify:
+            t0 = time.perf_counter()
+            content = mesh_content_fingerprint(obj, obj.data, weights_matter)
+            self.stats["fingerprint_s"] = self.stats.get("fingerprint_s", 0.0) + time.perf_counter() - t0
+        if entry is None or entry.structure != structure or (verify and entry.content != content):
+            self.mesh_misses += 1
+            return None, content
+        self.mesh_hits += 1
+        return entry, content
+
+    def store_mesh(self, obj, structure: tuple, content: Optional[str], asset, palette_bones) -> None:
+        if content is None:
+            t0 = time.perf_counter()
+            content = mesh_content_fingerprint(obj, obj.data, bool(palette_bones) or _key_groups(obj))
+            self.stats["fingerprint_s"] = self.stats.get("fingerprint_s", 0.0) + time.perf_counter() - t0
+        self.meshes[obj.name] = MeshEntry(structure, content, asset, obj.data.name, tuple(palette_bones))
+
+    # ---------------------------------------------------------------- clips
+    def find_clip(self, key: tuple, signature: tuple, node_keys_ok=None):
+        hit = self.clips.get(key)
+        if hit is None or hit[0] != signature or (node_keys_ok is not None and not node_keys_ok(hit[1])):
+            return None
+        return hit[2]
+
+    def store_clip(self, key: tuple, signature: tuple, node_keys, clip) -> None:
+        self.clips[key] = (signature, tuple(node_keys), clip)
+
+    # ---------------------------------------------------------------- invalidation
+    def invalidate_mesh(self, name: str) -> None:
+        """Drop cached assets of the mesh datablock or mesh object called ``name``."""
+        for k in [k for k, e in self.meshes.items() if k == name or e.mesh_name == name]:
+            del self.meshes[k]
+
+    def invalidate_object(self, name: str) -> None:
+        self.meshes.pop(name, None)
+        for k in [k for k in self.clips if k[1] == name]:
+            del self.clips[k]
+
+    def invalidate_action(self, name: str) -> None:
+        for k in [k for k in self.clips if k[0] == name]:
+            del self.clips[k]
+
+    def invalidate_id(self, id_data) -> None:
+        """Drop whatever was derived from ``id_data`` (a depsgraph update's ``update.id``,
+        original or evaluated): Mesh, Object, Key (shape keys), Armature or Action."""
+        import bpy
+
+        idd = getattr(id_data, "original", id_data)
+        if isinstance(idd, bpy.types.Mesh):
+            self.invalidate_mesh(idd.name)
+        elif isinstance(idd, bpy.types.Object):
+            self.invalidate_object(idd.name)
+            if idd.type == "MESH" and idd.data is not None:
+                self.invalidate_mesh(idd.data.name)
+        elif isinstance(idd, bpy.types.Key):
+            user = getattr(idd, "user", None)
+            if user is not None:
+                self.invalidate_mesh(user.name)
+        elif isinstance(idd, bpy.types.Action):
+            self.invalidate_action(idd.name)
+        elif isinstance(idd, bpy.types.Armature):
+            for k in [k for k, e in self.meshes.items() if e.palette_bones]:
+                del self.meshes[k]
+
+
+def _key_groups(obj) -> bool:
+    key = getattr(obj.data, "shape_keys", None)
+    return key is not None and any(kb.vertex_group for kb in key.key_blocks)
+
+
+class KnownState:
+    """What the last import saw, for telling structural edits from animation in depsgraph updates."""
+
+    def __init__(self):
+        self.objects: Dict[str, tuple] = {}    # object name -> object_signature
+        self.keys: Dict[str, tuple] = {}       # shape-key datablock name -> key_signature
+        self.armatures: Dict[str, tuple] = {}  # armature datablock name -> armature_signature
+        self.actions: Dict[str, tuple] = {}    # action name -> action_content_signature
+        self.scene_objects: Optional[frozenset] = None
+
+    def remember(self, asset, scene=None) -> None:
+        import bpy
+
+        from .actions import action_content_signature
+        from .meshes import armature_signature, key_signature, object_signature
+
+        self.__init__()
+        for name in {nd.object_name for nd in asset.nodes}:
+            ob = bpy.data.objects.get(name)
+            if ob is None:
+                continue
+            self.objects[name] = object_signature(ob)
+            if ob.type == "ARMATURE" and ob.data is not None:
+                self.armatures[ob.data.name] = armature_signature(ob.data)
+            key = getattr(getattr(ob, "data", None), "shape_keys", None)
+            if key is not None:
+                self.keys[key.name] = key_signature(key)
+        self.scene_objects = scene_object_names(scene) if scene is not None else None
+        for clip in asset.animations:
+            action = bpy.data.actions.get(clip.action_name or clip.name)
+            if action is not None and action.name not in self.actions:
+                self.actions[action.name] = action_content_signature(action)
+
+    def object_structure_changed(self, obj) -> bool:
+        from .meshes import object_signature
+
+        if obj.name not in self.objects:
+            return False        # not imported (camera, light, a fallback-only type); new objects
+                                # arrive with a collection update
+        return self.objects[obj.name] != object_signature(obj)
+
+    def key_layout_changed(self, key) -> bool:
+        from .meshes import key_signature
+
+        return self.keys.get(key.name) != key_signature(key)
+
+    def armature_changed(self, armature) -> bool:
+        from .meshes import armature_signature
+
+        return self.armatures.get(armature.name) != armature_signature(armature)
+
+    def action_changed(self, action) -> bool:
+        from .actions import action_content_signature
+
+        return self.actions.get(action.name) != action_content_signature(action)
+
+    def objects_changed(self, scene) -> bool:
+        return self.scene_objects != scene_object_names(scene)
+
+
+def scene_object_names(scene) -> frozenset:
+    scene = getattr(scene, "original", scene)
+    return frozenset(ob.name for ob in scene.objects) if scene is not None else frozenset()

@@ -1,0 +1,330 @@
+"""Blender mesh objects -> MeshAsset (primitives, skin, morph targets) and the signatures that tell
+when an object's structure changed.  Reuse goes through ``AssetCache`` (cache.py)."""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ..assets import AssetError, Bounds, MeshAsset, MorphTargetAsset, PrimitiveAsset, SkinAsset
+from . import skin as _skin
+from .mesh import read_mesh, split_by_material
+from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, read_key_coords
+from .nodes import NodeBuilder
+
+VRM_OUTLINE_PREFIX = "VRM Add-on MToon 1.0 Outline Geometry"
+
+
+def _enabled(md) -> bool:
+    return bool(md.show_viewport or md.show_render)
+
+
+def mesh_fallbacks(obj) -> Tuple[list, Optional[object], Optional[object]]:
+    """(reasons, armature modifier or None, armature object or None)."""
+    reasons = []
+    mods = [md for md in obj.modifiers if _enabled(md)]
+    relevant = []
+    for md in mods:
+        if md.type == "NODES" and md.node_group is not None and md.node_group.name.startswith(VRM_OUTLINE_PREFIX):
+            continue
+        relevant.append(md)
+    arm_mods = [md for md in relevant if md.type == "ARMATURE"]
+    others = [md for md in relevant if md.type != "ARMATURE"]
+    for md in others:
+        reasons.append(f"modifier '{md.name}' ({md.type}) is not reproduced on the GPU")
+    am = arm_mods[0] if arm_mods else None
+    if len(arm_mods) > 1:
+        reasons.append("more than one Armature modifier")
+    if am is not None:
+        if relevant[0] is not am:
+            reasons.append(f"Armature modifier '{am.name}' is not the first modifier")
+        if am.use_deform_preserve_volume:
+            reasons.append(f"Armature modifier '{am.name}' uses preserve volume")
+        if am.use_bone_envelopes:
+            reasons.append(f"Armature modifier '{am.name}' uses bone envelopes")
+        if am.use_multi_modifier:
+            reasons.append(f"Armature modifier '{am.name}' uses multi modifier")
+        if am.vertex_group:
+            reasons.append(f"Armature modifier '{am.name}' is masked by vertex group '{am.vertex_group}'")
+        if am.invert_vertex_group:
+            reasons.append(f"Armature modifier '{am.name}' inverts its vertex group")
+    arm = am.object if am is not None and am.object is not None and am.object.type == "ARMATURE" else None
+    return reasons, am, arm
+
+
+def key_signature(key) -> Optional[tuple]:
+    """What about a shape-key datablock needs a re-import when it changes (not the values)."""
+    if key is None:
+        return None
+    return (key.as_pointer(), key.use_relative, tuple(
+        (kb.name, kb.relative_key.name, kb.vertex_group, kb.slider_min, kb.slider_max, kb.mute)
+        for kb in key.key_blocks))
+
+
+def armature_signature(armature) -> tuple:
+    """What about an armature datablock needs a re-import when it changes: the bones' names,
+    parents, rest matrices, deform and B-Bone flags (a pose change leaves it equal)."""
+    bones = armature.bones
+    n = len(bones)
+    rest = np.empty(n * 16, np.float32)
+    deform = np.empty(n, bool)
+    segments = np.empty(n, np.int32)
+    if n:
+        bones.foreach_get("matrix_local", rest)
+        bones.foreach_get("use_deform", deform)
+        bones.foreach_get("bbone_segments", segments)
+    return (armature.as_pointer(), tuple((b.name, b.parent.name if b.parent else None) for b in bones),
+            rest.tobytes(), deform.tobytes(), segments.tobytes())
+
+
+def object_signature(obj) -> tuple:
+    """What about an object needs a re-import when it changes, read without vertex data: type,
+    data, parenting and, for meshes, the mesh cache signature (counts, modifiers, shape-key
+    structure, deform bones, vertex groups, material slots) and the fallback reasons."""
+    data = getattr(obj, "data", None)
+    base = (obj.type, data.as_pointer() if data is not None else None,
+            obj.parent.name if obj.parent is not None else None, obj.parent_type, obj.parent_bone)
+    if obj.type == "MESH" and data is not None:
+        reasons, am, arm = mesh_fallbacks(obj)
+        return base + (mesh_structure_signature(obj, data, am, arm), tuple(reasons))
+    return base
+
+
+def mesh_structure_signature(obj, mesh, am, arm) -> tuple:
+    ks = key_signature(mesh.shape_keys)
+    mods = tuple((md.type, md.name, md.show_viewport, md.show_render,
+                  getattr(getattr(md, "object", None), "name", None),
+                  getattr(md, "use_deform_preserve_volume", None), getattr(md, "use_bone_envelopes", None),
+                  getattr(md, "use_vertex_groups", None), getattr(md, "use_multi_modifier", None),
+                  getattr(md, "vertex_group", None), getattr(md, "invert_vertex_group", None),
+                  getattr(getattr(md, "node_group", None), "name", None)) for md in obj.modifiers)
+    armsig = None
+    if arm is not None:
+        bones = arm.data.bones
+        armsig = (arm.name, arm.data.as_pointer(), tuple(b.name for b in bones if b.use_deform),
+                  tuple(b.name for b in bones if b.bbone_segments > 1))
+    uv = mesh.uv_layers.active.name if mesh.uv_layers.active is not None else None
+    return (mesh.as_pointer(), mesh.name, len(mesh.vertices), len(mesh.loops), len(mesh.polygons), uv, ks, mods,
+            armsig, tuple(g.name for g in obj.vertex_groups),
+            tuple((s.material.name if s.material else "") for s in obj.material_slots))
+
+
+def weights_matter(obj, am, arm) -> bool:
+    """Whether vertex-group weights change what the importer builds (skin or masked keys)."""
+    if not len(obj.vertex_groups):
+        return False
+    key = obj.data.shape_keys
+    return bool((arm is not None and am.use_vertex_groups)
+                or (key is not None and any(kb.vertex_group for kb in key.key_blocks)))
+
+
+def import_mesh(obj, nb: NodeBuilder, cache=None, verify: bool = True, stats: Optional[dict] = None) -> MeshAsset:
+    """The MeshAsset of mesh object ``obj``; reused from ``cache`` (an AssetCache) when the data
+    is unchanged (see cache.py).  Invalid geometry (non-finite positions or shape keys) does not
+    fail the scene: the object gets a fallback reason and is drawn from Blender's evaluated mesh."""
+    mesh = obj.data
+    stats = {} if stats is None else stats
+    reasons, am, arm = mesh_fallbacks(obj)
+    mesh_idx = nb.index[(obj.name, None)]
+    mesh_world = nb.worlds[mesh_idx]
+    structure = content = None
+    if cache is not None:
+        structure = mesh_structure_signature(obj, mesh, am, arm)
+        entry, content = cache.find_mesh(obj, structure, weights_matter(obj, am, arm), verify)
+        if entry is not None:
+            asset = _rebind(entry, obj, arm, nb, mesh_world)
+            if asset is not entry.asset:
+                cache.store_mesh(obj, structure, entry.content, asset, entry.palette_bones)
+            return asset
+    try:
+        asset, palette_bones = _build_mesh(obj, mesh, reasons, am, arm, nb, mesh_world, stats)
+    except AssetError as ex:
+        msg = str(ex)
+        prefix = f"mesh '{obj.name}' "
+        asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=[],
+                          fallback_reason=msg[len(prefix):] if msg.startswith(prefix) else msg,
+                          vertex_count=len(mesh.vertices))
+        palette_bones = []
+    if cache is not None:
+        cache.store_mesh(obj, structure, content, asset, palette_bones)
+    return asset
+
+
+def _rebind(entry, obj, arm, nb: NodeBuilder, mesh_world) -> MeshAsset:
+    """A cached asset with its skin's joint nodes and inverse binds for today's node order and
+    bind transforms (the same geometry and weights keep their arrays)."""
+    asset = entry.asset
+    if not entry.palette_bones or arm is None:
+        return asset
+    jn, ibm = _palette_nodes(obj, arm, entry.palette_bones, nb, mesh_world)
+    p0 = next((p for p in asset.primitives if p.skin is not None), None)
+    if p0 is None or (np.array_equal(p0.skin.joint_node_indices, jn)
+                      and np.allclose(p0.skin.inverse_bind_matrices, ibm, rtol=1e-12, atol=1e-12)
+                      and p0.skin.armature_node == nb.index[(arm.name, None)]):
+        return asset
+    old = p0.skin
+    skin = SkinAsset(jn, ibm, old.joint_bounds_min, old.joint_bounds_max,
+                     armature_node=nb.index[(arm.name, None)], unweighted_bounds=old.unweighted_bounds)
+    prims = [dataclasses.replace(p, skin=skin) if p.skin is not None else p for p in asset.primitives]
+    return dataclasses.replace(asset, primitives=prims)
+
+def _palette_nodes(obj, arm, palette_bones, nb: NodeBuilder, mesh_world):
+    jn = np.array([nb.index[(arm.name, b)] for b in palette_bones], np.int64)
+    if jn.size == 0:
+        return jn, np.zeros((0, 4, 4))
+    ibm = np.linalg.inv(np.array([nb.worlds[j] for j in jn])) @ mesh_world
+    return jn, ibm
+
+
+def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats: dict):
+    t0 = time.perf_counter()
+    nv = len(mesh.vertices)
+    if len(mesh.polygons) and not len(mesh.loop_triangles):
+        mesh.calc_loop_triangles()
+    cs = read_mesh(mesh)
+    prims = split_by_material(cs, nv)
+    base_co = np.empty(nv * 3, np.float32)
+    if nv:
+        mesh.vertices.foreach_get("co", base_co)
+    base_co = base_co.reshape(nv, 3)
+    finite = np.isfinite(base_co).all(axis=1)
+    if not finite.all():
+        raise AssetError(f"mesh '{obj.name}' has a non-finite vertex position (vertex {int(np.argmin(finite))})")
+    stats["mesh_read_s"] = stats.get("mesh_read_s", 0.0) + time.perf_counter() - t0
+
+    key = mesh.shape_keys
+    use_keys = key is not None and len(key.key_blocks) > 1
+    if use_keys and not key.use_relative:
+        reasons.append("absolute (non-relative) shape keys")
+        use_keys = False
+    need_vg = len(obj.vertex_groups) > 0 and (
+        (arm is not None and am.use_vertex_groups) or
+        (use_keys and any(kb.vertex_group for kb in key.key_blocks)))
+    vg = _skin.read_vertex_groups(mesh) if need_vg else None
+
+    # --- skin ---------------------------------------------------------------------------------
+    infl = None
+    palette_bones: list = []
+    t1 = time.perf_counter()
+    if arm is not None and vg is not None:
+        bones = arm.data.bones
+        deform = {b.name: i for i, b in enumerate(bones) if b.use_deform}
+        gmap = np.array([deform.get(g.name, -1) for g in obj.vertex_groups] or [-1], np.int64)
+        vi, gi, wi = vg
+        bj = gmap[gi] if gi.size else gi
+        sel = (bj >= 0) & (wi > 0.0)
+        infl = _skin.select_influences(vi[sel], bj[sel], wi[sel], nv)
+        if infl.max_influences > 8:
+            reasons.append(f"a vertex has {infl.max_influences} deform influences (more than 8)")
+        used = np.unique(infl.joints[infl.weights > 0.0])
+        if used.size == 0:
+            infl = None
+        else:
+            bl = list(bones)
+            # palette in node order (bones were added depth-first)
+            used_names = [bl[int(i)].name for i in used]
+            used_names.sort(key=lambda nm: nb.index[(arm.name, nm)])
+            palette_bones = used_names
+            remap = np.zeros(len(bl), np.int64)
+            for slot, nm in enumerate(used_names):
+                remap[bones.find(nm)] = slot
+            infl.joints = np.where(infl.weights > 0.0, remap[infl.joints], 0)
+            bb = [nm for nm in used_names if bones[nm].bbone_segments > 1]
+            if bb:
+                reasons.append(f"bendy bones (B-Bone segments > 1) on weighted bone '{bb[0]}'")
+    skin_asset = None
+    if infl is not None:
+        jn, ibm = _palette_nodes(obj, arm, palette_bones, nb, mesh_world)
+        lo, hi = _skin.joint_bounds(base_co, infl.joints, infl.weights, len(palette_bones))
+        # vertices without deform weight stay where they are (as in Blender's Armature modifier):
+        # the skin's bounds must still cover them
+        still = ~(infl.weights > 0.0).any(axis=1)
+        still_bounds = Bounds.from_points(base_co[still]) if still.any() else None
+        skin_asset = SkinAsset(jn, ibm, lo, hi, armature_node=nb.index[(arm.name, None)],
+                               unweighted_bounds=still_bounds)
+    stats["skin_s"] = stats.get("skin_s", 0.0) + time.perf_counter() - t1
+
+    # --- morph targets ------------------------------------------------------------------------
+    t2 = time.perf_counter()
+    morphs_per_prim = [[] for _ in prims]
+    if use_keys and prims:
+        kbs = list(key.key_blocks)
+        ref = key.reference_key
+        coords = {}
+
+        def co_of(kb):
+            if kb.name not in coords:
+                coords[kb.name] = read_key_coords(kb, nv)
+            return coords[kb.name]
+
+        nl, npoly = len(mesh.loops), len(mesh.polygons)
+        loop_vert = np.empty(nl, np.int32)
+        mesh.loops.foreach_get("vertex_index", loop_vert)
+        poly_start = np.empty(npoly, np.int32)
+        poly_total = np.empty(npoly, np.int32)
+        mesh.polygons.foreach_get("loop_start", poly_start)
+        mesh.polygons.foreach_get("loop_total", poly_total)
+        nsolver = NormalDeltaSolver(cs.normals, cs.source_vertices, cs.corner_to_split, base_co,
+                                    loop_vert, poly_start, poly_total)
+        tsolvers = [TangentDeltaSolver(p.positions, p.normals, p.uv0, p.indices) if p.uv0 is not None else None
+                    for p in prims]
+        taken = {kb.name for kb in kbs if kb.name}
+        split_local = []
+        for p in prims:
+            lm = np.full(cs.positions.shape[0], -1, np.int64)
+            lm[p.split_vertices] = np.arange(p.split_vertices.shape[0])
+            split_local.append(lm)
+        vgroup_index = {g.name: g.index for g in obj.vertex_groups}
+        for ki, kb in enumerate(kbs):
+            if kb == ref:
+                continue
+            name = kb.name if kb.name else fallback_key_name(ki, taken)
+            taken.add(name)
+            rel = kb.relative_key if kb.relative_key is not None else ref
+            ck, cr = co_of(kb), co_of(rel)
+            ne = ck != cr
+            mids = np.flatnonzero(ne[:, 0] | ne[:, 1] | ne[:, 2])
+            d = np.zeros((nv, 3))
+            d[mids] = ck[mids].astype(np.float64) - cr[mids]
+            if kb.vertex_group and vg is not None and kb.vertex_group in vgroup_index:
+                d[mids] *= _skin.group_weights(*vg, vgroup_index[kb.vertex_group], nv)[mids, None]
+            if not np.isfinite(d[mids].sum()):
+                raise AssetError(f"mesh '{obj.name}' shape key '{name}': non-finite vertex positions")
+            moved = np.zeros(nv, bool)
+            moved[mids[np.any(d[mids] != 0.0, axis=1)]] = True
+            n_ids, n_d = nsolver.deltas(d, moved)
+            for pi, p in enumerate(prims):
+                pd = d[p.source_vertices]
+                lmap = split_local[pi]
+                loc = lmap[n_ids]
+                ok = loc >= 0
+                p_ids, p_nd = loc[ok], n_d[ok]
+                nd = np.zeros((p.positions.shape[0], 3), np.float32)
+                nd[p_ids] = p_nd
+                td = (tsolvers[pi].deltas(pd, moved[p.source_vertices], p_ids, p_nd)
+                      if tsolvers[pi] is not None else None)
+                morphs_per_prim[pi].append(MorphTargetAsset(
+                    name=name, position_deltas=pd, normal_deltas=nd, tangent_deltas=td,
+                    weight_min=float(kb.slider_min), weight_max=float(kb.slider_max), mute=bool(kb.mute),
+                    key_name=kb.name))
+    stats["morph_s"] = stats.get("morph_s", 0.0) + time.perf_counter() - t2
+
+    slots = obj.material_slots
+    out = []
+    for pi, p in enumerate(prims):
+        mi = p.material_index
+        mname = slots[mi].material.name if 0 <= mi < len(slots) and slots[mi].material is not None else ""
+        kw = {}
+        if skin_asset is not None:
+            kw = dict(joints=infl.joints[p.source_vertices].astype(np.uint32),
+                      weights=infl.weights[p.source_vertices], skin=skin_asset)
+        out.append(PrimitiveAsset(material_index=mi, material_name=mname, positions=p.positions, normals=p.normals,
+                                  indices=p.indices, source_vertices=p.source_vertices,
+                                  smooth_normals=p.smooth_normals, tangents=p.tangents, uv0=p.uv0,
+                                  morph_targets=morphs_per_prim[pi], **kw))
+    asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=out,
+                      fallback_reason="; ".join(reasons) if reasons else None, vertex_count=nv)
+    return asset, palette_bones
+
