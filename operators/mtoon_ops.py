@@ -5,7 +5,7 @@ import bpy
 from bpy.props import BoolProperty
 
 _SOURCE_LABELS = {"vrm_addon": "VRM Add-on MToon", "principled": "Principled BSDF", "default": "viewport colour",
-                  "stylized": "Stylized MToon"}
+                  "stylized": "Stylized MToon", "unlit": "unlit Emission"}
 
 
 def _target_materials(context, all_selected: bool) -> list:

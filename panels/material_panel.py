@@ -9,6 +9,7 @@ _SOURCE_TEXT = {
     "stylized": ("Stylized MToon properties", "SHADING_RENDERED"),
     "vrm_addon": ("VRM Add-on MToon node group", "NODETREE"),
     "principled": ("Toon look derived from the Principled BSDF", "NODE_MATERIAL"),
+    "unlit": ("Unlit (Emission / KHR_materials_unlit)", "SHADING_SOLID"),
     "default": ("Viewport display colour", "COLOR"),
 }
 

@@ -322,7 +322,7 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
                       weights=infl.weights[p.source_vertices], skin=skin_asset)
         out.append(PrimitiveAsset(material_index=mi, material_name=mname, positions=p.positions, normals=p.normals,
                                   indices=p.indices, source_vertices=p.source_vertices,
-                                  smooth_normals=p.smooth_normals, tangents=p.tangents, uv0=p.uv0,
+                                  smooth_normals=p.smooth_normals, tangents=p.tangents, uv0=p.uv0, colors=p.colors,
                                   morph_targets=morphs_per_prim[pi], **kw))
     asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=out,
                       fallback_reason="; ".join(reasons) if reasons else None, vertex_count=nv)
