@@ -56,6 +56,16 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         if cam is None:
             self.report({"ERROR"}, f"Stylized: scene '{scene.name}' has no active camera")
             return
+        import gpu
+
+        limit = int(gpu.capabilities.max_texture_size_get())
+        if width > limit or height > limit:
+            msg = (f"Stylized: the render size {width}x{height} exceeds this GPU's texture limit of "
+                   f"{limit}x{limit} pixels; lower the resolution (or its percentage) to at most {limit}")
+            self.report({"ERROR"}, msg)
+            last_render.clear()
+            last_render.update(error=msg, frame=scene.frame_current)
+            return
         t0 = time.perf_counter()
         self.update_stats("Stylized", "Syncing scene")
         self.update_progress(0.0)
@@ -80,9 +90,12 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         layer = result.layers[0].passes["Combined"]
         layer.rect.foreach_set(pixels.reshape(-1))
         self.end_result(result)
+        log = render_log_lines(scene.frame_current, self.session.stats)
+        for line in log:
+            print(line, flush=True)
         last_render.clear()
         last_render.update(pixels=pixels, width=width, height=height, frame=scene.frame_current,
-                           seconds=time.perf_counter() - t0, stats=dict(self.session.stats))
+                           seconds=time.perf_counter() - t0, stats=dict(self.session.stats), log=log)
         self.update_progress(1.0)
 
     def _write_empty(self, depsgraph):
@@ -118,6 +131,23 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         draw_texture_fullscreen(texture, width, height)
         self.unbind_display_space_shader()
         gpu.state.blend_set("NONE")
+
+
+def render_log_lines(frame: int, stats: dict) -> list:
+    """What a final render tells the log (one line per object drawn through the fallback, per
+    material the reader could not fully map, and any import/update error), as a farm operator
+    reads it: ``Stylized frame 12: ...``."""
+    out = []
+    head = f"Stylized frame {frame}:"
+    for key, what in (("import_error", "import failed, every mesh is drawn from Blender's evaluated mesh"),
+                      ("update_error", "the runtime update failed, the last good pose is drawn")):
+        if stats.get(key):
+            out.append(f"{head} {what}: {stats[key]}")
+    for name, reason in stats.get("fallbacks") or ():
+        out.append(f"{head} object '{name}' is drawn from Blender's evaluated mesh ({reason})")
+    for msg in stats.get("unmapped") or ():
+        out.append(f"{head} {msg}")
+    return out
 
 
 def draw_view(session, depsgraph, view_matrix, window_matrix, is_ortho: bool, width: int, height: int):

@@ -372,7 +372,8 @@ class StylizedSession:
         frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
                           materials=self._materials(items))
         rs = self.runtime.stats if self.runtime is not None else None
-        fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")})
+        fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
+                               | set(self.fallbacks.items()))
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
             import_count=self.import_count, last_import_reason=self.last_import_reason,
@@ -387,6 +388,7 @@ class StylizedSession:
             import_error=self.import_error, update_error=self.update_error, problems=list(self.problems),
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
+            unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
         )
         return frame
 

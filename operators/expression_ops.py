@@ -8,6 +8,7 @@ through MorphState versions.
 """
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 import bpy
@@ -84,7 +85,10 @@ def slider_range(blocks) -> tuple:
 
 
 def set_expression(meshes, name: str, value: float) -> int:
-    """Write ``value`` (clamped to each key's slider range) to every key named ``name``."""
+    """Write ``value`` (clamped to each key's slider range) to every key named ``name``.
+    A non-finite value raises ValueError (nothing is written)."""
+    if not math.isfinite(float(value)):
+        raise ValueError(f"shape key '{name}': value {value} is not a finite number")
     n = 0
     for kb in expression_groups(meshes).get(name, []):
         kb.value = min(max(float(value), kb.slider_min), kb.slider_max)
@@ -236,6 +240,10 @@ class STYLIZED_OT_expression_set(_ExpressionOp, bpy.types.Operator):
                          description="Weight (clamped to each key's slider range)")
 
     def execute(self, context):
+        if not math.isfinite(self.value):
+            self.report({"ERROR"}, f"Expression '{self.name}': the value {self.value} is not a finite number; "
+                                   "nothing was changed")
+            return {"CANCELLED"}
         root, meshes = self._meshes(context)
         n = set_expression(meshes, self.name, self.value)
         if n == 0:

@@ -159,6 +159,25 @@ class _PreviewOp:
     def poll(cls, context):
         return context.scene is not None
 
+    def _bad_armature(self) -> str:
+        """A message when ``armature`` names no armature (never fall back to the active one)."""
+        if not self.armature:
+            return ""
+        ob = bpy.data.objects.get(self.armature)
+        if ob is None:
+            return f"No object named '{self.armature}'"
+        if ob.type != "ARMATURE":
+            return f"Object '{self.armature}' is not an armature (it is a {ob.type.lower()})"
+        return ""
+
+    def _state(self, context):
+        """(PreviewState, armature) or None after reporting why not."""
+        bad = self._bad_armature()
+        if bad:
+            self.report({"ERROR"}, bad)
+            return None
+        return state_for(context, self.armature)
+
 
 class STYLIZED_OT_preview_play(_PreviewOp, bpy.types.Operator):
     bl_idname = "stylized.preview_play"
@@ -166,7 +185,10 @@ class STYLIZED_OT_preview_play(_PreviewOp, bpy.types.Operator):
     bl_description = "Play the selected clip in the viewport preview (the scene timeline does not move)"
 
     def execute(self, context):
-        st, arm = state_for(context, self.armature)
+        got = self._state(context)
+        if got is None:
+            return {"CANCELLED"}
+        st, arm = got
         if arm is None and not st.armature:
             self.report({"ERROR"}, "No armature: select an armature or a mesh it deforms")
             return {"CANCELLED"}
@@ -189,7 +211,10 @@ class STYLIZED_OT_preview_pause(_PreviewOp, bpy.types.Operator):
     bl_description = "Pause the viewport preview at the current time"
 
     def execute(self, context):
-        st, _ = state_for(context, self.armature)
+        got = self._state(context)
+        if got is None:
+            return {"CANCELLED"}
+        st, _ = got
         st.push("pause")
         st.playing = False
         _redraw()
@@ -203,7 +228,10 @@ class STYLIZED_OT_preview_stop(_PreviewOp, bpy.types.Operator):
     bl_description = "Stop the viewport preview: time 0 and the bind pose"
 
     def execute(self, context):
-        st, _ = state_for(context, self.armature)
+        got = self._state(context)
+        if got is None:
+            return {"CANCELLED"}
+        st, _ = got
         st.push("stop")
         st.playing = False
         st.time = 0.0
@@ -222,7 +250,10 @@ class STYLIZED_OT_preview_seek(_PreviewOp, bpy.types.Operator):
                         description="Time in seconds from the clip start")
 
     def execute(self, context):
-        st, _ = state_for(context, self.armature)
+        got = self._state(context)
+        if got is None:
+            return {"CANCELLED"}
+        st, _ = got
         t = seek(st, self.time)
         _redraw()
         self.report({"INFO"}, f"Preview at {t:.2f} s")

@@ -222,6 +222,12 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
         col.label(text=f"CPU fallbacks: {len(fallbacks)}", icon="ERROR" if fallbacks else "CHECKMARK")
         for name, reason in fallbacks:
             col.label(text=f"{name}: {reason}")
+        unmapped = stats.get("unmapped") or []
+        if unmapped:
+            col = layout.column(align=True)
+            col.label(text=f"Material nodes not mapped: {len(unmapped)}", icon="NODETREE")
+            for msg in unmapped:
+                col.label(text=msg)
 
 
 classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_expressions, STYLIZED_PT_viewport_stats)

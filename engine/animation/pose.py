@@ -171,6 +171,8 @@ class ScenePose:
             return True
         if not np.isfinite(m).all():
             return False
+        if np.array_equal(self._local[idx], m):
+            return True     # nothing changed: the pose stays clean, its version (and uploads) too
         self._local[idx] = m
         self._trs_stale[idx] = True
         self._dirty = True

@@ -74,12 +74,13 @@ class SkinningPalette:
     # ---------------------------------------------------------------- frame
     def update(self, mesh_world: np.ndarray, joint_worlds: np.ndarray, inverse_binds: np.ndarray,
                box_center: Optional[np.ndarray] = None, box_half: Optional[np.ndarray] = None,
-               box_joints: Optional[np.ndarray] = None) -> bool:
+               box_joints: Optional[np.ndarray] = None, still_bounds: Optional[Bounds] = None) -> bool:
         """Compute and upload the palette.
 
         ``joint_worlds`` (J,4,4) world matrices of the joints in palette order, ``inverse_binds``
         (J,4,4); ``box_center``/``box_half`` (K,3) the non-empty joint bounds as centre and half
-        extents and ``box_joints`` (K,) the palette slots they belong to (None: no bounds).
+        extents and ``box_joints`` (K,) the palette slots they belong to (None: no bounds);
+        ``still_bounds``: the mesh-local bounds of vertices no joint moves (unioned as they are).
         """
         self.clear()
         j = joint_worlds.shape[0]
@@ -100,6 +101,10 @@ class SkinningPalette:
         gram = np.matmul(np.transpose(lin, (0, 2, 1)), lin)
         # spectral norm^2 <= max absolute row sum of the Gram matrix (exact for similarities)
         self.max_linear_scale = float(np.sqrt(np.abs(gram).sum(axis=2).max())) if j else 0.0
+        if still_bounds is not None:
+            # vertices without weights stay where they are (identity): bounds and morph reach
+            self.current_local_bounds = self.current_local_bounds.union(still_bounds)
+            self.max_linear_scale = max(self.max_linear_scale, 1.0)
         self.matrices = np.ascontiguousarray(skin, dtype=np.float32)
         return self.upload()
 
@@ -126,20 +131,33 @@ def skin_definitions_equal(a: SkinAsset, b: SkinAsset) -> bool:
 
 def merge_joint_bounds(a: SkinAsset, b: SkinAsset) -> SkinAsset:
     """The same skin with per-joint bounds = union(a[j], b[j])."""
+    ua, ub = a.unweighted_bounds, b.unweighted_bounds
+    still = ua if ub is None else (ub if ua is None else ua.union(ub))
     return SkinAsset(a.joint_node_indices, a.inverse_bind_matrices,
                      np.minimum(a.joint_bounds_min, b.joint_bounds_min),
                      np.maximum(a.joint_bounds_max, b.joint_bounds_max),
-                     armature_node=a.armature_node)
+                     armature_node=a.armature_node, unweighted_bounds=still)
 
 
 class SkinningPaletteGroup:
-    """Primitives of one mesh node sharing one skin definition, and their single palette."""
+    """Primitives of one mesh node sharing one skin definition, and their single palette.
 
-    def __init__(self, mesh_node_index: int, skin: SkinAsset):
+    Blender's Armature modifier deforms in the armature object's space using the *current* mesh
+    and armature transforms.  When the skin names its armature node, the inverse binds are
+    corrected every update by ``inverse(rel_bind) @ rel_now`` with ``rel = inverse(armatureWorld)
+    @ meshWorld``: moving an armature that is not the mesh's parent leaves the mesh in place, as
+    in Blender (identity while the relation is the bind relation)."""
+
+    def __init__(self, mesh_node_index: int, skin: SkinAsset, bind_worlds: Optional[np.ndarray] = None):
         self.mesh_node_index = int(mesh_node_index)
         self.skin = skin
         self.palette = SkinningPalette()
         self.members: List[tuple] = []   # (node_index, primitive_index)
+        self.armature_node = int(getattr(skin, "armature_node", -1))
+        self.rel_bind_inv = None
+        if self.armature_node >= 0 and bind_worlds is not None:
+            rel = np.linalg.inv(bind_worlds[self.armature_node]) @ bind_worlds[self.mesh_node_index]
+            self.rel_bind_inv = np.linalg.inv(rel)
         self._prepare()
 
     def merge(self, skin: SkinAsset) -> None:
@@ -156,10 +174,36 @@ class SkinningPaletteGroup:
         self.box_center = 0.5 * (lo[nonempty] + hi[nonempty])
         self.box_half = 0.5 * (hi[nonempty] - lo[nonempty])
         self.box_joints = nonempty
+        ub = getattr(sk, "unweighted_bounds", None)
+        self.still_bounds = ub if ub is not None and not ub.is_empty else None
 
     def update(self, world_matrices: np.ndarray) -> bool:
+        ibm = self.inverse_binds
+        if self.rel_bind_inv is not None:
+            rel_now = np.linalg.solve(world_matrices[self.armature_node], world_matrices[self.mesh_node_index])
+            ibm = np.matmul(ibm, self.rel_bind_inv @ rel_now)
         return self.palette.update(world_matrices[self.mesh_node_index], world_matrices[self.joint_nodes],
-                                   self.inverse_binds, self.box_center, self.box_half, self.box_joints)
+                                   ibm, self.box_center, self.box_half, self.box_joints, self.still_bounds)
+
+
+def _bind_worlds(scene) -> np.ndarray:
+    """(N,4,4) bind world matrices (once per initialisation; any node order, no cycles: the
+    scene was validated)."""
+    n = scene.node_count
+    out = np.empty((n, 4, 4))
+    done = np.zeros(n, bool)
+    parents = scene.parents
+    for i in range(n):
+        chain = []
+        k = i
+        while k >= 0 and not done[k]:
+            chain.append(k)
+            k = int(parents[k])
+        for k in reversed(chain):
+            p = int(parents[k])
+            out[k] = scene.bind_locals[k] if p < 0 else out[p] @ scene.bind_locals[k]
+            done[k] = True
+    return out
 
 
 class SkinningPaletteSet:
@@ -182,6 +226,7 @@ class SkinningPaletteSet:
             self.last_error = err
             return False
         n = scene.node_count
+        bind_worlds = _bind_worlds(scene)
         lookup: List[List[Optional[SkinningPalette]]] = [[] for _ in range(n)]
         groups: List[SkinningPaletteGroup] = []
         member_groups = []   # parallel: (node, prim, group)
@@ -197,7 +242,7 @@ class SkinningPaletteSet:
                     continue
                 g = next((g for g in node_groups if skin_definitions_equal(g.skin, prim.skin)), None)
                 if g is None:
-                    g = SkinningPaletteGroup(node, prim.skin)
+                    g = SkinningPaletteGroup(node, prim.skin, bind_worlds)
                     node_groups.append(g)
                     groups.append(g)
                 else:
