@@ -4,7 +4,8 @@
  *   vertex inputs  joints (uvec4), weights (vec4), joints_hi (uvec4), weights_hi (vec4),
  *                  morph_span (uvec2: first delta entry, entry count)
  *   samplers       skin_palette   RGBA32F, 4 texels (matrix columns) per joint row
- *                  morph_deltas   RGBA32F, 3 texels per entry: (dpos, target), (dnor, 0), (dtan, 0)
+ *                  morph_deltas   RGBA32F, 4 texels per entry: (dpos, target), (dnor, 0), (dtan, 0),
+ *                                 (d smooth normal, 0)
  *                  morph_weights  R32F, one texel per target (muted targets hold 0)
  *   push constants int skin_influences   0 = static, 4 or 8 influences
  *                  int morph_mode        0 = the stream holds the final base (static or rebuilt
@@ -33,7 +34,7 @@ void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
   int first = int(morph_span.x);
   int count = int(morph_span.y);
   for (int k = 0; k < count; k++) {
-    int e = 3 * (first + k);
+    int e = 4 * (first + k);
     vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
     float w = texelFetch(morph_weights, morph_texel(int(a.w)), 0).r;
     if (w != 0.0) {
@@ -49,7 +50,7 @@ void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
   tangent = (dot(t, t) >= 1e-16) ? normalize(t) : tangent;
 }
 
-/* Position only (shadow, outline hull and readback). */
+/* Position only (shadow and readback). */
 vec3 morph_position(vec3 position)
 {
   if (morph_mode == 0) {
@@ -58,11 +59,33 @@ vec3 morph_position(vec3 position)
   int first = int(morph_span.x);
   int count = int(morph_span.y);
   for (int k = 0; k < count; k++) {
-    int e = 3 * (first + k);
+    int e = 4 * (first + k);
     vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
     position += texelFetch(morph_weights, morph_texel(int(a.w)), 0).r * a.xyz;
   }
   return position;
+}
+
+/* Position and the outline's smooth normal (the hull expands along the morphed surface). */
+void morph_outline(inout vec3 position, inout vec3 smooth_normal)
+{
+  if (morph_mode == 0) {
+    return;
+  }
+  vec3 ds = vec3(0.0);
+  int first = int(morph_span.x);
+  int count = int(morph_span.y);
+  for (int k = 0; k < count; k++) {
+    int e = 4 * (first + k);
+    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
+    float w = texelFetch(morph_weights, morph_texel(int(a.w)), 0).r;
+    if (w != 0.0) {
+      position += w * a.xyz;
+      ds += w * texelFetch(morph_deltas, morph_texel(e + 3), 0).xyz;
+    }
+  }
+  vec3 s = smooth_normal + ds;
+  smooth_normal = (dot(s, s) >= 1e-16) ? normalize(s) : smooth_normal;
 }
 
 mat4 skin_fetch(uint joint)
@@ -118,6 +141,23 @@ void skin_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
   vec3 t = m3 * tangent;
   normal = (dot(n, n) > 0.0) ? normalize(n) : normal;
   tangent = (dot(t, t) > 0.0) ? normalize(t) : tangent;
+}
+
+/* skin_vertex, and the sign of the skin matrix's determinant (-1 where a joint mirrors): the
+ * tangent frame's handedness flips with it, as Blender's tangents of the deformed mesh do. */
+float skin_vertex_handed(inout vec3 position, inout vec3 normal, inout vec3 tangent)
+{
+  if (skin_influences == 0) {
+    return 1.0;
+  }
+  mat4 m = skin_matrix();
+  position = (m * vec4(position, 1.0)).xyz;
+  mat3 m3 = mat3(m);
+  vec3 n = skin_normal_matrix(m3) * normal;
+  vec3 t = m3 * tangent;
+  normal = (dot(n, n) > 0.0) ? normalize(n) : normal;
+  tangent = (dot(t, t) > 0.0) ? normalize(t) : tangent;
+  return (determinant(m3) < 0.0) ? -1.0 : 1.0;
 }
 
 /* Position only (shadow and readback). */

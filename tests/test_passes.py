@@ -352,3 +352,25 @@ def test_frustum_culling_skips_items(ext, empty_scene):
     aside = SimpleNamespace(world_bounds=Bounds(np.array([30, -1, -1.0]), np.array([32, 1, 1.0])), world=np.eye(4))
     vis = frustum_visible([inside, behind, aside], cam.view_projection)
     assert vis == [inside]
+
+
+def test_normal_map_bitangent_follows_mirroring(ext, empty_scene):
+    """Regression: the bitangent sign ignored mirroring, so normal maps inverted on mirrored
+    objects.  A normal map tilting towards +bitangent (+V, world +Z on this plane) must tilt the
+    normal to +Z whether the object is mirrored in X or not (as Blender's normal map does)."""
+    tilt = np.array([0.0, 0.6, 0.8])
+    tex = np.ones((4, 4, 4), np.float32)
+    tex[..., :3] = tilt * 0.5 + 0.5
+    img = T.float_image("nmap_b", tex)
+    cam = T.ortho_camera(half_height=1.5)
+    L = (0.0, 0.0, -1.0)                          # travels -Z: grazing, lights normals facing +Z
+    p = params(shading_toony=0.5, textures={"normal": tex_ref(img)}, double_sided=True)
+    out = {}
+    for mirror in (False, True):
+        world = np.diag([-1.0 if mirror else 1.0, 1.0, 1.0, 1.0])
+        col, aux = T.render_direct([T.item_spec(T.quad(PLANE_XZ), world=world)], {"M": p}, [T.sun(L)], cam,
+                                   width=40, height=40, shadows=False, outlines=False, world_color=np.zeros(3))
+        out[mirror] = (col[20, 20, :3], aux[20, 20, :3])
+    assert np.allclose(out[False][1], (0.0, -0.8, 0.6), atol=2e-3), out[False][1]
+    assert np.allclose(out[True][1], (0.0, -0.8, 0.6), atol=2e-3), out[True][1]
+    assert np.allclose(out[True][0], out[False][0], atol=2e-3)

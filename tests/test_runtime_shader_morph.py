@@ -36,10 +36,36 @@ def test_pack_groups_sparse_entries_by_vertex_and_target():
     n1 = np.zeros((4, 3)); n1[2] = (1, 0, 0)                    # a normal-only change counts too
     mesh = M.mesh_with([target("a", d0), target("b", d1, nrm=n1)])
     span, entries = pack_morph_entries(mesh.primitives[0])
-    assert span.dtype == np.uint32 and entries.shape == (4, 3, 4)
+    assert span.dtype == np.uint32 and entries.shape == (4, 4, 4)
     assert span.tolist() == [[0, 0], [0, 2], [2, 1], [3, 1]]
     assert entries[:, 0, 3].tolist() == [0, 1, 1, 0]             # vertex-major, then target
     assert np.allclose(entries[1, 0, :3], (0, 2, 0)) and np.allclose(entries[2, 1, :3], (1, 0, 0))
+
+
+def test_outline_smooth_normals_follow_the_morph_in_both_paths():
+    """Regression: the outline hull expanded along the unmorphed smooth normal.  Both paths now
+    compose the smooth normal's deltas: the shader's entries (4th texel) and the CPU rebuild
+    agree, and differ from the base where the expression turns the surface."""
+    nrm = np.zeros((4, 3))
+    nrm[1] = (0.0, 0.0, -1.6)          # vertex 1's normal flips under the key
+    nrm[2] = (0.9, 0.0, -1.0)
+    mesh = M.mesh_with([target("turn", np.zeros((4, 3)), nrm=nrm)])
+    prim = mesh.primitives[0]
+    span, entries = pack_morph_entries(prim)
+    _m, _rm, inst, be = M.build([target("turn", np.zeros((4, 3)), nrm=nrm)])
+    inst.morph_state(0).set_weights([0], np.array([1.0], np.float32))
+    inst.update()
+    cpu = inst.primitives[0].stream.smooth_normals
+    ds = np.zeros((4, 3))
+    for vert in range(4):
+        first, count = span[vert]
+        for e in entries[first:first + count]:
+            ds[vert] += e[3, :3]
+    base = prim.smooth_normals if prim.smooth_normals is not None else prim.normals
+    s = base + ds
+    shader = s / np.linalg.norm(s, axis=1, keepdims=True)
+    assert np.allclose(shader, cpu, atol=1e-6)
+    assert np.abs(cpu - base).max() > 0.5
 
 
 def test_packed_entries_reproduce_the_cpu_rebuild():

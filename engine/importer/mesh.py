@@ -10,6 +10,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..geometry import smooth_normals  # noqa: F401 (re-exported)
+
 
 @dataclass
 class CornerSplit:
@@ -115,18 +117,6 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> Corne
         corner_to_split=corner_to_split,
         colors=(col[split_corners] if col is not None else None),
     )
-
-
-def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_count: int) -> np.ndarray:
-    """Average split-vertex normals over the Blender vertex they came from (outline expansion)."""
-    acc = np.zeros((max(vertex_count, 1), 3), np.float64)
-    np.add.at(acc, source_vertices, normals.astype(np.float64))
-    out = acc[source_vertices]
-    ln = np.linalg.norm(out, axis=1, keepdims=True)
-    good = ln[:, 0] > 1e-12
-    out[good] /= ln[good]
-    out[~good] = normals[~good]
-    return out.astype(np.float32)
 
 
 def compute_tangents(positions: np.ndarray, normals: np.ndarray, uv: np.ndarray, tris: np.ndarray) -> np.ndarray:

@@ -24,11 +24,13 @@ void main()
 {
   vec3 p = pos; vec3 n = nor; vec3 t = tan.xyz;
   morph_vertex(p, n, t);
-  skin_vertex(p, n, t);
+  float handed = skin_vertex_handed(p, n, t);
   vec4 wp = model * vec4(p, 1.0);
   v_world = wp.xyz;
   v_normal = skin_normal_matrix(mat3(model)) * n;
-  v_tangent = vec4(mat3(model) * t, (tan.w < 0.0) ? -1.0 : 1.0);
+  /* the bitangent sign: the UV handedness, flipped by a mirroring object or joint matrix */
+  handed *= (determinant(mat3(model)) < 0.0) ? -1.0 : 1.0;
+  v_tangent = vec4(mat3(model) * t, ((tan.w < 0.0) ? -1.0 : 1.0) * handed);
   v_uv = uv;
   v_color = col;
   gl_Position = fr.view_projection * wp;
@@ -84,7 +86,8 @@ void main()
     float tl = length(T);
     if (tl > 1e-6) {
       T /= tl;
-      vec3 B = cross(ngeo, T) * v_tangent.w;
+      /* back faces flip the whole tangent frame (as Blender's normal map does) */
+      vec3 B = cross(ngeo, T) * v_tangent.w * face;
       vec3 tn = texture(tex_normal, tex_uv(TEX_NORMAL, uvA)).rgb * 2.0 - 1.0;
       tn.xy *= mt.params0.z;
       N = normalize(T * tn.x + B * tn.y + ngeo * tn.z);
@@ -101,7 +104,8 @@ _OUTLINE_VS = """
 void main()
 {
   /* morph and skin first, then expand along the skinned smoothed normal */
-  vec3 p = morph_position(pos); vec3 n = snor; vec3 t = tan.xyz;
+  vec3 p = pos; vec3 n = snor; vec3 t = tan.xyz;
+  morph_outline(p, n);
   skin_vertex(p, n, t);
   vec4 wp = model * vec4(p, 1.0);
   vec3 wn = skin_normal_matrix(mat3(model)) * n;

@@ -26,7 +26,7 @@ VERTEX_ATTRIBUTES = (
 )
 
 # Attributes a morph changes live in their own vertex buffer; the rest is shared per primitive.
-DYNAMIC_ATTRIBUTES = ("pos", "nor", "tan")
+DYNAMIC_ATTRIBUTES = ("pos", "nor", "tan", "snor")
 
 SKIN_PALETTE_SLOT = 0
 MORPH_DELTAS_SLOT = 1
@@ -42,7 +42,8 @@ def load_glsl(name: str) -> str:
 
 
 def vertex_format(which: str = "all"):
-    """GPUVertFormat of the shared layout: "all", "dynamic" (pos/nor/tan) or "static" (the rest)."""
+    """GPUVertFormat of the shared layout: "all", "dynamic" (pos/nor/tan/snor: what a morph
+    changes) or "static" (the rest)."""
     import gpu
 
     fmt = gpu.types.GPUVertFormat()

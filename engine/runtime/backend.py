@@ -18,7 +18,8 @@ Contract
   immutable vertex stream (all attributes of ``primitive``: positions, normals, tangents, uv0,
   joints, weights, smooth normals, vertex colours, indices) with the given arrays replacing the asset's base
   arrays (None = the asset's own). ``positions``/``normals`` are ``(V,3) float32``,
-  ``tangents`` ``(V,4) float32`` (xyz + the base handedness sign). A drawn GPUVertBuf cannot be
+  ``tangents`` ``(V,4) float32`` (xyz + the base handedness sign), ``smooth_normals`` (V,3) the
+  outline's morphed smooth normals. A drawn GPUVertBuf cannot be
   refilled, so every morph rebuild asks for a new stream. May return None or raise on failure.
 * ``release_stream(stream)``.
 * ``retain(primitives)``: forget cached per-primitive resources of every other primitive.
@@ -53,7 +54,8 @@ class RuntimeBackend:
     def is_palette_valid(self, handle) -> bool:
         return handle is not None
 
-    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True):
+    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True,
+                      smooth_normals=None):
         raise NotImplementedError
 
     def retain(self, primitives) -> None:
@@ -152,13 +154,15 @@ class CpuBackend(RuntimeBackend):
     def is_palette_valid(self, handle) -> bool:
         return handle is not None and not handle.released
 
-    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True):
+    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True,
+                      smooth_normals=None):
         if self.fail_stream_create:
             return None
         s = CpuStream(primitive,
                       primitive.positions if positions is None else positions,
                       primitive.normals if normals is None else normals,
                       primitive.tangents if tangents is None else tangents)
+        s.smooth_normals = primitive.smooth_normals if smooth_normals is None else smooth_normals
         self.streams_created += 1
         self.live_streams.add(s.id)
         return s

@@ -10,7 +10,7 @@ A drawn ``GPUVertBuf`` cannot be refilled, so every morph rebuild creates a new 
 batch; the index buffer of a primitive is created once and shared by all its streams.
 
 Shader-composed morphs (animated weights, see ``runtime/mesh_instance.py``): the primitive's
-sparse delta entries live in one static RGBA32F texture (3 texels per entry) and each vertex's
+sparse delta entries live in one static RGBA32F texture (4 texels per entry) and each vertex's
 ``morph_span`` attribute in the shared static buffer; an update only creates a small R32F texture
 of the weights, drawn with the primitive's base stream.
 """
@@ -122,12 +122,10 @@ def build_static(primitive, morph_span=None):
     import gpu
 
     n = int(np.asarray(primitive.positions).shape[0])
-    snor = getattr(primitive, "smooth_normals", None)
     joints = getattr(primitive, "joints", None)
     weights = getattr(primitive, "weights", None)
     vbo = gpu.types.GPUVertBuf(vertex_format("static"), n)
     vbo.attr_fill("uv", _f32(getattr(primitive, "uv0", None), 2, n))
-    vbo.attr_fill("snor", _f32(snor if snor is not None else primitive.normals, 3, n))
     j = np.zeros((n, 8), np.uint32)
     w = np.zeros((n, 8), np.float32)
     if joints is not None and weights is not None:
@@ -147,10 +145,11 @@ def build_static(primitive, morph_span=None):
     return vbo, ibo, int(indices.shape[0])
 
 
-def build_stream(primitive, positions=None, normals=None, tangents=None, static=None) -> GpuStream:
+def build_stream(primitive, positions=None, normals=None, tangents=None, static=None,
+                 smooth_normals=None) -> GpuStream:
     """Create a GPU vertex stream for ``primitive`` (a PrimitiveAsset or anything with the same
-    array attributes).  ``positions``/``normals``/``tangents`` override the base arrays (morphs);
-    ``static`` is a (static vbo, ibo, triangle count) triple to share."""
+    array attributes).  ``positions``/``normals``/``tangents``/``smooth_normals`` override the
+    base arrays (morphs); ``static`` is a (static vbo, ibo, triangle count) triple to share."""
     import gpu
 
     pos = positions if positions is not None else primitive.positions
@@ -172,6 +171,8 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
     vbo.attr_fill("pos", _f32(pos, 3, n))
     vbo.attr_fill("nor", _f32(nor, 3, n))
     vbo.attr_fill("tan", _f32(tan, 4, n, (1.0, 0.0, 0.0, 1.0)))
+    snor = smooth_normals if smooth_normals is not None else getattr(primitive, "smooth_normals", None)
+    vbo.attr_fill("snor", _f32(snor if snor is not None else nor, 3, n))
     batch = gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=ibo)
     batch.vertbuf_add(static_vbo)
     return GpuStream(batch, vbo, static_vbo, ibo, n, tris)
@@ -216,12 +217,13 @@ class GpuBackend(RuntimeBackend):
             self._morph[id(primitive)] = entry
         return entry
 
-    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True):
+    def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True,
+                      smooth_normals=None):
         """``cache_static=False``: a one-off stream (fallback geometry) whose static buffers are
         owned by the stream alone and freed with it."""
         if not cache_static:
             self.stream_uploads += 1
-            return build_stream(primitive, positions, normals, tangents)
+            return build_stream(primitive, positions, normals, tangents, smooth_normals=smooth_normals)
         key = id(primitive)
         entry = self._static.get(key)
         static = entry[1] if entry is not None and entry[0] is primitive else None
@@ -229,7 +231,7 @@ class GpuBackend(RuntimeBackend):
             span = self._morph_entry(primitive)[1][0] if getattr(primitive, "morph_targets", ()) else None
             static = build_static(primitive, span)
             self._static[key] = (primitive, static)
-        stream = build_stream(primitive, positions, normals, tangents, static=static)
+        stream = build_stream(primitive, positions, normals, tangents, static=static, smooth_normals=smooth_normals)
         self.stream_uploads += 1
         return stream
 
@@ -239,7 +241,7 @@ class GpuBackend(RuntimeBackend):
             return None
         entry = self._morph_entry(primitive)
         if entry[2] is None:
-            entry[2] = float_texture(entry[1][1].reshape(-1, 4), 4)
+            entry[2] = float_texture(entry[1][1].reshape(-1, 4), 4)    # 4 texels per entry
         weights_tex = float_texture(np.asarray(weights, np.float32), 1)
         self.stream_uploads += 1
         b = base_stream

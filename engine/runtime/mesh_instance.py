@@ -22,6 +22,7 @@ import numpy as np
 
 from ..animation.morph import MorphState
 from ..assets.types import Bounds
+from ..geometry import smooth_normal_deltas
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
 DEGENERATE_LENGTH = 1e-8
@@ -49,29 +50,34 @@ def pack_morph_entries(primitive):
     """Sparse delta entries of every target, grouped by vertex (for shader composition).
 
     Returns ``(span, entries)``: ``span`` (V,2) uint32 = (first entry, entry count) per vertex;
-    ``entries`` (E,3,4) float32 = (dpos, target index), (dnor, 0), (dtan, 0), sorted by vertex and
-    then by target.  Runs once per primitive (a loop over targets at initialisation only).
+    ``entries`` (E,4,4) float32 = (dpos, target index), (dnor, 0), (dtan, 0), (d smooth normal, 0),
+    sorted by vertex and then by target.  Runs once per primitive (a loop over targets at
+    initialisation only).
     """
     v = primitive.vertex_count
+    snor = smooth_normal_deltas(primitive)
     verts, tids = [], []
     for t, target in enumerate(primitive.morph_targets):
-        rows = touched_rows(target)
+        rows = np.union1d(touched_rows(target), snor[t][0])
         verts.append(rows)
         tids.append(np.full(rows.shape[0], t, np.int64))
     all_v = np.concatenate(verts) if verts else np.zeros(0, np.int64)
     all_t = np.concatenate(tids) if tids else np.zeros(0, np.int64)
     order = np.lexsort((all_t, all_v))
     all_v, all_t = all_v[order], all_t[order]
-    entries = np.zeros((all_v.shape[0], 3, 4), np.float32)
+    entries = np.zeros((all_v.shape[0], 4, 4), np.float32)
     entries[:, 0, 3] = all_t
     for t, target in enumerate(primitive.morph_targets):
-        sel = all_t == t
+        sel = np.flatnonzero(all_t == t)
         rows = all_v[sel]
         entries[sel, 0, :3] = target.position_deltas[rows]
         if target.normal_deltas is not None:
             entries[sel, 1, :3] = target.normal_deltas[rows]
         if target.tangent_deltas is not None and primitive.tangents is not None:
             entries[sel, 2, :3] = target.tangent_deltas[rows]
+        srows, svals = snor[t]
+        if srows.size:
+            entries[sel[np.searchsorted(rows, srows)], 3, :3] = svals
     counts = np.bincount(all_v, minlength=v).astype(np.int64)
     span = np.zeros((v, 2), np.uint32)
     span[:, 0] = np.cumsum(counts) - counts
@@ -127,9 +133,12 @@ class _TargetData:
     """Deltas of one target, dense (idx None) or sparse (rows idx), and the extremes of its
     position deltas (for conservative bounds in shader mode)."""
 
-    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length")
+    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length", "snr_idx", "snr")
 
-    def __init__(self, target, vertex_count: int):
+    def __init__(self, target, vertex_count: int, smooth_delta=None):
+        rows, vals = smooth_delta if smooth_delta is not None else (np.zeros(0, np.int64), None)
+        self.snr_idx = (rows[:, None] * 3 + np.arange(3)).reshape(-1) if rows.size else None
+        self.snr = np.ascontiguousarray(vals).reshape(-1) if rows.size else None
         p = target.position_deltas
         n = target.normal_deltas
         t = target.tangent_deltas
@@ -233,7 +242,8 @@ class PrimitiveInstance:
         v = prim.vertex_count
         self.morph_state = MorphState(prim.morph_targets)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
-        self._targets = [_TargetData(t, v) for t in prim.morph_targets]
+        snor = smooth_normal_deltas(prim)
+        self._targets = [_TargetData(t, v, d) for t, d in zip(prim.morph_targets, snor)]
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
@@ -275,11 +285,31 @@ class PrimitiveInstance:
     def rebuild_stream(self, backend):
         """(stream, exact bounds, max delta) of a CPU rebuild from the base, or None on failure."""
         positions, normals, tangents, bounds, max_delta = self.rebuild()
+        snor = self.rebuild_smooth_normals()
         try:
-            stream = backend.create_stream(self.primitive, positions, normals, tangents)
+            stream = backend.create_stream(self.primitive, positions, normals, tangents, smooth_normals=snor)
         except Exception:
             return None
         return None if stream is None else (stream, bounds, max_delta)
+
+    def rebuild_smooth_normals(self):
+        """The outline's smooth normals for the current weights (None: the base ones)."""
+        prim = self.primitive
+        active = self.morph_state.active_indices()
+        if active.size:
+            active = active[~self.muted[active]]
+        used = [int(i) for i in active if self._targets[int(i)].snr is not None]
+        if not used:
+            return None
+        base = prim.smooth_normals if prim.smooth_normals is not None else prim.normals
+        acc = np.zeros((prim.vertex_count, 3), np.float32)
+        flat = acc.reshape(-1)
+        weights = self.morph_state.weights
+        for i in used:                       # active targets only
+            td = self._targets[i]
+            flat[td.snr_idx] += td.snr * np.float32(weights[i])
+        acc += base
+        return _renormalize(base, acc)
 
     def rebuild(self):
         """Morph from the base over active, non-muted targets. Returns (pos, nrm, tan, bounds, maxdelta)."""
