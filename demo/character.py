@@ -731,7 +731,9 @@ def _look_at(obj, location, target):
 
 def _build_sun(scene):
     light = bpy.data.lights.new("DemoSun", "SUN")
-    light.energy = 1.0  # MToon: a unit white sun gives exactly the lit colour
+    # pi W/m^2: MToon's light colour is E / pi (README "Light units"), so the lit colour shows as
+    # itself, as bright as a white diffuse surface lit head-on by this sun in EEVEE
+    light.energy = math.pi
     light.color = (1.0, 0.98, 0.95)
     light.angle = math.radians(1.0)
     if hasattr(light, "use_shadow"):

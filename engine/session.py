@@ -41,16 +41,35 @@ def world_color(scene) -> np.ndarray:
 
 
 def scene_lights(depsgraph) -> list:
+    """The depsgraph's lamps as LightData in Blender's units: ``color`` is the lamp's colour x power
+    as Blender computes it for rendering (BKE_light_power x BKE_light_color, times EEVEE's diffuse
+    factor): ``energy * 2^exposure``, tinted by the blackbody ``temperature_color`` when
+    ``use_temperature``; an area lamp with *Normalize* off has a strength per m^2 (x its area).
+    W/m^2 for a sun, W for the others; the passes convert them to MToon's light colour
+    (engine/passes/pipeline.mtoon_light_colors, README "Light units").  Lamps hidden from diffuse
+    rays (Object > Visibility > Diffuse) light nothing, as in EEVEE."""
+
+    def power_color(light, matrix_world):
+        color = np.array(light.color[:3], np.float64)
+        if getattr(light, "use_temperature", False):
+            color = color * np.array(light.temperature_color[:3], np.float64)
+        power = float(light.energy) * 2.0 ** float(getattr(light, "exposure", 0.0))
+        if light.type == "AREA" and not getattr(light, "normalize", True):
+            power *= float(light.area(matrix_world=matrix_world))
+        return color * power * float(getattr(light, "diffuse_factor", 1.0))
+
     out = []
     for inst in depsgraph.object_instances:
         ob = inst.object
-        if ob.type != "LIGHT":
+        if ob.type != "LIGHT" or not getattr(ob, "visible_diffuse", True):
             continue
         light = ob.data
         m = np.array(inst.matrix_world)
         direction = -m[:3, 2]
         direction = direction / max(np.linalg.norm(direction), 1e-12)
-        color = np.array(light.color[:3], np.float64) * float(light.energy)
+        color = power_color(light, inst.matrix_world)
+        if not np.all(np.isfinite(color)) or not np.all(np.isfinite(m)):
+            continue
         out.append(LightData(
             kind=light.type, color=color, direction=direction, position=m[:3, 3].copy(),
             radius=float(getattr(light, "shadow_soft_size", 0.0)),

@@ -11,9 +11,9 @@ struct FrameBlock {
   vec4 shadow_params; /* x: depth bias (world), y: normal offset (world), w: 1 = shadows on */
   vec4 shadow_texel;  /* x: texel size (world), y: shadowing light index (-1 none), z: resolution, w: PCF radius */
   vec4 viewport;      /* width, height, 1/width, 1/height */
-  vec4 light_pos[16];   /* xyz position, w: kind (0 sun, 1 point, 2 spot) */
+  vec4 light_pos[16];   /* xyz position, w: kind (0 sun, 1 point, 2 spot, 3 area) */
   vec4 light_dir[16];   /* xyz direction of travel, w: cos(half spot angle) */
-  vec4 light_color[16]; /* rgb colour x strength, w: spot smooth width */
+  vec4 light_color[16]; /* rgb MToon light colour (sun; local lamps: at 1 m), w: spot smooth width */
 };
 
 struct MToonMaterial {

@@ -1,6 +1,11 @@
 /* MToon fragment-stage functions (after mtoon_common.glsl): lights, shadow, surface shading, alpha. */
 
-/* 0 = sun, 1 = point, 2 = spot (area lamps are treated as points). */
+/* Light i at wpos: L (unit, towards the light) and C, MToon's light colour there.  fr.light_color
+ * holds Blender's power already converted to MToon's light colour (engine/passes/pipeline.py
+ * mtoon_light_colors: sun E/pi; point and spot P/(4 pi^2) at 1 m; area P/pi^2 at 1 m on its axis),
+ * so here only the geometry remains: 0 = sun, 1 = point (1/r^2), 2 = spot (1/r^2 x Blender's cone
+ * mask: smoothstep over the blend width), 3 = area (1/r^2 x cos of the angle to its axis: a
+ * one-sided Lambert emitter seen from afar). */
 void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
 {
   vec4 lp = fr.light_pos[i];
@@ -15,10 +20,11 @@ void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
   vec3 dv = lp.xyz - wpos;
   float r2 = max(dot(dv, dv), 1e-8);
   L = dv * inversesqrt(r2);
-  /* Blender's point power P [W]: colour * P / (4 pi^2 r^2) (Cycles' 1/(4 pi) intensity times the
-   * Lambert 1/pi, which the toon model does not apply itself). */
-  C = lc.rgb / (39.47841760435743 * r2);
-  if (kind == 2) {
+  C = lc.rgb / r2;
+  if (kind == 3) {
+    C *= max(dot(-L, ld.xyz), 0.0);
+  }
+  else if (kind == 2) {
     float cos_half = ld.w;
     float t = dot(-L, ld.xyz);
     if (t <= cos_half) {

@@ -124,10 +124,13 @@ def persp_camera(location=(0, -6, 0), fov_y=0.6, aspect=1.0, near=0.1, far=100.0
 
 
 def sun(direction, color=(1.0, 1.0, 1.0), cast_shadow=True):
+    """A sun whose MToon light colour is ``color`` (the C of the spec's ``lit x C``).  LightData holds
+    Blender's units: a sun of irradiance E [W/m^2] gives MToon's light colour E / pi (README "Light
+    units"), so the lamp is built with strength pi x ``color``."""
     from stylized_renderer.engine.passes.frame import LightData
 
     d = np.asarray(direction, float)
-    return LightData(kind="SUN", color=np.asarray(color, float), direction=d / np.linalg.norm(d),
+    return LightData(kind="SUN", color=np.pi * np.asarray(color, float), direction=d / np.linalg.norm(d),
                      position=np.zeros(3), cast_shadow=cast_shadow)
 
 

@@ -173,7 +173,8 @@ def test_emission(ext, empty_scene):
 
 
 def test_unit_sun_gives_lit_colour(ext, empty_scene):
-    """A unit white sun facing the surface yields exactly the lit colour (no 1/pi)."""
+    """MToon light colour 1 (a sun of strength pi W/m^2: README "Light units") facing the surface
+    yields exactly the lit colour."""
     p = params(shading_toony=0.9, gi_equalization=0.0)
     plane = T.quad([(-1, 0, -1), (1, 0, -1), (1, 0, 1), (-1, 0, 1)])
     cam = T.ortho_camera()

@@ -58,7 +58,8 @@ def build_scene(scene, raised: bool):
     scene.stylized.outlines = True
     scene.stylized.shadows = True
     add_camera(scene, location=(0.0, -4.0, 5.0), rotation=(math.radians(40), 0.0, 0.0))
-    add_sun(scene, rotation=(0.0, math.radians(20), 0.0), strength=1.0)
+    # strength pi W/m^2: MToon light colour 1 (E / pi, README "Light units"): the exact lit/shade colours
+    add_sun(scene, rotation=(0.0, math.radians(20), 0.0), strength=math.pi)
     ground = mtoon_material("Ground", (0.8, 0.8, 0.8), GROUND_SHADE)
     add_mesh_object(scene, "Ground", [(-4, -4, 0), (4, -4, 0), (4, 4, 0), (-4, 4, 0)], [(0, 1, 2, 3)],
                     material=ground)

@@ -31,7 +31,8 @@ class CameraData:
 @dataclass
 class LightData:
     kind: str                        # 'SUN', 'POINT', 'SPOT', 'AREA'
-    color: np.ndarray                # (3,) linear colour x strength (sun: W/m^2; others: see radiance())
+    color: np.ndarray                # (3,) linear colour x power in Blender's units (sun: W/m^2 irradiance;
+                                     # point/spot/area: W), see session.scene_lights and README "Light units"
     direction: np.ndarray            # (3,) unit, the direction the light travels (light's -Z)
     position: np.ndarray             # (3,)
     radius: float = 0.0              # soft size (unused by the toon ramp)

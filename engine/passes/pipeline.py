@@ -31,7 +31,26 @@ from .shadow import ShadowPass, strongest_sun
 from .textures import TextureCache, dummy_texture
 from ..runtime.gpu_backend import bind_deform
 
-LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 1}
+LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 3}
+
+# Blender's units -> MToon's light colour (README "Light units").  MToon's light colour is the
+# radiance a white Lambert surface facing the lamp reflects, albedo x irradiance / pi, so the lit
+# colour shows exactly as bright as a diffuse surface lit head-on in EEVEE/Cycles:
+#   sun   irradiance E [W/m^2]                      -> E / pi
+#   point power P [W], intensity P / (4 pi) [W/sr]  -> P / (4 pi^2) / r^2 (the shader divides by r^2)
+#   spot  as point (Blender's spot power is the power of the whole sphere), x the cone mask
+#   area  power P [W], a one-sided Lambert emitter: intensity P cos(t) / pi  -> P / pi^2 x cos(t) / r^2
+#         (far-field point approximation of EEVEE's radiance P / (pi A))
+LIGHT_UNIT_SCALE = np.array([1.0 / np.pi, 1.0 / (4.0 * np.pi ** 2), 1.0 / (4.0 * np.pi ** 2), 1.0 / np.pi ** 2])
+
+
+def mtoon_light_colors(lights) -> np.ndarray:
+    """(N, 3) MToon light colours (for local lamps: at 1 m) of LightData in Blender's units."""
+    if not lights:
+        return np.zeros((0, 3))
+    kinds = np.array([LIGHT_KINDS.get(l.kind, 1) for l in lights])
+    cols = np.array([np.asarray(l.color, np.float64)[:3] for l in lights])
+    return cols * LIGHT_UNIT_SCALE[kinds][:, None]
 
 
 def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
@@ -65,6 +84,7 @@ def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on,
     d[60:64] = (shadow_texel, float(shadow_index), float(getattr(s, "shadow_resolution", 2048)),
                 float(max(0, int(getattr(s, "shadow_pcf", 1)))))   # True -> radius 1, False -> 0 (2x2)
     d[64:68] = (s.width, s.height, 1.0 / max(s.width, 1), 1.0 / max(s.height, 1))
+    mcol = mtoon_light_colors(lights)
     for i, l in enumerate(lights):
         kind = LIGHT_KINDS.get(l.kind, 1)
         d[68 + 4 * i: 71 + 4 * i] = l.position
@@ -73,7 +93,7 @@ def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on,
         d[132 + 4 * i: 135 + 4 * i] = dv / max(np.linalg.norm(dv), 1e-12)
         cos_half = float(np.cos(0.5 * min(l.spot_size, np.pi))) if kind == 2 else -1.0
         d[135 + 4 * i] = cos_half
-        d[196 + 4 * i: 199 + 4 * i] = np.asarray(l.color, np.float64)[:3]
+        d[196 + 4 * i: 199 + 4 * i] = mcol[i]
         d[199 + 4 * i] = (1.0 - cos_half) * float(l.spot_blend) if kind == 2 else 0.0
     return d
 
@@ -188,8 +208,9 @@ class FramePipeline:
         self._prepare_materials(frame)
         max_lights = int(min(MAX_LIGHTS, max(0, getattr(s, "max_lights", MAX_LIGHTS))))
         lights = [l for l in frame.lights if l.kind in LIGHT_KINDS]
-        if len(lights) > max_lights:   # keep the strongest
-            lights = sorted(lights, key=lambda l: -float(np.max(np.asarray(l.color)[:3])))[:max_lights]
+        if len(lights) > max_lights:   # keep the strongest (MToon light colour; local lamps at 1 m)
+            strength = mtoon_light_colors(lights).max(-1)
+            lights = [lights[i] for i in np.argsort(-strength, kind="stable")[:max_lights]]
         # the VRM Add-on's own outline material (Geometry Nodes hull) is never drawn: ours replaces it
         items = [it for it in frame.items
                  if not getattr(frame.materials.get(it.material_name), "is_vrm_outline_material", False)]
