@@ -35,13 +35,15 @@ def fresh():
 
 
 def world_check(asset, tol=1e-5):
-    """Node bind worlds equal Blender's object worlds and armature_world @ bone.matrix_local."""
+    """Node bind worlds equal Blender's evaluated object worlds and armature_world @ the pose
+    bone's matrix (the bind pose is the rig's own pose: what Blender shows)."""
     W = importer.node_world_matrices(asset)
+    dg = bpy.context.evaluated_depsgraph_get()
     for i, nd in enumerate(asset.nodes):
-        ob = bpy.data.objects[nd.object_name]
+        ob = bpy.data.objects[nd.object_name].evaluated_get(dg)
         ref = np.array(ob.matrix_world)
         if nd.bone_name is not None:
-            ref = ref @ np.array(ob.data.bones[nd.bone_name].matrix_local)
+            ref = ref @ np.array(ob.pose.bones[nd.bone_name].matrix)
         assert np.allclose(W[i], ref, atol=tol), nd.name
 
 

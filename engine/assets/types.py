@@ -173,7 +173,8 @@ class SkinAsset:
     ``armature_node``: the node of the armature object whose Armature modifier deforms the mesh
     (-1: none, the seed's plain glTF skin).  Blender deforms in the armature's space with the
     *current* mesh and armature transforms, so the palette corrects the bind relation
-    inverse(armatureWorld) @ meshWorld to today's (see runtime/palette.py).
+    inverse(armatureWorld) @ meshWorld (``armature_relation``, taken with the inverse binds) to
+    today's (see runtime/palette.py).
     ``unweighted_bounds``: mesh-local bounds of the vertices no joint influences (they stay put, as
     in Blender), or None when every vertex is weighted.
     """
@@ -184,12 +185,17 @@ class SkinAsset:
     joint_bounds_max: np.ndarray       # (J,3) float64
     armature_node: int = -1            # node of the armature object driving this skin
     unweighted_bounds: Optional["Bounds"] = None   # bounds of the vertices with no joint weight
+    armature_relation: Optional[np.ndarray] = None  # (4,4) inverse(armatureWorld) @ meshWorld at bind
 
     def __post_init__(self):
         object.__setattr__(self, "joint_node_indices", _ro(self.joint_node_indices, np.int64))
         object.__setattr__(self, "inverse_bind_matrices", _ro(self.inverse_bind_matrices, np.float64, (4, 4), "inverse_bind_matrices"))
         object.__setattr__(self, "joint_bounds_min", _ro(self.joint_bounds_min, np.float64, (3,), "joint_bounds_min"))
         object.__setattr__(self, "joint_bounds_max", _ro(self.joint_bounds_max, np.float64, (3,), "joint_bounds_max"))
+        if self.armature_relation is not None:
+            rel = np.array(self.armature_relation, np.float64).reshape(4, 4)
+            rel.flags.writeable = False
+            object.__setattr__(self, "armature_relation", rel)
 
     @property
     def joint_count(self) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..assets import AssetError, SceneAsset
 from . import actions as _actions
-from .nodes import BONE_REST_ROT, NodeBuilder, object_target
+from .nodes import NodeBuilder, bone_target, object_target
 
 
 def compatible_clips(scene_asset: SceneAsset, object_name: str) -> list:
@@ -185,6 +185,5 @@ def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=No
             bi = nb.index.get((obj.name, b.name), -1)
             if bi >= 0:
                 pb = obj.pose.bones.get(b.name)
-                nb.targets[(obj.name, b.name)] = _actions.NodeTarget(
-                    bi, pb.rotation_mode if pb else "QUATERNION", np.zeros(3), BONE_REST_ROT, np.ones(3))
+                nb.targets[(obj.name, b.name)] = bone_target(pb, bi)
     return _clip_for_object(action, slot, fps, obj, nb)

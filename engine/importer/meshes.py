@@ -162,13 +162,22 @@ def _rebind(entry, obj, arm, nb: NodeBuilder, mesh_world) -> MeshAsset:
     p0 = next((p for p in asset.primitives if p.skin is not None), None)
     if p0 is None or (np.array_equal(p0.skin.joint_node_indices, jn)
                       and np.allclose(p0.skin.inverse_bind_matrices, ibm, rtol=1e-12, atol=1e-12)
-                      and p0.skin.armature_node == nb.index[(arm.name, None)]):
+                      and p0.skin.armature_node == nb.index[(arm.name, None)]
+                      and p0.skin.armature_relation is not None
+                      and np.allclose(p0.skin.armature_relation, _relation(arm, nb, mesh_world), rtol=1e-12,
+                                      atol=1e-12)):
         return asset
     old = p0.skin
     skin = SkinAsset(jn, ibm, old.joint_bounds_min, old.joint_bounds_max,
-                     armature_node=nb.index[(arm.name, None)], unweighted_bounds=old.unweighted_bounds)
+                     armature_node=nb.index[(arm.name, None)], unweighted_bounds=old.unweighted_bounds,
+                     armature_relation=_relation(arm, nb, mesh_world))
     prims = [dataclasses.replace(p, skin=skin) if p.skin is not None else p for p in asset.primitives]
     return dataclasses.replace(asset, primitives=prims)
+
+def _relation(arm, nb: NodeBuilder, mesh_world) -> np.ndarray:
+    """inverse(armature world) @ mesh world in the frame the inverse binds were taken in."""
+    return np.linalg.solve(nb.worlds[nb.index[(arm.name, None)]], mesh_world)
+
 
 def _palette_nodes(obj, arm, palette_bones, nb: NodeBuilder, mesh_world):
     jn = np.array([nb.index[(arm.name, b)] for b in palette_bones], np.int64)
@@ -243,7 +252,7 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         still = ~(infl.weights > 0.0).any(axis=1)
         still_bounds = Bounds.from_points(base_co[still]) if still.any() else None
         skin_asset = SkinAsset(jn, ibm, lo, hi, armature_node=nb.index[(arm.name, None)],
-                               unweighted_bounds=still_bounds)
+                               unweighted_bounds=still_bounds, armature_relation=_relation(arm, nb, mesh_world))
     stats["skin_s"] = stats.get("skin_s", 0.0) + time.perf_counter() - t1
 
     # --- morph targets ------------------------------------------------------------------------

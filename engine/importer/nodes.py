@@ -140,6 +140,16 @@ def _add_object(nb: NodeBuilder, obj) -> None:
         _add_bones(nb, obj, idx, world)
 
 
+def bone_target(pb, idx: int) -> "_actions.NodeTarget":
+    """The baker's target of a pose bone.  Its basis values are the rig's own pose: the bind
+    (and the preview's base) pose, so channels a clip does not key keep them, exactly as timeline
+    playback of that clip would.  No pose bone: the rest pose."""
+    if pb is None:
+        return _actions.NodeTarget(idx, "QUATERNION", np.zeros(3), BONE_REST_ROT, np.ones(3))
+    return _actions.NodeTarget(idx, pb.rotation_mode, np.array(pb.location, np.float64),
+                               _object_rotation_values(pb), np.array(pb.scale, np.float64))
+
+
 def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> None:
     bones = arm.data.bones
     n = len(bones)
@@ -172,13 +182,14 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
                 inv_cache[pi] = np.linalg.inv(ml[pi])
             pre = inv_cache[pi] @ ml[i]
             pidx = nb.index[(arm.name, b.parent.name)]
-        world = arm_world @ ml[i]
-        idx = nb.add(world, name=f"{arm.name}/{b.name}", kind=NODE_BONE, parent=pidx, pre_matrix=pre,
-                     bind_translation=np.zeros(3), bind_rotation=np.array([1.0, 0, 0, 0]), bind_scale=np.ones(3),
-                     object_name=arm.name, bone_name=b.name)
+        world = arm_world @ ml[i]      # the rest world: inverse binds are taken against it
         pb = pose.bones.get(b.name) if pose is not None else None
-        mode = pb.rotation_mode if pb is not None else "QUATERNION"
-        nb.targets[(arm.name, b.name)] = _actions.NodeTarget(idx, mode, np.zeros(3), BONE_REST_ROT, np.ones(3))
+        target = bone_target(pb, len(nb.nodes))
+        idx = nb.add(world, name=f"{arm.name}/{b.name}", kind=NODE_BONE, parent=pidx, pre_matrix=pre,
+                     bind_translation=target.location, bind_rotation=normalize_quat(_rot_of(target.rotation_mode,
+                                                                                          target.rotation)),
+                     bind_scale=target.scale, object_name=arm.name, bone_name=b.name)
+        nb.targets[(arm.name, b.name)] = target
         stack.extend(reversed(kids.get(i, ())))
 
 def collect_objects(view_layer) -> list:

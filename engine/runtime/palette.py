@@ -136,7 +136,8 @@ def merge_joint_bounds(a: SkinAsset, b: SkinAsset) -> SkinAsset:
     return SkinAsset(a.joint_node_indices, a.inverse_bind_matrices,
                      np.minimum(a.joint_bounds_min, b.joint_bounds_min),
                      np.maximum(a.joint_bounds_max, b.joint_bounds_max),
-                     armature_node=a.armature_node, unweighted_bounds=still)
+                     armature_node=a.armature_node, unweighted_bounds=still,
+                     armature_relation=a.armature_relation)
 
 
 class SkinningPaletteGroup:
@@ -155,8 +156,10 @@ class SkinningPaletteGroup:
         self.members: List[tuple] = []   # (node_index, primitive_index)
         self.armature_node = int(getattr(skin, "armature_node", -1))
         self.rel_bind_inv = None
-        if self.armature_node >= 0 and bind_worlds is not None:
+        rel = getattr(skin, "armature_relation", None)
+        if self.armature_node >= 0 and rel is None and bind_worlds is not None:
             rel = np.linalg.inv(bind_worlds[self.armature_node]) @ bind_worlds[self.mesh_node_index]
+        if self.armature_node >= 0 and rel is not None:
             self.rel_bind_inv = np.linalg.inv(rel)
         self._prepare()
 
