@@ -347,6 +347,14 @@ def test_shape_key_normal_deltas_follow_shape(fresh):
     np.testing.assert_allclose(n, n_ref[prim.source_vertices], atol=1e-5)
     moved = np.linalg.norm(t.normal_deltas, axis=1) > 1e-6
     assert moved.sum() >= 5 and t.tangent_deltas is not None
+    # the tangent deltas are the change of the tangents computed on the keyed shape
+    from stylized_renderer.engine.importer.mesh import compute_tangents
+    tan_ref = compute_tangents(prim.positions + t.position_deltas.astype(np.float32), n.astype(np.float32),
+                               prim.uv0, prim.indices)
+    tn = prim.tangents[:, :3] + t.tangent_deltas
+    tn /= np.linalg.norm(tn, axis=1, keepdims=True)
+    np.testing.assert_allclose(tn, tan_ref[:, :3], atol=2e-3)
+    assert np.abs(t.tangent_deltas).max() > 1e-3
 
 
 def test_absolute_keys_and_driven_keys(fresh):

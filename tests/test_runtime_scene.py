@@ -55,8 +55,11 @@ def test_timeline_mode_matrices_and_morph_values():
     assert rt.stats.palette_uploads == 1 and rt.stats.morph_uploads == 1
     pal = rt.palette_set.find(3, 0)
     assert np.allclose(pal.matrices[1] @ [2, 0, 0, 1], [1, 1, 0, 1], atol=1e-6)
-    # same frame again (no new locals, same morph values): nothing uploads
-    assert rt.update_timeline(None, None, {3: [0.25]})
+    # same frame again: the session's timeline reader hands over the same locals and values
+    # (it never passes None), and nothing uploads
+    assert rt.update_timeline([2], m[None].copy(), {3: [0.25]})
+    assert rt.stats.morph_uploads == 0 and rt.stats.palette_uploads == 0
+    assert rt.update_timeline([2], m[None].copy(), {3: [0.25]})
     assert rt.stats.morph_uploads == 0 and rt.stats.palette_uploads == 0
 
 
