@@ -217,10 +217,13 @@ class Checker:
         r["nerr"] = max(r["nerr"], nerr)
         r["nmed"] = max(r["nmed"], nmed)
 
-    def _compare(self, mode, depsgraph):
-        """GPU task body: read every GPU item back and compare with Blender."""
+    def _compare(self, mode, depsgraph, only=None):
+        """GPU task body: read every GPU item back (of the objects named in ``only``, when given)
+        and compare with Blender."""
         s = self.session
         items = [it for it in s.runtime.extract() if it.node_index in s._gpu_nodes] if s.runtime else []
+        if only is not None:
+            items = [it for it in items if it.object_name in only]
         if self.readback is None:
             self.readback = GpuReadback()
         by_object = {}
@@ -250,7 +253,25 @@ class Checker:
                 nverts += ours.shape[0]
             self._record(mode, name, nverts, err, "gpu", nerr, nmed)
         for name, reason in s.fallbacks.items():
-            self._record(mode, name, 0, 0.0, f"fallback:{reason}")
+            if only is None or name in only:
+                self._record(mode, name, 0, 0.0, f"fallback:{reason}")
+
+    def _played_by(self, target_name: str) -> set:
+        """The objects a clip on ``target_name`` moves in the preview: the target, its children
+        and the meshes it deforms (recursively).  The rest of the scene holds still in the
+        preview and is not what the player check compares."""
+        names = {target_name}
+        changed = True
+        while changed:
+            changed = False
+            for ob in self.bpy.data.objects:
+                if ob.name in names:
+                    continue
+                arm = ob.find_armature() if ob.type == "MESH" else None
+                if (ob.parent is not None and ob.parent.name in names) or (arm is not None and arm.name in names):
+                    names.add(ob.name)
+                    changed = True
+        return names
 
     def _apply_policy(self):
         rt = self.session.runtime
@@ -380,6 +401,7 @@ class Checker:
                         ad.action_slot = action.slots[0]
                     except Exception:
                         pass
+                played = self._played_by(clip.target_object)
                 n_frames = int(round(clip.duration_seconds * clip.fps)) + 1
                 frames = [int(round(clip.frame_start)) + k for k in range(n_frames)]
                 frames = frames[::max(1, int(step))]
@@ -400,7 +422,7 @@ class Checker:
                         self._apply_policy()
                         if not s.update_frame(dg, state):
                             raise RuntimeError(f"preview update failed: {s.runtime.last_failure()}")
-                        self._compare("player", dg)
+                        self._compare("player", dg, played)
 
                     gpu_util.run_in_gpu_context(task)
                     frames_done += 1
