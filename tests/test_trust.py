@@ -350,12 +350,17 @@ def test_moving_an_armature_that_is_not_the_parent_deforms_as_blender(empty_scen
     assert (mask_of(before)[lower] != mask_of(after)[lower]).sum() <= 3
 
 
-def test_a_static_timeline_frame_uploads_nothing(empty_scene, session):
-    scene = empty_scene
+def _viewport_sheet(scene, session):
+    """The skinned sheet under a sun, synced into the viewport session: (rig, mesh, view, proj)."""
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
     arm, ob = _skinned_grid(scene)
     view, proj = look_at((0.0, -9.0, 1.0), (0.0, 0.0, 1.0)), perspective(math.radians(45), 4 / 3)
     session.sync(bpy.context.evaluated_depsgraph_get())
+    return arm, ob, view, proj
+
+
+def test_a_static_timeline_frame_uploads_nothing(empty_scene, session):
+    arm, ob, view, proj = _viewport_sheet(empty_scene, session)
     draw(session, view, proj, False, 64, 48)
     for _ in range(3):
         draw(session, view, proj, False, 64, 48)
@@ -371,11 +376,7 @@ def test_a_static_timeline_frame_uploads_nothing(empty_scene, session):
 # ------------------------------------------------------------------------------------------------
 
 def test_fps_and_update_failures_reach_the_stats(empty_scene, session):
-    scene = empty_scene
-    add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _skinned_grid(scene)
-    view, proj = look_at((0.0, -9.0, 1.0), (0.0, 0.0, 1.0)), perspective(math.radians(45), 4 / 3)
-    session.sync(bpy.context.evaluated_depsgraph_get())
+    arm, ob, view, proj = _viewport_sheet(empty_scene, session)
     for _ in range(3):
         draw(session, view, proj, False, 64, 48)
     assert session.timings.fps > 0.0
