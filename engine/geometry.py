@@ -23,19 +23,44 @@ def smooth_normal_deltas(primitive) -> list:
     """Per morph target of ``primitive``: (rows, (R,3) float32) where the target changes the
     outline's smooth normal, as ``smooth(normals + normal delta) - smooth(normals)`` averaged over
     the primitive's split vertices.  Composed like the normal deltas (sum of weight x delta, then
-    renormalised), so a strong expression moves the outline hull with the surface."""
+    renormalised), so a strong expression moves the outline hull with the surface.  Only the
+    source vertices a target touches are averaged again (O(touched) per target)."""
     targets = primitive.morph_targets
+    empty = (np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
     if not targets:
-        return [(np.zeros(0, np.int64), np.zeros((0, 3), np.float32)) for _ in targets]
-    src = primitive.source_vertices
+        return []
+    src = np.asarray(primitive.source_vertices, np.int64)
+    normals = np.asarray(primitive.normals, np.float64)
     count = int(src.max()) + 1 if src.size else 0
-    base = smooth_normals(primitive.normals, src, count)
+    base = smooth_normals(normals, src, count).astype(np.float64)
+    # split vertices grouped by source vertex, once
+    order = np.argsort(src, kind="stable")
+    per_source = np.bincount(src, minlength=count)
+    first = np.concatenate([[0], np.cumsum(per_source)[:-1]])
     out = []
     for t in targets:
-        if t.normal_deltas is None or not np.any(t.normal_deltas):
-            out.append((np.zeros(0, np.int64), np.zeros((0, 3), np.float32)))
+        nd = t.normal_deltas
+        if nd is None:
+            out.append(empty)
             continue
-        d = smooth_normals(primitive.normals + t.normal_deltas, src, count) - base
-        rows = np.flatnonzero(np.any(d != 0.0, axis=1))
-        out.append((rows, np.ascontiguousarray(d[rows], np.float32)))
+        changed = np.flatnonzero(np.any(nd != 0.0, axis=1))
+        if changed.size == 0:
+            out.append(empty)
+            continue
+        sources = np.unique(src[changed])
+        c = per_source[sources]
+        rows = order[np.repeat(first[sources], c) + (np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c))]
+        moved = normals[rows] + nd[rows]
+        group = np.repeat(np.arange(sources.size), c)
+        acc = np.stack([np.bincount(group, weights=moved[:, k], minlength=sources.size) for k in range(3)], axis=1)
+        new = acc[group]
+        ln = np.linalg.norm(new, axis=1, keepdims=True)
+        good = ln[:, 0] > 1e-12
+        new[good] /= ln[good]
+        new[~good] = moved[~good]
+        d = new - base[rows]
+        keep = np.any(d != 0.0, axis=1)
+        rows, d = rows[keep], d[keep]
+        srt = np.argsort(rows)
+        out.append((rows[srt], np.ascontiguousarray(d[srt], np.float32)))
     return out

@@ -674,3 +674,24 @@ def test_small_heavy_rig_matches_blender(fresh):
                              source_vertices=prim.source_vertices, joints=prim.joints, weights=prim.weights,
                              skin=prim.skin)
         np.testing.assert_allclose(cpu_skin(asset, body, morphed, dg), ref_all[prim.source_vertices], atol=1e-5)
+
+
+def test_clip_cache_ignores_keyed_values_but_not_the_base_pose(fresh):
+    """A frame change (keyed values move) reuses the baked clip; a pose edit of a component the
+    clip does not key changes what the clip plays, so it is baked again with the new base."""
+    arm, ob = _skinned_cube()
+    act, cb = scenes.new_action("Wave", arm)
+    scenes.add_curve(cb, 'pose.bones["A"].location', 0, [1, 5], [0.0, 1.0])
+    cache = importer.AssetCache()
+
+    def clip():
+        return importer.compatible_clips(importer.import_scene(fresh, cache=cache), arm.name)[0]
+
+    c1 = clip()
+    fresh.frame_set(4)
+    assert clip() is c1
+    arm.pose.bones["A"].location[1] = 0.5          # the unkeyed Y of the keyed location
+    c3 = clip()
+    assert c3 is not c1
+    ch = [c for c in c3.channels if c.translation_values.size][0]
+    assert np.allclose(ch.translation_values[:, 1], 0.5)

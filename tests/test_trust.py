@@ -141,6 +141,9 @@ def test_animation_render_picks_up_an_edit_between_frames(empty_scene, tmp_path)
     assert sorted(frames) == [1, 2, 3]
     assert (mask_of(frames[1][0]) != mask_of(frames[2][0])).sum() == 0      # nothing changed
     assert (mask_of(frames[2][0]) != mask_of(frames[3][0])).sum() > 40      # the edit is drawn
+    # frame 2 found nothing changed and kept the runtime; frame 3's edit rebuilt it
+    assert frames[1][1]["runtime_reuses"] == 0 and frames[2][1]["runtime_reuses"] == 1
+    assert frames[3][1]["runtime_reuses"] == 1
 
 
 # ------------------------------------------------------------------------------------------------

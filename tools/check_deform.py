@@ -206,6 +206,7 @@ class Checker:
         self.morph_paths = {"rebuild": 0, "shader": 0}
         self.bpy = bpy
         self.session = StylizedSession()
+        self.session.want_clips = True     # the player check plays the clips
         self.readback = None
         self.results = {}      # (object, mode) -> dict(verts, err, path)
         self.skipped = []

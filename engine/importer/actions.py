@@ -177,11 +177,9 @@ def _bake_node(target: NodeTarget, sampled: Dict[Tuple[str, int], np.ndarray], n
     return NodeAnimationChannelAsset(node_index=target.index, **ch)
 
 
-def bake_object_action(action, slot, fps: float, target_object: str, object_target: Optional[NodeTarget],
-                       bones: Dict[str, NodeTarget], armature_name: str = "") -> AnimationClipAsset:
-    """Bake pose-bone and object TRS curves of ``slot``. Raises AssetError for a missing bone."""
-    frames, start, end = sample_frames(action)
-    times = (frames - start) / fps
+def _bake_work(action, slot, target_object, object_target, bones, armature_name="", strict=True) -> list:
+    """[(target, {(prop, index): fcurve})] of every node ``slot`` animates (muted curves skipped).
+    A curve naming a missing bone raises AssetError (``strict``) or is left out."""
     obj_curves: Dict[Tuple[str, int], object] = {}
     bone_curves: Dict[str, Dict[Tuple[str, int], object]] = {}
     for fc in slot_fcurves(action, slot):
@@ -192,6 +190,8 @@ def bake_object_action(action, slot, fps: float, target_object: str, object_targ
         if m:
             bname = _unescape(m.group(1))
             if bname not in bones:
+                if not strict:
+                    continue
                 raise AssetError(f"action '{action.name}': channel {dp}[{fc.array_index}] names bone "
                                  f"'{bname}' which {('armature ' + repr(armature_name)) if armature_name else 'object ' + repr(target_object)} does not have")
             mb = RE_BONE.match(dp)
@@ -201,11 +201,40 @@ def bake_object_action(action, slot, fps: float, target_object: str, object_targ
         mo = RE_OBJ.match(dp)
         if mo and object_target is not None:
             obj_curves[(mo.group(1), fc.array_index)] = fc
-    work = []   # (target, {(prop, i): fcurve})
+    work = []
     if obj_curves and object_target is not None:
         work.append((object_target, _used_curves(object_target, obj_curves)))
     for bname, curves in bone_curves.items():
         work.append((bones[bname], _used_curves(bones[bname], curves)))
+    return work
+
+
+def bake_inputs_signature(action, slot, object_target: Optional[NodeTarget], bones: Dict[str, NodeTarget]) -> tuple:
+    """What a baked clip takes from its targets: per animated node its rotation mode, delta
+    transforms and the basis values of the components its curves do not key.  Values a curve
+    keys are left out, so animating them (an animation render, timeline playback) does not make
+    the clip look changed."""
+    out = []
+    for target, cs in _bake_work(action, slot, "", object_target, bones, strict=False):
+        rprop, _ = rotation_prop(target.rotation_mode)
+        keyed = set(cs)
+        free = []
+        for prop, base in (("location", target.location), (rprop, target.rotation[rprop]), ("scale", target.scale)):
+            base = np.asarray(base, np.float64)
+            if any(p == prop for p, _i in keyed):
+                free.append(tuple(float(base[i]) for i in range(base.shape[0]) if (prop, i) not in keyed))
+        deltas = tuple(None if d is None else np.asarray(d, np.float64).tobytes()
+                       for d in (target.delta_location, target.delta_rotation, target.delta_scale))
+        out.append((target.index, target.rotation_mode, tuple(free), deltas))
+    return tuple(out)
+
+
+def bake_object_action(action, slot, fps: float, target_object: str, object_target: Optional[NodeTarget],
+                       bones: Dict[str, NodeTarget], armature_name: str = "") -> AnimationClipAsset:
+    """Bake pose-bone and object TRS curves of ``slot``. Raises AssetError for a missing bone."""
+    frames, start, end = sample_frames(action)
+    times = (frames - start) / fps
+    work = _bake_work(action, slot, target_object, object_target, bones, armature_name)
     flat = [fc for _, cs in work for fc in cs.values()]
     values = sample_curves(action.name, flat, frames)
     channels = []

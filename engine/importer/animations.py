@@ -19,25 +19,14 @@ def _bone_targets(nb: NodeBuilder, arm_name: str) -> Dict[str, "_actions.NodeTar
     return {k[1]: v for k, v in nb.targets.items() if k[0] == arm_name and k[1] is not None}
 
 
-def _target_signature(t) -> tuple:
-    """The values a baked clip takes from its node target (modes and basis values of unkeyed
-    channels, delta transforms)."""
-    parts = [t.index, t.rotation_mode, np.asarray(t.location, np.float64).tobytes(),
-             np.asarray(t.scale, np.float64).tobytes()]
-    parts += [np.asarray(v, np.float64).tobytes() for _k, v in sorted(t.rotation.items())]
-    for d in (t.delta_location, t.delta_rotation, t.delta_scale):
-        parts.append(None if d is None else np.asarray(d, np.float64).tobytes())
-    return tuple(parts)
-
-
 def _clip_for_object(action, slot, fps, obj, nb: NodeBuilder, cache=None):
     target = nb.targets[(obj.name, None)]
     bones = _bone_targets(nb, obj.name) if obj.type == "ARMATURE" else {}
     key = sig = None
     if cache is not None:
         key = (action.name, obj.name, "OBJECT")
-        sig = (_actions.action_signature(action, slot), fps, _target_signature(target),
-               tuple((name, _target_signature(t)) for name, t in sorted(bones.items())))
+        sig = (_actions.action_signature(action, slot), fps,
+               _actions.bake_inputs_signature(action, slot, target, bones))
         hit = cache.find_clip(key, sig)
         if hit is not None:
             return hit

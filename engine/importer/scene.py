@@ -33,13 +33,14 @@ def resolve_scene(depsgraph_or_scene, view_layer=None):
 
 
 def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: bool = False,
-                               cache=None, verify: bool = True) -> Tuple[SceneAsset, List[str]]:
+                               cache=None, verify: bool = True, clips: bool = True) -> Tuple[SceneAsset, List[str]]:
     """Import everything renderable in the view layer; returns the asset and the problems found
     with actions (clips that were not offered: missing bones/shape keys, non-finite keys).
 
     ``cache``: an AssetCache whose unchanged assets are reused (None: build everything);
-    ``verify``: check each cached mesh's content fingerprint (see cache.py).  The timings of this
-    import are on ``asset.import_stats`` (seconds)."""
+    ``verify``: check each cached mesh's content fingerprint (see cache.py); ``clips=False``
+    imports no actions (final renders draw Blender's evaluated pose and need none).  The timings
+    of this import are on ``asset.import_stats`` (seconds)."""
     import bpy
 
     stats = {"mesh_read_s": 0.0, "skin_s": 0.0, "morph_s": 0.0}
@@ -67,10 +68,10 @@ def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: b
             meshes.append(asset)
     t2 = time.perf_counter()
     objs_by_node = [bpy.data.objects[nd["object_name"]] for nd in nb.nodes if nd["kind"] == NODE_OBJECT]
-    clips = import_animations(scene, objs_by_node, nb, strict, cache, problems)
+    anims = import_animations(scene, objs_by_node, nb, strict, cache, problems) if clips else []
     t3 = time.perf_counter()
     nodes = [SceneNodeAsset(**nd) for nd in nb.nodes]
-    asset = SceneAsset(nodes, meshes, clips, name=scene.name)
+    asset = SceneAsset(nodes, meshes, anims, name=scene.name)
     asset.validate()
     asset.import_problems = tuple(problems)
     t4 = time.perf_counter()
@@ -80,8 +81,33 @@ def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: b
 
 
 def import_scene(depsgraph_or_scene, view_layer=None, *, strict: bool = False, cache=None,
-                 verify: bool = True) -> SceneAsset:
+                 verify: bool = True, clips: bool = True) -> SceneAsset:
     """SceneAsset of the view layer (see import_scene_with_problems; problems are on
     ``asset.import_problems``)."""
     return import_scene_with_problems(depsgraph_or_scene, view_layer, strict=strict, cache=cache,
-                                      verify=verify)[0]
+                                      verify=verify, clips=clips)[0]
+
+
+def same_structure(a: SceneAsset, b: SceneAsset, compare_bind_pose: bool = True) -> bool:
+    """Whether a runtime built for ``a`` can draw ``b`` unchanged: the same nodes (names, kinds,
+    parents, meshes, pre-matrices), the very same mesh and clip assets (the cache returns the same
+    objects for unchanged data) and, with ``compare_bind_pose``, the same bind transforms (the
+    preview's base pose).  Timeline-driven runtimes overwrite the locals every frame and pass
+    ``compare_bind_pose=False``."""
+    import numpy as np
+
+    if a is None or b is None or a.node_count != b.node_count:
+        return False
+    if len(a.meshes) != len(b.meshes) or any(x is not y for x, y in zip(a.meshes, b.meshes)):
+        return False
+    if len(a.animations) != len(b.animations) or any(x is not y for x, y in zip(a.animations, b.animations)):
+        return False
+    if any((p.name, p.kind, p.object_name, p.bone_name) != (q.name, q.kind, q.object_name, q.bone_name)
+           for p, q in zip(a.nodes, b.nodes)):
+        return False
+    if not (np.array_equal(a.parents, b.parents) and np.array_equal(a.mesh_indices, b.mesh_indices)
+            and np.array_equal(a.pre_matrices, b.pre_matrices)):
+        return False
+    if compare_bind_pose and not np.array_equal(a.bind_locals, b.bind_locals):
+        return False
+    return True
