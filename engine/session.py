@@ -383,13 +383,18 @@ class StylizedSession:
         return [it for it in items if it.node_index in self._gpu_nodes and it.object_name in visible]
 
     def _materials(self, items) -> dict:
+        """MToon parameters of the frame's materials.  The viewport uses the cache that Blender's
+        depsgraph updates invalidate; a final render reads every material anew each frame (a few
+        node trees: cheap), so a script that recolours a material between frames is never stale."""
         import bpy
 
         from .materials import resolve_material
+        from .materials.resolve import resolve_uncached
 
+        resolve = resolve_material if self.viewport else resolve_uncached
         out = {}
         for name in {it.material_name for it in items}:
-            out[name] = resolve_material(bpy.data.materials.get(name)) if name else resolve_material(None)
+            out[name] = resolve(bpy.data.materials.get(name) if name else None)
         return out
 
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,

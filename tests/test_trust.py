@@ -439,3 +439,35 @@ def test_operators_refuse_bad_values_and_unknown_armatures(empty_scene):
         bpy.ops.stylized.preview_play(armature="Ghost")
     with pytest.raises(RuntimeError, match="'Sheet' is not an armature"):
         bpy.ops.stylized.preview_play(armature="Sheet")
+
+
+def test_animation_render_picks_up_a_material_edit_between_frames(empty_scene, tmp_path):
+    """A script (a frame-change handler, a farm job) that recolours a material between frames of
+    Ctrl+F12: the next frame is drawn with the new colour."""
+    scene = empty_scene
+    add_camera(scene, location=(0.0, -6.0, 0.0))
+    add_sun(scene, rotation=(0.6, 0.2, 0.0))
+    v, f = cube_geometry()
+    mat = add_material("Paint", (0.9, 0.1, 0.1))
+    add_mesh_object(scene, "Box", v, f, material=mat)
+    scene.frame_start, scene.frame_end = 1, 2
+    scene.render.filepath = str(tmp_path / "f")
+    frames = {}
+
+    def edit(sc, *_):
+        if sc.frame_current == 2:
+            mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (0.1, 0.1, 0.9, 1.0)
+
+    def grab(sc, *_):
+        frames[sc.frame_current] = last_render["pixels"].copy()
+
+    bpy.app.handlers.frame_change_pre.append(edit)
+    bpy.app.handlers.render_post.append(grab)
+    try:
+        bpy.ops.render.render(animation=True, scene=scene.name)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(edit)
+        bpy.app.handlers.render_post.remove(grab)
+    m = mask_of(frames[1])
+    assert frames[1][m][:, 0].mean() > frames[1][m][:, 2].mean()     # red
+    assert frames[2][m][:, 2].mean() > frames[2][m][:, 0].mean()     # blue
