@@ -8,12 +8,17 @@ struct FrameBlock {
   vec4 world_color;   /* rgb world colour, w: light count */
   vec4 world_sky;     /* rgb GI towards +Z, w: time in seconds (UV animation) */
   vec4 world_ground;  /* rgb GI towards -Z */
-  vec4 shadow_params; /* x: depth bias (world), y: normal offset (world), w: 1 = shadows on */
-  vec4 shadow_texel;  /* x: texel size (world), y: shadowing light index (-1 none), z: resolution, w: PCF radius */
+  vec4 shadow_params; /* x: depth bias, y: normal offset (both in shadow texels), w: 1 = shadows on */
+  vec4 shadow_texel;  /* x: texel size of cascade 0 (world), y: shadowing light index (-1 none), z: tile size (texels), w: PCF radius */
   vec4 viewport;      /* width, height, 1/width, 1/height */
   vec4 light_pos[16];   /* xyz position, w: kind (0 sun, 1 point, 2 spot, 3 area) */
   vec4 light_dir[16];   /* xyz direction of travel, w: cos(half spot angle) */
   vec4 light_color[16]; /* rgb MToon light colour (sun; local lamps: at 1 m), w: spot smooth width */
+  mat4 cascade_matrix[4]; /* world -> light clip of each shadow cascade (engine/passes/shadow.py) */
+  vec4 cascade_split;     /* view depth where cascade i ends */
+  vec4 cascade_blend;     /* view-depth width of the blend band at the end of cascade i */
+  vec4 cascade_texel;     /* world size of one shadow texel of cascade i */
+  vec4 cascade_params;    /* x: cascade count, y: atlas columns, z: view depth where cascade 0 begins */
 };
 
 struct MToonMaterial {

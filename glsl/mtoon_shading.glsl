@@ -40,7 +40,49 @@ void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
   }
 }
 
-/* Shadow visibility of the strongest sun (PCF over (2r+1)^2 texels). */
+/* Visibility from cascade i of the sun's shadow (1 = lit).  Bias and normal offset are in texels
+ * of this cascade; PCF: bilinear-weighted (2r+2)^2 texels, clamped to the cascade's atlas tile.
+ * A plane at angle t to the light changes its stored depth by tan(t) per texel; a lookup raised
+ * h above it along the normal stays in front of every PCF tap within D texels when
+ * h >= D sin(t) (its margin is h / cos(t) - D tan(t)), at any angle: so the normal offset is
+ * scaled by sin(t), and the constant bias only covers curvature. */
+float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
+{
+  float texel = fr.cascade_texel[i];
+  float sin_t = (ndl > 0.0) ? sqrt(clamp(1.0 - ndl * ndl, 0.0, 1.0)) : 1.0;
+  /* shadow_params.z: a floor in metres, so layers closer to the surface than that (eyes, brows and
+   * blush decals on a face) never drop a shadow on it in a sharp close-up cascade */
+  float offset = max(fr.shadow_params.y * texel * sin_t, fr.shadow_params.z);
+  vec3 p = wpos + ngeo * offset + Ls * (fr.shadow_params.x * texel);
+  vec4 sc = fr.cascade_matrix[i] * vec4(p, 1.0);
+  vec3 c = sc.xyz / sc.w * 0.5 + 0.5;
+  if (c.x < 0.0 || c.x > 1.0 || c.y < 0.0 || c.y > 1.0 || c.z > 1.0) {
+    return 1.0;
+  }
+  int tile = int(fr.shadow_texel.z);
+  int cols = int(fr.cascade_params.y + 0.5);
+  ivec2 origin = ivec2(i % cols, i / cols) * tile;
+  int r = int(fr.shadow_texel.w);
+  vec2 tc = c.xy * float(tile) - 0.5;
+  ivec2 base = ivec2(floor(tc));
+  vec2 f = tc - vec2(base);
+  float sum = 0.0;
+  float wsum = 0.0;
+  for (int y = -r; y <= r + 1; y++) {
+    float wy = (y == -r) ? (1.0 - f.y) : ((y == r + 1) ? f.y : 1.0);
+    for (int x = -r; x <= r + 1; x++) {
+      float wx = (x == -r) ? (1.0 - f.x) : ((x == r + 1) ? f.x : 1.0);
+      ivec2 tx = clamp(base + ivec2(x, y), ivec2(0), ivec2(tile - 1)) + origin;
+      float d = texelFetch(shadow_map, tx, 0).r;
+      sum += wx * wy * ((c.z <= d) ? 1.0 : 0.0);
+      wsum += wx * wy;
+    }
+  }
+  return sum / max(wsum, 1e-6);
+}
+
+/* Shadow visibility of the strongest sun: the cascade whose view-depth slice holds the fragment,
+ * blended with the next one over the last part of its slice (the last cascade fades out). */
 float shadow_visibility(vec3 wpos, vec3 ngeo)
 {
   if (fr.shadow_params.w < 0.5) {
@@ -48,32 +90,26 @@ float shadow_visibility(vec3 wpos, vec3 ngeo)
   }
   vec3 Ls = -fr.light_dir[int(fr.shadow_texel.y)].xyz;
   float ndl = dot(ngeo, Ls);
-  /* normal offset (world units) grows as the surface turns away from the light */
-  vec3 p = wpos + ngeo * fr.shadow_params.y * clamp(1.0 - ndl, 0.0, 1.0) + Ls * fr.shadow_params.x;
-  vec4 sc = fr.shadow_matrix * vec4(p, 1.0);
-  vec3 c = sc.xyz / sc.w * 0.5 + 0.5;
-  if (c.x < 0.0 || c.x > 1.0 || c.y < 0.0 || c.y > 1.0 || c.z > 1.0) {
+  float depth = dot(wpos - fr.camera_pos.xyz, fr.camera_fwd.xyz);
+  int n = int(fr.cascade_params.x + 0.5);
+  int i = 0;
+  while (i < n - 1 && depth > fr.cascade_split[i]) {
+    i++;
+  }
+  float end = fr.cascade_split[i];
+  if (depth > end) {
     return 1.0;
   }
-  int res = int(fr.shadow_texel.z);
-  int r = int(fr.shadow_texel.w);
-  vec2 tc = c.xy * float(res) - 0.5;
-  ivec2 base = ivec2(floor(tc));
-  vec2 f = tc - vec2(base);
-  float sum = 0.0;
-  float wsum = 0.0;
-  /* bilinear-weighted PCF: (2r+2)^2 texels, the outer ring weighted by the fraction */
-  for (int y = -r; y <= r + 1; y++) {
-    float wy = (y == -r) ? (1.0 - f.y) : ((y == r + 1) ? f.y : 1.0);
-    for (int x = -r; x <= r + 1; x++) {
-      float wx = (x == -r) ? (1.0 - f.x) : ((x == r + 1) ? f.x : 1.0);
-      ivec2 tx = clamp(base + ivec2(x, y), ivec2(0), ivec2(res - 1));
-      float d = texelFetch(shadow_map, tx, 0).r;
-      sum += wx * wy * ((c.z <= d) ? 1.0 : 0.0);
-      wsum += wx * wy;
-    }
+  float v = shadow_cascade_visibility(i, wpos, ngeo, Ls, ndl);
+  float w = fr.cascade_blend[i];
+  float t = (w > 0.0) ? clamp((depth - (end - w)) / w, 0.0, 1.0) : 0.0;
+  if (t > 0.0) {
+    float next = (i + 1 < n) ? shadow_cascade_visibility(i + 1, wpos, ngeo, Ls, ndl) : 1.0;
+    v = mix(v, next, t);
   }
-  return sum / max(wsum, 1e-6);
+  /* the material's receive-shadow rate (engine/passes/common.receive_shadow_word) */
+  float rate = clamp(2.0 * (mt.uv_anim.w - 0.5), 0.0, 1.0);
+  return mix(1.0, v, rate);
 }
 
 vec3 view_vector(vec3 wpos)

@@ -47,8 +47,15 @@ class STYLIZED_PT_render_shadows(_RenderBase, bpy.types.Panel):
         layout.use_property_decorate = False
         layout.active = st.shadows
         layout.prop(st, "shadow_resolution")
+        layout.prop(st, "shadow_cascades")
+        layout.prop(st, "shadow_distance")
+        col = layout.column()
+        col.active = st.shadow_cascades > 1
+        col.prop(st, "shadow_split_lambda")
+        col.prop(st, "shadow_cascade_fade")
         layout.prop(st, "shadow_bias")
         layout.prop(st, "shadow_normal_offset")
+        layout.prop(st, "shadow_min_offset")
         layout.prop(st, "shadow_pcf")
 
 

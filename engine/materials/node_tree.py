@@ -329,10 +329,15 @@ class Reader:
         fac, s1, s2 = node.inputs[0], node.inputs[1], node.inputs[2]
         fsrc = self.link(fac)
         if fsrc is not None and fsrc[0].type == "LIGHT_PATH":
+            name = fsrc[1].name
             # the glTF importer's unlit trick: camera rays see shader 2, other rays shader 1
-            if fsrc[1].name != "Is Camera Ray":
-                self.note(fsrc[0], f"Light Path '{fsrc[1].name}' mixes shaders: using what the camera sees "
-                                   "(the second shader)")
+            if name == "Is Camera Ray":
+                return self.surface(s2, depth + 1)
+            # any other ray-type flag is 0 for camera rays: the camera sees shader 1 (Blender's
+            # "Disable Shadow" mix, Is Shadow Ray -> Transparent, is read by shadow_flags.py)
+            if name.startswith("Is ") and name.endswith(" Ray"):
+                return self.surface(s1, depth + 1)
+            self.note(fsrc[0], f"Light Path '{name}' mixes shaders: using the second shader")
             return self.surface(s2, depth + 1)
         n1 = self.link(s1)
         n2 = self.link(s2)

@@ -58,6 +58,7 @@ class MToonParams:
     render_queue_offset: int = 0
     cast_shadow: bool = True
     receive_shadow: bool = True
+    receive_shadow_rate: float = 1.0        # how strongly received shadows darken (MToon 0.x _ReceiveShadowRate)
     textures: dict = field(default_factory=dict)   # slot name -> TextureRef (see TEXTURE_SLOTS)
     # Beyond MToon 1.0: what Blender materials need (see docs/materials.md)
     vertex_colors: bool = False             # base (and shade) colour x the mesh's colour attribute RGB

@@ -194,22 +194,43 @@ def _scene_update(self, context):
 class StylizedSceneSettings(bpy.types.PropertyGroup):
     shadows: BoolProperty(
         name="Shadows", default=True, update=_scene_update,
-        description="Render a shadow map for the strongest sun lamp; shadowed areas take the MToon shade colour")
+        description="Render cascaded shadow maps for the strongest sun lamp; shadowed areas take the MToon shade "
+                    "colour (point, spot and area lamps do not cast)")
     shadow_resolution: EnumProperty(
         name="Shadow Resolution", default="2048", update=_scene_update,
-        items=(("512", "512", "512 × 512 shadow map"), ("1024", "1024", "1024 × 1024 shadow map"),
-               ("2048", "2048", "2048 × 2048 shadow map"), ("4096", "4096", "4096 × 4096 shadow map")),
-        description="Size of the directional shadow map in texels; higher = sharper shadows, more GPU memory")
+        items=(("512", "512", "512 × 512 shadow atlas"), ("1024", "1024", "1024 × 1024 shadow atlas"),
+               ("2048", "2048", "2048 × 2048 shadow atlas"), ("4096", "4096", "4096 × 4096 shadow atlas")),
+        description="Size of the shadow atlas in texels: one map, or 2 × 2 cascades of half this size each; "
+                    "higher = sharper shadows, more GPU memory")
+    shadow_cascades: IntProperty(
+        name="Cascades", default=4, min=1, max=4, update=_scene_update,
+        description="Shadow maps fitted to consecutive slices of the camera's view, near ones sharper")
+    shadow_distance: FloatProperty(
+        name="Shadow Distance", default=100.0, min=0.1, soft_max=1000.0, subtype="DISTANCE", unit="LENGTH",
+        update=_scene_update,
+        description="No sun shadow beyond this distance from the camera (the clip range and the visible "
+                    "geometry can end the cascades sooner)")
+    shadow_split_lambda: FloatProperty(
+        name="Split Distribution", default=0.8, min=0.0, max=1.0, update=_scene_update,
+        description="How the view is cut into cascades: 1 = logarithmic (sharp near the camera), 0 = uniform")
+    shadow_cascade_fade: FloatProperty(
+        name="Cascade Fade", default=0.1, min=0.0, max=0.5, subtype="FACTOR", update=_scene_update,
+        description="Fraction of each cascade blended into the next one, so cascade borders do not show")
     shadow_bias: FloatProperty(
-        name="Shadow Bias", default=0.001, min=0.0, soft_max=0.05, precision=4, step=0.01,
+        name="Shadow Bias", default=0.5, min=0.0, soft_max=10.0, precision=2, step=10,
         update=_scene_update,
-        description="Constant depth bias against shadow acne (in shadow-map depth units); too high detaches "
-                    "shadows from their casters")
+        description="Depth bias towards the sun against shadow acne, in shadow texels of the cascade; too high "
+                    "detaches shadows from their casters")
     shadow_normal_offset: FloatProperty(
-        name="Normal Offset", default=1.5, min=0.0, soft_max=5.0, precision=2, step=10,
+        name="Normal Offset", default=2.0, min=0.0, soft_max=10.0, precision=2, step=10,
         update=_scene_update,
-        description="Offsets the shadow lookup along the surface normal, in shadow-map texels (scaled by how "
-                    "grazing the light is), to avoid acne on surfaces nearly parallel to the light")
+        description="Offsets the shadow lookup along the surface normal, in shadow texels (x the sine of the "
+                    "angle between normal and light), against acne; should cover the filter's reach (2 with PCF)")
+    shadow_min_offset: FloatProperty(
+        name="Minimum Offset", default=0.02, min=0.0, soft_max=0.1, subtype="DISTANCE", unit="LENGTH",
+        precision=3, update=_scene_update,
+        description="The normal offset is at least this distance: parts closer to a surface than this (eyes, "
+                    "brows, blush on a face) cast no shadow onto it, even in a sharp close-up")
     shadow_pcf: BoolProperty(
         name="Soft Filtering (PCF)", default=True, update=_scene_update,
         description="Percentage-closer filtering: average several shadow-map samples for smoother edges")

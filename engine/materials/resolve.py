@@ -6,7 +6,7 @@ Order: (1) our ``material.stylized_mtoon`` when enabled; (2) the VRM Add-on's MT
 """
 from __future__ import annotations
 
-from . import node_tree, principled, vrm_addon
+from . import node_tree, principled, shadow_flags, vrm_addon
 from .params import TEXTURE_SLOTS, MToonParams, TextureRef
 
 
@@ -67,11 +67,18 @@ def resolve_uncached(material, use_properties: bool = True) -> MToonParams:
         return p
     node = vrm_addon.find_output_node(material)
     if node is not None:
-        return vrm_addon.read(material, node)
+        p = vrm_addon.read(material, node)
+        p.cast_shadow = shadow_flags.casts_shadow(material)
+        rate = shadow_flags.vrm_receive_shadow_rate(material)
+        if rate is not None:
+            p.receive_shadow_rate = rate
+            p.receive_shadow = rate > 0.0
+        return p
     p, unmapped = node_tree.read_node_tree(material)
     if p is None:
         p = principled.read_diffuse(material, unmapped)
     p.is_vrm_outline_material = vrm_addon.is_outline_material(material)
+    p.cast_shadow = shadow_flags.casts_shadow(material)
     return p
 
 

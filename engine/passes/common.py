@@ -21,7 +21,7 @@ MAT_FLAG_VERTEX_ALPHA = 2    # base alpha x the vertex colour alpha
 MAT_FLAG_UNLIT = 4           # the base colour is the result (no lights, shadows, GI, rim)
 
 # std140 sizes (bytes) of the blocks in glsl/mtoon_blocks.glsl
-FRAME_BLOCK_FLOATS = 16 * 2 + 4 * 9 + 4 * MAX_LIGHTS * 3
+FRAME_BLOCK_FLOATS = 16 * 2 + 4 * 9 + 4 * MAX_LIGHTS * 3 + 16 * 4 + 4 * 4   # ... + cascade matrices, splits
 MATERIAL_BLOCK_FLOATS = 4 * 9 + 4 * 9 + 4
 
 # Compiled once per process: shaders are immutable and Blender shares one GPU context for
@@ -165,6 +165,16 @@ def material_flags(mat: Mat) -> int:
             | (MAT_FLAG_UNLIT if getattr(mat, "unlit", False) else 0))
 
 
+def receive_shadow_word(mat: Mat) -> float:
+    """``MToonMaterial.uv_anim.w``: 0 = receives no shadow, else 0.5 + rate / 2 (1 = full shadow).
+    The fragment stages sample the shadow when it is above 0.5; ``shadow_visibility`` decodes the
+    rate (MToon 0.x _ReceiveShadowRate: visibility = mix(1, shadow, rate))."""
+    rate = float(getattr(mat, "receive_shadow_rate", 1.0))
+    if not mat.receive_shadow or not rate > 0.0:
+        return 0.0
+    return 0.5 + 0.5 * min(rate, 1.0)
+
+
 def pack_material(mat: Mat, tex_present: int) -> np.ndarray:
     """std140 MToonMaterial block as float32 (the trailing ints are written as raw bits)."""
     d = np.zeros(MATERIAL_BLOCK_FLOATS, np.float32)
@@ -178,7 +188,7 @@ def pack_material(mat: Mat, tex_present: int) -> np.ndarray:
     d[24:28] = (mat.rim_lift, mat.rim_lighting_mix, mat.normal_scale, mat.alpha_cutoff)
     d[28:32] = (mat.outline_width, OUTLINE_MODES.get(mat.outline_width_mode, 0),
                 float(getattr(ss, "scale", 1.0) if ss is not None else 1.0), ALPHA_MODES.get(mat.alpha_mode, 0))
-    d[32:36] = (mat.uv_scroll_x, mat.uv_scroll_y, mat.uv_rotation, 1.0 if mat.receive_shadow else 0.0)
+    d[32:36] = (mat.uv_scroll_x, mat.uv_scroll_y, mat.uv_rotation, receive_shadow_word(mat))
     for i, slot in enumerate(TEX_SLOTS):
         ref = (mat.textures or {}).get(slot)
         off = _v(getattr(ref, "uv_offset", (0.0, 0.0)) or (0.0, 0.0), 2)

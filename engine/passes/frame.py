@@ -54,9 +54,14 @@ class FrameSettings:
     world_color: np.ndarray = field(default_factory=lambda: np.array([0.05, 0.05, 0.05]))
     time_seconds: float = 0.0        # drives UV animation
     shadows: bool = True
-    shadow_resolution: int = 2048
-    shadow_bias: float = 0.001        # constant depth bias, normalised light depth (fraction of the fitted range)
-    shadow_normal_offset: float = 1.5 # normal offset, in shadow-map texels, scaled by (1 - N.L)
+    shadow_resolution: int = 2048     # the shadow atlas' size: 1 map, or 2x2 tiles of half the size (2-4 cascades)
+    shadow_cascades: int = 4          # view-fitted cascades of the sun's shadow (1-4)
+    shadow_distance: float = 100.0    # no sun shadow beyond this view depth (m); also bounded by the clip range
+    shadow_split_lambda: float = 0.8  # practical split scheme: 1 = logarithmic, 0 = uniform slices
+    shadow_cascade_fade: float = 0.1  # fraction of each cascade's depth blended into the next one
+    shadow_bias: float = 0.5          # depth bias towards the sun, in shadow texels of the sampled cascade
+    shadow_normal_offset: float = 2.0 # normal offset, in shadow texels, x sin(angle between normal and light)
+    shadow_min_offset: float = 0.02   # ... at least this many metres: layers closer to a surface cast nothing on it
     shadow_pcf: int = 1               # PCF radius r (True = 1): a bilinear-weighted (2r+2)^2 texel filter; 0 = 2x2
     outlines: bool = True
     screen_space_outline: bool = False

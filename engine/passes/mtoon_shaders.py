@@ -164,7 +164,11 @@ void main()
 {
   vec3 p = skin_position(morph_position(pos));
   v_uv = uv;
-  gl_Position = fr.shadow_matrix * (model * vec4(p, 1.0));
+  vec4 cp = fr.cascade_matrix[shadow_cascade] * (model * vec4(p, 1.0));
+  /* pancaking: casters beyond the cascade's near plane (towards the sun) are clamped onto it, so
+   * they still cast; this only moves depths away from the sun, never adds false shadow */
+  cp.z = max(cp.z, -cp.w);
+  gl_Position = cp;
 }
 """
 
@@ -191,9 +195,9 @@ _SURFACE_IFACE = (("smooth", "VEC3", "v_world"), ("smooth", "VEC3", "v_normal"),
                   ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"), ("smooth", "VEC4", "v_color"))
 
 
-def _build(name, vs, fs, interfaces, outputs):
+def _build(name, vs, fs, interfaces, outputs, push=PUSH):
     common = load_glsl("mtoon_common.glsl")
-    return build_shader(name, common + vs, fs, interfaces=interfaces, push_constants=PUSH,
+    return build_shader(name, common + vs, fs, interfaces=interfaces, push_constants=push,
                         samplers=SAMPLERS, fragment_outputs=outputs, typedefs=blocks_source(),
                         uniform_bufs=UNIFORM_BUFS)
 
@@ -215,4 +219,4 @@ def outline_shader():
 def shadow_shader():
     return cached_shader("mtoon_shadow", lambda: _build(
         "stylized_mtoon_shadow", _SHADOW_VS, load_glsl("mtoon_common.glsl") + _SHADOW_FS,
-        (("smooth", "VEC2", "v_uv"),), (("VEC4", "frag_color"),)))
+        (("smooth", "VEC2", "v_uv"),), (("VEC4", "frag_color"),), push=PUSH + (("INT", "shadow_cascade"),)))

@@ -2,8 +2,9 @@
 
 Passes, in order (each consumes the same RenderItems: vertex stream, palette, bounds):
 
-1. ShadowPass            directional shadow map of the strongest sun, fitted to all casters
-                         (view-culled casters included), skinned with the item's palette.
+1. ShadowPass            cascaded shadow maps of the strongest sun, fitted to the camera's view
+                         of the visible items; every caster overlapping a cascade is drawn into
+                         it (view-culled casters included), skinned with the item's palette.
 2. ForwardOpaquePass     MToon 1.0: OPAQUE, then MASK, into colour + aux (normal, object id) + depth.
 3. OutlineMaskPass       inverse hull (front faces culled) of OPAQUE/MASK items.
    (forward BLEND)       BLEND items sorted by queue (ZWrite group first, then offset) and back to
@@ -61,12 +62,14 @@ def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
     shader.uniform_vector_float(shader.uniform_from_name(name), gpu.types.Buffer("FLOAT", v.size, v.ravel()), 4, v.shape[0])
 
 
-def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on, depth_range=0.0) -> np.ndarray:
+def pack_frame(frame, lights, fit=None, shadow_index=-1) -> np.ndarray:
+    """The std140 FrameBlock (glsl/mtoon_blocks.glsl); ``fit``: the sun's CascadeFit (None: no shadow)."""
     s = frame.settings
     cam = frame.camera
+    shadows_on = fit is not None and shadow_index >= 0
     d = np.zeros(FRAME_BLOCK_FLOATS, np.float32)
     d[0:16] = gl_matrix(cam.view_projection)
-    d[16:32] = gl_matrix(shadow_vp if shadow_vp is not None else np.eye(4))
+    d[16:32] = gl_matrix(fit.matrices[0] if shadows_on else np.eye(4))
     inv = np.linalg.inv(np.asarray(cam.view, np.float64))
     d[32:35] = inv[:3, 3]; d[35] = 1.0 if cam.is_ortho else 0.0
     d[36:39] = cam.forward
@@ -78,12 +81,23 @@ def pack_frame(frame, lights, shadow_vp, shadow_texel, shadow_index, shadows_on,
     d[44:47] = wc; d[47] = len(lights)
     d[48:51] = wc if sky is None else np.asarray(sky)[:3]; d[51] = s.time_seconds
     d[52:55] = wc if ground is None else np.asarray(ground)[:3]
-    bias = float(getattr(s, "shadow_bias", 0.001)) * depth_range
-    noff = float(getattr(s, "shadow_normal_offset", 1.5)) * shadow_texel
-    d[56:60] = (bias, noff, 0.0, 1.0 if shadows_on else 0.0)
-    d[60:64] = (shadow_texel, float(shadow_index), float(getattr(s, "shadow_resolution", 2048)),
+    # bias and normal offset in shadow texels; the shader scales them by the sampled cascade's texel
+    d[56:60] = (float(getattr(s, "shadow_bias", 0.5)), float(getattr(s, "shadow_normal_offset", 2.0)),
+                float(getattr(s, "shadow_min_offset", 0.02)), 1.0 if shadows_on else 0.0)
+    d[60:64] = (float(fit.texel[0]) if shadows_on else 0.0, float(shadow_index) if shadows_on else -1.0,
+                float(fit.tile) if shadows_on else 0.0,
                 float(max(0, int(getattr(s, "shadow_pcf", 1)))))   # True -> radius 1, False -> 0 (2x2)
     d[64:68] = (s.width, s.height, 1.0 / max(s.width, 1), 1.0 / max(s.height, 1))
+    c0 = 68 + 4 * 16 * 3                                           # after the light arrays
+    if shadows_on:
+        n = fit.count
+        for i in range(n):
+            d[c0 + 16 * i: c0 + 16 * (i + 1)] = gl_matrix(fit.matrices[i])
+        t = c0 + 64
+        d[t:t + n] = fit.splits
+        d[t + 4:t + 4 + n] = fit.blend
+        d[t + 8:t + 8 + n] = fit.texel
+        d[t + 12:t + 15] = (n, 1 if n == 1 else 2, fit.near)
     mcol = mtoon_light_colors(lights)
     for i, l in enumerate(lights):
         kind = LIGHT_KINDS.get(l.kind, 1)
@@ -222,11 +236,10 @@ class FramePipeline:
             casters = [it for it in items
                        if getattr(it, "cast_shadow", True) and self._mats[it.material_name][0].cast_shadow]
             casters.sort(key=lambda it: it.material_name)
-        shadows_on = sun_i >= 0 and self.shadow.fit(frame, casters, lights[sun_i])
-        self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.light_view_projection if shadows_on else None,
-                                              self.shadow.texel_world if shadows_on else 0.0,
-                                              sun_i if shadows_on else -1, shadows_on,
-                                              self.shadow.depth_range if shadows_on else 0.0))
+        visible = frustum_visible(items, frame.camera.view_projection)
+        shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
+        self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
+                                              sun_i if shadows_on else -1))
         self._shadow_tex = None
         if shadows_on:
             self.shadow.draw(shadow_shader(), casters, self._bind_material)
@@ -234,7 +247,6 @@ class FramePipeline:
         t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on else None, depth=True)
 
         # ---- 2. forward opaque / mask -------------------------------------------------------------
-        visible = frustum_visible(items, frame.camera.view_projection)
         self.stats.update(items=len(items), visible=len(visible), casters=len(casters))
         opaque, mask, blend = [], [], []
         for it in visible:

@@ -1,16 +1,40 @@
-"""ShadowPass: a directional shadow map for the strongest sun lamp.
+"""ShadowPass: view-fitted cascaded shadow maps for the strongest sun lamp.
 
-The orthographic light projection is fitted every frame to the union of the dynamic world
-bounds of all shadow casters (frustum-culled casters included), so a swung arm still casts.
-Casters are drawn with the same skinning include and palette as the forward pass; MASK/BLEND
-materials alpha-test.  Depth bias (normalised light depth, i.e. a fraction of the fitted depth range)
-and normal offset (shadow texels, scaled by 1 - N.L) are applied when sampling; PCF is a bilinear-weighted (2r+2)^2 texel filter.
+The camera's view between ``near`` and ``far`` is cut into 1-4 slices by the practical split scheme
+(a blend of logarithmic and uniform splits, ``split_lambda``).  ``near``/``far`` are the camera's
+clip range tightened to the visible geometry's depth and to the shadow distance, so a 2 km
+ground, a vertex at 1e20 or a 1000 m clip range does not dilute the maps.  Each cascade is an
+orthographic light projection around its slice's bounding sphere:
+
+* **stable**: the light's rotation depends only on the sun's direction, the sphere's radius is
+  rounded up to 1/8-octave steps (the slice's depth range too), and the window's centre is
+  snapped to whole texels in light space, so a moving or turning camera moves the window by
+  whole texels and shadow edges do not swim;
+* **casters**: every caster whose light-space box overlaps the window is drawn (culled casters
+  included: a swung arm outside the view still casts).  The depth range reaches from the slice
+  towards the sun to the farthest such caster, capped at ``DEPTH_CAP_RADII`` radii (float
+  precision); casters beyond the cap are clamped onto the near plane in the vertex shader
+  ("pancaking"), which only ever moves depths away from the sun, so it never adds false shadow;
+* **blend**: the last ``fade`` fraction of each cascade's depth is blended with the next cascade
+  (the last one fades out), so cascade boundaries do not show.  Each cascade's slice starts early
+  enough to cover the blend band.
+
+The cascades share one depth texture (an atlas of 1 or 2x2 tiles of ``resolution / 2`` texels for
+2-4 cascades: no more texels than one map of ``resolution``).  Depth bias and normal offset are
+given in shadow texels of the cascade that is sampled; PCF is a bilinear-weighted (2r+2)^2 texel
+filter clamped to the tile.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from .common import bounds_corners, bounds_valid, gl_matrix
+from .common import gl_matrix
+
+MAX_CASCADES = 4
+DEPTH_CAP_RADII = 64.0       # casters farther towards the sun than this (x the window radius) are pancaked
+_QUANT = 8.0                 # radius / depth-range rounding: 2^(1/8) steps
 
 
 def strongest_sun(lights):
@@ -25,15 +49,20 @@ def strongest_sun(lights):
     return best_i
 
 
-def light_view_matrix(direction: np.ndarray, center: np.ndarray) -> np.ndarray:
+def light_rotation(direction: np.ndarray) -> np.ndarray:
+    """(3,3) world -> light rotation; the light looks down its -Z (= the direction of travel)."""
     d = np.asarray(direction, np.float64)
     d = d / max(np.linalg.norm(d), 1e-12)
     up = np.array([0.0, 0.0, 1.0]) if abs(d[2]) < 0.99 else np.array([0.0, 1.0, 0.0])
     x = np.cross(d, up)
     x /= np.linalg.norm(x)
     y = np.cross(x, d)
+    return np.array([x, y, -d])
+
+
+def light_view_matrix(direction: np.ndarray, center: np.ndarray) -> np.ndarray:
     m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = x, y, -d     # light looks down its -Z = direction of travel
+    m[:3, :3] = light_rotation(direction)
     m[:3, 3] = -m[:3, :3] @ np.asarray(center, np.float64)
     return m
 
@@ -46,87 +75,250 @@ def ortho(l, r, b, t, n, f) -> np.ndarray:
     return m
 
 
-def fit_shadow_matrix(direction, casters, resolution: int, pad_texels: float = 4.0):
-    """(light view-projection, world size of one texel) fitted to the casters' world bounds."""
-    corners = [bounds_corners(it.world_bounds) for it in casters if bounds_valid(getattr(it, "world_bounds", None))]
-    if not corners:
-        return None, 0.0, 0.0
-    pts = np.vstack(corners)
-    center = 0.5 * (pts.min(0) + pts.max(0))
-    view = light_view_matrix(direction, center)
-    lp = np.hstack([pts, np.ones((pts.shape[0], 1))]) @ view.T
-    lo, hi = lp[:, :3].min(0), lp[:, :3].max(0)
-    ext = max(hi[0] - lo[0], hi[1] - lo[1], 1e-4)
-    texel = ext / max(resolution, 1)
-    pad = pad_texels * texel
-    # square texels: centre the larger extent
-    cx, cy = 0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1])
-    half = 0.5 * ext + pad
-    texel = 2.0 * half / max(resolution, 1)
-    depth_pad = max(0.05 * (hi[2] - lo[2]), 1e-3)
-    proj = ortho(cx - half, cx + half, cy - half, cy + half, -hi[2] - depth_pad, -lo[2] + depth_pad)
-    return proj @ view, texel, (hi[2] - lo[2]) + 2.0 * depth_pad
+def camera_near_far(camera) -> tuple:
+    """(near, far) view depths of a CameraData's projection (far may be inf)."""
+    P = np.asarray(camera.projection, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if camera.is_ortho:
+            n, f = (P[2, 3] + 1.0) / P[2, 2], (P[2, 3] - 1.0) / P[2, 2]
+        else:
+            n = P[2, 3] / (P[2, 2] - 1.0)
+            f = P[2, 3] / (P[2, 2] + 1.0) if abs(P[2, 2] + 1.0) > 1e-12 else np.inf
+    n = float(n) if np.isfinite(n) else 0.0
+    f = float(f) if np.isfinite(f) and f > n else np.inf
+    return n, f
+
+
+def _round_up(x: float) -> float:
+    return float(2.0 ** (np.ceil(np.log2(max(x, 1e-6)) * _QUANT) / _QUANT))
+
+
+def _round_down(x: float) -> float:
+    return float(2.0 ** (np.floor(np.log2(max(x, 1e-6)) * _QUANT) / _QUANT))
+
+
+def _boxes(items):
+    """(K,2,3) min/max of the items' world bounds and a (K,) mask of the valid (finite) ones."""
+    k = len(items)
+    box = np.full((k, 2, 3), np.nan)
+    for i, it in enumerate(items):
+        b = getattr(it, "world_bounds", None)
+        if b is not None:
+            box[i, 0], box[i, 1] = b.minimum, b.maximum
+    valid = np.all(np.isfinite(box), axis=(1, 2)) & np.all(box[:, 0] <= box[:, 1], axis=1)
+    return box, valid
+
+
+_CORNER_SEL = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)])
+
+
+def _box_corners(box: np.ndarray) -> np.ndarray:
+    """(K,8,3) corners of (K,2,3) boxes."""
+    idx = np.arange(3)
+    return box[:, _CORNER_SEL, idx]
+
+
+def practical_splits(near: float, far: float, count: int, split_lambda: float) -> np.ndarray:
+    """End depths of ``count`` slices of [near, far]: lambda x logarithmic + (1 - lambda) x uniform."""
+    i = np.arange(1, count + 1) / count
+    log = near * (far / near) ** i
+    uni = near + (far - near) * i
+    s = split_lambda * log + (1.0 - split_lambda) * uni
+    s[-1] = far
+    return s
+
+
+@dataclass
+class CascadeFit:
+    matrices: list                     # per cascade (4,4) world -> light clip
+    texel: np.ndarray                  # world size of one texel, per cascade
+    depth_range: np.ndarray            # world depth covered by each cascade's projection
+    splits: np.ndarray                 # view depth where each cascade ends
+    blend: np.ndarray                  # view-depth width of the blend band at the end of each cascade
+    tile: int                          # texels per side of one cascade's tile
+    casters: list = field(default_factory=list)   # per cascade: indices into the casters it draws
+    near: float = 0.0                  # view depth where cascade 0 begins
+
+    @property
+    def count(self) -> int:
+        return len(self.matrices)
+
+
+def fit_cascades(direction, camera, receivers, casters, count: int = 4, resolution: int = 2048,
+                 max_distance: float = 100.0, split_lambda: float = 0.8, fade: float = 0.1):
+    """Fit ``count`` cascades of the sun travelling along ``direction`` to ``camera``'s view of
+    ``receivers`` (the visible items), drawing ``casters``.  None when nothing can receive."""
+    count = int(max(1, min(MAX_CASCADES, count)))
+    tile = int(resolution) if count == 1 else int(resolution) // 2
+    tile = max(tile, 16)
+    fade = float(min(max(fade, 0.0), 0.5))
+    view = np.asarray(camera.view, np.float64)
+    cam_world = np.linalg.inv(view)
+    n_cam, f_cam = camera_near_far(camera)
+    n_cam = max(n_cam, 1e-3) if not camera.is_ortho else n_cam
+    far_limit = min(f_cam, float(max_distance) if max_distance > 0 else 1e4)
+
+    # the view depth range that holds visible geometry (huge / non-finite boxes cannot widen it
+    # beyond the clip range and the shadow distance)
+    near, far = n_cam, far_limit
+    rbox, rvalid = _boxes(receivers)
+    if rvalid.any():
+        corners = _box_corners(rbox[rvalid])                       # (K,8,3)
+        depth = -(corners @ view[2, :3] + view[2, 3])              # (K,8)
+        near = max(n_cam, float(depth.min()))
+        far = min(far_limit, float(depth.max()))
+    if not np.isfinite(far) or far <= near:
+        return None
+    # quantised so a small camera move keeps the splits (and the texel sizes) unchanged
+    near = _round_down(near) if near > 0 else near
+    far = min(_round_up(far), far_limit)
+    if far <= near:
+        return None
+    lam = float(min(max(split_lambda, 0.0), 1.0))
+    splits = practical_splits(max(near, 1e-3), far, count, lam) if near > 0 else \
+        practical_splits(1e-3, far, count, 0.0)
+    starts = np.empty(count)
+    blend = np.empty(count)
+    prev = near
+    for i in range(count):
+        blend[i] = fade * (splits[i] - prev)
+        starts[i] = near if i == 0 else splits[i - 1] - blend[i - 1]
+        prev = splits[i]
+
+    # the view-space corner rays of the frustum
+    P = np.asarray(camera.projection, np.float64)
+    inv_p = np.linalg.inv(P)
+    ndc = np.array([[x, y, -1.0, 1.0] for x in (-1, 1) for y in (-1, 1)])
+    pn = ndc @ inv_p.T
+    pn = pn[:, :3] / pn[:, 3:4]                                     # near-plane corners (view space)
+
+    def slice_corners(d0, d1):
+        out = []
+        for d in (d0, d1):
+            if camera.is_ortho:
+                c = pn.copy()
+                c[:, 2] = -d
+            else:
+                c = pn * (d / max(-pn[0, 2], 1e-12))
+            out.append(c)
+        v = np.vstack(out)
+        return v @ cam_world[:3, :3].T + cam_world[:3, 3]
+
+    R = light_rotation(direction)
+    cbox, cvalid = _boxes(casters)
+    if len(casters):
+        lc = _box_corners(np.where(cvalid[:, None, None], cbox, 0.0)) @ R.T      # (K,8,3) light space
+        clo, chi = lc.min(1), lc.max(1)
+    else:
+        clo = chi = np.zeros((0, 3))
+
+    matrices, texels, ranges, drawn = [], np.empty(count), np.empty(count), []
+    for i in range(count):
+        pts = slice_corners(starts[i], splits[i])
+        centre = pts.mean(0)
+        radius = float(np.linalg.norm(pts - centre, axis=1).max())
+        r = _round_up(radius) * tile / max(tile - 8, 1)             # + 4 texels each side (PCF, offsets)
+        texel = 2.0 * r / tile
+        cl = R @ centre
+        cx = np.round(cl[0] / texel) * texel
+        cy = np.round(cl[1] / texel) * texel
+        z_far = cl[2] - r                                           # away from the sun
+        z_near = cl[2] + r                                          # towards the sun
+        over = (cvalid & (chi[:, 0] >= cx - r) & (clo[:, 0] <= cx + r) & (chi[:, 1] >= cy - r)
+                & (clo[:, 1] <= cy + r) & (chi[:, 2] >= z_far)) if len(casters) else np.zeros(0, bool)
+        if over.any():
+            z_near = max(z_near, float(chi[over, 2].max()))
+        z_near = min(z_near, cl[2] + r + DEPTH_CAP_RADII * r)
+        pad = 0.01 * r
+        z_near += pad
+        z_far -= pad
+        proj = ortho(cx - r, cx + r, cy - r, cy + r, -z_near, -z_far)
+        m = np.eye(4)
+        m[:3, :3] = R
+        matrices.append(proj @ m)
+        texels[i] = texel
+        ranges[i] = z_near - z_far
+        drawn.append(np.flatnonzero(over | ~cvalid) if len(casters) else np.zeros(0, int))
+    return CascadeFit(matrices=matrices, texel=texels, depth_range=ranges, splits=splits, blend=blend,
+                      tile=tile, casters=drawn, near=float(near))
 
 
 class ShadowPass:
     def __init__(self):
-        self._res = None
+        self._size = None
         self._depth = None
-        self._dummy_color = None
         self._fb = None
-        self.light_view_projection = None
-        self.texel_world = 0.0
-        self.depth_range = 0.0
+        self.fit_result = None
         self.caster_count = 0
+        self.draw_count = 0           # caster draws over all cascades (last frame)
 
-    def _ensure(self, res: int):
+    def _ensure(self, size):
         import gpu
 
-        if self._res != res:
-            self._depth = gpu.types.GPUTexture((res, res), format="DEPTH_COMPONENT32F")
+        if self._size != size:
+            self._depth = gpu.types.GPUTexture(size, format="DEPTH_COMPONENT32F")
             self._fb = gpu.types.GPUFrameBuffer(depth_slot=self._depth)
-            self._res = res
+            self._size = size
 
     @property
     def texture(self):
         return self._depth
 
-    def fit(self, frame, casters, light) -> bool:
-        """Fit the light projection to ``casters`` (culled ones included). False: nothing casts."""
-        res = int(max(16, min(8192, frame.settings.shadow_resolution)))
+    @property
+    def columns(self) -> int:
+        return 1 if self.fit_result is None or self.fit_result.count == 1 else 2
+
+    def fit(self, frame, receivers, casters, light) -> bool:
+        """Fit the cascades to the camera's view of ``receivers``. False: nothing to shadow."""
+        s = frame.settings
+        res = int(max(16, min(8192, s.shadow_resolution)))
         self.caster_count = len(casters)
-        vp, texel, depth_range = fit_shadow_matrix(light.direction, casters, res) if casters else (None, 0.0, 0.0)
-        self.light_view_projection = vp
-        self.texel_world = texel
-        self.depth_range = depth_range
-        if vp is not None:
-            self._ensure(res)
-        return vp is not None
+        fit = fit_cascades(light.direction, frame.camera, receivers, casters,
+                           count=int(getattr(s, "shadow_cascades", 4)), resolution=res,
+                           max_distance=float(getattr(s, "shadow_distance", 100.0)),
+                           split_lambda=float(getattr(s, "shadow_split_lambda", 0.8)),
+                           fade=float(getattr(s, "shadow_cascade_fade", 0.1))) if casters else None
+        self.fit_result = fit
+        if fit is None:
+            return False
+        cols = 1 if fit.count == 1 else 2
+        rows = (fit.count + cols - 1) // cols
+        self._ensure((cols * fit.tile, rows * fit.tile))
+        return True
 
     def draw(self, shader, casters, bind_material) -> None:
-        """Render the depth map (the frame block ``fr`` must already hold the light matrix)."""
+        """Render every cascade into its tile (the frame block ``fr`` must hold the matrices)."""
         import gpu
         from ..runtime.gpu_backend import bind_deform
 
-        res = self._res
+        fit = self.fit_result
+        cols = self.columns
+        self.draw_count = 0
         with self._fb.bind():
-            gpu.state.viewport_set(0, 0, res, res)
             self._fb.clear(depth=1.0)
             gpu.state.depth_test_set("LESS_EQUAL")
             gpu.state.depth_mask_set(True)
             gpu.state.face_culling_set("NONE")   # both sides cast: no leaks through thin geometry
             gpu.state.blend_set("NONE")
             shader.bind()
-            current = None
-            for it in casters:
-                if it.material_name != current:
-                    bind_material(shader, it.material_name, shadow_pass=True)
-                    current = it.material_name
-                shader.uniform_float("model", gl_matrix(it.world))
-                bind_deform(shader, it)
-                it.stream.batch.draw(shader)
+            for c in range(fit.count):
+                idx = fit.casters[c]
+                if len(idx) == 0:
+                    continue
+                gpu.state.viewport_set((c % cols) * fit.tile, (c // cols) * fit.tile, fit.tile, fit.tile)
+                current = None
+                for k in idx:
+                    it = casters[int(k)]
+                    if it.material_name != current:
+                        bind_material(shader, it.material_name, shadow_pass=True)
+                        shader.uniform_int("shadow_cascade", c)
+                        current = it.material_name
+                    shader.uniform_float("model", gl_matrix(it.world))
+                    bind_deform(shader, it)
+                    it.stream.batch.draw(shader)
+                    self.draw_count += 1
 
     def free(self):
         self._depth = None
         self._fb = None
-        self._res = None
+        self._size = None
