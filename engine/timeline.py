@@ -4,6 +4,13 @@ F12, Ctrl+F12, farm renders and the viewport (when not previewing) take the Scen
 transforms from the depsgraph, so NLA, drivers, constraints and IK are exact.  Everything is read
 in bulk (``foreach_get``) and converted with batched numpy; the Python loops here run over
 armatures and objects, never over joints, vertices or keys.
+
+Morph weights = the shape-key values, except where the character has VRM expressions
+(``engine/vrm_expressions.py``, docs/vrm.md): a key bound by any expression takes the expressions'
+result (``bind_matrix @ outputs``, from the previews at this frame) instead of its own value, which
+the VRM Add-on writes from those same previews (only in the viewport, and a frame late or not at
+all in F12 animations): counting both would double the expression.  Keys no expression binds keep
+their own values.  Colour / UV binds go to ``engine.materials.vrm_binds`` for the frame.
 """
 from __future__ import annotations
 
@@ -35,6 +42,8 @@ class TimelineReader:
         self.armatures: List[_ArmatureBinding] = []
         self.object_nodes: List[Tuple[int, str]] = []
         self.morph_bindings: List[Tuple[int, str, np.ndarray]] = []   # (node, mesh object, key-block index per name)
+        self.vrm = None              # VrmMorphSource when an armature carries VRM expressions
+        self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
         parents = scene.parents
         seen_arm = set()
         for i, nd in enumerate(scene.nodes):
@@ -89,6 +98,14 @@ class TimelineReader:
             lookup = {n: k for k, n in enumerate(kb_names)}
             idx = np.array([lookup.get(n, -1) for n in names], np.int64)
             self.morph_bindings.append((node, ob.name, idx))
+        self.bind_vrm(runtime)
+
+    def bind_vrm(self, runtime) -> None:
+        """Read the avatars' VRM expressions once (index arrays for the per-frame product)."""
+        from . import vrm_expressions
+
+        mesh_keys = {node: (ob_name, list(runtime.morph_key_names(node))) for node, ob_name, _ in self.morph_bindings}
+        self.vrm = vrm_expressions.build_source([a.object_name for a in self.armatures], mesh_keys)
 
     # ------------------------------------------------------------------------------------------
     def read(self, depsgraph) -> Tuple[np.ndarray, np.ndarray, Dict[int, np.ndarray]]:
@@ -131,9 +148,13 @@ class TimelineReader:
         return nodes, mats, self.read_morph_weights(depsgraph)
 
     def read_morph_weights(self, depsgraph=None) -> Dict[int, np.ndarray]:
+        """{mesh node: weights aligned with its key names}: shape-key values (the evaluated ones
+        with a depsgraph, the file's current ones without: preview player), VRM-bound keys
+        replaced by the expressions' result at this frame."""
         import bpy
 
         out = {}
+        muted = {}
         for node, ob_name, idx in self.morph_bindings:
             ob = bpy.data.objects.get(ob_name)
             key = ob.data.shape_keys if ob is not None else None
@@ -147,6 +168,40 @@ class TimelineReader:
             key.key_blocks.foreach_get("value", vals)
             key.key_blocks.foreach_get("mute", mute)
             vals = np.where(mute, 0.0, vals)
-            w = np.where(idx >= 0, vals[np.clip(idx, 0, max(n - 1, 0))], 0.0) if n else np.zeros(idx.shape[0])
+            safe = np.clip(idx, 0, max(n - 1, 0))
+            w = np.where(idx >= 0, vals[safe], 0.0) if n else np.zeros(idx.shape[0])
             out[node] = w.astype(np.float64)
+            muted[node] = (idx >= 0) & mute[safe] if n else np.zeros(idx.shape[0], bool)
+        if self.vrm is not None:
+            self._apply_vrm(out, muted, depsgraph)
+        else:
+            from .materials import vrm_binds
+
+            vrm_binds.set_frame_state({})
         return out
+
+    def _apply_vrm(self, out: Dict[int, np.ndarray], muted: Dict[int, np.ndarray], depsgraph) -> None:
+        """Bound keys <- bind_matrix @ expression outputs (a muted key stays 0); material binds
+        for this frame."""
+        import bpy
+
+        from .materials import vrm_binds
+
+        frame = None
+        if depsgraph is None:
+            sc = bpy.context.scene
+            frame = float(sc.frame_current) + float(sc.frame_subframe) if sc is not None else None
+        try:
+            outputs = self.vrm.outputs(depsgraph, frame)
+            self.vrm_error = None
+        except Exception as ex:   # malformed add-on data: keep the shape-key values, say why
+            self.vrm_error = f"VRM expressions could not be evaluated: {type(ex).__name__}: {ex}"
+            vrm_binds.set_frame_state({})
+            return
+        weights = self.vrm.key_weights(outputs)
+        for node, (slots, rows) in self.vrm.bound.items():
+            w = out.get(node)
+            if w is None:
+                continue
+            w[slots] = np.where(muted[node][slots], 0.0, weights[rows])
+        vrm_binds.set_frame_state(self.vrm.material.frame_state(outputs) if not self.vrm.material.empty else {})

@@ -1,0 +1,663 @@
+"""VRM expressions as a source of morph weights (and material colour / UV binds).
+
+The VRM Add-on for Blender keeps a character's expressions on its armature data
+(``armature.data.vrm_addon_extension``):
+
+* VRM 1.0 (``spec_version`` "1.0"): ``vrm1.expressions.preset.<name>`` (18 presets) and
+  ``vrm1.expressions.custom[]``, each with ``preview`` (the expression's value, 0..1, keyframable),
+  ``is_binary``, ``override_blink`` / ``override_look_at`` / ``override_mouth`` (none / block /
+  blend), ``morph_target_binds`` (mesh object, shape-key name, weight), ``material_color_binds``
+  and ``texture_transform_binds``;
+* VRM 0.x (``spec_version`` "0.0"): ``vrm0.blend_shape_master.blend_shape_groups[]`` with
+  ``preview``, ``preset_name``, ``is_binary``, ``binds`` and ``material_values`` (no overrides in
+  VRM 0.x).
+
+The add-on copies previews into shape-key values itself, but only from a ``frame_change_post``
+handler on the original data: during ``render(animation=True)`` the evaluated armature carries
+the animated preview while the shape keys keep stale values.  This module reads the data the
+add-on stores, WITH or WITHOUT the add-on installed: every value is read from the ID properties
+the add-on leaves in the .blend (``ID.bl_system_properties_get()`` in Blender 5.0+, the ID's own
+custom properties before), so one code path serves both.  Without the add-on Blender cannot
+resolve the preview F-Curves (their RNA path is unknown), so animated previews are evaluated here
+from the armature data's action.
+
+Per import, ``ExpressionSet.from_armature`` flattens an avatar into numpy arrays; per frame
+``read_values`` reads the previews (one ``get`` per expression, ~20) and ``evaluate`` applies the
+VRM 1.0 rules vectorised:
+
+* a value is clamped to [0, 1]; ``isBinary``: 1 when the value is > 0.5, else 0;
+* override amounts: ``block`` = 1 while the (binary-processed) output is > 0, ``blend`` = the
+  output, ``none`` = 0; the override of a kind on an expression of the same kind is ignored
+  (the spec: "settings for the same kind are treated as invalid");
+* each procedural group (blink: blink/blinkLeft/blinkRight, lookAt: lookUp/Down/Left/Right,
+  mouth: aa/ih/ou/ee/oh) is multiplied by ``max(0, 1 - sum of amounts)``; a binary expression
+  that receives any override (multiplier < 1) is suppressed completely.
+
+Morph weight of a shape key = ``bind_matrix @ outputs`` (sum of bind weight x expression output
+over every expression binding it), clamped later by MorphState to the key's slider range.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+OVERRIDE_NONE, OVERRIDE_BLOCK, OVERRIDE_BLEND = 0, 1, 2
+OVERRIDE_NAMES = ("none", "block", "blend")
+CAT_NONE, CAT_BLINK, CAT_LOOK_AT, CAT_MOUTH = -1, 0, 1, 2
+CATEGORY_NAMES = ("blink", "lookAt", "mouth")
+
+# VRM 1.0 presets in the specification's order: (name, the add-on's property name)
+PRESETS: Tuple[Tuple[str, str], ...] = (
+    ("happy", "happy"), ("angry", "angry"), ("sad", "sad"), ("relaxed", "relaxed"),
+    ("surprised", "surprised"), ("aa", "aa"), ("ih", "ih"), ("ou", "ou"), ("ee", "ee"), ("oh", "oh"),
+    ("blink", "blink"), ("blinkLeft", "blink_left"), ("blinkRight", "blink_right"),
+    ("lookUp", "look_up"), ("lookDown", "look_down"), ("lookLeft", "look_left"),
+    ("lookRight", "look_right"), ("neutral", "neutral"),
+)
+PRESET_NAMES = tuple(p for p, _ in PRESETS)
+PRESET_CATEGORY = {
+    "blink": CAT_BLINK, "blinkLeft": CAT_BLINK, "blinkRight": CAT_BLINK,
+    "lookUp": CAT_LOOK_AT, "lookDown": CAT_LOOK_AT, "lookLeft": CAT_LOOK_AT, "lookRight": CAT_LOOK_AT,
+    "aa": CAT_MOUTH, "ih": CAT_MOUTH, "ou": CAT_MOUTH, "ee": CAT_MOUTH, "oh": CAT_MOUTH,
+}
+# the add-on's VRM 0.x preset_name enum values -> VRM 1.0 preset (0 = unknown: a custom group)
+VRM0_PRESETS = {1: "neutral", 2: "aa", 3: "ih", 4: "ou", 5: "ee", 6: "oh", 7: "blink", 8: "happy",
+                9: "angry", 10: "sad", 11: "relaxed", 12: "lookUp", 13: "lookDown", 14: "lookLeft",
+                15: "lookRight", 16: "blinkLeft", 17: "blinkRight"}
+# the add-on's VRM 1.0 material colour bind type enum values
+COLOR_BIND_TYPES = {0: "color", 1: "emissionColor", 2: "shadeColor", 5: "matcapColor", 3: "rimColor",
+                    4: "outlineColor"}
+# VRM 0.x material value property names -> VRM 1.0 colour bind type ("uv": _MainTex_ST)
+VRM0_MATERIAL_PROPERTIES = {"_Color": "color", "_EmissionColor": "emissionColor", "_ShadeColor": "shadeColor",
+                            "_RimColor": "rimColor", "_OutlineColor": "outlineColor",
+                            "_SphereAdd": "matcapColor", "_MainTex_ST": "uv"}
+
+EXT = "vrm_addon_extension"
+SPEC_VRM0, SPEC_VRM1 = "0.x", "1.0"
+
+
+# ------------------------------------------------------------------------------------------------
+# the evaluator (numpy only)
+# ------------------------------------------------------------------------------------------------
+
+def evaluate(values, is_binary, overrides, category) -> np.ndarray:
+    """Expression outputs after isBinary and the override rules (VRM 1.0 expressions.md).
+
+    values (E,) raw expression values; is_binary (E,) bool; overrides (E, 3) ints
+    (OVERRIDE_NONE/BLOCK/BLEND for blink, lookAt, mouth); category (E,) CAT_* of each expression.
+    Non-finite values count as 0.  Returns (E,) float64 outputs in [0, 1]."""
+    v = np.asarray(values, np.float64).reshape(-1)
+    v = np.where(np.isfinite(v), v, 0.0)
+    v = np.clip(v, 0.0, 1.0)
+    binary = np.asarray(is_binary, bool).reshape(-1)
+    out = np.where(binary, (v > 0.5).astype(np.float64), v)
+    ov = np.asarray(overrides, np.int64).reshape(-1, 3)
+    cat = np.asarray(category, np.int64).reshape(-1)
+    if out.size == 0:
+        return out
+    amount = np.where(ov == OVERRIDE_BLOCK, (out > 0.0)[:, None].astype(np.float64),
+                      np.where(ov == OVERRIDE_BLEND, out[:, None], 0.0))
+    same_kind = cat[:, None] == np.arange(3)[None, :]
+    amount = np.where(same_kind, 0.0, amount)
+    mult = np.clip(1.0 - amount.sum(axis=0), 0.0, 1.0)            # (3,) blink, lookAt, mouth
+    m = np.where(cat >= 0, mult[np.clip(cat, 0, 2)], 1.0)
+    final = out * m
+    return np.where(binary & (m < 1.0), 0.0, final)
+
+
+# ------------------------------------------------------------------------------------------------
+# the add-on's data as ID properties
+# ------------------------------------------------------------------------------------------------
+
+def extension_props(id_data):
+    """The add-on's ``vrm_addon_extension`` IDPropertyGroup of an ID, or None (add-on not needed)."""
+    if id_data is None:
+        return None
+    get = getattr(id_data, "bl_system_properties_get", None)
+    if get is not None:
+        try:
+            sp = get()
+        except Exception:
+            sp = None
+        if sp is not None:
+            ext = sp.get(EXT)
+            if ext is not None:
+                return ext
+    try:
+        return id_data.get(EXT)
+    except Exception:
+        return None
+
+
+def addon_registered() -> bool:
+    """True when the VRM Add-on's properties are registered (its RNA paths resolve)."""
+    import bpy
+
+    return hasattr(bpy.types.Armature, EXT)
+
+
+def _g(group, key, default=None):
+    try:
+        v = group.get(key, default)
+    except Exception:
+        return default
+    return default if v is None else v
+
+
+def _list(group, key) -> list:
+    v = _g(group, key, None)
+    if v is None:
+        return []
+    try:
+        return list(v)
+    except TypeError:
+        return []
+
+
+def _num(v, default=0.0) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return f
+
+
+def _spec_version(ext) -> str:
+    v = _g(ext, "spec_version", 1)      # the add-on's default is VRM 1.0 (enum value 1)
+    if isinstance(v, str):
+        return SPEC_VRM0 if v.startswith("0") else SPEC_VRM1 if v.startswith("1") else str(v)
+    return {0: SPEC_VRM0, 1: SPEC_VRM1}.get(int(v), str(v))
+
+
+def _mesh_object_name(node) -> str:
+    """MeshObjectPropertyGroup -> object name (its pointer, else the saved name)."""
+    if node is None:
+        return ""
+    ob = _g(node, "bpy_object", None)
+    name = getattr(ob, "name", None) if ob is not None else None
+    if name:
+        return str(name)
+    return str(_g(node, "saved_mesh_object_name_to_restore", "") or "")
+
+
+def _material_name(mat) -> str:
+    return str(getattr(mat, "name", "") or "") if mat is not None else ""
+
+
+@dataclass
+class Expression:
+    name: str                              # VRM 1.0 preset name, custom name, or VRM 0.x group name
+    preset: Optional[str]                  # VRM 1.0 preset it stands for (None: custom)
+    is_binary: bool = False
+    overrides: Tuple[int, int, int] = (0, 0, 0)    # blink, lookAt, mouth
+    morph_binds: List[Tuple[str, str, float]] = field(default_factory=list)     # (mesh object, key, weight)
+    color_binds: List[Tuple[str, str, tuple]] = field(default_factory=list)     # (material, type, rgba)
+    uv_binds: List[Tuple[str, tuple, tuple]] = field(default_factory=list)      # (material, scale, offset)
+    location: tuple = ()                   # where its IDProperty group lives (see _locate)
+    data_path: str = ""                    # RNA path of its preview on the armature data
+
+    @property
+    def category(self) -> int:
+        return PRESET_CATEGORY.get(self.preset, CAT_NONE) if self.preset else CAT_NONE
+
+    @property
+    def is_bound(self) -> bool:
+        return bool(self.morph_binds or self.color_binds or self.uv_binds)
+
+
+def _read_v1_expression(name, preset, grp, location, data_path, problems) -> Expression:
+    e = Expression(name=name, preset=preset, location=location, data_path=data_path)
+    e.is_binary = bool(_g(grp, "is_binary", False))
+    ovs = []
+    for key in ("override_blink", "override_look_at", "override_mouth"):
+        v = _g(grp, key, 0)
+        if isinstance(v, str):
+            v = OVERRIDE_NAMES.index(v) if v in OVERRIDE_NAMES else 0
+        v = int(v)
+        if v not in (0, 1, 2):
+            problems.append(f"expression '{name}': unknown {key} value {v}: treated as none")
+            v = 0
+        ovs.append(v)
+    e.overrides = tuple(ovs)
+    for b in _list(grp, "morph_target_binds"):
+        mesh = _mesh_object_name(_g(b, "node", None))
+        key = str(_g(b, "index", "") or "")
+        w = _num(_g(b, "weight", 1.0), 1.0)
+        if mesh and key:
+            e.morph_binds.append((mesh, key, w))
+    for b in _list(grp, "material_color_binds"):
+        mat = _material_name(_g(b, "material", None))
+        raw = _g(b, "type", 0)
+        t = raw if isinstance(raw, str) else COLOR_BIND_TYPES.get(int(raw))
+        tv = [_num(x) for x in _list(b, "target_value")] or [0.0, 0.0, 0.0, 1.0]
+        tv = (tv + [0.0, 0.0, 0.0, 1.0][len(tv):])[:4]
+        if mat and t:
+            e.color_binds.append((mat, t, tuple(tv)))
+    for b in _list(grp, "texture_transform_binds"):
+        mat = _material_name(_g(b, "material", None))
+        sc = [_num(x, 1.0) for x in _list(b, "scale")] or [1.0, 1.0]
+        of = [_num(x) for x in _list(b, "offset")] or [0.0, 0.0]
+        if mat:
+            e.uv_binds.append((mat, tuple((sc + [1.0, 1.0])[:2]), tuple((of + [0.0, 0.0])[:2])))
+    return e
+
+
+def _read_v0_group(i, grp, problems) -> Expression:
+    pn = _g(grp, "preset_name", 0)
+    preset = VRM0_PRESETS.get(int(pn)) if not isinstance(pn, str) else None
+    name = str(_g(grp, "name", "") or "") or (preset or f"group {i}")
+    e = Expression(name=name, preset=preset, location=("vrm0", i),
+                   data_path=f"{EXT}.vrm0.blend_shape_master.blend_shape_groups[{i}].preview")
+    e.is_binary = bool(_g(grp, "is_binary", False))
+    for b in _list(grp, "binds"):
+        mesh = _mesh_object_name(_g(b, "mesh", None))
+        key = str(_g(b, "index", "") or "")
+        w = _num(_g(b, "weight", 1.0), 1.0)
+        if mesh and key:
+            e.morph_binds.append((mesh, key, w))
+    for b in _list(grp, "material_values"):
+        mat = _material_name(_g(b, "material", None))
+        prop = str(_g(b, "property_name", "") or "")
+        kind = VRM0_MATERIAL_PROPERTIES.get(prop)
+        tv = [_num(_g(x, "value", 0.0)) for x in _list(b, "target_value")]
+        if not mat or kind is None:
+            if mat and prop:
+                problems.append(f"blend shape group '{name}': material value '{prop}' of '{mat}' is not applied")
+            continue
+        if kind == "uv":
+            tv = (tv + [1.0, 1.0, 0.0, 0.0][len(tv):])[:4]
+            e.uv_binds.append((mat, (tv[0], tv[1]), (tv[2], tv[3])))
+        else:
+            tv = (tv + [0.0, 0.0, 0.0, 1.0][len(tv):])[:4]
+            e.color_binds.append((mat, kind, tuple(tv)))
+    # VRM 0.x has no overrides
+    return e
+
+
+class ExpressionSet:
+    """One avatar's expressions, flattened for per-frame evaluation."""
+
+    def __init__(self, armature_name: str, spec: str, expressions: List[Expression], problems=None):
+        self.armature_name = armature_name
+        self.spec = spec
+        self.expressions = expressions
+        self.problems = list(problems or [])
+        self.is_binary = np.array([e.is_binary for e in expressions], bool)
+        self.overrides = np.array([e.overrides for e in expressions], np.int64).reshape(-1, 3)
+        self.category = np.array([e.category for e in expressions], np.int64)
+        self.names = [e.name for e in expressions]
+
+    @property
+    def count(self) -> int:
+        return len(self.expressions)
+
+    def by_name(self, name: str) -> Optional[Expression]:
+        for e in self.expressions:
+            if e.name == name:
+                return e
+        return None
+
+    def index(self, name: str) -> int:
+        for i, e in enumerate(self.expressions):
+            if e.name == name:
+                return i
+        return -1
+
+    @property
+    def has_morph_binds(self) -> bool:
+        return any(e.morph_binds for e in self.expressions)
+
+    # -------------------------------------------------------------------------------- build
+    @classmethod
+    def from_armature(cls, armature_obj) -> Optional["ExpressionSet"]:
+        """The expressions of an armature object (its data's ID properties), None without VRM data."""
+        data = getattr(armature_obj, "data", None)
+        ext = extension_props(data)
+        if ext is None:
+            return None
+        spec = _spec_version(ext)
+        problems: list = []
+        exprs: List[Expression] = []
+        if spec == SPEC_VRM0:
+            master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
+            groups = _list(master, "blend_shape_groups") if master is not None else []
+            for i, grp in enumerate(groups):
+                exprs.append(_read_v0_group(i, grp, problems))
+            if not exprs:
+                return None
+        elif spec == SPEC_VRM1:
+            ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
+            if ex is None:
+                return None
+            preset = _g(ex, "preset", None)
+            for name, key in PRESETS:
+                grp = _g(preset, key, None) if preset is not None else None
+                exprs.append(_read_v1_expression(name, name, grp if grp is not None else {}, ("preset", key),
+                                                 f"{EXT}.vrm1.expressions.preset.{key}.preview", problems))
+            for i, grp in enumerate(_list(ex, "custom")):
+                nm = str(_g(grp, "custom_name", "") or _g(grp, "name", "") or f"custom {i}")
+                exprs.append(_read_v1_expression(nm, None, grp, ("custom", i),
+                                                 f"{EXT}.vrm1.expressions.custom[{i}].preview", problems))
+            if not any(e.is_bound for e in exprs):
+                return None
+        else:
+            return None
+        return cls(armature_obj.name, spec, exprs, problems)
+
+    # -------------------------------------------------------------------------------- per frame
+    def _groups(self, ext):
+        """The IDProperty groups of the expressions (parallel to ``expressions``; None if gone)."""
+        if ext is None:
+            return [None] * self.count
+        if self.spec == SPEC_VRM0:
+            master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
+            groups = _list(master, "blend_shape_groups") if master is not None else []
+            return [groups[e.location[1]] if e.location[1] < len(groups) else None for e in self.expressions]
+        ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
+        preset = _g(ex, "preset", None) if ex is not None else None
+        custom = _list(ex, "custom") if ex is not None else []
+        out = []
+        for e in self.expressions:
+            kind, key = e.location
+            if kind == "preset":
+                out.append(_g(preset, key, None) if preset is not None else None)
+            else:
+                out.append(custom[key] if key < len(custom) else None)
+        return out
+
+    def stored_values(self, armature_data) -> np.ndarray:
+        """The previews stored on ``armature_data`` (original or evaluated), 0 where unset."""
+        groups = self._groups(extension_props(armature_data))
+        return np.array([_num(_g(g, "preview", 0.0)) if g is not None else 0.0 for g in groups], np.float64)
+
+    def animated_values(self, armature_data, frame: float, values: np.ndarray) -> np.ndarray:
+        """``values`` with every preview that the armature data's action animates evaluated at
+        ``frame`` (used where Blender cannot: the add-on is not installed)."""
+        fcs = preview_fcurves(armature_data, [e.data_path for e in self.expressions])
+        if not fcs:
+            return values
+        out = values.copy()
+        for i, fc in fcs.items():
+            out[i] = fc.evaluate(frame)
+        return out
+
+    def read_values(self, armature_obj, depsgraph=None, frame: Optional[float] = None) -> np.ndarray:
+        """The raw expression values at the current frame.
+
+        * A render depsgraph (F12, Ctrl+F12, farm): the evaluated armature data's previews, which
+          Blender's animation system has written there (the add-on's handler has not copied them
+          anywhere yet).
+        * A viewport depsgraph or none (viewport, preview player, panel): the original data, where
+          the active depsgraph flushes animated values and where UI edits land at once (the
+          add-on's preview setter does not tag the armature for re-evaluation, so its evaluated
+          copy can lag behind a dragged slider).
+        * Without the add-on Blender cannot resolve the preview F-Curves: they are evaluated here
+          at the depsgraph's frame (else ``frame``)."""
+        data = armature_obj.data
+        if depsgraph is not None and getattr(depsgraph, "mode", "VIEWPORT") == "RENDER":
+            vals = self.stored_values(armature_obj.evaluated_get(depsgraph).data)
+        else:
+            vals = self.stored_values(data)
+        if depsgraph is not None:
+            sc = depsgraph.scene
+            frame = float(sc.frame_current) + float(sc.frame_subframe)
+        if frame is not None and not addon_registered():
+            vals = self.animated_values(data, frame, vals)
+        return vals
+
+    def outputs(self, values) -> np.ndarray:
+        return evaluate(values, self.is_binary, self.overrides, self.category)
+
+
+def preview_fcurves(armature_data, data_paths: Sequence[str]) -> Dict[int, object]:
+    """{expression index: F-Curve} of the armature data's active action that animate a preview."""
+    ad = getattr(armature_data, "animation_data", None)
+    action = getattr(ad, "action", None) if ad is not None else None
+    if action is None:
+        return {}
+    from .importer.actions import pick_slot, slot_fcurves
+
+    try:
+        slot = pick_slot(action, "ARMATURE", ad, armature_data.name)
+        fcs = slot_fcurves(action, slot)
+    except Exception:
+        fcs = list(getattr(action, "fcurves", []) or [])
+    if not fcs:
+        return {}
+    wanted = {p: i for i, p in enumerate(data_paths)}
+    out = {}
+    for fc in fcs:
+        i = wanted.get(fc.data_path)
+        if i is not None and not fc.mute and len(fc.keyframe_points):
+            out[i] = fc
+    return out
+
+
+def expression_set_of(armature_obj) -> Optional[ExpressionSet]:
+    """ExpressionSet of an armature object (None when it has no VRM expression data)."""
+    if armature_obj is None or getattr(armature_obj, "type", "") != "ARMATURE":
+        return None
+    try:
+        return ExpressionSet.from_armature(armature_obj)
+    except Exception:   # malformed add-on data must never break a render or a panel
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+# expressions -> morph weights of the imported meshes
+# ------------------------------------------------------------------------------------------------
+
+class VrmMorphSource:
+    """Every avatar's expressions of a scene, bound to the runtime's morph slots.
+
+    ``bound[node]`` = (slots into the node's key names, rows into the bound-key vector);
+    per frame ``weights = bind_matrix @ outputs`` for all bound keys at once."""
+
+    def __init__(self, sets: List[ExpressionSet], mesh_keys: Dict[int, Tuple[str, List[str]]]):
+        """sets: the avatars; mesh_keys: {node: (mesh object name, key names of the node)}."""
+        import bpy
+
+        self.sets = sets
+        offsets = np.cumsum([0] + [s.count for s in sets])
+        self.offsets = offsets
+        # bound keys by (mesh data name, key name): the add-on sums binds per mesh data
+        rows: Dict[Tuple[str, str], int] = {}
+        entries = []
+        for si, s in enumerate(sets):
+            for ei, e in enumerate(s.expressions):
+                for mesh, key, w in e.morph_binds:
+                    ob = bpy.data.objects.get(mesh)
+                    if ob is None or ob.type != "MESH":
+                        s.problems.append(f"expression '{e.name}' of '{s.armature_name}': bound mesh "
+                                          f"object '{mesh}' does not exist")
+                        continue
+                    r = rows.setdefault((ob.data.name, key), len(rows))
+                    entries.append((r, int(offsets[si]) + ei, w))
+        self.bind_matrix = np.zeros((len(rows), int(offsets[-1])), np.float64)
+        for r, c, w in entries:
+            self.bind_matrix[r, c] += w
+        self.bound: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        for node, (ob_name, names) in mesh_keys.items():
+            ob = bpy.data.objects.get(ob_name)
+            if ob is None or ob.type != "MESH":
+                continue
+            pairs = [(k, rows[(ob.data.name, n)]) for k, n in enumerate(names) if (ob.data.name, n) in rows]
+            if pairs:
+                self.bound[node] = (np.array([p[0] for p in pairs], np.int64),
+                                    np.array([p[1] for p in pairs], np.int64))
+        self.material = MaterialBinds(sets, offsets)
+        self.last_outputs = np.zeros(int(offsets[-1]))
+
+    @property
+    def problems(self) -> list:
+        return [p for s in self.sets for p in s.problems]
+
+    def outputs(self, depsgraph=None, frame=None) -> np.ndarray:
+        import bpy
+
+        parts = []
+        for s in self.sets:
+            ob = bpy.data.objects.get(s.armature_name)
+            if ob is None or ob.type != "ARMATURE":
+                parts.append(np.zeros(s.count))
+                continue
+            parts.append(s.outputs(s.read_values(ob, depsgraph, frame)))
+        out = np.concatenate(parts) if parts else np.zeros(0)
+        self.last_outputs = out
+        return out
+
+    def key_weights(self, outputs: np.ndarray) -> np.ndarray:
+        return self.bind_matrix @ outputs if self.bind_matrix.size else np.zeros(self.bind_matrix.shape[0])
+
+
+def build_source(armature_names: Sequence[str], mesh_keys) -> Optional[VrmMorphSource]:
+    """A VrmMorphSource for the armatures with VRM data among ``armature_names`` (None if none)."""
+    import bpy
+
+    sets = []
+    for name in armature_names:
+        s = expression_set_of(bpy.data.objects.get(name))
+        if s is not None:
+            sets.append(s)
+    if not sets:
+        return None
+    return VrmMorphSource(sets, mesh_keys)
+
+
+# ------------------------------------------------------------------------------------------------
+# material colour / UV binds (applied to MToonParams by engine.materials.vrm_binds)
+# ------------------------------------------------------------------------------------------------
+
+class MaterialBinds:
+    """Colour and texture-transform binds flattened into arrays.  Per frame:
+    ``sum_target[row] = sum_e output_e x target`` and ``sum_weight[row] = sum_e output_e`` for each
+    (material, type) row, so the spec's ``base + sum_e w_e (target_e - base)`` is
+    ``base + sum_target - sum_weight x base`` with the material's own base value."""
+
+    def __init__(self, sets: List[ExpressionSet], offsets):
+        color_rows: Dict[Tuple[str, str], int] = {}
+        uv_rows: Dict[str, int] = {}
+        c_row, c_expr, c_target = [], [], []
+        u_row, u_expr, u_target = [], [], []
+        for si, s in enumerate(sets):
+            for ei, e in enumerate(s.expressions):
+                col = int(offsets[si]) + ei
+                for mat, kind, tv in e.color_binds:
+                    c_row.append(color_rows.setdefault((mat, kind), len(color_rows)))
+                    c_expr.append(col)
+                    c_target.append(tv)
+                for mat, sc, of in e.uv_binds:
+                    u_row.append(uv_rows.setdefault(mat, len(uv_rows)))
+                    u_expr.append(col)
+                    u_target.append(tuple(sc) + tuple(of))
+        self.color_keys = list(color_rows)
+        self.uv_keys = list(uv_rows)
+        self._c = (np.array(c_row, np.int64), np.array(c_expr, np.int64),
+                   np.array(c_target, np.float64).reshape(-1, 4))
+        self._u = (np.array(u_row, np.int64), np.array(u_expr, np.int64),
+                   np.array(u_target, np.float64).reshape(-1, 4))
+
+    @property
+    def empty(self) -> bool:
+        return not self.color_keys and not self.uv_keys
+
+    def frame_state(self, outputs: np.ndarray) -> dict:
+        """{material name: {type: (sum_target (4,), sum_weight)}} with 'uv' -> ((scale, offset)
+        weighted sums (4,), sum_weight); only rows with a non-zero weight."""
+        state: Dict[str, dict] = {}
+        for (rows, expr, target), keys in ((self._c, self.color_keys), (self._u, None)):
+            if rows.size == 0:
+                continue
+            w = outputs[expr]
+            n = len(keys) if keys is not None else len(self.uv_keys)
+            st = np.zeros((n, 4))
+            np.add.at(st, rows, w[:, None] * target)
+            sw = np.bincount(rows, weights=w, minlength=n)
+            for r in np.flatnonzero(sw != 0.0):
+                if keys is not None:
+                    mat, kind = keys[r]
+                else:
+                    mat, kind = self.uv_keys[r], "uv"
+                state.setdefault(mat, {})[kind] = (st[r].copy(), float(sw[r]))
+        return state
+
+
+# ------------------------------------------------------------------------------------------------
+# writing previews (panel / operators; never called by the renderer)
+# ------------------------------------------------------------------------------------------------
+
+def _rna_owner(armature_data, expr: Expression):
+    """The add-on's RNA property group of ``expr`` (None when the add-on is not installed)."""
+    ext = getattr(armature_data, EXT, None)
+    if ext is None:
+        return None
+    try:
+        if expr.location[0] == "vrm0":
+            return ext.vrm0.blend_shape_master.blend_shape_groups[expr.location[1]]
+        if expr.location[0] == "preset":
+            return getattr(ext.vrm1.expressions.preset, expr.location[1])
+        return ext.vrm1.expressions.custom[expr.location[1]]
+    except (AttributeError, IndexError):
+        return None
+
+
+def get_preview(armature_obj, expr: Expression) -> float:
+    owner = _rna_owner(armature_obj.data, expr)
+    if owner is not None:
+        return float(owner.preview)
+    s = ExpressionSet.__new__(ExpressionSet)
+    s.spec = SPEC_VRM0 if expr.location[0] == "vrm0" else SPEC_VRM1
+    s.expressions = [expr]
+    return float(ExpressionSet.stored_values(s, armature_obj.data)[0])
+
+
+def set_preview(armature_obj, expr: Expression, value: float) -> None:
+    """Write an expression's preview: through the add-on's RNA when installed (its own update
+    writes the shape keys), else into the ID property it stores.  ValueError for a non-finite
+    value (nothing is written)."""
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"expression '{expr.name}' of '{armature_obj.name}': value {value} is not a finite number")
+    v = min(max(v, 0.0), 1.0)
+    data = armature_obj.data
+    owner = _rna_owner(data, expr)
+    if owner is not None:
+        owner.preview = v
+        return
+    ext = extension_props(data)
+    s = ExpressionSet.__new__(ExpressionSet)
+    s.spec = SPEC_VRM0 if expr.location[0] == "vrm0" else SPEC_VRM1
+    s.expressions = [expr]
+    grp = ExpressionSet._groups(s, ext)[0]
+    if grp is None:
+        raise ValueError(f"expression '{expr.name}' of '{armature_obj.name}' has no stored data")
+    grp["preview"] = v
+    data.update_tag()
+
+
+def keyframe_preview(armature_obj, expr: Expression, frame: float) -> None:
+    """Key the preview at ``frame`` (the add-on's RNA path; without the add-on an F-Curve on the
+    same path is created in the armature data's action, which the add-on resolves once installed
+    and this module evaluates meanwhile)."""
+    data = armature_obj.data
+    if _rna_owner(data, expr) is not None:
+        data.keyframe_insert(expr.data_path, frame=frame)
+        return
+    import bpy
+
+    value = get_preview(armature_obj, expr)
+    ad = data.animation_data or data.animation_data_create()
+    if ad.action is None:
+        ad.action = bpy.data.actions.new(f"{data.name}Action")
+    fc = None
+    ensure = getattr(ad.action, "fcurve_ensure_for_datablock", None)
+    if ensure is not None:
+        fc = ensure(data, expr.data_path)
+    else:   # Blender before 4.4
+        fc = ad.action.fcurves.find(expr.data_path) or ad.action.fcurves.new(expr.data_path)
+    fc.keyframe_points.insert(frame, value, options={"FAST"})
+    fc.update()
+
