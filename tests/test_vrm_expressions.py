@@ -377,3 +377,63 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
     px = C.render_scene(scene)
     C.save_png(px, ART / "vrm1_angry_blink.png")
     assert face_diff(base, px) > 60
+
+
+# ------------------------------------------------------------------------------------------------
+# material colour binds
+# ------------------------------------------------------------------------------------------------
+
+def _session_applies_binds() -> bool:
+    import inspect
+
+    from stylized_renderer.engine import session
+
+    return "vrm_binds" in inspect.getsource(session.StylizedSession._materials)
+
+
+def test_colour_and_uv_binds_on_params(ext):
+    """base + sum_e w_e (target_e - base) per colour type; UV lerps towards the bind (V-up form)."""
+    from stylized_renderer.engine.materials import vrm_binds
+    from stylized_renderer.engine.materials.params import MToonParams, TextureRef
+
+    p = MToonParams(base_color=(0.8, 0.6, 0.5, 1.0), shade_color=(0.4, 0.3, 0.2),
+                    textures={"base_color": TextureRef(uv_offset=(0.0, 0.0), uv_scale=(1.0, 1.0)),
+                              "matcap": TextureRef()})
+    try:
+        # two expressions at 0.5 each towards red and towards blue
+        vrm_binds.set_frame_state({"M": {"color": (0.5 * np.array([1, 0, 0, 1.0]) + 0.5 * np.array([0, 0, 1, 1.0]), 1.0),
+                                         "uv": (0.5 * np.array([2.0, 2.0, 0.5, 0.0]), 0.5)}})
+        q = vrm_binds.apply("M", p)
+        assert q.base_color == pytest.approx((0.5, 0.0, 0.5, 1.0))
+        assert q.shade_color == p.shade_color and p.base_color == (0.8, 0.6, 0.5, 1.0)   # a copy
+        # glTF scale 1 -> 1.5, offset (0,0) -> (0.25, 0); Blender's V-up offset = 1 - sy - oy
+        assert q.textures["base_color"].uv_scale == pytest.approx((1.5, 1.5))
+        assert q.textures["base_color"].uv_offset == pytest.approx((0.25, 1.0 - 1.5 - 0.0))
+        assert q.textures["matcap"] is p.textures["matcap"]
+        assert vrm_binds.apply("Other", p) is p
+    finally:
+        vrm_binds.set_frame_state({})
+
+
+@needs_godette
+def test_colour_bind_changes_the_face_colour(vrm_addon):
+    if not _session_applies_binds():
+        pytest.skip("engine/session.py StylizedSession._materials does not pass the params through "
+                    "engine.materials.vrm_binds.apply yet (see docs/vrm.md)")
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    grp = arm.data.vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups[ANGRY]
+    mv = grp.material_values.add()
+    mv.material = bpy.data.materials["Face"]
+    mv.property_name = "_Color"
+    mv.target_value_as_rgb = (1.0, 0.0, 0.0)
+    grp.preview = 0.0
+    base = C.render_scene(scene)
+    grp.preview = 1.0
+    red = C.render_scene(scene)
+    C.save_png(red, ART / "angry_red_face.png")
+    h, w = base.shape[:2]
+    box = (slice(h // 4, h // 2), slice(w // 3, 2 * w // 3))      # cheeks / mouth
+    b, r = base[box][..., :3].reshape(-1, 3), red[box][..., :3].reshape(-1, 3)
+    assert r[:, 0].mean() > 0.8 * b[:, 0].mean()
+    assert r[:, 1].mean() < 0.5 * b[:, 1].mean(), (b.mean(axis=0), r.mean(axis=0))   # green gone: red face
