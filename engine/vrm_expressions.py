@@ -199,6 +199,19 @@ class Expression:
     location: tuple = ()                   # where its IDProperty group lives (see _locate)
     data_path: str = ""                    # RNA path of its preview on the armature data
 
+    @classmethod
+    def at(cls, name: str, kind: str, key) -> "Expression":
+        """A handle on the expression stored at (kind, key): ("vrm0", group index),
+        ("preset", the add-on's preset property name) or ("custom", index); no binds read."""
+        if kind == "vrm0":
+            path = f"{EXT}.vrm0.blend_shape_master.blend_shape_groups[{int(key)}].preview"
+            return cls(name=name, preset=None, location=("vrm0", int(key)), data_path=path)
+        if kind == "preset":
+            return cls(name=name, preset=name, location=("preset", str(key)),
+                       data_path=f"{EXT}.vrm1.expressions.preset.{key}.preview")
+        return cls(name=name, preset=None, location=("custom", int(key)),
+                   data_path=f"{EXT}.vrm1.expressions.custom[{int(key)}].preview")
+
     @property
     def category(self) -> int:
         return PRESET_CATEGORY.get(self.preset, CAT_NONE) if self.preset else CAT_NONE
@@ -277,6 +290,25 @@ def _read_v0_group(i, grp, problems) -> Expression:
     return e
 
 
+def group_at(ext, location):
+    """The IDPropertyGroup of the expression at ``location`` in the add-on data ``ext`` (or None)."""
+    if ext is None or not location:
+        return None
+    kind, key = location
+    if kind == "vrm0":
+        master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
+        groups = _list(master, "blend_shape_groups") if master is not None else []
+        return groups[key] if 0 <= key < len(groups) else None
+    ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
+    if ex is None:
+        return None
+    if kind == "preset":
+        preset = _g(ex, "preset", None)
+        return _g(preset, key, None) if preset is not None else None
+    custom = _list(ex, "custom")
+    return custom[key] if 0 <= key < len(custom) else None
+
+
 class ExpressionSet:
     """One avatar's expressions, flattened for per-frame evaluation."""
 
@@ -350,23 +382,7 @@ class ExpressionSet:
     # -------------------------------------------------------------------------------- per frame
     def _groups(self, ext):
         """The IDProperty groups of the expressions (parallel to ``expressions``; None if gone)."""
-        if ext is None:
-            return [None] * self.count
-        if self.spec == SPEC_VRM0:
-            master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
-            groups = _list(master, "blend_shape_groups") if master is not None else []
-            return [groups[e.location[1]] if e.location[1] < len(groups) else None for e in self.expressions]
-        ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
-        preset = _g(ex, "preset", None) if ex is not None else None
-        custom = _list(ex, "custom") if ex is not None else []
-        out = []
-        for e in self.expressions:
-            kind, key = e.location
-            if kind == "preset":
-                out.append(_g(preset, key, None) if preset is not None else None)
-            else:
-                out.append(custom[key] if key < len(custom) else None)
-        return out
+        return [group_at(ext, e.location) for e in self.expressions]
 
     def stored_values(self, armature_data) -> np.ndarray:
         """The previews stored on ``armature_data`` (original or evaluated), 0 where unset."""
@@ -605,19 +621,18 @@ def _rna_owner(armature_data, expr: Expression):
 
 
 def get_preview(armature_obj, expr: Expression) -> float:
+    """The stored preview of ``expr`` (the add-on's RNA when installed, else its ID property)."""
     owner = _rna_owner(armature_obj.data, expr)
     if owner is not None:
         return float(owner.preview)
-    s = ExpressionSet.__new__(ExpressionSet)
-    s.spec = SPEC_VRM0 if expr.location[0] == "vrm0" else SPEC_VRM1
-    s.expressions = [expr]
-    return float(ExpressionSet.stored_values(s, armature_obj.data)[0])
+    grp = group_at(extension_props(armature_obj.data), expr.location)
+    return _num(_g(grp, "preview", 0.0)) if grp is not None else 0.0
 
 
 def set_preview(armature_obj, expr: Expression, value: float) -> None:
     """Write an expression's preview: through the add-on's RNA when installed (its own update
-    writes the shape keys), else into the ID property it stores.  ValueError for a non-finite
-    value (nothing is written)."""
+    writes the shape keys and the add-on's panel shows it), else into the ID property the add-on
+    stores.  ValueError for a non-finite value or a missing expression (nothing is written)."""
     v = float(value)
     if not math.isfinite(v):
         raise ValueError(f"expression '{expr.name}' of '{armature_obj.name}': value {value} is not a finite number")
@@ -625,13 +640,10 @@ def set_preview(armature_obj, expr: Expression, value: float) -> None:
     data = armature_obj.data
     owner = _rna_owner(data, expr)
     if owner is not None:
-        owner.preview = v
+        if abs(float(owner.preview) - v) > 0.0:
+            owner.preview = v
         return
-    ext = extension_props(data)
-    s = ExpressionSet.__new__(ExpressionSet)
-    s.spec = SPEC_VRM0 if expr.location[0] == "vrm0" else SPEC_VRM1
-    s.expressions = [expr]
-    grp = ExpressionSet._groups(s, ext)[0]
+    grp = group_at(extension_props(data), expr.location)
     if grp is None:
         raise ValueError(f"expression '{expr.name}' of '{armature_obj.name}' has no stored data")
     grp["preview"] = v

@@ -5,6 +5,12 @@ A character is an armature with every mesh it deforms (Armature modifier or pare
 single mesh with shape keys.  One name = every same-named key block of all its meshes.  Values are
 written to the shape keys themselves (undoable, keyframable, saved); the engine mirrors them
 through MorphState versions.
+
+A character whose armature carries VRM expressions (the VRM Add-on's data, read with or without
+the add-on: ``engine/vrm_expressions.py``) also gets one item per expression
+(``Scene.stylized_expressions.vrm_items``): its value is the expression's ``preview`` (the add-on's
+property when installed, else the ID property the add-on stores), keyed by
+``stylized.vrm_expression_keyframe``.  Reset All zeroes the previews and the shape keys.
 """
 from __future__ import annotations
 
@@ -12,8 +18,9 @@ import math
 from collections import OrderedDict
 
 import bpy
-from bpy.props import CollectionProperty, FloatProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, FloatProperty, PointerProperty, StringProperty
 
+from ..engine import vrm_expressions as vx
 from ..engine.preview import armature_of
 
 
@@ -105,6 +112,43 @@ def reset_all(meshes) -> int:
     return n
 
 
+def vrm_set(root):
+    """The VRM ExpressionSet of a character root (an armature with VRM data), else None."""
+    return vx.expression_set_of(root) if root is not None and root.type == "ARMATURE" else None
+
+
+def vrm_bound_keys(expr_set) -> set:
+    """Shape-key names some expression binds (their values come from the expressions)."""
+    return {k for e in expr_set.expressions for _m, k, _w in e.morph_binds} if expr_set is not None else set()
+
+
+def vrm_presets_and_custom(expr_set):
+    """([(preset name, Expression or None)] in the VRM 1.0 preset order, [custom Expression])."""
+    first = {}
+    for e in expr_set.expressions:
+        if e.preset and e.preset not in first:
+            first[e.preset] = e
+    presets = [(p, first.get(p)) for p in vx.PRESET_NAMES]
+    custom = [e for e in expr_set.expressions if e.preset is None or first.get(e.preset) is not e]
+    return presets, custom
+
+
+def vrm_label(e) -> str:
+    """Slider label: the preset name, with a VRM 0.x group's own name when it differs."""
+    if e.preset and e.name != e.preset:
+        return f"{e.preset} ({e.name})"
+    return e.name
+
+
+def reset_vrm(root, expr_set) -> int:
+    n = 0
+    for e in expr_set.expressions if expr_set is not None else ():
+        if vx.get_preview(root, e) != 0.0:
+            vx.set_preview(root, e, 0.0)
+            n += 1
+    return n
+
+
 def counts(meshes) -> tuple:
     """(target total, active count) of the character's key blocks."""
     blocks = [kb for bl in expression_groups(meshes).values() for kb in bl]
@@ -155,6 +199,45 @@ class StylizedExpressionItem(bpy.types.PropertyGroup):
     mesh: StringProperty(name="Mesh", description="Mesh node this name is listed under")
 
 
+def _vrm_handle(item):
+    arm = bpy.data.objects.get(item.id_data.stylized_expressions.character)
+    if arm is None or arm.type != "ARMATURE":
+        return None, None
+    key = item.key if item.kind == "preset" else int(item.key or 0)
+    return arm, vx.Expression.at(item.name, item.kind, key)
+
+
+def _get_vrm_value(self):
+    arm, e = _vrm_handle(self)
+    if arm is None:
+        return 0.0
+    try:
+        return vx.get_preview(arm, e)
+    except Exception:
+        return 0.0
+
+
+def _set_vrm_value(self, value):
+    arm, e = _vrm_handle(self)
+    if arm is None:
+        return
+    vx.set_preview(arm, e, value)
+    _tag_redraw()
+
+
+class StylizedVrmExpressionItem(bpy.types.PropertyGroup):
+    # name: the expression's name (VRM 1.0 preset / custom name, VRM 0.x group name)
+    value: FloatProperty(
+        name="Expression", min=0.0, max=1.0, subtype="FACTOR", get=_get_vrm_value, set=_set_vrm_value,
+        description="Value of this VRM expression (the VRM Add-on's preview): its bound shape keys, "
+                    "material colours and UVs follow it, with isBinary and the override rules applied")
+    preset: StringProperty(name="Preset", description="VRM 1.0 preset this expression stands for (empty: custom)")
+    kind: StringProperty(name="Kind", description="Where the expression is stored: vrm0, preset or custom")
+    key: StringProperty(name="Key", description="The expression's preset property name or list index")
+    bound: BoolProperty(name="Bound", description="The avatar binds this expression to something "
+                                                  "(shape keys, material colours or UVs)")
+
+
 class StylizedExpressionProps(bpy.types.PropertyGroup):
     character: StringProperty(
         name="Character", description="Armature (or mesh) whose shape keys the sliders below drive")
@@ -163,13 +246,23 @@ class StylizedExpressionProps(bpy.types.PropertyGroup):
         description="Show only the expressions whose name contains this text (case-insensitive)")
     items: CollectionProperty(type=StylizedExpressionItem,
                               description="One entry per shape key name of the character")
+    vrm_items: CollectionProperty(type=StylizedVrmExpressionItem,
+                                  description="One entry per VRM expression of the character's armature")
+
+
+def _vrm_want(root):
+    es = vrm_set(root)
+    if es is None:
+        return []
+    return [(e.name, e.location[0], str(e.location[1]), e.preset or "", e.is_bound) for e in es.expressions]
 
 
 def items_stale(scene, root, meshes) -> bool:
     props = scene.stylized_expressions
     want = [(n, m) for m, names in names_by_mesh(meshes).items() for n in names]
     have = [(it.name, it.mesh) for it in props.items]
-    return props.character != (root.name if root else "") or want != have
+    vrm_have = [(it.name, it.kind, it.key, it.preset, it.bound) for it in props.vrm_items]
+    return props.character != (root.name if root else "") or want != have or _vrm_want(root) != vrm_have
 
 
 def sync_items(scene, obj=None) -> bool:
@@ -189,6 +282,10 @@ def sync_items(scene, obj=None) -> bool:
             it.name = n
             it.mesh = mesh_name
             it.slider_min, it.slider_max = slider_range(groups[n])
+    props.vrm_items.clear()
+    for name, kind, key, preset, bound in _vrm_want(root):
+        it = props.vrm_items.add()
+        it.name, it.kind, it.key, it.preset, it.bound = name, kind, key, preset, bound
     return True
 
 
@@ -257,7 +354,8 @@ class STYLIZED_OT_expression_set(_ExpressionOp, bpy.types.Operator):
 class STYLIZED_OT_expression_reset_all(_ExpressionOp, bpy.types.Operator):
     bl_idname = "stylized.expression_reset_all"
     bl_label = "Reset All"
-    bl_description = "Set every shape key of the character to 0"
+    bl_description = ("Set every shape key of the character to 0, and every VRM expression of its "
+                      "armature (the VRM Add-on's previews)")
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
@@ -265,9 +363,12 @@ class STYLIZED_OT_expression_reset_all(_ExpressionOp, bpy.types.Operator):
         if root is None:
             self.report({"ERROR"}, "No character: select an armature or a mesh with shape keys")
             return {"CANCELLED"}
+        es = vrm_set(root)
+        nv = reset_vrm(root, es)      # first: with the add-on installed this rewrites the keys
         n = reset_all(meshes)
         _tag_redraw()
-        self.report({"INFO"}, f"Reset {n} shape key(s) of '{root.name}'")
+        extra = f" and {nv} VRM expression(s)" if es is not None else ""
+        self.report({"INFO"}, f"Reset {n} shape key(s){extra} of '{root.name}'")
         return {"FINISHED"}
 
 
@@ -292,12 +393,74 @@ class STYLIZED_OT_expression_keyframe(_ExpressionOp, bpy.types.Operator):
         return {"FINISHED"}
 
 
+class _VrmExpressionOp(_ExpressionOp):
+    name: StringProperty(name="Name", description="VRM expression name (preset, custom name or VRM 0.x group)")
+
+    def _expression(self, context):
+        """(armature, ExpressionSet, Expression) or None after reporting why not."""
+        root, _meshes = self._meshes(context)
+        es = vrm_set(root)
+        if es is None:
+            who = f"'{root.name}'" if root is not None else "the active object"
+            self.report({"ERROR"}, f"No VRM expressions on {who}: select an avatar imported with the VRM Add-on")
+            return None
+        e = es.by_name(self.name)
+        if e is None:
+            self.report({"ERROR"}, f"No VRM expression named '{self.name}' on '{root.name}'")
+            return None
+        return root, es, e
+
+
+class STYLIZED_OT_vrm_expression_set(_VrmExpressionOp, bpy.types.Operator):
+    bl_idname = "stylized.vrm_expression_set"
+    bl_label = "Set VRM Expression"
+    bl_description = "Set a VRM expression's value (the VRM Add-on's preview) on the character's armature"
+    bl_options = {"REGISTER", "UNDO"}
+
+    value: FloatProperty(name="Value", min=0.0, max=1.0, subtype="FACTOR",
+                         description="Expression value, 0 to 1")
+
+    def execute(self, context):
+        if not math.isfinite(self.value):
+            self.report({"ERROR"}, f"VRM expression '{self.name}': the value {self.value} is not a finite number; "
+                                   "nothing was changed")
+            return {"CANCELLED"}
+        got = self._expression(context)
+        if got is None:
+            return {"CANCELLED"}
+        root, _es, e = got
+        vx.set_preview(root, e, self.value)
+        _tag_redraw()
+        self.report({"INFO"}, f"VRM expression '{e.name}' of '{root.name}' = {self.value:.3f}")
+        return {"FINISHED"}
+
+
+class STYLIZED_OT_vrm_expression_keyframe(_VrmExpressionOp, bpy.types.Operator):
+    bl_idname = "stylized.vrm_expression_keyframe"
+    bl_label = "Insert VRM Expression Keyframe"
+    bl_description = "Insert a keyframe of this VRM expression's value (the VRM Add-on's preview) at the current frame"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        got = self._expression(context)
+        if got is None:
+            return {"CANCELLED"}
+        root, _es, e = got
+        frame = context.scene.frame_current
+        vx.keyframe_preview(root, e, frame)
+        self.report({"INFO"}, f"Keyed VRM expression '{e.name}' of '{root.name}' at frame {frame}")
+        return {"FINISHED"}
+
+
+# registered before ``classes`` (StylizedExpressionProps refers to it)
+item_classes = (StylizedVrmExpressionItem,)
 classes = (StylizedExpressionItem, StylizedExpressionProps, STYLIZED_OT_expression_set,
-           STYLIZED_OT_expression_reset_all, STYLIZED_OT_expression_keyframe)
+           STYLIZED_OT_expression_reset_all, STYLIZED_OT_expression_keyframe,
+           STYLIZED_OT_vrm_expression_set, STYLIZED_OT_vrm_expression_keyframe)
 
 
 def register():
-    for c in classes:
+    for c in item_classes + classes:
         bpy.utils.register_class(c)
     bpy.types.Scene.stylized_expressions = PointerProperty(
         type=StylizedExpressionProps, description="Expression sliders of the Stylized sidebar tab")
@@ -309,5 +472,5 @@ def unregister():
     _pending.clear()
     if hasattr(bpy.types.Scene, "stylized_expressions"):
         del bpy.types.Scene.stylized_expressions
-    for c in reversed(classes):
+    for c in reversed(item_classes + classes):
         bpy.utils.unregister_class(c)

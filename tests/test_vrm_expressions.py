@@ -377,6 +377,15 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
     px = C.render_scene(scene)
     C.save_png(px, ART / "vrm1_angry_blink.png")
     assert face_diff(base, px) > 60
+    # the panel: 18 presets (greyed where unbound), then the custom expression
+    lay = _panel(scene, arm)
+    assert lay.labels()[0] == "Armature: VRM 1.0 | 18 presets, 1 custom"
+    sliders = list(_sliders(lay))
+    assert sliders[:19] == ["happy", "angry", "sad (not bound)", "relaxed (not bound)", "surprised", "aa",
+                            "ih (not bound)", "ou (not bound)", "ee (not bound)", "oh (not bound)", "blink",
+                            "blinkLeft (not bound)", "blinkRight (not bound)", "lookUp (not bound)",
+                            "lookDown (not bound)", "lookLeft (not bound)", "lookRight (not bound)",
+                            "neutral (not bound)", "wink"], sliders
 
 
 # ------------------------------------------------------------------------------------------------
@@ -437,3 +446,128 @@ def test_colour_bind_changes_the_face_colour(vrm_addon):
     b, r = base[box][..., :3].reshape(-1, 3), red[box][..., :3].reshape(-1, 3)
     assert r[:, 0].mean() > 0.8 * b[:, 0].mean()
     assert r[:, 1].mean() < 0.5 * b[:, 1].mean(), (b.mean(axis=0), r.mean(axis=0))   # green gone: red face
+
+
+# ------------------------------------------------------------------------------------------------
+# the Expressions panel speaks VRM
+# ------------------------------------------------------------------------------------------------
+
+def _panel(scene, obj):
+    from test_viewport_ui import Ctx, draw_panel
+
+    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.panels import viewport_panels as vp
+
+    ex.sync_items(scene, obj)
+    return draw_panel(vp.STYLIZED_PT_viewport_expressions, Ctx(scene, obj))
+
+
+def _sliders(lay):
+    return {kw.get("text"): d for d, p, kw in lay.props() if p == "value"}
+
+
+@needs_godette
+def test_panel_lists_presets_custom_and_raw_keys(vrm_addon):
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    groups = arm.data.vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups
+    smirk = groups.add()
+    smirk.name = "Smirk"
+    b = smirk.binds.add()
+    b.mesh.mesh_object_name = "Face"
+    b.index = "look_left"
+    lay = _panel(scene, bpy.data.objects["Face"])
+    labels = lay.labels()
+    assert labels[0] == "Armature: VRM 0.x | 17 presets, 1 custom", labels
+    panels = [a[0] for k, a, kw in lay.log if k == "panel"]
+    assert panels[:3] == ["stylized_expr_vrm_presets", "stylized_expr_vrm_custom", "stylized_expr_shape_keys"]
+    assert lay.log[[i for i, (k, a, kw) in enumerate(lay.log) if k == "panel"][2]][2]["default_closed"] is True
+    sliders = list(_sliders(lay))
+    from stylized_renderer.engine import vrm_expressions as vx
+
+    # presets first in the VRM 1.0 order (a VRM 0.x group shows its own name), then custom
+    presets = [t.split(" ")[0] for t in sliders[:17]]
+    assert presets == [p for p in vx.PRESET_NAMES if p != "surprised"], sliders
+    assert sliders[0] == "happy (Joy)" and "neutral (Neutral) (not bound)" in sliders
+    assert "surprised (not defined)" in labels
+    assert sliders[17] == "Smirk"
+    # then the raw shape keys (collapsed); keys an expression binds are marked
+    assert "angled_eyebrows (expression)" in sliders and "HideHairBalls" in sliders
+    # a slider writes the add-on's preview (the add-on's own panel shows the same value)
+    joy = _sliders(lay)["happy (Joy)"]
+    joy.value = 0.75
+    assert groups[7].name == "Joy" and groups[7].preview == pytest.approx(0.75)
+    assert joy.value == pytest.approx(0.75)
+    # keyframes on the add-on's property; Reset All zeroes previews and keys
+    with bpy.context.temp_override(active_object=arm, object=arm):
+        scene.frame_set(5)
+        assert bpy.ops.stylized.vrm_expression_keyframe(name="Joy") == {"FINISHED"}
+        fcs = [fc.data_path for fc in _fcurves(arm.data)]
+        assert "vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups[7].preview" in fcs
+        arm.data.animation_data_clear()
+        assert bpy.ops.stylized.vrm_expression_set(name="Angry", value=1.0) == {"FINISHED"}
+        assert groups[ANGRY].preview == 1.0
+        bpy.data.objects["Face"].data.shape_keys.key_blocks["HideBlush"].value = 1.0
+        assert bpy.ops.stylized.expression_reset_all() == {"FINISHED"}
+        with pytest.raises(RuntimeError, match="No VRM expression named 'Nope' on 'Armature'"):
+            bpy.ops.stylized.vrm_expression_set(name="Nope", value=1.0)
+    assert all(g.preview == 0.0 for g in groups)
+    assert all(kb.value == 0.0 for kb in bpy.data.objects["Face"].data.shape_keys.key_blocks[1:])
+
+
+def _fcurves(id_data):
+    from stylized_renderer.engine.importer.actions import pick_slot, slot_fcurves
+
+    ad = id_data.animation_data
+    return slot_fcurves(ad.action, pick_slot(ad.action, "ARMATURE", ad, id_data.name))
+
+
+@needs_godette
+def test_panel_without_the_addon_writes_and_keys_the_stored_previews(ext):
+    assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    lay = _panel(scene, arm)
+    assert lay.labels()[0] == "Armature: VRM 0.x | 17 presets, 0 custom"
+    from stylized_renderer.engine import vrm_expressions as vx
+
+    angry = _sliders(lay)["angry (Angry)"]
+    angry.value = 0.5
+    stored = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"][ANGRY]
+    assert stored["preview"] == 0.5 and angry.value == 0.5
+    # keyed without the add-on: an F-Curve on the add-on's path, evaluated by the engine
+    with bpy.context.temp_override(active_object=arm, object=arm):
+        scene.frame_set(1)
+        angry.value = 0.0
+        assert bpy.ops.stylized.vrm_expression_keyframe(name="Angry") == {"FINISHED"}
+        scene.frame_set(11)
+        angry.value = 1.0
+        assert bpy.ops.stylized.vrm_expression_keyframe(name="Angry") == {"FINISHED"}
+    s = vx.expression_set_of(arm)
+    for f, want in ((1, 0.0), (6, 0.5), (11, 1.0)):
+        scene.frame_set(f)
+        got = s.read_values(arm, bpy.context.evaluated_depsgraph_get())[ANGRY]
+        assert got == pytest.approx(want, abs=0.03), (f, got)   # Bezier ease at the midpoint: ~0.5
+    # undoable: the operator's change is in Blender's data
+    stored["preview"] = 0.2
+    bpy.ops.ed.undo_push(message="before")
+    with bpy.context.temp_override(active_object=arm, object=arm):
+        arm.data.animation_data_clear()
+        assert bpy.ops.stylized.vrm_expression_set(name="Sorrow", value=0.9) == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="Set VRM Expression")
+    bpy.ops.ed.undo()
+    arm = bpy.data.objects["Armature"]
+    g = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+    assert g[9]["name"] == "Sorrow" and g[9].get("preview", 0.0) == 0.0
+    assert g[ANGRY]["preview"] == pytest.approx(0.2)
+
+
+def test_vrm_panel_properties_have_tooltips(ext):
+    from stylized_renderer.operators import expression_ops as ex
+
+    rnas = [ex.StylizedVrmExpressionItem.bl_rna, ex.StylizedExpressionProps.bl_rna,
+            bpy.ops.stylized.vrm_expression_set.get_rna_type(), bpy.ops.stylized.vrm_expression_keyframe.get_rna_type()]
+    for rna in rnas:
+        for p in rna.properties:
+            if p.identifier not in ("rna_type", "name"):
+                assert p.description, f"{rna.identifier}.{p.identifier} has no description"
