@@ -7,7 +7,9 @@
  *                  morph_deltas   RGBA32F, 4 texels per entry: (dpos, target), (dnor, 0), (dtan, 0),
  *                                 (d smooth normal, 0)
  *                  morph_weights  R32F, one texel per target (muted targets hold 0)
- *   push constants int skin_influences   0 = static, 4 or 8 influences
+ *                  skin_entries   RGBA32F, (joint, weight, 0, 0) per influence of vertices that
+ *                                 have more than 8 (skin_influences > 8: joints.xy = span)
+ *   push constants int skin_influences   0 = static, 4 or 8 influences, > 8 = per-vertex spans
  *                  int morph_mode        0 = the stream holds the final base (static or rebuilt
  *                                        on the CPU), 1 = compose the deltas here
  *
@@ -101,6 +103,20 @@ mat4 skin_matrix()
 {
   if (skin_influences == 0) {
     return mat4(1.0);
+  }
+  if (skin_influences > 8) {
+    /* every influence of the vertex, from its span of (joint, weight) entries: joints.x = first
+     * entry, joints.y = count (meshes with more than 8 influences on some vertex) */
+    float sum = 0.0;
+    mat4 acc = mat4(0.0);
+    int first = int(joints.x);
+    int count = int(joints.y);
+    for (int k = 0; k < count; k++) {
+      vec4 e = texelFetch(skin_entries, morph_texel(first + k), 0);
+      sum += e.y;
+      acc += e.y * skin_fetch(uint(e.x + 0.5));
+    }
+    return (sum <= 0.0) ? mat4(1.0) : acc;
   }
   float total = weights.x + weights.y + weights.z + weights.w;
   mat4 m = mat4(0.0);

@@ -29,7 +29,10 @@ def test_check_deform_on_testdata(ext, capsys, path):
     rc, out, fields = _run(capsys, frames=None)
     assert rc == 0, out
     assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
-    assert int(fields["objects"]) >= 1, out
+    drawable = any(len(o.data.polygons) for o in bpy.context.scene.objects if o.type == "MESH")
+    # (32_weights_influence_4 holds only face-less single-vertex meshes: nothing is drawn)
+    assert int(fields["objects"]) >= 1 or not drawable, out
+    assert int(fields["fallbacks"]) == 0 or "fallback:" in out, out
 
 
 def _animate_bones(arm, frames=(1, 10, 20), angle=0.8):
@@ -83,12 +86,31 @@ def test_five_to_eight_influences(empty_scene, capsys):
     assert f"{ob.name}:" in out and "path=gpu" in out
 
 
-def test_more_than_eight_influences_fall_back(empty_scene, capsys):
-    arm, ob = scenes.build_many_influences(counts=(1, 9))
+def test_any_number_of_influences_on_the_gpu(empty_scene, capsys, monkeypatch):
+    """Vertices with 9, 12 and 20 influences: every weight, normalised by their sum, exactly as
+    Blender's Armature modifier (no fallback for the count).  Negative control: keeping only the
+    largest 8 (renormalised) fails the check."""
+    arm, ob = scenes.build_many_influences(counts=(1, 9, 12, 20))
     _animate_bones(arm)
     rc, out, fields = _run(capsys, frames="1-20:5")
-    assert rc == 0
-    assert "fallback:" in out and int(fields["fallbacks"]) >= 1
+    assert rc == 0, out
+    assert "path=gpu" in out and int(fields["fallbacks"]) == 0, out
+    from stylized_renderer.engine.importer import skin
+
+    real = skin.select_influences
+
+    def top8(*args, **kw):
+        infl = real(*args, **kw)
+        if infl.k > 8:
+            w = infl.weights.copy()
+            w[:, 8:] = 0.0
+            s = w.sum(axis=1, keepdims=True)
+            infl.weights = np.where(s > 0, w / np.maximum(s, 1e-12), 0.0).astype(np.float32)
+        return infl
+
+    monkeypatch.setattr(skin, "select_influences", top8)
+    rc, out, fields = _run(capsys, frames="10", mode="timeline")
+    assert rc == 1 and float(fields["max_rel_error"]) > 1e-4, out
 
 
 def test_bone_parented_props(empty_scene, capsys):

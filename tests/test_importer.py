@@ -138,15 +138,23 @@ def test_select_influences_merge_top4_normalise():
     assert np.all(inf.weights[2] == 0)   # total 5e-5 <= 1e-4: stays in place like Blender
 
 
-def test_select_influences_top8():
+def test_select_influences_top8_and_all_beyond_8():
+    v = np.repeat([0, 1], [6, 8])
+    j = np.concatenate([np.arange(6), np.arange(8)])
+    w = np.concatenate([np.linspace(1, 0.5, 6), np.linspace(0.9, 0.1, 8)])
+    inf = skin_mod.select_influences(v, j, w, 2)
+    assert inf.k == 8 and inf.max_influences == 8
+    assert list(inf.joints[1]) == list(range(8))
+    np.testing.assert_allclose(inf.weights.sum(axis=1), 1.0, rtol=1e-6)
+    assert inf.weights[0, 6:].tolist() == [0.0, 0.0]
+    # more than 8: every influence is kept, normalised by the sum of all (Blender's rule)
     v = np.repeat([0, 1], [6, 9])
     j = np.concatenate([np.arange(6), np.arange(9)])
     w = np.concatenate([np.linspace(1, 0.5, 6), np.linspace(0.9, 0.1, 9)])
     inf = skin_mod.select_influences(v, j, w, 2)
-    assert inf.k == 8 and inf.max_influences == 9
-    assert list(inf.joints[1]) == list(range(8))
-    np.testing.assert_allclose(inf.weights.sum(axis=1), 1.0, rtol=1e-6)
-    assert inf.weights[0, 6:].tolist() == [0.0, 0.0]
+    assert inf.k == 9 and inf.max_influences == 9
+    assert list(inf.joints[1]) == list(range(9))
+    np.testing.assert_allclose(inf.weights[1], np.linspace(0.9, 0.1, 9) / np.linspace(0.9, 0.1, 9).sum(), rtol=1e-6)
 
 
 def test_influences_top8_and_fallback_against_blender(fresh):
@@ -169,10 +177,19 @@ def test_influences_top8_and_fallback_against_blender(fresh):
     ref = evaluated_positions(ob, dg)[prim.source_vertices]
     np.testing.assert_allclose(cpu_skin(asset, ob, prim, dg), ref, atol=1e-5)
 
+    # more than 8: no fallback, every influence kept, still Blender's deformation
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    scenes.build_many_influences(counts=(1, 9))
-    mesh = importer.import_scene(bpy.context.scene).meshes[0]
-    assert "more than 8" in mesh.fallback_reason
+    arm, ob = scenes.build_many_influences(counts=(1, 9, 12))
+    asset = importer.import_scene(bpy.context.scene)
+    mesh = asset.meshes[asset.nodes[asset.node_index("InfMesh")].mesh_index]
+    assert mesh.fallback_reason is None and mesh.primitives[0].influences == 12
+    for i, pb in enumerate(arm.pose.bones):
+        pb.rotation_quaternion = (math.cos(0.1 * i), math.sin(0.1 * i), 0.2, 0.0)
+    dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    prim = mesh.primitives[0]
+    np.testing.assert_allclose(cpu_skin(asset, ob, prim, dg), evaluated_positions(ob, dg)[prim.source_vertices],
+                               atol=1e-5)
 
 
 def test_unused_bone_pruning_and_shared_skin(fresh):

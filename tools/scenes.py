@@ -266,7 +266,7 @@ def build_many_influences(counts=(1, 5, 6, 8, 9), scene=None):
         for k in range(c):
             wb.setdefault(f"B{k}", ([], []))
             wb[f"B{k}"][0].append(v)
-            wb[f"B{k}"][1].append(round(0.9 - 0.1 * k, 3))
+            wb[f"B{k}"][1].append(round(0.9 - 0.1 * k, 3) if k < 8 else round(0.08 / (k - 6), 4))
     wb["B0"][0].append(nv - 1)
     wb["B0"][1].append(0.00005)
     skin_to(ob, arm, {k: (np.array(vw[0]), np.array(vw[1])) for k, vw in wb.items()})

@@ -279,7 +279,7 @@ class PrimitiveAsset:
 
     @property
     def influences(self) -> int:
-        """0 (static), 4 or 8."""
+        """0 (static), 4, 8, or K > 8 (every influence kept; drawn from per-vertex spans)."""
         return 0 if self.joints is None else int(self.joints.shape[1])
 
     @property

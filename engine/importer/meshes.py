@@ -225,8 +225,6 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         bj = gmap[gi] if gi.size else gi
         sel = (bj >= 0) & (wi > 0.0)
         infl = _skin.select_influences(vi[sel], bj[sel], wi[sel], nv)
-        if infl.max_influences > 8:
-            reasons.append(f"a vertex has {infl.max_influences} deform influences (more than 8)")
         used = np.unique(infl.joints[infl.weights > 0.0])
         if used.size == 0:
             infl = None

@@ -42,13 +42,15 @@ class Influences:
     joints: np.ndarray        # (V,K) int64 indices into the caller's joint space (0 where unused)
     weights: np.ndarray       # (V,K) float32 normalised; all-zero rows for unweighted vertices
     max_influences: int       # largest count of nonzero influences of any vertex (after merge)
-    k: int                    # 4 or 8
+    k: int                    # 4, 8, or the largest count (> 8: every influence is kept)
 
 
 def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: float = ZERO_CONTRIB) -> Influences:
     """Seed weight rules: merge duplicate (vertex, joint) pairs, keep the largest 4 (or 8 when any
     vertex has more than 4 nonzero influences), normalise. Vertices whose total weight is
-    <= ``zero_contrib`` keep all-zero weights (they stay in place, as in Blender)."""
+    <= ``zero_contrib`` keep all-zero weights (they stay in place, as in Blender).  When a vertex
+    has more than 8, every influence is kept (K = the largest count), normalised by the sum of
+    all of them: exactly Blender's Armature modifier (the GPU reads them as per-vertex spans)."""
     vertex = np.asarray(vertex, np.int64).ravel()
     joint = np.asarray(joint, np.int64).ravel()
     weight = np.asarray(weight, np.float64).ravel()
@@ -63,7 +65,7 @@ def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: fl
         vertex, joint = uk // jmax, uk % jmax
     counts = np.bincount(vertex, minlength=vertex_count) if vertex.size else np.zeros(vertex_count, np.int64)
     max_inf = int(counts.max()) if counts.size else 0
-    k = 4 if max_inf <= 4 else 8
+    k = 4 if max_inf <= 4 else (8 if max_inf <= 8 else max_inf)
     joints = np.zeros((vertex_count, k), np.int64)
     weights = np.zeros((vertex_count, k), np.float64)
     if vertex.size:

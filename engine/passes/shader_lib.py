@@ -31,6 +31,7 @@ DYNAMIC_ATTRIBUTES = ("pos", "nor", "tan", "snor")
 SKIN_PALETTE_SLOT = 0
 MORPH_DELTAS_SLOT = 1
 MORPH_WEIGHTS_SLOT = 2
+SKIN_ENTRIES_SLOT = 3    # influence spans of vertices with more than 8 influences
 #: Row width of the morph delta and weight textures (glsl/skinning.glsl: MORPH_TEX_WIDTH).
 MORPH_TEX_WIDTH = 4096
 
@@ -60,10 +61,12 @@ def add_vertex_inputs(info) -> None:
 
 
 def add_skinning_interface(info) -> None:
-    """The deformation interface of glsl/skinning.glsl: palette, morph deltas and weights."""
+    """The deformation interface of glsl/skinning.glsl: palette, morph deltas and weights, and the
+    influence entries of vertices with more than 8 influences."""
     info.sampler(SKIN_PALETTE_SLOT, "FLOAT_2D", "skin_palette")
     info.sampler(MORPH_DELTAS_SLOT, "FLOAT_2D", "morph_deltas")
     info.sampler(MORPH_WEIGHTS_SLOT, "FLOAT_2D", "morph_weights")
+    info.sampler(SKIN_ENTRIES_SLOT, "FLOAT_2D", "skin_entries")
     info.push_constant("INT", "skin_influences")
     info.push_constant("INT", "morph_mode")
     info.define("MORPH_TEX_WIDTH", str(MORPH_TEX_WIDTH))
@@ -85,7 +88,7 @@ def build_shader(name: str, vertex_body: str, fragment_source: str, *, interface
     info = gpu.types.GPUShaderCreateInfo()
     add_vertex_inputs(info)
     add_skinning_interface(info)
-    for slot, (stype, sname) in enumerate(samplers, start=MORPH_WEIGHTS_SLOT + 1):
+    for slot, (stype, sname) in enumerate(samplers, start=SKIN_ENTRIES_SLOT + 1):
         info.sampler(slot, stype, sname)
     for pc in push_constants:
         if len(pc) == 3:

@@ -81,9 +81,10 @@ class GpuStream:
     textures the vertex shader composes (a shader-morph stream shares the base stream's
     buffers)."""
 
-    __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph")
+    __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries")
 
-    def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None):
+    def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None,
+                 skin_entries=None):
         self.batch = batch
         self.vbo = vbo
         self.static_vbo = static_vbo
@@ -91,6 +92,7 @@ class GpuStream:
         self.vertex_count = vertex_count
         self.triangle_count = triangle_count
         self.morph = morph
+        self.skin_entries = skin_entries      # influence entries (> 8 influences) or None
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -116,8 +118,9 @@ def _f32(a, width, n, default=None):
 
 
 def build_static(primitive, morph_span=None):
-    """The per-primitive buffer of attributes no morph changes (uv, smooth normal, joints, weights,
-    morph spans, vertex colour), and its index buffer.
+    """The per-primitive buffer of attributes no morph changes (uv, joints, weights, morph spans,
+    vertex colour), its index buffer, the triangle count and the influence-entries texture of a
+    primitive with more than 8 influences (else None).
     ``morph_span`` is the (V,2) span of ``pack_morph_entries`` (zeros when None)."""
     import gpu
 
@@ -128,10 +131,24 @@ def build_static(primitive, morph_span=None):
     vbo.attr_fill("uv", _f32(getattr(primitive, "uv0", None), 2, n))
     j = np.zeros((n, 8), np.uint32)
     w = np.zeros((n, 8), np.float32)
+    entries = None
     if joints is not None and weights is not None:
         k = joints.shape[1]
-        j[:, :k] = joints
-        w[:, :k] = weights
+        if k > 8:
+            # more than 8 influences: every nonzero (joint, weight) as a texture entry, the
+            # vertex's span (first, count) in joints.xy (skinning.glsl, skin_influences > 8)
+            nz = np.asarray(weights) > 0.0
+            counts = nz.sum(axis=1)
+            vv, kk = np.nonzero(nz)
+            data = np.zeros((vv.shape[0], 4), np.float32)
+            data[:, 0] = np.asarray(joints)[vv, kk]
+            data[:, 1] = np.asarray(weights)[vv, kk]
+            j[:, 0] = np.cumsum(counts) - counts
+            j[:, 1] = counts
+            entries = float_texture(data, 4)
+        else:
+            j[:, :k] = joints
+            w[:, :k] = weights
     vbo.attr_fill("joints", np.ascontiguousarray(j[:, :4]))
     vbo.attr_fill("weights", np.ascontiguousarray(w[:, :4]))
     vbo.attr_fill("joints_hi", np.ascontiguousarray(j[:, 4:]))
@@ -142,7 +159,7 @@ def build_static(primitive, morph_span=None):
     vbo.attr_fill("col", _f32(getattr(primitive, "colors", None), 4, n, (1.0, 1.0, 1.0, 1.0)))
     indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
     ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
-    return vbo, ibo, int(indices.shape[0])
+    return vbo, ibo, int(indices.shape[0]), entries
 
 
 def build_stream(primitive, positions=None, normals=None, tangents=None, static=None,
@@ -166,7 +183,7 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
         tan = tan_src
     if static is None:
         static = build_static(primitive)
-    static_vbo, ibo, tris = static
+    static_vbo, ibo, tris, entries = static
     vbo = gpu.types.GPUVertBuf(vertex_format("dynamic"), n)
     vbo.attr_fill("pos", _f32(pos, 3, n))
     vbo.attr_fill("nor", _f32(nor, 3, n))
@@ -175,7 +192,7 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
     vbo.attr_fill("snor", _f32(snor if snor is not None else nor, 3, n))
     batch = gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=ibo)
     batch.vertbuf_add(static_vbo)
-    return GpuStream(batch, vbo, static_vbo, ibo, n, tris)
+    return GpuStream(batch, vbo, static_vbo, ibo, n, tris, skin_entries=entries)
 
 
 class GpuBackend(RuntimeBackend):
@@ -246,7 +263,7 @@ class GpuBackend(RuntimeBackend):
         self.stream_uploads += 1
         b = base_stream
         return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
-                         morph=(entry[2], weights_tex))
+                         morph=(entry[2], weights_tex), skin_entries=b.skin_entries)
 
     def release_stream(self, stream) -> None:
         if stream is not None:
@@ -254,6 +271,7 @@ class GpuBackend(RuntimeBackend):
             stream.vbo = None
             stream.static_vbo = None
             stream.morph = None
+            stream.skin_entries = None
 
     def retain(self, primitives) -> None:
         """Release the cached static buffers and morph textures of every primitive not in
@@ -320,6 +338,8 @@ def bind_deform(shader, item) -> None:
     """Morph and skinning uniforms of a RenderItem: every geometry pass calls this per draw."""
     bind_skinning(shader, item.palette, item.influences)
     bind_morph(shader, item.stream)
+    entries = getattr(item.stream, "skin_entries", None)
+    shader.uniform_sampler("skin_entries", entries if entries is not None else identity_palette_texture())
 
 
 def bind_skinning(shader, palette, influences: int) -> None:
