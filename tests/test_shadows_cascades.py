@@ -355,3 +355,32 @@ def test_vrm_addon_receive_shadow_rate(ext):
     assert results[0.0][0] == pytest.approx(results[0.0][1], rel=0.01)
     part = results[0.75][1] - results[0.75][0]
     assert part == pytest.approx(0.75 * full, rel=0.05), (part, full)
+
+
+def test_farthest_surface_keeps_its_shadow(ext, empty_scene):
+    """Seen straight from above (orthographic), the ground is the farthest visible surface: the
+    cascades end at it and must not fade its shadow out (only the shadow distance fades)."""
+    from stylized_renderer.engine.passes.frame import CameraData
+
+    ground = T.quad([(-3, -3, 0), (3, -3, 0), (3, 3, 0), (-3, 3, 0)])
+    cube = T.box(1.0, (0, 0, 1.0))
+    mats = {"G": T_params(base_color=(0.8, 0.8, 0.8, 1), shade_color=(0.1, 0.2, 0.6)),
+            "C": T_params(base_color=(0.9, 0.2, 0.2, 1), shade_color=(0.4, 0.1, 0.1))}
+    cam_world = np.eye(4)
+    cam_world[:3, 3] = (0.0, 0.0, 8.0)                  # looks down -Z
+    proj = np.eye(4)
+    proj[0, 0] = proj[1, 1] = 1.0 / 3.0
+    n, f = 0.1, 40.0
+    proj[2, 2], proj[2, 3] = -2.0 / (f - n), -(f + n) / (f - n)
+    cam = CameraData(view=np.linalg.inv(cam_world), projection=proj, is_ortho=True)
+    specs = [T.item_spec(ground, "G", object_id=1), T.item_spec(cube, "C", object_id=2)]
+    col, aux = T.render_direct(specs, mats, [T.sun((0.5, 0.0, -1.0))], cam, outlines=False,
+                               world_color=np.zeros(3))
+    C.save_png(col, C.ARTIFACTS / "cascades_ortho_top.png")
+    shade = (aux[..., 3] == 1) & (np.abs(col[..., :3] - (0.1, 0.2, 0.6)).max(-1) < 0.05)
+    assert shade.sum() > 200, shade.sum()
+    # a shadow distance shorter than the view fades it out instead
+    col, aux = T.render_direct(specs, mats, [T.sun((0.5, 0.0, -1.0))], cam, outlines=False,
+                               world_color=np.zeros(3), shadow_distance=4.0)
+    shade = (aux[..., 3] == 1) & (np.abs(col[..., :3] - (0.1, 0.2, 0.6)).max(-1) < 0.05)
+    assert shade.sum() == 0, shade.sum()

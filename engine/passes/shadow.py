@@ -166,7 +166,7 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
         corners = _box_corners(rbox[rvalid])                       # (K,8,3)
         depth = -(corners @ view[2, :3] + view[2, 3])              # (K,8)
         near = max(n_cam, float(depth.min()))
-        far = min(far_limit, float(depth.max()))
+        far = min(far_limit, float(depth.max()) * 1.001 + 1e-4)   # (the farthest surface stays inside)
     if not np.isfinite(far) or far <= near:
         return None
     # quantised so a small camera move keeps the splits (and the texel sizes) unchanged
@@ -174,6 +174,9 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
     far = min(_round_up(far), far_limit)
     if far <= near:
         return None
+    # the shadow fades out at its end only where the shadow distance or the clip range cut it, not
+    # where the visible geometry ends
+    fade_out = far >= far_limit
     lam = float(min(max(split_lambda, 0.0), 1.0))
     splits = practical_splits(max(near, 1e-3), far, count, lam) if near > 0 else \
         practical_splits(1e-3, far, count, 0.0)
@@ -184,6 +187,8 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
         blend[i] = fade * (splits[i] - prev)
         starts[i] = near if i == 0 else splits[i - 1] - blend[i - 1]
         prev = splits[i]
+    if not fade_out:
+        blend[-1] = 0.0
 
     # the view-space corner rays of the frustum
     P = np.asarray(camera.projection, np.float64)
