@@ -6,6 +6,8 @@ per scene, module-level) and queue transport commands; the viewport session drai
 
 Commands (FIFO ``state.commands``):
     ("clip", name) ("play",) ("pause",) ("stop",) ("seek", seconds) ("speed", s) ("loop", bool)
+    ("fade", seconds): crossfade duration of the next clip change while playing (0: switch at once)
+    ("in_place", bool): root motion "In place" (the root's horizontal travel kept out)
 
 ``state.active`` True = the preview player drives the pose (the scene timeline does not move and
 the depsgraph is not re-evaluated per frame); False = timeline mode.  ``play``/``stop``/``seek``/
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 REDRAW_INTERVAL = 1.0 / 60.0
+DEFAULT_FADE = 0.25      # seconds of crossfade when another clip is chosen while playing
 
 
 @dataclass
@@ -30,6 +33,9 @@ class PreviewState:
     playing: bool = False
     looping: bool = True
     speed: float = 1.0
+    fade: float = DEFAULT_FADE
+    in_place: bool = False
+    fading: bool = False
     time: float = 0.0
     duration: float = 0.0
     commands: list = field(default_factory=list)
@@ -127,6 +133,8 @@ def select_armature(state: PreviewState, armature, clips=None) -> None:
     for c in clips if clips is not None else ():
         if c.name == clip:
             state.duration = float(c.duration_seconds)
+    state.push("fade", state.fade)
+    state.push("in_place", state.in_place)
     state.push("clip", clip)
     state.push("loop", state.looping)
     state.push("speed", state.speed)
@@ -196,6 +204,11 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
             player.set_playback_speed(cmd[1])
         elif op == "loop":
             player.set_looping(bool(cmd[1]))
+        elif op == "fade":
+            if not player.set_crossfade(cmd[1]):
+                state.last_error = f"crossfade duration {cmd[1]!r} must be a finite number >= 0"
+        elif op == "in_place":
+            player.set_in_place(bool(cmd[1]))
         else:
             state.last_error = f"unknown preview command {cmd!r}"
     if state.active:
@@ -209,6 +222,7 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
     state.playing = bool(player.is_playing)
     state.looping = bool(player.is_looping)
     state.speed = float(player.playback_speed)
+    state.fading = bool(player.is_fading)
     st = runtime.stats
     state.last_palette_uploads = int(st.palette_uploads) if state.active else 0
     state.last_morph_uploads = int(st.morph_uploads) if state.active else 0

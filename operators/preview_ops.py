@@ -108,6 +108,29 @@ def _set_speed(self, value):
     st.push("speed", st.speed)
 
 
+def _get_fade(self):
+    st = preview.peek_state(self.id_data)
+    return preview.DEFAULT_FADE if st is None else float(st.fade)
+
+
+def _set_fade(self, value):
+    st, _ = state_for(bpy.context)
+    st.fade = max(0.0, float(value))
+    st.push("fade", st.fade)
+
+
+def _get_in_place(self):
+    st = preview.peek_state(self.id_data)
+    return False if st is None else bool(st.in_place)
+
+
+def _set_in_place(self, value):
+    st, _ = state_for(bpy.context)
+    st.in_place = bool(value)
+    st.push("in_place", st.in_place)
+    _redraw()
+
+
 def _get_time(self):
     st = preview.peek_state(self.id_data)
     return 0.0 if st is None else float(st.time)
@@ -142,6 +165,14 @@ class StylizedPreviewProps(bpy.types.PropertyGroup):
     time: FloatProperty(
         name="Time", min=0.0, unit="TIME_ABSOLUTE", get=_get_time, set=_set_time, step=1,
         description="Preview time in seconds; dragging seeks, also while paused")
+    fade: FloatProperty(
+        name="Fade", min=0.0, soft_max=2.0, unit="TIME_ABSOLUTE", get=_get_fade, set=_set_fade, step=5,
+        description="Crossfade duration in seconds: choosing another clip while the preview plays blends "
+                    "from the current pose to the new clip over this time (0: switch at once)")
+    in_place: BoolProperty(
+        name="In Place", get=_get_in_place, set=_set_in_place,
+        description="Root motion: keep the root's horizontal travel out of the preview (a walk cycle walks "
+                    "on the spot); height and rotation still play.  Off: the preview equals the clip")
 
 
 # ------------------------------------------------------------------------------------------------

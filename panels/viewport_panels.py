@@ -107,7 +107,12 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
         row = layout.row(align=True)
         row.prop(props, "time")
         row.label(text=f"/ {st.duration:.2f} s")
+        row = layout.row(align=True)
+        row.prop(props, "fade")
+        row.prop(props, "in_place", toggle=True, icon="CON_LOCLIKE")
         mode = ("Preview playing" if st.playing else "Preview paused") if st.active else "Timeline"
+        if st.active and st.fading:
+            mode += " (crossfading)"
         layout.label(text=f"Mode: {mode}", icon="TIME")
         stats = session_stats()
         layout.label(text=f"Palettes: {stats.get('palette_count', 0)} | Joints: "

@@ -4,6 +4,20 @@ All keys of a clip are flattened at ``set_clip`` time into one array per track k
 (``sampling.TrackSet``), so one frame's sampling is a handful of numpy calls whatever the number
 of channels.  Morph weight channels (``clip.morph_channels``) are sampled too and exposed as
 ``morph_keys`` / ``morph_values`` for the runtime to push into MorphState.
+
+Crossfade (the seed's animation blending): with ``set_crossfade(seconds) > 0``, ``set_clip`` while
+playing blends from the current pose to the new clip over that many seconds of clip time.  The
+outgoing side is the old clip, which keeps playing (or, when a fade is interrupted, the pose of
+that moment, frozen).  Per channel of the union of both clips' nodes: translation and scale lerp,
+rotation shortest-path slerp, weights ``1 - a`` and ``a`` (a = elapsed / duration) that sum to
+one; a channel one side does not animate takes the rig's own (bind) pose on that side.  Morph
+channels blend the same way (``morph_keys`` = the new clip's keys, then the old clip's other keys,
+which fade to 0).  The fade advances with the clock only: paused, nothing is resampled, and once
+settled the player is a plain single-clip player again.
+
+Root motion: ``set_in_place(True)`` keeps the clip root's horizontal travel (X/Y of its parent
+space, Blender's Z up) at the clip's start position; height and rotation play as keyed.  Off by
+default, so the preview equals the clip (and Blender's timeline).
 """
 from __future__ import annotations
 
@@ -12,7 +26,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .sampling import TrackSet
+from .sampling import TrackSet, slerp
 
 
 class AnimationPlayer:
@@ -32,18 +46,59 @@ class AnimationPlayer:
         self._m_tracks = None
         self._morph_keys: List[Tuple[int, str]] = []
         self._morph_values = np.zeros(0)
+        self._own_morph_count = 0      # morph keys of the current clip (the rest fade out)
         self.sample_count = 0          # increments whenever the pose was (re)sampled
         self.last_error: Optional[str] = None
+        # crossfade
+        self._fade_duration = 0.0
+        self._fade = None              # _Fade while blending, else None
+        # root motion
+        self._in_place = False
+        self._root_slot = -1           # slot of the clip's root node in _nodes (translation track)
+        self._root_start = None        # (3,) root translation at time 0 (TRS basis)
 
     # ---------------------------------------------------------------- clip
     def set_clip(self, clip) -> None:
-        """Select a clip (or None): time 0, bind pose restored before the next sample."""
+        """Select a clip (or None): time 0.  Without a crossfade the bind pose is restored before
+        the next sample; with one (a fade duration is set, the player is playing, a clip plays
+        and another one is chosen) the pose blends from the current one to the new clip."""
+        fade = (self._fade_duration > 0.0 and self._playing and clip is not None and self._clip is not None
+                and clip is not self._clip)
+        source = self._fade_source() if fade else None
         self._clip = clip
         self._validated_scene = None
         self._current_time = 0.0
-        self._reset_pose_on_next_sample = True
         self._sample_pending = True
         self._flatten(clip)
+        if source is not None:
+            self._fade = _Fade(source, self._fade_duration)
+            self._union_morph_keys(source)
+            self._reset_pose_on_next_sample = False
+        else:
+            self._fade = None
+            self._reset_pose_on_next_sample = True
+
+    def _fade_source(self):
+        """The outgoing side: the current clip playing on (a fresh flattening of it), or the
+        pose of this moment frozen when a fade is interrupted."""
+        if self._fade is not None:
+            last = self._fade.last        # (nodes, T, Q, S) of the last blended sample
+            return _Frozen(last[0] if last is not None else np.zeros(0, np.int64),
+                           last[1:] if last is not None else None,
+                           list(self._morph_keys), np.asarray(self._morph_values, np.float64).copy())
+        other = AnimationPlayer()
+        other._flatten(self._clip)
+        other._clip = self._clip
+        other._current_time = self._current_time
+        other._looping = self._looping
+        other._in_place = self._in_place
+        return other
+
+    def _union_morph_keys(self, source) -> None:
+        own = list(self._morph_keys)
+        extra = [k for k in source.morph_key_list() if k not in set(own)]
+        self._morph_keys = own + extra
+        self._morph_values = np.zeros(len(self._morph_keys))
 
     def _flatten(self, clip) -> None:
         if clip is None:
@@ -51,6 +106,9 @@ class AnimationPlayer:
             self._t_tracks = self._r_tracks = self._s_tracks = self._m_tracks = None
             self._morph_keys = []
             self._morph_values = np.zeros(0)
+            self._own_morph_count = 0
+            self._root_slot = -1
+            self._root_start = None
             return
         chans = list(clip.channels)
         node_ids = np.array([c.node_index for c in chans], dtype=np.int64)
@@ -71,6 +129,9 @@ class AnimationPlayer:
         self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
         self._m_tracks = TrackSet([m.times for m in mch], [np.asarray(m.values).reshape(-1, 1) for m in mch], 1)
         self._morph_values = np.zeros(len(mch))
+        self._own_morph_count = len(mch)
+        self._root_slot = -1
+        self._root_start = None
 
     @property
     def clip(self):
@@ -100,6 +161,7 @@ class AnimationPlayer:
     def stop(self) -> None:
         self._playing = False
         self._current_time = 0.0
+        self._fade = None
         self._reset_pose_on_next_sample = True
         self._sample_pending = True
 
@@ -120,6 +182,41 @@ class AnimationPlayer:
 
     def set_looping(self, looping: bool) -> None:
         self._looping = bool(looping)
+
+    def set_crossfade(self, seconds: float) -> bool:
+        """Fade duration for the next clip change while playing (0: switch at once)."""
+        d = float(seconds)
+        if not math.isfinite(d) or d < 0.0:
+            return False
+        self._fade_duration = d
+        return True
+
+    @property
+    def crossfade(self) -> float:
+        return self._fade_duration
+
+    @property
+    def is_fading(self) -> bool:
+        return self._fade is not None
+
+    @property
+    def fade_weights(self) -> Tuple[float, float]:
+        """(outgoing, incoming) weights of the current frame; (0, 1) when not fading."""
+        if self._fade is None:
+            return (0.0, 1.0)
+        a = self._fade.alpha
+        return (1.0 - a, a)
+
+    def set_in_place(self, in_place: bool) -> None:
+        """Keep the root's horizontal travel out of the pose (root motion 'In place')."""
+        v = bool(in_place)
+        if v != self._in_place:
+            self._in_place = v
+            self._sample_pending = True
+
+    @property
+    def in_place(self) -> bool:
+        return self._in_place
 
     @property
     def current_time(self) -> float:
@@ -187,21 +284,30 @@ class AnimationPlayer:
         if not math.isfinite(dt):
             return False
         if self._playing:
+            step = dt * self._playback_speed
             duration = self.duration
-            t = self._current_time + dt * self._playback_speed
+            t = self._current_time + step
             if self._looping:
                 t = math.fmod(t, duration) if duration > 0.0 else 0.0
             elif t >= duration:
                 t = duration
                 self._playing = False
             self._current_time = t
+            if self._fade is not None:
+                self._fade.advance(step)
             self._sample_pending = True
         if not self._sample_pending:
             return True
         if self._reset_pose_on_next_sample:
             pose.reset_to_bind_pose()
             self._reset_pose_on_next_sample = False
-        if not self._apply(pose, self._current_time):
+        if self._fade is not None:
+            ok = self._apply_fade(scene, pose)
+            if ok and self._fade.done:
+                self._fade = None      # settled: a single-clip player again
+        else:
+            ok = self._apply(pose, self._current_time)
+        if not ok:
             return False
         if not pose.update_world_matrices():
             return False
@@ -213,15 +319,167 @@ class AnimationPlayer:
         nodes = self._nodes
         if nodes.size:
             t, q, s = pose.local_trs(nodes)   # missing tracks keep the current pose values
-            if self._t_tracks.count:
-                t[self._t_slot] = self._t_tracks.sample_linear(time)
-            if self._r_tracks.count:
-                q[self._r_slot] = self._r_tracks.sample_rotation(time)
-            if self._s_tracks.count:
-                s[self._s_slot] = self._s_tracks.sample_linear(time)
+            self._sample_trs(time, t, q, s, pose.scene)
             if not pose.set_local_trs(nodes, t, q, s):
                 self.last_error = "pose rejected the sampled transforms"
                 return False
-        if self._m_tracks is not None and self._m_tracks.count:
-            self._morph_values = self._m_tracks.sample_linear(time)[:, 0]
+        vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
+        vals[:self._own_morph_count] = self._sample_morphs(time)
+        self._morph_values = vals
         return True
+
+    def _sample_trs(self, time: float, t, q, s, scene) -> None:
+        """The clip's tracks at ``time`` into (T, Q, S) rows aligned with ``_nodes``."""
+        if self._t_tracks is not None and self._t_tracks.count:
+            t[self._t_slot] = self._t_tracks.sample_linear(time)
+        if self._r_tracks is not None and self._r_tracks.count:
+            q[self._r_slot] = self._r_tracks.sample_rotation(time)
+        if self._s_tracks is not None and self._s_tracks.count:
+            s[self._s_slot] = self._s_tracks.sample_linear(time)
+        if self._in_place and scene is not None:
+            self._keep_root_in_place(t, scene)
+
+    def _sample_morphs(self, time: float) -> np.ndarray:
+        if self._m_tracks is not None and self._m_tracks.count:
+            return self._m_tracks.sample_linear(time)[:, 0]
+        return np.zeros(self._own_morph_count)
+
+    def morph_key_list(self) -> list:
+        return list(self._morph_keys[:self._own_morph_count])
+
+    def node_ids(self) -> np.ndarray:
+        return self._nodes
+
+    def sample_side(self, scene, nodes: np.ndarray):
+        """(T, Q, S) of ``nodes`` (the bind pose where this clip has no track) and the morph values
+        of ``morph_key_list()`` at the current time: one side of a crossfade."""
+        t = np.asarray(scene.bind_translations, np.float64)[nodes]
+        q = np.asarray(scene.bind_rotations, np.float64)[nodes]
+        s = np.asarray(scene.bind_scales, np.float64)[nodes]
+        if self._nodes.size:
+            rows = np.searchsorted(nodes, self._nodes)
+            tt, qq, ss = t[rows], q[rows], s[rows]
+            self._sample_trs(self._current_time, tt, qq, ss, scene)
+            t[rows], q[rows], s[rows] = tt, qq, ss
+        return t, q, s, self._sample_morphs(self._current_time)
+
+    # ---------------------------------------------------------------- root motion
+    def _find_root(self, scene) -> None:
+        """The clip's root: the translated node nearest the scene root; its start translation
+        (computed once per clip)."""
+        self._root_slot = -2
+        if self._t_tracks is None or not self._t_tracks.count:
+            return
+        parents = np.asarray(scene.parents, np.int64)
+        depth = np.zeros(parents.shape[0], np.int64)
+        p = parents.copy()
+        for _ in range(parents.shape[0]):       # one step per hierarchy level, all nodes at once
+            up = p >= 0
+            if not up.any():
+                break
+            depth += up
+            p = np.where(up, parents[np.clip(p, 0, None)], -1)
+        moved = self._nodes[self._t_slot]
+        k = int(np.argmin(depth[moved]))
+        self._root_slot = int(self._t_slot[k])
+        self._root_start = self._t_tracks.sample_linear(0.0)[k].copy()
+        pre = np.asarray(scene.pre_matrices, np.float64)[int(self._nodes[self._root_slot])][:3, :3]
+        self._root_pre = pre
+        try:
+            self._root_pre_inv = np.linalg.inv(pre)
+        except np.linalg.LinAlgError:
+            self._root_pre_inv = np.linalg.pinv(pre)
+
+    def _keep_root_in_place(self, t, scene) -> None:
+        """Remove the root's horizontal travel since time 0: the parent-space X/Y of
+        ``pre @ T`` are held at their start values (Z, rotation and scale play as keyed)."""
+        if self._root_slot == -1:
+            self._find_root(scene)
+        if self._root_slot < 0:
+            return
+        r = self._root_slot
+        travel = self._root_pre @ (t[r] - self._root_start)
+        travel[2] = 0.0
+        t[r] = t[r] - self._root_pre_inv @ travel
+
+    # ---------------------------------------------------------------- crossfade
+    def _apply_fade(self, scene, pose) -> bool:
+        f = self._fade
+        nodes = f.nodes_union(self._nodes)
+        ft, fq, fs, fm = f.source.sample_side(scene, nodes)
+        it, iq, is_, im = self.sample_side(scene, nodes)
+        a = f.alpha
+        t = (1.0 - a) * ft + a * it
+        s = (1.0 - a) * fs + a * is_
+        q = slerp(fq, iq, np.full(nodes.shape[0], a))
+        if nodes.size and not pose.set_local_trs(nodes, t, q, s):
+            self.last_error = "pose rejected the blended transforms"
+            return False
+        f.last = (nodes, t, q, s)
+        vals = np.zeros(len(self._morph_keys))
+        vals[:self._own_morph_count] = a * im
+        pos = {k: i for i, k in enumerate(self._morph_keys)}
+        src_keys = f.source.morph_key_list()
+        if src_keys:
+            idx = np.array([pos[k] for k in src_keys], np.int64)
+            np.add.at(vals, idx, (1.0 - a) * np.asarray(fm, np.float64))
+        self._morph_values = vals
+        return True
+
+
+class _Fade:
+    """A crossfade in progress: the outgoing side and the elapsed clip time."""
+
+    def __init__(self, source, duration: float):
+        self.source = source
+        self.duration = float(duration)
+        self.elapsed = 0.0
+        self._union = None
+        self.last = None        # (nodes, T, Q, S) of the last blended sample
+
+    @property
+    def alpha(self) -> float:
+        return min(max(self.elapsed / self.duration, 0.0), 1.0) if self.duration > 0.0 else 1.0
+
+    @property
+    def done(self) -> bool:
+        return self.alpha >= 1.0
+
+    def advance(self, step: float) -> None:
+        self.elapsed += max(float(step), 0.0)
+        src = self.source
+        if isinstance(src, AnimationPlayer) and step > 0.0:
+            d = src.duration
+            t = src._current_time + step
+            src._current_time = (math.fmod(t, d) if d > 0.0 else 0.0) if src._looping else min(t, d)
+
+    def nodes_union(self, own_nodes: np.ndarray) -> np.ndarray:
+        if self._union is None:
+            self._union = np.union1d(np.asarray(own_nodes, np.int64), self.source.node_ids())
+        return self._union
+
+
+class _Frozen:
+    """The pose of a moment (an interrupted fade), as the outgoing side of a new fade."""
+
+    def __init__(self, nodes, trs, morph_keys, morph_values):
+        self._nodes = np.asarray(nodes, np.int64)
+        self._trs = trs
+        self._keys = list(morph_keys)
+        self._vals = np.asarray(morph_values, np.float64)
+
+    def node_ids(self) -> np.ndarray:
+        return self._nodes
+
+    def morph_key_list(self) -> list:
+        return self._keys
+
+    def sample_side(self, scene, nodes):
+        t = np.asarray(scene.bind_translations, np.float64)[nodes]
+        q = np.asarray(scene.bind_rotations, np.float64)[nodes]
+        s = np.asarray(scene.bind_scales, np.float64)[nodes]
+        if self._trs is not None and self._nodes.size:
+            rows = np.searchsorted(nodes, self._nodes)
+            t[rows], q[rows], s[rows] = self._trs
+        return t, q, s, self._vals
+
