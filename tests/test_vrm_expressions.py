@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import conftest as C
+from stylized_renderer.engine import preview
 
 VRM_DIR = C.TESTDATA / "vrm"
 GODETTE = VRM_DIR / "Godette_vrm0.blend"
@@ -575,3 +576,44 @@ def test_vrm_panel_properties_have_tooltips(ext):
         for p in rna.properties:
             if p.identifier not in ("rna_type", "name"):
                 assert p.description, f"{rna.identifier}.{p.identifier} has no description"
+
+
+# ------------------------------------------------------------------------------------------------
+# the viewport: timeline mode and the preview player
+# ------------------------------------------------------------------------------------------------
+
+@needs_godette
+def test_viewport_and_preview_player_show_the_expressions(ext):
+    assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
+    from test_viewport_draw import draw
+
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine import session as session_mod
+
+    scene = open_godette()
+    preview.clear_states()
+    arm = bpy.data.objects["Armature"]
+    lay = _panel(scene, arm)
+    angry = _sliders(lay)["angry (Angry)"]
+    dg = bpy.context.evaluated_depsgraph_get()
+    cam = scene.camera.evaluated_get(dg)
+    view = np.linalg.inv(np.array(cam.matrix_world))
+    window = np.array(cam.calc_matrix_camera(dg, x=160, y=120))
+    s = session_mod.StylizedSession(viewport=True)
+    try:
+        base = draw(s, view, window, False, 160, 120)
+        angry.value = 1.0                                   # the panel's slider (ID property, no add-on)
+        timeline = draw(s, view, window, False, 160, 120)
+        st = preview.get_state(scene, arm)
+        st.active = True                                    # the preview player drives the pose
+        player = draw(s, view, window, False, 160, 120)
+        angry.value = 0.0
+        player_reset = draw(s, view, window, False, 160, 120)
+        assert s.import_count == 1                          # expressions never re-import
+    finally:
+        gpu_util.run_in_gpu_context(s.free)
+        session_mod._last_viewport_session = None
+        preview.clear_states()
+    C.save_png(timeline, ART / "viewport_angry.png")
+    assert face_diff(base, timeline) > 60
+    assert face_diff(timeline, player) < 5 and face_diff(base, player_reset) < 5
