@@ -290,23 +290,31 @@ def _read_v0_group(i, grp, problems) -> Expression:
     return e
 
 
-def group_at(ext, location):
-    """The IDPropertyGroup of the expression at ``location`` in the add-on data ``ext`` (or None)."""
+def _containers(ext) -> dict:
+    """The add-on's expression containers of ``ext``: VRM 0.x groups, VRM 1.0 presets and custom."""
+    out = {"vrm0": [], "preset": None, "custom": []}
+    if ext is None:
+        return out
+    master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
+    out["vrm0"] = _list(master, "blend_shape_groups") if master is not None else []
+    ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
+    if ex is not None:
+        out["preset"] = _g(ex, "preset", None)
+        out["custom"] = _list(ex, "custom")
+    return out
+
+
+def group_at(ext, location, containers=None):
+    """The IDPropertyGroup of the expression at ``location`` in the add-on data ``ext`` (or None);
+    ``containers`` (from ``_containers``) saves walking the data again for each expression."""
     if ext is None or not location:
         return None
+    c = containers if containers is not None else _containers(ext)
     kind, key = location
-    if kind == "vrm0":
-        master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
-        groups = _list(master, "blend_shape_groups") if master is not None else []
-        return groups[key] if 0 <= key < len(groups) else None
-    ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
-    if ex is None:
-        return None
     if kind == "preset":
-        preset = _g(ex, "preset", None)
-        return _g(preset, key, None) if preset is not None else None
-    custom = _list(ex, "custom")
-    return custom[key] if 0 <= key < len(custom) else None
+        return _g(c["preset"], key, None) if c["preset"] is not None else None
+    seq = c["vrm0"] if kind == "vrm0" else c["custom"]
+    return seq[key] if 0 <= key < len(seq) else None
 
 
 class ExpressionSet:
@@ -382,7 +390,8 @@ class ExpressionSet:
     # -------------------------------------------------------------------------------- per frame
     def _groups(self, ext):
         """The IDProperty groups of the expressions (parallel to ``expressions``; None if gone)."""
-        return [group_at(ext, e.location) for e in self.expressions]
+        c = _containers(ext)
+        return [group_at(ext, e.location, c) for e in self.expressions]
 
     def stored_values(self, armature_data) -> np.ndarray:
         """The previews stored on ``armature_data`` (original or evaluated), 0 where unset."""
