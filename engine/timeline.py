@@ -100,6 +100,17 @@ class TimelineReader:
             self.morph_bindings.append((node, ob.name, idx))
         self.bind_vrm(runtime)
 
+    @property
+    def vrm_problems(self) -> list:
+        """Messages about the avatars' VRM data: binds to missing meshes/keys/materials, non-finite
+        previews of the last frame, an evaluation failure (each names the expression and armature)."""
+        if self.vrm is None:
+            return []
+        out = list(self.vrm.problems) + list(self.vrm.frame_problems)
+        if self.vrm_error:
+            out.append(self.vrm_error)
+        return out
+
     def bind_vrm(self, runtime) -> None:
         """Read the avatars' VRM expressions once (index arrays for the per-frame product)."""
         from . import vrm_expressions

@@ -304,6 +304,26 @@ def _containers(ext) -> dict:
     return out
 
 
+def _check_binds(armature_name: str, exprs, problems: list) -> None:
+    """Messages for binds that point at nothing (a missing mesh object, shape key or material)."""
+    import bpy
+
+    for e in exprs:
+        for mesh, key, _w in e.morph_binds:
+            ob = bpy.data.objects.get(mesh)
+            if ob is None or ob.type != "MESH":
+                problems.append(f"expression '{e.name}' of '{armature_name}': bound mesh object '{mesh}' "
+                                "does not exist")
+                continue
+            sk = ob.data.shape_keys
+            if sk is None or sk.key_blocks.get(key) is None:
+                problems.append(f"expression '{e.name}' of '{armature_name}': shape key '{key}' not found "
+                                f"on mesh '{mesh}'")
+        for mat, _k, _t in list(e.color_binds) + [(m, None, None) for m, _s, _o in e.uv_binds]:
+            if bpy.data.materials.get(mat) is None:
+                problems.append(f"expression '{e.name}' of '{armature_name}': bound material '{mat}' does not exist")
+
+
 def group_at(ext, location, containers=None):
     """The IDPropertyGroup of the expression at ``location`` in the add-on data ``ext`` (or None);
     ``containers`` (from ``_containers``) saves walking the data again for each expression."""
@@ -385,6 +405,7 @@ class ExpressionSet:
                 return None
         else:
             return None
+        _check_binds(armature_obj.name, exprs, problems)
         return cls(armature_obj.name, spec, exprs, problems)
 
     # -------------------------------------------------------------------------------- per frame
@@ -496,9 +517,7 @@ class VrmMorphSource:
                 for mesh, key, w in e.morph_binds:
                     ob = bpy.data.objects.get(mesh)
                     if ob is None or ob.type != "MESH":
-                        s.problems.append(f"expression '{e.name}' of '{s.armature_name}': bound mesh "
-                                          f"object '{mesh}' does not exist")
-                        continue
+                        continue        # reported by ExpressionSet (problems)
                     r = rows.setdefault((ob.data.name, key), len(rows))
                     entries.append((r, int(offsets[si]) + ei, w))
         self.bind_matrix = np.zeros((len(rows), int(offsets[-1])), np.float64)
@@ -515,6 +534,7 @@ class VrmMorphSource:
                                     np.array([p[1] for p in pairs], np.int64))
         self.material = MaterialBinds(sets, offsets)
         self.last_outputs = np.zeros(int(offsets[-1]))
+        self.frame_problems: List[str] = []     # the last frame's (non-finite previews)
 
     @property
     def problems(self) -> list:
@@ -524,12 +544,18 @@ class VrmMorphSource:
         import bpy
 
         parts = []
+        self.frame_problems = []
         for s in self.sets:
             ob = bpy.data.objects.get(s.armature_name)
             if ob is None or ob.type != "ARMATURE":
                 parts.append(np.zeros(s.count))
                 continue
-            parts.append(s.outputs(s.read_values(ob, depsgraph, frame)))
+            vals = s.read_values(ob, depsgraph, frame)
+            bad = np.flatnonzero(~np.isfinite(vals))
+            for i in bad:        # only on bad input
+                self.frame_problems.append(f"expression '{s.names[i]}' of '{s.armature_name}': value "
+                                           f"{vals[i]} is not a finite number: treated as 0")
+            parts.append(s.outputs(vals))
         out = np.concatenate(parts) if parts else np.zeros(0)
         self.last_outputs = out
         return out

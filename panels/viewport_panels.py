@@ -226,6 +226,8 @@ class STYLIZED_PT_viewport_expressions(_SidebarBase, bpy.types.Panel):
         op.character = root.name
         flt = props.filter.strip().lower()
         if es is not None:
+            for msg in es.problems:
+                layout.label(text=msg, icon="ERROR")
             _draw_vrm_expressions(layout, props, root, presets, custom, flt, stale)
             header, body = layout.panel("stylized_expr_shape_keys", default_closed=True)
             header.label(text=f"Shape Keys ({len(groups)})", icon="SHAPEKEY_DATA")

@@ -617,3 +617,30 @@ def test_viewport_and_preview_player_show_the_expressions(ext):
     C.save_png(timeline, ART / "viewport_angry.png")
     assert face_diff(base, timeline) > 60
     assert face_diff(timeline, player) < 5 and face_diff(base, player_reset) < 5
+
+
+@needs_godette
+def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
+    assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.timeline import TimelineReader
+
+    groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+    groups[ANGRY]["binds"][0]["index"] = "no_such_key"
+    groups[ANGRY]["preview"] = float("nan")
+    groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
+    rt = _runtime_for_scene()
+    reader = TimelineReader(rt.scene, rt)
+    node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
+    w = dict(zip(rt.morph_key_names(node), reader.read_morph_weights(None)[node]))
+    assert w["oh"] == pytest.approx(0.5) and w["blink_left"] == 0.0        # NaN counts as 0
+    msgs = reader.vrm_problems
+    assert "expression 'Angry' of 'Armature': shape key 'no_such_key' not found on mesh 'Face'" in msgs, msgs
+    assert any(m.startswith("expression 'Angry' of 'Armature': value nan is not a finite number") for m in msgs)
+    # the panel shows the data problem; a render still succeeds
+    lay = _panel(scene, arm)
+    assert any("no_such_key" in l for l in lay.labels())
+    px = C.render_scene(scene)
+    assert np.isfinite(px).all()
