@@ -14,11 +14,15 @@ their own values.  Colour / UV binds go to ``engine.materials.vrm_binds`` for th
 """
 from __future__ import annotations
 
+import time
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .assets import NODE_BONE, NODE_OBJECT, SceneAsset
+
+
+VRM_REFRESH_SECONDS = 0.5   # the viewport re-reads the avatars' expression binds this often
 
 
 class _ArmatureBinding:
@@ -43,6 +47,8 @@ class TimelineReader:
         self.object_nodes: List[Tuple[int, str]] = []
         self.morph_bindings: List[Tuple[int, str, np.ndarray]] = []   # (node, mesh object, key-block index per name)
         self.vrm = None              # VrmMorphSource when an armature carries VRM expressions
+        self._vrm_mesh_keys = {}
+        self._vrm_checked = time.monotonic()
         self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
         parents = scene.parents
         seen_arm = set()
@@ -115,8 +121,21 @@ class TimelineReader:
         """Read the avatars' VRM expressions once (index arrays for the per-frame product)."""
         from . import vrm_expressions
 
-        mesh_keys = {node: (ob_name, list(runtime.morph_key_names(node))) for node, ob_name, _ in self.morph_bindings}
-        self.vrm = vrm_expressions.build_source([a.object_name for a in self.armatures], mesh_keys)
+        self._vrm_mesh_keys = {node: (ob_name, list(runtime.morph_key_names(node)))
+                               for node, ob_name, _ in self.morph_bindings}
+        self.vrm = vrm_expressions.build_source([a.object_name for a in self.armatures], self._vrm_mesh_keys)
+
+    def refresh_vrm(self) -> bool:
+        """Rebuild the VRM index arrays when the avatars' expressions, rules or binds changed (an
+        edit in the VRM Add-on's panel); True when rebuilt.  Costs one read of the add-on data."""
+        from . import vrm_expressions
+
+        sets = vrm_expressions.expression_sets([a.object_name for a in self.armatures])
+        sig = vrm_expressions.sets_signature(sets)
+        if sig == (getattr(self.vrm, "signature", None) if self.vrm is not None else ()):
+            return False
+        self.vrm = vrm_expressions.build_source([], self._vrm_mesh_keys, sets=sets)
+        return True
 
     # ------------------------------------------------------------------------------------------
     def read(self, depsgraph) -> Tuple[np.ndarray, np.ndarray, Dict[int, np.ndarray]]:
@@ -183,6 +202,11 @@ class TimelineReader:
             w = np.where(idx >= 0, vals[safe], 0.0) if n else np.zeros(idx.shape[0])
             out[node] = w.astype(np.float64)
             muted[node] = (idx >= 0) & mute[safe] if n else np.zeros(idx.shape[0], bool)
+        if depsgraph is None or getattr(depsgraph, "mode", "RENDER") != "RENDER":
+            now = time.monotonic()
+            if now - self._vrm_checked >= VRM_REFRESH_SECONDS:
+                self._vrm_checked = now
+                self.refresh_vrm()   # viewport: binds edited in the add-on's panel show within 0.5 s
         if self.vrm is not None:
             self._apply_vrm(out, muted, depsgraph)
         else:

@@ -366,6 +366,11 @@ class ExpressionSet:
                 return i
         return -1
 
+    def signature(self) -> tuple:
+        """What the per-frame arrays were built from (names, rules and binds), for staleness checks."""
+        return (self.spec,) + tuple((e.name, e.preset, e.is_binary, e.overrides, tuple(e.morph_binds),
+                                     tuple(e.color_binds), tuple(e.uv_binds)) for e in self.expressions)
+
     @property
     def has_morph_binds(self) -> bool:
         return any(e.morph_binds for e in self.expressions)
@@ -564,8 +569,7 @@ class VrmMorphSource:
         return self.bind_matrix @ outputs if self.bind_matrix.size else np.zeros(self.bind_matrix.shape[0])
 
 
-def build_source(armature_names: Sequence[str], mesh_keys) -> Optional[VrmMorphSource]:
-    """A VrmMorphSource for the armatures with VRM data among ``armature_names`` (None if none)."""
+def expression_sets(armature_names: Sequence[str]) -> List[ExpressionSet]:
     import bpy
 
     sets = []
@@ -573,9 +577,21 @@ def build_source(armature_names: Sequence[str], mesh_keys) -> Optional[VrmMorphS
         s = expression_set_of(bpy.data.objects.get(name))
         if s is not None:
             sets.append(s)
+    return sets
+
+
+def sets_signature(sets: Sequence[ExpressionSet]) -> tuple:
+    return tuple((s.armature_name, s.signature()) for s in sets)
+
+
+def build_source(armature_names: Sequence[str], mesh_keys, sets=None) -> Optional[VrmMorphSource]:
+    """A VrmMorphSource for the armatures with VRM data among ``armature_names`` (None if none)."""
+    sets = expression_sets(armature_names) if sets is None else sets
     if not sets:
         return None
-    return VrmMorphSource(sets, mesh_keys)
+    src = VrmMorphSource(sets, mesh_keys)
+    src.signature = sets_signature(sets)
+    return src
 
 
 # ------------------------------------------------------------------------------------------------

@@ -644,3 +644,25 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
     assert any("no_such_key" in l for l in lay.labels())
     px = C.render_scene(scene)
     assert np.isfinite(px).all()
+
+
+@needs_godette
+def test_bind_edits_show_in_the_viewport_within_half_a_second(ext):
+    open_godette()
+    arm = bpy.data.objects["Armature"]
+    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.timeline import TimelineReader
+
+    groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+    groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
+    rt = _runtime_for_scene()
+    reader = TimelineReader(rt.scene, rt)
+    node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
+    names = rt.morph_key_names(node)
+    w = dict(zip(names, reader.read_morph_weights(bpy.context.evaluated_depsgraph_get())[node]))
+    assert w["oh"] == pytest.approx(0.5) and w["ee"] == 0.0
+    groups[7]["binds"][0]["index"] = "ee"                    # edited in the add-on's panel
+    reader._vrm_checked -= 1.0                               # half a second later
+    w = dict(zip(names, reader.read_morph_weights(bpy.context.evaluated_depsgraph_get())[node]))
+    assert w["ee"] == pytest.approx(0.5) and w["oh"] == 0.0
+    assert not reader.refresh_vrm()                          # up to date: nothing rebuilt
