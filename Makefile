@@ -45,7 +45,7 @@ test-all:
 	  bpy_version=$$(".venv-$$v/bin/python" -c 'import importlib.metadata as m; print(m.version("bpy"))')
 	  log="$$out/blender-$$v.log"
 	  set +e
-	  timeout -k 30 $(TEST_TIMEOUT) ".venv-$$v/bin/python" -m pytest tests $(PYTEST_ARGS) 2>&1 | tee "$$log"
+	  timeout -k 30 $(TEST_TIMEOUT) ".venv-$$v/bin/python" -m pytest tests -rfEs $(PYTEST_ARGS) 2>&1 | tee "$$log"
 	  rc=$${PIPESTATUS[0]}
 	  set -e
 	  t2=$$SECONDS
