@@ -583,8 +583,11 @@ def test_vrm_panel_properties_have_tooltips(ext):
 # ------------------------------------------------------------------------------------------------
 
 @needs_godette
-def test_viewport_and_preview_player_show_the_expressions(ext):
+def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
+    # headless, every draw runs inside a render operator whose frame change would hand the
+    # preview back to the timeline; a real viewport draw does not change the frame
+    monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
     from test_viewport_draw import draw
 
     from stylized_renderer.engine import gpu_util
@@ -607,8 +610,10 @@ def test_viewport_and_preview_player_show_the_expressions(ext):
         st = preview.get_state(scene, arm)
         st.active = True                                    # the preview player drives the pose
         player = draw(s, view, window, False, 160, 120)
+        assert st.active and s.runtime.stats.palette_count >= 1
         angry.value = 0.0
         player_reset = draw(s, view, window, False, 160, 120)
+        assert st.active
         assert s.import_count == 1                          # expressions never re-import
     finally:
         gpu_util.run_in_gpu_context(s.free)
