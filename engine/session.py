@@ -92,7 +92,7 @@ def settings_from_scene(scene, width: int, height: int, film_transparent: bool) 
         width=width, height=height, film_transparent=film_transparent, world_color=world_color(scene),
         time_seconds=(scene.frame_current - scene.frame_start + scene.frame_subframe) / max(fps, 1e-9),
         shadows=bool(g("shadows", True)), shadow_resolution=int(g("shadow_resolution", "2048")),
-        shadow_cascades=int(g("shadow_cascades", 4)), shadow_distance=float(g("shadow_distance", 100.0)),
+        shadow_cascades=int(g("shadow_cascades", 3)), shadow_distance=float(g("shadow_distance", 100.0)),
         shadow_split_lambda=float(g("shadow_split_lambda", 0.8)),
         shadow_cascade_fade=float(g("shadow_cascade_fade", 0.1)),
         shadow_bias=float(g("shadow_bias", 0.5)), shadow_normal_offset=float(g("shadow_normal_offset", 2.0)),

@@ -41,7 +41,7 @@ void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
 }
 
 /* Visibility from cascade i of the sun's shadow (1 = lit).  Bias and normal offset are in texels
- * of this cascade; PCF: bilinear-weighted (2r+2)^2 texels, clamped to the cascade's atlas tile.
+ * of this cascade; PCF: bilinear-weighted (2r+2)^2 texels, kept inside the cascade's atlas tile.
  * A plane at angle t to the light changes its stored depth by tan(t) per texel; a lookup raised
  * h above it along the normal stays in front of every PCF tap within D texels when
  * h >= D sin(t) (its margin is h / cos(t) - D tan(t)), at any angle: so the normal offset is
@@ -62,20 +62,28 @@ float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
   int tile = int(fr.shadow_texel.z);
   int cols = int(fr.cascade_params.y + 0.5);
   ivec2 origin = ivec2(i % cols, i / cols) * tile;
+  vec2 inv_atlas = 1.0 / vec2(textureSize(shadow_map, 0));
   int r = int(fr.shadow_texel.w);
   vec2 tc = c.xy * float(tile) - 0.5;
   ivec2 base = ivec2(floor(tc));
   vec2 f = tc - vec2(base);
   float sum = 0.0;
   float wsum = 0.0;
-  for (int y = -r; y <= r + 1; y++) {
-    float wy = (y == -r) ? (1.0 - f.y) : ((y == r + 1) ? f.y : 1.0);
-    for (int x = -r; x <= r + 1; x++) {
-      float wx = (x == -r) ? (1.0 - f.x) : ((x == r + 1) ? f.x : 1.0);
-      ivec2 tx = clamp(base + ivec2(x, y), ivec2(0), ivec2(tile - 1)) + origin;
-      float d = texelFetch(shadow_map, tx, 0).r;
-      sum += wx * wy * ((c.z <= d) ? 1.0 : 0.0);
-      wsum += wx * wy;
+  /* 2x2 texels per textureGather (x: (i, j+1), y: (i+1, j+1), z: (i+1, j), w: (i, j)), the
+   * footprint kept inside the cascade's tile */
+  for (int gy = 0; gy <= r; gy++) {
+    int ky = -r + 2 * gy;
+    float wy0 = (ky == -r) ? (1.0 - f.y) : 1.0;
+    float wy1 = (ky + 1 == r + 1) ? f.y : 1.0;
+    for (int gx = 0; gx <= r; gx++) {
+      int kx = -r + 2 * gx;
+      float wx0 = (kx == -r) ? (1.0 - f.x) : 1.0;
+      float wx1 = (kx + 1 == r + 1) ? f.x : 1.0;
+      ivec2 t0 = clamp(base + ivec2(kx, ky), ivec2(0), ivec2(tile - 2)) + origin;
+      vec4 d = textureGather(shadow_map, (vec2(t0) + 1.0) * inv_atlas, 0);
+      vec4 w = vec4(wx0 * wy1, wx1 * wy1, wx1 * wy0, wx0 * wy0);
+      sum += dot(w, step(vec4(c.z), d));
+      wsum += w.x + w.y + w.z + w.w;
     }
   }
   return sum / max(wsum, 1e-6);

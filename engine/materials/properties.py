@@ -203,7 +203,7 @@ class StylizedSceneSettings(bpy.types.PropertyGroup):
         description="Size of the shadow atlas in texels: one map, or 2 × 2 cascades of half this size each; "
                     "higher = sharper shadows, more GPU memory")
     shadow_cascades: IntProperty(
-        name="Cascades", default=4, min=1, max=4, update=_scene_update,
+        name="Cascades", default=3, min=1, max=4, update=_scene_update,
         description="Shadow maps fitted to consecutive slices of the camera's view, near ones sharper")
     shadow_distance: FloatProperty(
         name="Shadow Distance", default=100.0, min=0.1, soft_max=1000.0, subtype="DISTANCE", unit="LENGTH",

@@ -55,7 +55,7 @@ class FrameSettings:
     time_seconds: float = 0.0        # drives UV animation
     shadows: bool = True
     shadow_resolution: int = 2048     # the shadow atlas' size: 1 map, or 2x2 tiles of half the size (2-4 cascades)
-    shadow_cascades: int = 4          # view-fitted cascades of the sun's shadow (1-4)
+    shadow_cascades: int = 3          # view-fitted cascades of the sun's shadow (1-4)
     shadow_distance: float = 100.0    # no sun shadow beyond this view depth (m); also bounded by the clip range
     shadow_split_lambda: float = 0.8  # practical split scheme: 1 = logarithmic, 0 = uniform slices
     shadow_cascade_fade: float = 0.1  # fraction of each cascade's depth blended into the next one

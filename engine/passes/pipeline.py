@@ -28,7 +28,7 @@ from .common import (MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, f
 from .mtoon_shaders import forward_shader, outline_shader, shadow_shader
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
-from .shadow import ShadowPass, strongest_sun
+from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .textures import TextureCache, dummy_texture
 from ..runtime.gpu_backend import bind_deform
 
@@ -97,7 +97,7 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1) -> np.ndarray:
         d[t:t + n] = fit.splits
         d[t + 4:t + 4 + n] = fit.blend
         d[t + 8:t + 8 + n] = fit.texel
-        d[t + 12:t + 15] = (n, 1 if n == 1 else 2, fit.near)
+        d[t + 12:t + 15] = (n, atlas_layout(n)[0], fit.near)
     mcol = mtoon_light_colors(lights)
     for i, l in enumerate(lights):
         kind = LIGHT_KINDS.get(l.kind, 1)

@@ -1,6 +1,6 @@
 """ShadowPass: view-fitted cascaded shadow maps for the strongest sun lamp.
 
-The camera's view between ``near`` and ``far`` is cut into 1-4 slices by the practical split scheme
+The camera's view between ``near`` and ``far`` is cut into 1-4 slices (3 by default) by the practical split scheme
 (a blend of logarithmic and uniform splits, ``split_lambda``).  ``near``/``far`` are the camera's
 clip range tightened to the visible geometry's depth and to the shadow distance, so a 2 km
 ground, a vertex at 1e20 or a 1000 m clip range does not dilute the maps.  Each cascade is an
@@ -19,10 +19,10 @@ orthographic light projection around its slice's bounding sphere:
   (the last one fades out), so cascade boundaries do not show.  Each cascade's slice starts early
   enough to cover the blend band.
 
-The cascades share one depth texture (an atlas of 1 or 2x2 tiles of ``resolution / 2`` texels for
-2-4 cascades: no more texels than one map of ``resolution``).  Depth bias and normal offset are
-given in shadow texels of the cascade that is sampled; PCF is a bilinear-weighted (2r+2)^2 texel
-filter clamped to the tile.
+The cascades share one depth texture: one map of ``resolution``, or 2-4 tiles of ``resolution / 2``
+texels (side by side, 4 as 2x2): no more texels than one map of ``resolution``.  Depth bias and
+normal offset are given in shadow texels of the cascade that is sampled; PCF is a
+bilinear-weighted (2r+2)^2 texel filter kept inside the tile (textureGather: 2x2 texels a read).
 """
 from __future__ import annotations
 
@@ -116,6 +116,13 @@ def _box_corners(box: np.ndarray) -> np.ndarray:
     """(K,8,3) corners of (K,2,3) boxes."""
     idx = np.arange(3)
     return box[:, _CORNER_SEL, idx]
+
+
+def atlas_layout(count: int) -> tuple:
+    """(columns, rows) of the cascades' tiles in the shadow atlas: 1, 2 or 3 side by side, 4 as 2x2."""
+    count = int(max(1, min(MAX_CASCADES, count)))
+    cols = count if count <= 3 else 2
+    return cols, (count + cols - 1) // cols
 
 
 def practical_splits(near: float, far: float, count: int, split_lambda: float) -> np.ndarray:
@@ -271,7 +278,7 @@ class ShadowPass:
 
     @property
     def columns(self) -> int:
-        return 1 if self.fit_result is None or self.fit_result.count == 1 else 2
+        return 1 if self.fit_result is None else atlas_layout(self.fit_result.count)[0]
 
     def fit(self, frame, receivers, casters, light) -> bool:
         """Fit the cascades to the camera's view of ``receivers``. False: nothing to shadow."""
@@ -279,15 +286,14 @@ class ShadowPass:
         res = int(max(16, min(8192, s.shadow_resolution)))
         self.caster_count = len(casters)
         fit = fit_cascades(light.direction, frame.camera, receivers, casters,
-                           count=int(getattr(s, "shadow_cascades", 4)), resolution=res,
+                           count=int(getattr(s, "shadow_cascades", 3)), resolution=res,
                            max_distance=float(getattr(s, "shadow_distance", 100.0)),
                            split_lambda=float(getattr(s, "shadow_split_lambda", 0.8)),
                            fade=float(getattr(s, "shadow_cascade_fade", 0.1))) if casters else None
         self.fit_result = fit
         if fit is None:
             return False
-        cols = 1 if fit.count == 1 else 2
-        rows = (fit.count + cols - 1) // cols
+        cols, rows = atlas_layout(fit.count)
         self._ensure((cols * fit.tile, rows * fit.tile))
         return True
 
