@@ -2,7 +2,6 @@
 engine/preview.py commands, the Animation panel's Fade and In Place)."""
 from __future__ import annotations
 
-import math
 
 import bpy
 import numpy as np

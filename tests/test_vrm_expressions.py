@@ -13,7 +13,6 @@ Tests needing ../shared or the add-on skip with the reason.
 from __future__ import annotations
 
 import math
-import pathlib
 import sys
 
 import bpy

@@ -21,7 +21,7 @@ import dataclasses
 
 import numpy as np
 
-from .params import MToonParams, TextureRef
+from .params import MToonParams
 
 # colour bind type -> (MToonParams field, components)
 FIELDS = {
@@ -90,4 +90,4 @@ def apply(material_name: str, params: MToonParams) -> MToonParams:
     return out
 
 
-__all__ = ["apply", "set_frame_state", "frame_state", "has_binds", "FIELDS", "TextureRef"]
+__all__ = ["apply", "set_frame_state", "frame_state", "has_binds", "FIELDS"]
