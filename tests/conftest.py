@@ -161,3 +161,25 @@ def cube_geometry(size=1.0):
     verts = [(-s, -s, -s), (s, -s, -s), (s, s, -s), (-s, s, -s), (-s, -s, s), (s, -s, s), (s, s, s), (-s, s, s)]
     faces = [(0, 3, 2, 1), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
     return verts, faces
+
+
+#: EEVEE's render engine id on this Blender (BLENDER_EEVEE_NEXT before 5.0)
+EEVEE = "BLENDER_EEVEE" if bpy.app.version >= (5, 0, 0) else "BLENDER_EEVEE_NEXT"
+
+_exit_status = 0
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """bpy 4.x blocks forever at interpreter exit (in its global state's destructor) while a
+    RenderEngine, handler or timer is still registered, which the suite leaves behind: end the
+    process with pytest's status once pytest is done (docs/versions.md)."""
+    if bpy.app.version < (5, 0, 0):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status)

@@ -16,6 +16,7 @@ import pytest
 from mathutils import Euler, Vector
 
 import conftest as C
+from conftest import EEVEE as C_EEVEE  # noqa: E402
 
 W, H = 160, 120
 ORTHO = 3.0          # camera ortho scale (metres across)
@@ -51,7 +52,7 @@ def _stage(scene, world=0.05, plane=False, specular=True):
 
 
 def _render_eevee(scene, path):
-    scene.render.engine = "BLENDER_EEVEE"
+    scene.render.engine = C_EEVEE
     scene.eevee.taa_render_samples = 4
     scene.render.image_settings.file_format = "OPEN_EXR"
     scene.render.filepath = str(path)

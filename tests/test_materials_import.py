@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import conftest as C
+from conftest import EEVEE as C_EEVEE  # noqa: E402
 
 W, H = 160, 120
 ORTHO = 4.0            # the camera sees x in [-2, 2], z in [-1.5, 1.5]
@@ -318,7 +319,7 @@ def _sphere_lit_mask(center_x, radius, light_dir, cam_scale=ORTHO, w=W, h=H, min
 
 
 def _render_eevee(scene, path):
-    scene.render.engine = "BLENDER_EEVEE"
+    scene.render.engine = C_EEVEE
     scene.eevee.taa_render_samples = 4
     scene.render.image_settings.file_format = "OPEN_EXR"
     scene.render.filepath = str(path)

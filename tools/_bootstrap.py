@@ -9,6 +9,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = "stylized_renderer"
 
 
+def eevee_engine_id() -> str:
+    """EEVEE's render engine id: BLENDER_EEVEE_NEXT in Blender 4.2-4.5, BLENDER_EEVEE from 5.0."""
+    import bpy
+
+    return "BLENDER_EEVEE" if bpy.app.version >= (5, 0, 0) else "BLENDER_EEVEE_NEXT"
+
+
 def load(register: bool = True):
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -23,4 +30,12 @@ def load(register: bool = True):
 
         if not StylizedRenderEngine.is_registered:
             mod.register()
+            import bpy
+
+            if bpy.app.version < (5, 0, 0):
+                # bpy 4.x hangs at interpreter exit while a RenderEngine, handler or timer is
+                # still registered (docs/versions.md): unregister first
+                import atexit
+
+                atexit.register(mod.unregister)
     return mod

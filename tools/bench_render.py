@@ -107,7 +107,7 @@ def main():
     if args.skip_eevee:
         ee = float("nan")
     else:
-        ee, ee_warm = time_engine(scene, "BLENDER_EEVEE", max(1, args.eevee_runs))
+        ee, ee_warm = time_engine(scene, _bootstrap.eevee_engine_id(), max(1, args.eevee_runs))
         print(f"  BLENDER_EEVEE     {ee:8.3f} s (first {ee_warm:.3f} s, {scene.eevee.taa_render_samples} samples)")
     print(f"bench-render: stylized_s={sty:.3f} workbench_s={wb:.3f} eevee_s={ee:.3f} "
           f"ratio_workbench={sty / wb:.3f} ratio_eevee={sty / ee:.3f}")

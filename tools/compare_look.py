@@ -270,7 +270,7 @@ def main(argv=None):
         tmp = pathlib.Path(td)
         renders = {"stylized": render_stylized(bpy, scene), "workbench": render_workbench_albedo(bpy, scene, tmp)}
         if args.eevee:
-            renders["eevee"] = _render_exr(bpy, scene, "BLENDER_EEVEE", tmp / "eevee.exr")
+            renders["eevee"] = _render_exr(bpy, scene, _bootstrap.eevee_engine_id(), tmp / "eevee.exr")
         masks = material_masks(bpy, scene, tmp)
     shapes = {k: v.shape for k, v in renders.items()}
     if len(set(shapes.values())) != 1:
