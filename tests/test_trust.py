@@ -270,6 +270,7 @@ def test_viewport_soak_every_object_kind(empty_scene, session, captured):
     finally:
         counter.close()
     st = session.stats
+    print(f"soak: live GPU objects {live0} -> {live1}, RSS {rss0:.1f} -> {rss1:.1f} MB over 800 redraws")
     assert st["items"] > st["gpu_items"] > 0, st             # both paths drew
     names = {n for n, _r in st["fallbacks"]}
     assert {"Sphere", "Txt", "Crv", "Meta"} <= names, names
