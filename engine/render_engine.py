@@ -135,8 +135,8 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
 
 def render_log_lines(frame: int, stats: dict) -> list:
     """What a final render tells the log (one line per object drawn through the fallback, per
-    material the reader could not fully map, and any import/update error), as a farm operator
-    reads it: ``Stylized frame 12: ...``."""
+    material the reader could not fully map, per import problem (actions, VRM expression data)
+    and any import/update error), as a farm operator reads it: ``Stylized frame 12: ...``."""
     out = []
     head = f"Stylized frame {frame}:"
     for key, what in (("import_error", "import failed, every mesh is drawn from Blender's evaluated mesh"),
@@ -146,6 +146,8 @@ def render_log_lines(frame: int, stats: dict) -> list:
     for name, reason in stats.get("fallbacks") or ():
         out.append(f"{head} object '{name}' is drawn from Blender's evaluated mesh ({reason})")
     for msg in stats.get("unmapped") or ():
+        out.append(f"{head} {msg}")
+    for msg in stats.get("problems") or ():
         out.append(f"{head} {msg}")
     return out
 

@@ -388,13 +388,14 @@ class StylizedSession:
         node trees: cheap), so a script that recolours a material between frames is never stale."""
         import bpy
 
-        from .materials import resolve_material
+        from .materials import resolve_material, vrm_binds
         from .materials.resolve import resolve_uncached
 
         resolve = resolve_material if self.viewport else resolve_uncached
         out = {}
         for name in {it.material_name for it in items}:
-            out[name] = resolve(bpy.data.materials.get(name) if name else None)
+            # this frame's VRM expression colour/UV binds on a copy (never on the cached params)
+            out[name] = vrm_binds.apply(name, resolve(bpy.data.materials.get(name) if name else None))
         return out
 
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,
@@ -429,7 +430,8 @@ class StylizedSession:
             morph_target_count=rs.morph_target_count if rs else 0,
             active_target_count=rs.active_target_count if rs else 0,
             items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
-            import_error=self.import_error, update_error=self.update_error, problems=list(self.problems),
+            import_error=self.import_error, update_error=self.update_error,
+            problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or []),
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),

@@ -39,6 +39,8 @@ def test_real_character_deforms_as_blender_and_renders(ext, capsys, path):
 
     st = last_render["stats"]
     assert st["gpu_items"] >= 1 and st["import_error"] is None and st["update_error"] is None, st
+    # nothing the GPU path draws is drawn again as an instance (the VRM outline modifier's output)
+    assert not [f for f in st["fallbacks"] if f[1] == "instance"], st["fallbacks"]
     assert np.isfinite(px).all()
     bg = px[0, 0, :3]
     assert (np.abs(px[..., :3] - bg).max(axis=2) > 0.02).sum() > 150      # the character is on screen
