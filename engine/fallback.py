@@ -153,6 +153,7 @@ class FallbackDrawer:
                                           world_bounds=lb.transformed(world), local_bounds=lb,
                                           material_name=mname, material_index=p.material_index,
                                           primitive_index=k, object_id=10000 + len(items),
-                                          cast_shadow=True, fallback_reason=reason))
+                                          cast_shadow=bool(getattr(ob, "visible_shadow", True)),
+                                          fallback_reason=reason))
         self._entries = seen     # streams of instances not drawn this frame are released here
         return items

@@ -378,8 +378,13 @@ class StylizedSession:
     def _gpu_items(self, depsgraph) -> list:
         if self.runtime is None:
             return []
+        import bpy
+
         visible = {inst.object.name for inst in depsgraph.object_instances if not inst.is_instance and inst.show_self}
-        items = self.runtime.extract()
+        # Object Properties > Visibility > Shadow
+        casts = [bool(getattr(bpy.data.objects.get(nd.object_name), "visible_shadow", True))
+                 for nd in self.scene_asset.nodes]
+        items = self.runtime.extract(shadow_casters=casts)
         return [it for it in items if it.node_index in self._gpu_nodes and it.object_name in visible]
 
     def _materials(self, items) -> dict:

@@ -472,3 +472,28 @@ def test_animation_render_picks_up_a_material_edit_between_frames(empty_scene, t
     m = mask_of(frames[1])
     assert frames[1][m][:, 0].mean() > frames[1][m][:, 2].mean()     # red
     assert frames[2][m][:, 2].mean() > frames[2][m][:, 0].mean()     # blue
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["gpu", "fallback"])
+def test_object_visibility_shadow_switch_is_honoured(empty_scene, fallback):
+    """Object Properties > Visibility > Shadow off: the object is drawn but casts no shadow, on
+    the GPU path and through the fallback."""
+    scene = empty_scene
+    add_camera(scene, location=(0.0, -8.0, 5.0), rotation=(math.radians(55), 0.0, 0.0))
+    add_sun(scene, rotation=(0.0, 0.0, 0.0), strength=3.0)
+    ground = add_mesh_object(scene, "Ground", [(-4, -4, 0), (4, -4, 0), (4, 4, 0), (-4, 4, 0)], [(0, 1, 2, 3)],
+                             material=add_material("GroundMat", (0.8, 0.8, 0.8)))
+    v, f = cube_geometry()
+    box = add_mesh_object(scene, "Box", v, f, location=(0.0, 0.0, 1.5), material=add_material("BoxMat", (0.9, 0.2, 0.2)))
+    if fallback:
+        box.modifiers.new("Bevel", "BEVEL")
+    scenes.finish()
+    on = render_scene(scene).copy()
+    box.visible_shadow = False
+    scenes.finish()
+    off = render_scene(scene).copy()
+    # the ground under the box: darker with the shadow, lit without it; the box itself still drawn
+    g = np.abs(on[..., :3] - off[..., :3]).max(axis=2) > 0.05
+    assert g.sum() > 100, "switching Visibility > Shadow off changed nothing"
+    assert (mask_of(off) & (off[..., 0] > off[..., 1] + 0.2)).sum() > 100     # the red box is drawn
+    assert off[g][:, 1].mean() > on[g][:, 1].mean()                          # lit where it was shadowed
