@@ -183,3 +183,21 @@ def pytest_unconfigure(config):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_exit_status)
+
+
+def render_eevee(scene, path):
+    """F12 with EEVEE (4 samples) into an EXR at ``path``: the linear float RGBA (H, W, 4) array;
+    the scene is left on the Stylized engine afterwards."""
+    scene.render.engine = EEVEE
+    scene.eevee.taa_render_samples = 4
+    scene.render.image_settings.file_format = "OPEN_EXR"
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True, scene=scene.name)
+    img = bpy.data.images.load(str(path), check_existing=False)
+    try:
+        a = np.array(img.pixels[:], np.float32).reshape(img.size[1], img.size[0], 4)
+    finally:
+        bpy.data.images.remove(img)
+    scene.render.engine = "STYLIZED"
+    scene.render.image_settings.file_format = "PNG"
+    return a

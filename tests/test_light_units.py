@@ -16,7 +16,7 @@ import pytest
 from mathutils import Euler, Vector
 
 import conftest as C
-from conftest import EEVEE as C_EEVEE  # noqa: E402
+from conftest import render_eevee as _render_eevee  # noqa: E402
 
 W, H = 160, 120
 ORTHO = 3.0          # camera ortho scale (metres across)
@@ -49,22 +49,6 @@ def _stage(scene, world=0.05, plane=False, specular=True):
         st.outlines = False
         st.fxaa = False
     return ob
-
-
-def _render_eevee(scene, path):
-    scene.render.engine = C_EEVEE
-    scene.eevee.taa_render_samples = 4
-    scene.render.image_settings.file_format = "OPEN_EXR"
-    scene.render.filepath = str(path)
-    bpy.ops.render.render(write_still=True, scene=scene.name)
-    img = bpy.data.images.load(str(path), check_existing=False)
-    try:
-        a = np.array(img.pixels[:], np.float32).reshape(img.size[1], img.size[0], 4)
-    finally:
-        bpy.data.images.remove(img)
-    scene.render.engine = "STYLIZED"
-    scene.render.image_settings.file_format = "PNG"
-    return a
 
 
 def _both(scene, tmp_path):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import conftest as C
-from conftest import EEVEE as C_EEVEE  # noqa: E402
+from conftest import render_eevee as _render_eevee  # noqa: E402
 
 W, H = 160, 120
 ORTHO = 4.0            # the camera sees x in [-2, 2], z in [-1.5, 1.5]
@@ -316,22 +316,6 @@ def _sphere_lit_mask(center_x, radius, light_dir, cam_scale=ORTHO, w=W, h=H, min
     inside = r2 < 0.85
     N = np.stack([X / radius, -np.sqrt(np.clip(1 - r2, 0, 1)), Z / radius], -1)
     return inside & (N @ np.asarray(light_dir) > min_ndl)
-
-
-def _render_eevee(scene, path):
-    scene.render.engine = C_EEVEE
-    scene.eevee.taa_render_samples = 4
-    scene.render.image_settings.file_format = "OPEN_EXR"
-    scene.render.filepath = str(path)
-    bpy.ops.render.render(write_still=True, scene=scene.name)
-    img = bpy.data.images.load(str(path), check_existing=False)
-    try:
-        a = np.array(img.pixels[:], np.float32).reshape(img.size[1], img.size[0], 4)
-    finally:
-        bpy.data.images.remove(img)
-    scene.render.engine = "STYLIZED"
-    scene.render.image_settings.file_format = "PNG"
-    return a
 
 
 def test_metallic_darker_like_eevee(ext, empty_scene, tmp_path):

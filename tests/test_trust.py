@@ -131,19 +131,25 @@ def test_animation_render_picks_up_an_edit_between_frames(empty_scene, tmp_path)
     def grab(sc, *_):
         frames[sc.frame_current] = (last_render["pixels"].copy(), dict(last_render["stats"]))
 
-    bpy.app.handlers.frame_change_pre.append(edit)
-    bpy.app.handlers.render_post.append(grab)
-    try:
-        bpy.ops.render.render(animation=True, scene=scene.name)
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(edit)
-        bpy.app.handlers.render_post.remove(grab)
+    render_animation(scene, edit, grab)
     assert sorted(frames) == [1, 2, 3]
     assert (mask_of(frames[1][0]) != mask_of(frames[2][0])).sum() == 0      # nothing changed
     assert (mask_of(frames[2][0]) != mask_of(frames[3][0])).sum() > 40      # the edit is drawn
     # frame 2 found nothing changed and kept the runtime; frame 3's edit rebuilt it
     assert frames[1][1]["runtime_reuses"] == 0 and frames[2][1]["runtime_reuses"] == 1
     assert frames[3][1]["runtime_reuses"] == 1
+
+
+def render_animation(scene, before_frame, after_frame):
+    """Ctrl+F12 through bpy.ops with a frame_change_pre and a render_post handler (a script that
+    edits between frames, and a grab of each frame's pixels)."""
+    bpy.app.handlers.frame_change_pre.append(before_frame)
+    bpy.app.handlers.render_post.append(after_frame)
+    try:
+        bpy.ops.render.render(animation=True, scene=scene.name)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(before_frame)
+        bpy.app.handlers.render_post.remove(after_frame)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -462,13 +468,7 @@ def test_animation_render_picks_up_a_material_edit_between_frames(empty_scene, t
     def grab(sc, *_):
         frames[sc.frame_current] = last_render["pixels"].copy()
 
-    bpy.app.handlers.frame_change_pre.append(edit)
-    bpy.app.handlers.render_post.append(grab)
-    try:
-        bpy.ops.render.render(animation=True, scene=scene.name)
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(edit)
-        bpy.app.handlers.render_post.remove(grab)
+    render_animation(scene, edit, grab)
     m = mask_of(frames[1])
     assert frames[1][m][:, 0].mean() > frames[1][m][:, 2].mean()     # red
     assert frames[2][m][:, 2].mean() > frames[2][m][:, 0].mean()     # blue
