@@ -497,3 +497,54 @@ def test_object_visibility_shadow_switch_is_honoured(empty_scene, fallback):
     assert g.sum() > 100, "switching Visibility > Shadow off changed nothing"
     assert (mask_of(off) & (off[..., 0] > off[..., 1] + 0.2)).sum() > 100     # the red box is drawn
     assert off[g][:, 1].mean() > on[g][:, 1].mean()                          # lit where it was shadowed
+
+
+def test_linked_duplicates_share_assets_and_static_streams(empty_scene, capsys):
+    """Three linked duplicates of a skinned, morphed mesh, each on its own copy of the rig:
+    one import of the geometry, one static GPU upload per primitive, each deformed by its own
+    rig exactly as Blender does."""
+    from stylized_renderer.engine import importer
+    from tools import check_deform
+
+    scene = empty_scene
+    add_sun(scene, rotation=(0.6, 0.2, 0.0))
+    arm, ob = _skinned_grid(scene)
+    act, cb = scenes.new_action("Bend", arm)
+    scenes.add_curve(cb, 'pose.bones["Top"].rotation_euler', 1, [1, 10], [0.0, 0.9])
+    copies = []
+    for k in (1, 2):
+        a2 = arm.copy()                       # a copy of the rig object, sharing the armature data
+        a2.animation_data.action = None
+        a2.location.x = 3.0 * k
+        a2.pose.bones["Top"].rotation_euler = (0.0, -0.4 * k, 0.0)
+        scene.collection.objects.link(a2)
+        o2 = ob.copy()                        # a linked duplicate: the same mesh datablock
+        o2.modifiers["Armature"].object = a2
+        o2.parent = a2 if ob.parent is not None else None
+        o2.location.x = 3.0 * k if ob.parent is None else 0.0
+        scene.collection.objects.link(o2)
+        copies.append((a2, o2))
+    scene.frame_start, scene.frame_end = 1, 10
+    scenes.finish()
+    cache = importer.AssetCache()
+    asset = importer.import_scene(scene, cache=cache)
+    meshes = [asset.meshes[asset.nodes[asset.node_index(o.name)].mesh_index] for o in [ob] + [c[1] for c in copies]]
+    p = [m.primitives[0] for m in meshes]
+    assert p[1].positions is p[0].positions and p[2].morph_targets is p[0].morph_targets
+    assert not np.array_equal(p[1].skin.joint_node_indices, p[0].skin.joint_node_indices)
+    rc = check_deform.run_checks("1-10:3", "timeline")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    for o in [ob] + [c[1] for c in copies]:
+        assert f"{o.name}: " in out and "path=gpu" in out
+    # one static upload per distinct primitive, not per object
+    from stylized_renderer.engine.session import StylizedSession
+
+    s = StylizedSession()
+    dg = bpy.context.evaluated_depsgraph_get()
+    gpu_util.run_in_gpu_context(lambda: (s._ensure_gpu(), s._ensure_runtime(dg)))
+    prims = len(meshes[0].primitives)
+    try:
+        assert s.backend.static_uploads == prims, (s.backend.static_uploads, prims)
+    finally:
+        gpu_util.run_in_gpu_context(s.free)

@@ -100,6 +100,7 @@ class MeshEntry(NamedTuple):
     asset: object           # MeshAsset
     mesh_name: str
     palette_bones: tuple    # bone names in palette order ((): not skinned)
+    shared: tuple = ()      # the structure without the object's own names (linked duplicates)
 
 
 class AssetCache:
@@ -110,6 +111,7 @@ class AssetCache:
         self.clips: Dict[tuple, tuple] = {}     # key -> (signature, node keys, clip)
         self.known = KnownState()
         self.stats: Dict[str, float] = {}       # timings and counts of the last import
+        self._content_memo: Dict[tuple, str] = {}   # (mesh name, weights) -> fingerprint, per import
         self.mesh_hits = 0
         self.mesh_misses = 0
 
@@ -125,21 +127,42 @@ class AssetCache:
         entry = self.meshes.get(obj.name)
         content = None
         if verify:
-            t0 = time.perf_counter()
-            content = mesh_content_fingerprint(obj, obj.data, weights_matter)
-            self.stats["fingerprint_s"] = self.stats.get("fingerprint_s", 0.0) + time.perf_counter() - t0
+            content = self.content_of(obj, weights_matter)
         if entry is None or entry.structure != structure or (verify and entry.content != content):
             self.mesh_misses += 1
             return None, content
         self.mesh_hits += 1
         return entry, content
 
-    def store_mesh(self, obj, structure: tuple, content: Optional[str], asset, palette_bones) -> None:
-        if content is None:
+    def content_of(self, obj, weights_matter: bool) -> str:
+        """The content fingerprint of ``obj``'s mesh, computed once per mesh datablock and import
+        (linked duplicates share the data, so they share the fingerprint)."""
+        key = (obj.data.name, bool(weights_matter and len(obj.vertex_groups)))
+        hit = self._content_memo.get(key)
+        if hit is None:
             t0 = time.perf_counter()
-            content = mesh_content_fingerprint(obj, obj.data, bool(palette_bones) or _key_groups(obj))
+            hit = mesh_content_fingerprint(obj, obj.data, weights_matter)
             self.stats["fingerprint_s"] = self.stats.get("fingerprint_s", 0.0) + time.perf_counter() - t0
-        self.meshes[obj.name] = MeshEntry(structure, content, asset, obj.data.name, tuple(palette_bones))
+            self._content_memo[key] = hit
+        return hit
+
+    def begin_import(self, stats: dict) -> None:
+        """A new import: its timings go to ``stats``; fingerprints are read anew."""
+        self.stats = stats
+        self._content_memo = {}
+
+    def find_shared(self, mesh_name: str, shared: tuple, content: Optional[str]):
+        """An entry another object made from the same mesh datablock with the same shared
+        structure and content (a linked duplicate), or None."""
+        for e in self.meshes.values():
+            if e.mesh_name == mesh_name and e.shared == shared and e.content is not None and e.content == content:
+                return e
+        return None
+
+    def store_mesh(self, obj, structure: tuple, content: Optional[str], asset, palette_bones, shared: tuple = ()) -> None:
+        if content is None:
+            content = self.content_of(obj, bool(palette_bones) or _key_groups(obj))
+        self.meshes[obj.name] = MeshEntry(structure, content, asset, obj.data.name, tuple(palette_bones), shared)
 
     # ---------------------------------------------------------------- clips
     def find_clip(self, key: tuple, signature: tuple, node_keys_ok=None):

@@ -92,10 +92,19 @@ def object_signature(obj) -> tuple:
     return base
 
 
-def mesh_structure_signature(obj, mesh, am, arm) -> tuple:
+def mesh_structure_signature(obj, mesh, am, arm, shared: bool = False) -> tuple:
+    """What about a mesh object's structure an asset depends on (no vertex data).  ``shared``:
+    without what is the object's own (object names of its armature), so linked duplicates of
+    one mesh with copies of one rig compare equal."""
     ks = key_signature(mesh.shape_keys)
-    mods = tuple((md.type, md.name, md.show_viewport, md.show_render,
-                  getattr(getattr(md, "object", None), "name", None),
+
+    def target(md):
+        ob = getattr(md, "object", None)
+        if ob is None:
+            return None
+        return ob.data.as_pointer() if shared and getattr(ob, "data", None) is not None else ob.name
+
+    mods = tuple((md.type, md.name, md.show_viewport, md.show_render, target(md),
                   getattr(md, "use_deform_preserve_volume", None), getattr(md, "use_bone_envelopes", None),
                   getattr(md, "use_vertex_groups", None), getattr(md, "use_multi_modifier", None),
                   getattr(md, "vertex_group", None), getattr(md, "invert_vertex_group", None),
@@ -103,7 +112,7 @@ def mesh_structure_signature(obj, mesh, am, arm) -> tuple:
     armsig = None
     if arm is not None:
         bones = arm.data.bones
-        armsig = (arm.name, arm.data.as_pointer(), tuple(b.name for b in bones if b.use_deform),
+        armsig = (None if shared else arm.name, arm.data.as_pointer(), tuple(b.name for b in bones if b.use_deform),
                   tuple(b.name for b in bones if b.bbone_segments > 1))
     uv = mesh.uv_layers.active.name if mesh.uv_layers.active is not None else None
     return (mesh.as_pointer(), mesh.name, len(mesh.vertices), len(mesh.loops), len(mesh.polygons), uv, ks, mods,
@@ -136,7 +145,17 @@ def import_mesh(obj, nb: NodeBuilder, cache=None, verify: bool = True, stats: Op
         if entry is not None:
             asset = _rebind(entry, obj, arm, nb, mesh_world)
             if asset is not entry.asset:
-                cache.store_mesh(obj, structure, entry.content, asset, entry.palette_bones)
+                cache.store_mesh(obj, structure, entry.content, asset, entry.palette_bones, entry.shared)
+            return asset
+        # a linked duplicate of a mesh imported for another object: share its geometry, weights
+        # and morph targets (only the skin's joint nodes and binds are this object's own)
+        shared = mesh_structure_signature(obj, mesh, am, arm, shared=True)
+        if content is None:
+            content = cache.content_of(obj, weights_matter(obj, am, arm))
+        twin = cache.find_shared(mesh.name, shared, content)
+        if twin is not None:
+            asset = _rebind(twin, obj, arm, nb, mesh_world, force=True)
+            cache.store_mesh(obj, structure, twin.content, asset, twin.palette_bones, shared)
             return asset
     try:
         asset, palette_bones = _build_mesh(obj, mesh, reasons, am, arm, nb, mesh_world, stats)
@@ -148,19 +167,23 @@ def import_mesh(obj, nb: NodeBuilder, cache=None, verify: bool = True, stats: Op
                           vertex_count=len(mesh.vertices))
         palette_bones = []
     if cache is not None:
-        cache.store_mesh(obj, structure, content, asset, palette_bones)
+        cache.store_mesh(obj, structure, content, asset, palette_bones,
+                         mesh_structure_signature(obj, mesh, am, arm, shared=True))
     return asset
 
 
-def _rebind(entry, obj, arm, nb: NodeBuilder, mesh_world) -> MeshAsset:
+def _rebind(entry, obj, arm, nb: NodeBuilder, mesh_world, force: bool = False) -> MeshAsset:
     """A cached asset with its skin's joint nodes and inverse binds for today's node order and
-    bind transforms (the same geometry and weights keep their arrays)."""
+    bind transforms (the same geometry and weights keep their arrays).  ``force``: always a new
+    MeshAsset named for ``obj`` (the entry is another object's: a linked duplicate)."""
     asset = entry.asset
+    if force:
+        asset = dataclasses.replace(asset, name=obj.name)
     if not entry.palette_bones or arm is None:
         return asset
     jn, ibm = _palette_nodes(obj, arm, entry.palette_bones, nb, mesh_world)
     p0 = next((p for p in asset.primitives if p.skin is not None), None)
-    if p0 is None or (np.array_equal(p0.skin.joint_node_indices, jn)
+    if p0 is None or (not force and np.array_equal(p0.skin.joint_node_indices, jn)
                       and np.allclose(p0.skin.inverse_bind_matrices, ibm, rtol=1e-12, atol=1e-12)
                       and p0.skin.armature_node == nb.index[(arm.name, None)]
                       and p0.skin.armature_relation is not None

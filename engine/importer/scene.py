@@ -45,7 +45,7 @@ def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: b
 
     stats = {"mesh_read_s": 0.0, "skin_s": 0.0, "morph_s": 0.0}
     if cache is not None:
-        cache.stats = stats
+        cache.begin_import(stats)
     t0 = time.perf_counter()
     scene, view_layer = resolve_scene(depsgraph_or_scene, view_layer)
     objects = collect_objects(view_layer)

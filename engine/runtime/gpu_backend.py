@@ -201,8 +201,10 @@ class GpuBackend(RuntimeBackend):
     supports_shader_morph = True
 
     def __init__(self):
-        self._static = {}        # id(primitive) -> (primitive ref, (static vbo, ibo, triangle count))
-        self._morph = {}         # id(primitive) -> (primitive ref, (span, entries), deltas texture or None)
+        # keyed by the ids of a primitive's immutable arrays (held in the entry, so ids stay valid)
+        self._static = {}        # -> (arrays, (static vbo, ibo, triangle count, influence entries))
+        self._morph = {}         # -> [arrays, (span, entries), deltas texture or None]
+        self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
         self.stream_uploads = 0
@@ -227,11 +229,27 @@ class GpuBackend(RuntimeBackend):
         return handle is not None and handle.valid
 
     # streams --------------------------------------------------------------------------------
+    @staticmethod
+    def _geometry(primitive) -> tuple:
+        """The immutable arrays the static buffers and morph entries are made of.  Primitives
+        that share them (linked duplicates differ only in their skin) share one upload."""
+        return (primitive.positions, primitive.indices, getattr(primitive, "joints", None),
+                getattr(primitive, "weights", None), getattr(primitive, "uv0", None),
+                getattr(primitive, "colors", None), getattr(primitive, "morph_targets", ()))
+
+    def _lookup(self, table: dict, primitive):
+        geo = self._geometry(primitive)
+        key = tuple(id(a) for a in geo)
+        entry = table.get(key)
+        if entry is not None and all(x is y for x, y in zip(entry[0], geo)):
+            return key, geo, entry
+        return key, geo, None
+
     def _morph_entry(self, primitive):
-        entry = self._morph.get(id(primitive))
-        if entry is None or entry[0] is not primitive:
-            entry = [primitive, pack_morph_entries(primitive), None]
-            self._morph[id(primitive)] = entry
+        key, geo, entry = self._lookup(self._morph, primitive)
+        if entry is None:
+            entry = [geo, pack_morph_entries(primitive), None]
+            self._morph[key] = entry
         return entry
 
     def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True,
@@ -241,13 +259,13 @@ class GpuBackend(RuntimeBackend):
         if not cache_static:
             self.stream_uploads += 1
             return build_stream(primitive, positions, normals, tangents, smooth_normals=smooth_normals)
-        key = id(primitive)
-        entry = self._static.get(key)
-        static = entry[1] if entry is not None and entry[0] is primitive else None
+        key, geo, entry = self._lookup(self._static, primitive)
+        static = entry[1] if entry is not None else None
         if static is None:
             span = self._morph_entry(primitive)[1][0] if getattr(primitive, "morph_targets", ()) else None
             static = build_static(primitive, span)
-            self._static[key] = (primitive, static)
+            self._static[key] = (geo, static)
+            self.static_uploads += 1
         stream = build_stream(primitive, positions, normals, tangents, static=static, smooth_normals=smooth_normals)
         self.stream_uploads += 1
         return stream
@@ -276,7 +294,7 @@ class GpuBackend(RuntimeBackend):
     def retain(self, primitives) -> None:
         """Release the cached static buffers and morph textures of every primitive not in
         ``primitives`` (called after a re-import, so replaced assets do not pile up)."""
-        keep = {id(p) for p in primitives}
+        keep = {tuple(id(a) for a in self._geometry(p)) for p in primitives}
         for table in (self._static, self._morph):
             for k in [k for k in table if k not in keep]:
                 del table[k]
@@ -286,8 +304,9 @@ class GpuBackend(RuntimeBackend):
         return len(self._static)
 
     def forget_primitive(self, primitive) -> None:
-        self._static.pop(id(primitive), None)
-        self._morph.pop(id(primitive), None)
+        key = tuple(id(a) for a in self._geometry(primitive))
+        self._static.pop(key, None)
+        self._morph.pop(key, None)
 
     def release_all(self) -> None:
         self._static.clear()
