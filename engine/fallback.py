@@ -14,6 +14,7 @@ object and its outline are already drawn by our passes.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
@@ -53,8 +54,6 @@ def _finite_primitive(p):
         return p, Bounds.from_points(p.positions)
     tri = np.asarray(p.indices).reshape(-1, 3)
     keep = ok[tri].all(axis=1)
-    import dataclasses
-
     q = dataclasses.replace(p, indices=tri[keep].copy())
     return q, Bounds.from_points(p.positions[ok])
 

@@ -381,9 +381,12 @@ class StylizedSession:
         import bpy
 
         visible = {inst.object.name for inst in depsgraph.object_instances if not inst.is_instance and inst.show_self}
-        # Object Properties > Visibility > Shadow
-        casts = [bool(getattr(bpy.data.objects.get(nd.object_name), "visible_shadow", True))
-                 for nd in self.scene_asset.nodes]
+        # Object Properties > Visibility > Shadow, per drawn mesh object (not per node: no loop
+        # over bones per frame)
+        casts = np.ones(self.scene_asset.node_count, bool)
+        nodes = self.scene_asset.nodes
+        for n in self._gpu_nodes:
+            casts[n] = bool(getattr(bpy.data.objects.get(nodes[n].object_name), "visible_shadow", True))
         items = self.runtime.extract(shadow_casters=casts)
         return [it for it in items if it.node_index in self._gpu_nodes and it.object_name in visible]
 
