@@ -158,6 +158,12 @@ class SceneNodeAsset:
     object_name: str               # the Blender object (for a bone: its armature object)
     bone_name: Optional[str] = None
     mesh_index: int = -1           # index into SceneAsset.meshes, -1 when the node draws nothing
+    # Blender bone inheritance (bones only; objects keep the defaults): Bone.use_inherit_rotation,
+    # Bone.inherit_scale ('FULL', 'FIX_SHEAR', 'ALIGNED', 'AVERAGE', 'NONE', 'NONE_LEGACY') and
+    # Bone.use_local_location.  ScenePose composes a bone's world from its parent's with these.
+    inherit_rotation: bool = True
+    inherit_scale: str = "FULL"
+    local_location: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "pre_matrix", _ro(self.pre_matrix, np.float64))
@@ -199,12 +205,19 @@ class SkinAsset:
     armature_node: int = -1            # node of the armature object driving this skin
     unweighted_bounds: Optional["Bounds"] = None   # bounds of the vertices with no joint weight
     armature_relation: Optional[np.ndarray] = None  # (4,4) inverse(armatureWorld) @ meshWorld at bind
+    # B-Bones: (J,) int64, -1 for a plain joint, else the B-Bone segment matrix index (0..segments)
+    # of the joint's bone that palette slot j stands for (one slot per segment matrix of a bendy
+    # bone; a vertex's weight on the bone is split between two adjacent segment slots).  None: no
+    # bendy bones in this skin.
+    joint_segments: Optional[np.ndarray] = None
 
     def __post_init__(self):
         object.__setattr__(self, "joint_node_indices", _ro(self.joint_node_indices, np.int64))
         object.__setattr__(self, "inverse_bind_matrices", _ro(self.inverse_bind_matrices, np.float64, (4, 4), "inverse_bind_matrices"))
         object.__setattr__(self, "joint_bounds_min", _ro(self.joint_bounds_min, np.float64, (3,), "joint_bounds_min"))
         object.__setattr__(self, "joint_bounds_max", _ro(self.joint_bounds_max, np.float64, (3,), "joint_bounds_max"))
+        if self.joint_segments is not None:
+            object.__setattr__(self, "joint_segments", _ro(self.joint_segments, np.int64))
         if self.armature_relation is not None:
             rel = np.array(self.armature_relation, np.float64).reshape(4, 4)
             rel.flags.writeable = False
