@@ -85,8 +85,13 @@ class TimelineReader:
                 if a is not None:
                     bone_pos = int(np.flatnonzero(self.armatures[a].nodes == p)[0])
                     self._obj_parent_bone.append((k, a, bone_pos))
+        self._runtime = runtime
+        self._bbone_rest = None        # {bone node: (S+1,4,4)} rest segment matrices, read once
+        self._bbone_bind = []          # (armature object name, pose bone name, bone node, segments)
+        self.bbone_error = None        # why the evaluated B-Bone segments could not be read (last frame)
         if runtime is not None:
             self.bind_morphs(runtime)
+            self.bind_bbones(runtime)
 
     def bind_morphs(self, runtime) -> None:
         import bpy
@@ -137,6 +142,44 @@ class TimelineReader:
         self.vrm = vrm_expressions.build_source([], self._vrm_mesh_keys, sets=sets)
         return True
 
+    def bind_bbones(self, runtime) -> None:
+        """The weighted B-Bones the palettes use (``SkinningPaletteSet.bbone_nodes``): which
+        pose bone each stands for.  Only those are read per frame."""
+        self._bbone_bind = []
+        self._bbone_rest = None
+        ps = getattr(runtime, "palette_set", None)
+        if ps is None:
+            return
+        for node in ps.bbone_nodes:
+            nd = self.scene.nodes[node]
+            segs = ps.bbone_segment_indices(node)
+            self._bbone_bind.append((nd.object_name, nd.bone_name, node, int(segs.max()) + 1 if segs.size else 0))
+
+    def read_bbone_segments(self, depsgraph) -> Tuple[Dict[int, np.ndarray], Dict[int, np.ndarray]]:
+        """({bone node: (S+1,4,4) evaluated segment matrices}, {bone node: rest ones}) of the
+        weighted B-Bones, from Blender's evaluated pose (``PoseBone.bbone_segment_matrix``, bone
+        space).  The rest ones are read once.  There is no bulk accessor for segment matrices:
+        this is one call per segment of the weighted B-Bones only (a rig without B-Bones reads
+        nothing)."""
+        import bpy
+
+        pose_out: Dict[int, np.ndarray] = {}
+        need_rest = self._bbone_rest is None
+        rest_out: Dict[int, np.ndarray] = {} if need_rest else self._bbone_rest
+        for arm_name, bone, node, count in self._bbone_bind:
+            ob = bpy.data.objects.get(arm_name)
+            pb = ob.evaluated_get(depsgraph).pose.bones.get(bone) if ob is not None and ob.pose is not None else None
+            if pb is None:
+                raise RuntimeError(f"B-Bone '{bone}' of armature '{arm_name}' is missing from the evaluated pose")
+            pose_out[node] = np.array([np.array(pb.bbone_segment_matrix(a, rest=False), np.float64)
+                                       for a in range(count)])
+            if need_rest:
+                rest_out[node] = np.array([np.array(pb.bbone_segment_matrix(a, rest=True), np.float64)
+                                           for a in range(count)])
+        if need_rest:
+            self._bbone_rest = rest_out
+        return pose_out, rest_out
+
     # ------------------------------------------------------------------------------------------
     def read(self, depsgraph) -> Tuple[np.ndarray, np.ndarray, Dict[int, np.ndarray]]:
         """-> (nodes, local matrices (N,4,4), {mesh node: morph weights aligned with its key names})."""
@@ -175,6 +218,17 @@ class TimelineReader:
             mats_out.append(local)
         nodes = np.concatenate(nodes_out) if nodes_out else np.zeros(0, np.int64)
         mats = np.concatenate(mats_out) if mats_out else np.zeros((0, 4, 4))
+        if self._bbone_bind:
+            # B-Bones: Blender's evaluated segments for the palette update that follows this read
+            # (SkinningPaletteSet.set_bbone_segments; without them the rest relation is used)
+            try:
+                pose_segs, rest_segs = self.read_bbone_segments(depsgraph)
+                if not self._runtime.palette_set.set_bbone_segments(pose_segs, rest_segs):
+                    self.bbone_error = self._runtime.palette_set.last_error
+                else:
+                    self.bbone_error = None
+            except Exception as ex:   # keep the rest relation for this frame; say why
+                self.bbone_error = f"B-Bone segments could not be read: {type(ex).__name__}: {ex}"
         return nodes, mats, self.read_morph_weights(depsgraph)
 
     def read_morph_weights(self, depsgraph=None) -> Dict[int, np.ndarray]:

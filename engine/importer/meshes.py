@@ -193,7 +193,7 @@ def _rebind(entry, obj, arm, nb: NodeBuilder, mesh_world, force: bool = False) -
     old = p0.skin
     skin = SkinAsset(jn, ibm, old.joint_bounds_min, old.joint_bounds_max,
                      armature_node=nb.index[(arm.name, None)], unweighted_bounds=old.unweighted_bounds,
-                     armature_relation=_relation(arm, nb, mesh_world))
+                     armature_relation=_relation(arm, nb, mesh_world), joint_segments=old.joint_segments)
     prims = [dataclasses.replace(p, skin=skin) if p.skin is not None else p for p in asset.primitives]
     return dataclasses.replace(asset, primitives=prims)
 
@@ -239,6 +239,7 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
     # --- skin ---------------------------------------------------------------------------------
     infl = None
     palette_bones: list = []
+    joint_segments = None
     t1 = time.perf_counter()
     if arm is not None and vg is not None:
         bones = arm.data.bones
@@ -247,23 +248,29 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         vi, gi, wi = vg
         bj = gmap[gi] if gi.size else gi
         sel = (bj >= 0) & (wi > 0.0)
-        infl = _skin.select_influences(vi[sel], bj[sel], wi[sel], nv)
+        tv, tj, tw = vi[sel], bj[sel], wi[sel]
+        # B-Bones: a bone's weight is split between two adjacent segment slots; joint ids
+        # >= len(bones) stand for (bone, segment) pairs (``seg_keys``)
+        tv, tj, tw, seg_keys = _skin.split_bbone_weights(obj, arm, base_co, tv, tj, tw)
+        infl = _skin.select_influences(tv, tj, tw, nv)
         used = np.unique(infl.joints[infl.weights > 0.0])
         if used.size == 0:
             infl = None
         else:
             bl = list(bones)
-            # palette in node order (bones were added depth-first)
-            used_names = [bl[int(i)].name for i in used]
-            used_names.sort(key=lambda nm: nb.index[(arm.name, nm)])
-            palette_bones = used_names
-            remap = np.zeros(len(bl), np.int64)
-            for slot, nm in enumerate(used_names):
-                remap[bones.find(nm)] = slot
+            nb_bones = len(bl)
+            # (bone index, segment or -1) of each used joint id
+            ub = np.where(used < nb_bones, used, seg_keys[np.maximum(used - nb_bones, 0), 0])
+            us = np.where(used < nb_bones, -1, seg_keys[np.maximum(used - nb_bones, 0), 1])
+            # palette in node order (bones were added depth-first), segments in Blender's order
+            node_of = np.array([nb.index[(arm.name, bl[int(b)].name)] for b in ub], np.int64)
+            order = np.lexsort((us, node_of))
+            palette_bones = [bl[int(ub[k])].name for k in order]
+            remap = np.zeros(nb_bones + seg_keys.shape[0], np.int64)
+            remap[used[order]] = np.arange(order.size)
             infl.joints = np.where(infl.weights > 0.0, remap[infl.joints], 0)
-            bb = [nm for nm in used_names if bones[nm].bbone_segments > 1]
-            if bb:
-                reasons.append(f"bendy bones (B-Bone segments > 1) on weighted bone '{bb[0]}'")
+            if (us >= 0).any():
+                joint_segments = us[order].astype(np.int64)
     skin_asset = None
     if infl is not None:
         jn, ibm = _palette_nodes(obj, arm, palette_bones, nb, mesh_world)
@@ -273,7 +280,8 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         still = ~(infl.weights > 0.0).any(axis=1)
         still_bounds = Bounds.from_points(base_co[still]) if still.any() else None
         skin_asset = SkinAsset(jn, ibm, lo, hi, armature_node=nb.index[(arm.name, None)],
-                               unweighted_bounds=still_bounds, armature_relation=_relation(arm, nb, mesh_world))
+                               unweighted_bounds=still_bounds, armature_relation=_relation(arm, nb, mesh_world),
+                               joint_segments=joint_segments)
     stats["skin_s"] = stats.get("skin_s", 0.0) + time.perf_counter() - t1
 
     # --- morph targets ------------------------------------------------------------------------

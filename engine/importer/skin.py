@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..assets import AssetError
+
 # Blender's armature deform leaves a vertex in place when its deform weights sum to <= this.
 ZERO_CONTRIB = 1e-4
 
@@ -98,3 +100,79 @@ def joint_bounds(positions: np.ndarray, joints: np.ndarray, weights: np.ndarray,
         np.minimum.at(lo, jj, p)
         np.maximum.at(hi, jj, p)
     return lo, hi
+
+
+def split_bbone_weights(obj, arm, base_co, vertex, joint, weight):
+    """B-Bones (bendy bones, ``bbone_segments > 1``) -> two palette influences per weight.
+
+    Blender's Armature modifier (armature_deform.cc, ``b_bone_deform``) deforms a vertex weighted
+    w to a B-Bone with the two adjacent segment deform matrices ``index`` and ``index + 1``
+    (weights w*(1-blend) and w*blend), where (index, blend) come from the vertex position along
+    the bone's *rest* shape (``BKE_pchan_bbone_deform_segment_index``: straight or curved
+    mapping, from the bone's rest arm matrix and rest segment matrices).  Linear blend skinning
+    is linear in the matrices, so this is exactly two ordinary influences.
+
+    (index, blend) are taken from Blender itself, ``PoseBone.bbone_segment_index(point)`` with
+    the point in armature space (inverse(armature world) @ mesh world @ co, the space the
+    modifier works in), once per (vertex, B-Bone) pair at import: that is Blender's own
+    function, so the straight and the curved mapping (``bbone_mapping_mode``), the segment
+    count and the rest ease/handles all come out exactly as the modifier computes them.  It is
+    a Python call per weighted (vertex, B-Bone) pair (no bulk accessor exists) and runs only at
+    import; the per-frame path never sees it.
+
+    Shape keys: Blender computes the index from the *shape-keyed* position of the frame (the
+    modifier runs after the keys).  Here it comes from the base (rest) positions, once; a key
+    that moves a vertex along a B-Bone across a segment boundary therefore blends other
+    segments than Blender would (exact again when the keys are at 0, and whenever the keyed
+    position stays within the same segment pair and blend changes are small -- the error is
+    the difference of the two neighbouring segment matrices times the change in blend).
+
+    ``vertex, joint, weight``: the (vertex, bone index, weight) triples of the deform groups.
+    Returns (vertex, joint, weight, seg_keys): the triples with every B-Bone triple replaced by
+    two whose joint ids are ``len(bones) + row`` of ``seg_keys`` ((R,2) int64: bone index,
+    segment matrix index 0..segments).  Bones without B-Bones are untouched (seg_keys empty)."""
+    bones = arm.data.bones
+    nb = len(bones)
+    seg_keys = np.zeros((0, 2), np.int64)
+    if vertex.size == 0:
+        return vertex, joint, weight, seg_keys
+    used = np.unique(joint)
+    bendy = [int(b) for b in used if bones[int(b)].bbone_segments > 1]
+    if not bendy:
+        return vertex, joint, weight, seg_keys
+    to_arm = np.linalg.inv(np.array(arm.matrix_world, np.float64)) @ np.array(obj.matrix_world, np.float64)
+    keys = []
+    key_row = {}
+    for b in bendy:
+        s = bones[b].bbone_segments
+        for a in range(s + 1):
+            key_row[(b, a)] = len(keys)
+            keys.append((b, a))
+    seg_keys = np.array(keys, np.int64)
+    is_bb = np.isin(joint, np.array(bendy, np.int64))
+    keep = ~is_bb
+    out_v, out_j, out_w = [vertex[keep]], [joint[keep]], [weight[keep]]
+    bv, bj, bw = vertex[is_bb], joint[is_bb], weight[is_bb]
+    pts = (np.asarray(base_co, np.float64)[bv] @ to_arm[:3, :3].T) + to_arm[:3, 3]
+    idx = np.empty(bv.size, np.int64)
+    blend = np.empty(bv.size, np.float64)
+    pbones = arm.pose.bones
+    for b in bendy:
+        pb = pbones.get(bones[b].name)
+        if pb is None:
+            raise AssetError(f"mesh '{obj.name}' armature '{arm.name}': B-Bone '{bones[b].name}' has no pose bone")
+        rows = np.flatnonzero(bj == b)
+        for r in rows:
+            i, t = pb.bbone_segment_index(tuple(float(c) for c in pts[r]))
+            idx[r] = i
+            blend[r] = t
+        s = bones[b].bbone_segments
+        if rows.size and not ((idx[rows] >= 0).all() and (idx[rows] < s).all()):
+            raise AssetError(f"mesh '{obj.name}' armature '{arm.name}': B-Bone '{bones[b].name}' returned a segment index "
+                             f"outside 0..{s - 1}")
+    base_row = np.array([key_row[(b, 0)] if (b, 0) in key_row else 0 for b in range(nb)], np.int64)
+    lo = nb + base_row[bj] + idx
+    out_v += [bv, bv]
+    out_j += [lo, lo + 1]
+    out_w += [bw * (1.0 - blend), bw * blend]
+    return np.concatenate(out_v), np.concatenate(out_j), np.concatenate(out_w), seg_keys

@@ -121,9 +121,18 @@ class SkinningPalette:
         return ok
 
 
+def _segments(skin) -> Optional[np.ndarray]:
+    seg = getattr(skin, "joint_segments", None)
+    return None if seg is None or not (np.asarray(seg) >= 0).any() else np.asarray(seg, np.int64)
+
+
 def skin_definitions_equal(a: SkinAsset, b: SkinAsset) -> bool:
-    """Exact joint-index sequence and element-wise inverse-bind equality (no epsilon)."""
-    return (a.joint_node_indices.shape == b.joint_node_indices.shape
+    """Exact joint-index sequence, B-Bone segment slots and element-wise inverse-bind equality
+    (no epsilon)."""
+    sa, sb = _segments(a), _segments(b)
+    return ((sa is None) == (sb is None)
+            and (sa is None or (sa.shape == sb.shape and bool(np.array_equal(sa, sb))))
+            and a.joint_node_indices.shape == b.joint_node_indices.shape
             and bool(np.array_equal(a.joint_node_indices, b.joint_node_indices))
             and a.inverse_bind_matrices.shape == b.inverse_bind_matrices.shape
             and bool(np.array_equal(a.inverse_bind_matrices, b.inverse_bind_matrices)))
@@ -137,7 +146,7 @@ def merge_joint_bounds(a: SkinAsset, b: SkinAsset) -> SkinAsset:
                      np.minimum(a.joint_bounds_min, b.joint_bounds_min),
                      np.maximum(a.joint_bounds_max, b.joint_bounds_max),
                      armature_node=a.armature_node, unweighted_bounds=still,
-                     armature_relation=a.armature_relation)
+                     armature_relation=a.armature_relation, joint_segments=a.joint_segments)
 
 
 class SkinningPaletteGroup:
@@ -179,13 +188,26 @@ class SkinningPaletteGroup:
         self.box_joints = nonempty
         ub = getattr(sk, "unweighted_bounds", None)
         self.still_bounds = ub if ub is not None and not ub.is_empty else None
+        seg = _segments(sk)
+        self.seg_slots = np.flatnonzero(seg >= 0) if seg is not None else np.zeros(0, np.int64)
+        self.seg_keys = (np.stack([self.joint_nodes[self.seg_slots], seg[self.seg_slots]], axis=1)
+                         if seg is not None else np.zeros((0, 2), np.int64))
+        self.seg_rows = np.zeros(0, np.int64)   # set by SkinningPaletteSet.initialize
 
-    def update(self, world_matrices: np.ndarray) -> bool:
+    def update(self, world_matrices: np.ndarray, segment_table: Optional[np.ndarray] = None) -> bool:
+        """``segment_table``: (R,4,4) B-Bone segment deform relations of the palette set (rows
+        ``seg_rows`` belong to this group's segment slots ``seg_slots``); None: the rest relation
+        (identity: each segment slot moves rigidly with its bone)."""
         ibm = self.inverse_binds
         if self.rel_bind_inv is not None:
             rel_now = np.linalg.solve(world_matrices[self.armature_node], world_matrices[self.mesh_node_index])
             ibm = np.matmul(ibm, self.rel_bind_inv @ rel_now)
-        return self.palette.update(world_matrices[self.mesh_node_index], world_matrices[self.joint_nodes],
+        joints = world_matrices[self.joint_nodes]
+        if segment_table is not None and self.seg_slots.size:
+            # jointWorld @ bbone_pose[a] @ inverse(bbone_rest[a]) (Blender's b_bone_mats[a + 1]
+            # = chan_mat @ arm_mat @ b_bone[a] @ inv(b_bone_rest[a]) @ inv(arm_mat))
+            joints[self.seg_slots] = np.matmul(joints[self.seg_slots], segment_table[self.seg_rows])
+        return self.palette.update(world_matrices[self.mesh_node_index], joints,
                                    ibm, self.box_center, self.box_half, self.box_joints, self.still_bounds)
 
 
@@ -210,7 +232,23 @@ def _bind_worlds(scene) -> np.ndarray:
 
 
 class SkinningPaletteSet:
+    """Every palette group of a scene.
+
+    B-Bones (``SkinAsset.joint_segments``): the segment slots of all groups share one table of
+    segment deform relations ``bbone_pose[a] @ inverse(bbone_rest[a])`` (bone space, one row per
+    (bone node, segment matrix index)), which the pose source sets before a palette update with
+    ``set_bbone_segments``.  The table is a per-frame input: an update that was not preceded by
+    a ``set_bbone_segments`` since the previous update uses the *rest segment relation*
+    (identity: every segment slot moves rigidly with its bone, as a non-bendy bone would).  The
+    timeline reader (engine/timeline.py) sets it every frame from Blender's evaluated segments;
+    the preview player does not (yet), so preview frames get the rest relation.  Rigs without
+    B-Bones have no table and pay nothing."""
+
     def __init__(self):
+        self.segment_keys = np.zeros((0, 2), np.int64)   # (R,2) bone node, segment index
+        self.segment_table = np.zeros((0, 4, 4))         # (R,4,4) deform relations (identity: rest)
+        self.segment_fresh = False
+        self._segment_rows = {}                          # bone node -> (S+1,) rows of the table
         self.palette_lookup: List[List[Optional[SkinningPalette]]] = []
         self.palette_groups: List[SkinningPaletteGroup] = []
         self.palette_count = 0
@@ -260,6 +298,7 @@ class SkinningPaletteSet:
                 return False
         for node, pi, g in member_groups:
             lookup[node][pi] = g.palette
+        self._init_segments(groups)
         self.palette_lookup = lookup
         self.palette_groups = groups
         self.palette_count = len(groups)
@@ -279,6 +318,70 @@ class SkinningPaletteSet:
         self._scene = None
 
     release = clear
+
+    # ---------------------------------------------------------------- B-Bones
+    def _init_segments(self, groups) -> None:
+        keys = [g.seg_keys for g in groups if g.seg_keys.shape[0]]
+        self._segment_rows = {}
+        self.segment_fresh = False
+        if not keys:
+            self.segment_keys = np.zeros((0, 2), np.int64)
+            self.segment_table = np.zeros((0, 4, 4))
+            return
+        uk = np.unique(np.concatenate(keys), axis=0)   # sorted by node, then segment
+        self.segment_keys = uk
+        self.segment_table = np.tile(np.eye(4), (uk.shape[0], 1, 1))
+        code = uk[:, 0] * (1 << 20) + uk[:, 1]
+        for g in groups:
+            if g.seg_keys.shape[0]:
+                g.seg_rows = np.searchsorted(code, g.seg_keys[:, 0] * (1 << 20) + g.seg_keys[:, 1])
+        for node in np.unique(uk[:, 0]):
+            self._segment_rows[int(node)] = (uk[:, 0] == node, uk[uk[:, 0] == node, 1])
+
+    @property
+    def bbone_nodes(self) -> List[int]:
+        """Bone nodes whose B-Bone segment slots some palette uses (what a pose source must
+        provide to ``set_bbone_segments``)."""
+        return sorted(self._segment_rows)
+
+    def bbone_segment_indices(self, node: int) -> np.ndarray:
+        """The segment matrix indices (0..segments) of bone ``node`` that palettes use."""
+        hit = self._segment_rows.get(int(node))
+        return np.zeros(0, np.int64) if hit is None else hit[1]
+
+    def set_bbone_segments(self, pose_segments: dict, rest_segments: dict) -> bool:
+        """Entry point for pose sources (timeline reader, a preview bake): the B-Bone segment
+        matrices of this frame, ``{bone node: (S+1,4,4)}`` each for pose and rest, in the bone's
+        local space exactly as ``PoseBone.bbone_segment_matrix(a, rest=False / True)`` returns
+        them (index a = 0..segments).  Applies to the next ``update`` only (see the class
+        docstring); bones not given keep the rest relation.  False (and ``last_error``) when a
+        matrix is missing, malformed or not finite; the table then stays at the rest relation."""
+        table = np.tile(np.eye(4), (self.segment_keys.shape[0], 1, 1))
+        for node, (mask, segs) in self._segment_rows.items():
+            pose = pose_segments.get(node)
+            if pose is None:
+                continue
+            rest = rest_segments.get(node)
+            pose = np.asarray(pose, np.float64)
+            rest = np.asarray(rest, np.float64) if rest is not None else None
+            if (rest is None or pose.ndim != 3 or pose.shape[1:] != (4, 4) or rest.shape != pose.shape
+                    or pose.shape[0] <= int(segs.max())):
+                self.last_error = f"B-Bone segment matrices of bone node {node}: expected (S+1,4,4) pose and rest"
+                self.segment_fresh = False
+                return False
+            try:
+                rel = np.matmul(pose[segs], np.linalg.inv(rest[segs]))
+            except np.linalg.LinAlgError:
+                rel = None
+            if rel is None or not np.isfinite(rel).all():
+                self.last_error = f"B-Bone segment matrices of bone node {node} are singular or not finite"
+                self.segment_fresh = False
+                return False
+            table[mask] = rel
+        self.segment_table = table
+        self.segment_fresh = True
+        self.last_pose_version = -1   # force the next update to recompute
+        return True
 
     # ---------------------------------------------------------------- queries
     def find(self, node_index: int, primitive_index: int) -> Optional[SkinningPalette]:
@@ -310,8 +413,10 @@ class SkinningPaletteSet:
             self.last_error = "pose world matrices are dirty"
             return False
         ok = True
+        seg = self.segment_table if self.segment_fresh and self.segment_table.shape[0] else None
+        self.segment_fresh = False
         for g in self.palette_groups:
-            if g.update(world):
+            if g.update(world, seg):
                 self.last_upload_count += 1
             else:
                 ok = False
