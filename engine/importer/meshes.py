@@ -113,11 +113,29 @@ def mesh_structure_signature(obj, mesh, am, arm, shared: bool = False) -> tuple:
     if arm is not None:
         bones = arm.data.bones
         armsig = (None if shared else arm.name, arm.data.as_pointer(), tuple(b.name for b in bones if b.use_deform),
-                  tuple(b.name for b in bones if b.bbone_segments > 1))
+                  tuple(_bbone_rest_signature(b) for b in bones if b.bbone_segments > 1))
     uv = mesh.uv_layers.active.name if mesh.uv_layers.active is not None else None
     return (mesh.as_pointer(), mesh.name, len(mesh.vertices), len(mesh.loops), len(mesh.polygons), uv, ks, mods,
             armsig, tuple(g.name for g in obj.vertex_groups),
             tuple((s.material.name if s.material else "") for s in obj.material_slots))
+
+
+_BBONE_REST_PROPS = ("bbone_segments", "bbone_mapping_mode", "bbone_easein", "bbone_easeout", "bbone_curveinx",
+                     "bbone_curveinz", "bbone_curveoutx", "bbone_curveoutz", "bbone_rollin", "bbone_rollout",
+                     "bbone_handle_type_start", "bbone_handle_type_end", "use_endroll_as_inroll",
+                     "bbone_handle_use_scale_start", "bbone_handle_use_scale_end",
+                     "bbone_handle_use_ease_start", "bbone_handle_use_ease_end")
+
+
+def _bbone_rest_signature(bone) -> tuple:
+    """What about a B-Bone's rest shape the per-vertex segment index/blend depend on (read at
+    import): its name, segment count, mapping mode, rest ease/curve/roll, handles."""
+    vals = []
+    for p in _BBONE_REST_PROPS:
+        v = getattr(bone, p, None)
+        vals.append(tuple(v) if hasattr(v, "__len__") and not isinstance(v, str) else v)
+    hs, he = bone.bbone_custom_handle_start, bone.bbone_custom_handle_end
+    return (bone.name, tuple(vals), hs.name if hs is not None else None, he.name if he is not None else None)
 
 
 def weights_matter(obj, am, arm) -> bool:
@@ -260,8 +278,11 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
             bl = list(bones)
             nb_bones = len(bl)
             # (bone index, segment or -1) of each used joint id
-            ub = np.where(used < nb_bones, used, seg_keys[np.maximum(used - nb_bones, 0), 0])
-            us = np.where(used < nb_bones, -1, seg_keys[np.maximum(used - nb_bones, 0), 1])
+            ub, us = used.copy(), np.full(used.size, -1, np.int64)
+            if seg_keys.shape[0]:
+                row = np.clip(used - nb_bones, 0, seg_keys.shape[0] - 1)
+                ub = np.where(used < nb_bones, used, seg_keys[row, 0])
+                us = np.where(used < nb_bones, -1, seg_keys[row, 1])
             # palette in node order (bones were added depth-first), segments in Blender's order
             node_of = np.array([nb.index[(arm.name, bl[int(b)].name)] for b in ub], np.int64)
             order = np.lexsort((us, node_of))
