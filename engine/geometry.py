@@ -24,7 +24,8 @@ def smooth_normal_deltas(primitive) -> list:
     outline's smooth normal, as ``smooth(normals + normal delta) - smooth(normals)`` averaged over
     the primitive's split vertices.  Composed like the normal deltas (sum of weight x delta, then
     renormalised), so a strong expression moves the outline hull with the surface.  Only the
-    source vertices a target touches are averaged again (O(touched) per target)."""
+    source vertices a target touches are averaged again (O(touched) per target), reading the
+    target's sparse rows (``MorphTargetAsset.indices`` / ``normal_rows``), never a dense array."""
     targets = primitive.morph_targets
     empty = (np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
     if not targets:
@@ -39,18 +40,23 @@ def smooth_normal_deltas(primitive) -> list:
     first = np.concatenate([[0], np.cumsum(per_source)[:-1]])
     out = []
     for t in targets:
-        nd = t.normal_deltas
-        if nd is None:
+        nrows = t.normal_rows
+        if nrows is None:
             out.append(empty)
             continue
-        changed = np.flatnonzero(np.any(nd != 0.0, axis=1))
+        nz = (nrows[:, 0] != 0.0) | (nrows[:, 1] != 0.0) | (nrows[:, 2] != 0.0)
+        changed = t.indices[nz]
         if changed.size == 0:
             out.append(empty)
             continue
         sources = np.unique(src[changed])
         c = per_source[sources]
         rows = order[np.repeat(first[sources], c) + (np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c))]
-        moved = normals[rows] + nd[rows]
+        # the sparse normal delta of each split vertex of those sources (zero where it has none)
+        at = np.minimum(np.searchsorted(t.indices, rows), t.indices.shape[0] - 1)
+        hit = t.indices[at] == rows
+        moved = normals[rows]
+        moved[hit] += nrows[at[hit]]
         group = np.repeat(np.arange(sources.size), c)
         acc = np.stack([np.bincount(group, weights=moved[:, k], minlength=sources.size) for k in range(3)], axis=1)
         new = acc[group]

@@ -295,19 +295,19 @@ def test_shape_keys_chains_masks_ranges(fresh):
     assert list(targets) == ["Smile", "SmileMore", "Masked", "Wide", "Muted", "Key"]
     co = {kb.name: np.array([p.co for p in kb.data]) for kb in ob.data.shape_keys.key_blocks}
     sv = prim.source_vertices
-    np.testing.assert_allclose(targets["Smile"].position_deltas, (co["Smile"] - co["Basis"])[sv], atol=1e-6)
+    np.testing.assert_allclose(targets["Smile"].dense_positions(), (co["Smile"] - co["Basis"])[sv], atol=1e-6)
     # relative-key chain: against Smile, not against the basis
-    np.testing.assert_allclose(targets["SmileMore"].position_deltas, (co["SmileMore"] - co["Smile"])[sv], atol=1e-6)
+    np.testing.assert_allclose(targets["SmileMore"].dense_positions(), (co["SmileMore"] - co["Smile"])[sv], atol=1e-6)
     mask = np.zeros(len(co["Basis"]))
     mask[[0, 1, 2, 3]] = 0.5
     mask[[4, 5]] = 1.0
-    np.testing.assert_allclose(targets["Masked"].position_deltas, ((co["Masked"] - co["Basis"]) * mask[:, None])[sv],
+    np.testing.assert_allclose(targets["Masked"].dense_positions(), ((co["Masked"] - co["Basis"]) * mask[:, None])[sv],
                                atol=1e-6)
     assert (targets["Wide"].weight_min, targets["Wide"].weight_max) == (-2.0, 3.5)
     assert targets["Wide"].clamp(5.0) == 3.5 and targets["Wide"].clamp(-3) == -2.0
     assert targets["Muted"].mute and not targets["Smile"].mute
     # a pure translation keeps normals: zero normal deltas
-    assert np.allclose(targets["Wide"].normal_deltas, 0.0, atol=1e-6)
+    assert np.allclose(targets["Wide"].dense_normals(), 0.0, atol=1e-6)
     # Blender's own mix equals base + sum(w * delta) (mask, chains, wide range)
     weights = {"Smile": 0.7, "SmileMore": 0.5, "Masked": 0.8, "Wide": -1.5, "Key": 0.3}
     for kb in ob.data.shape_keys.key_blocks[1:]:
@@ -318,7 +318,7 @@ def test_shape_keys_chains_masks_ranges(fresh):
     got = prim.positions.astype(np.float64).copy()
     for t in prim.morph_targets:
         if not t.mute:
-            got += weights.get(t.key_name, 0.0) * t.position_deltas
+            got += weights.get(t.key_name, 0.0) * t.dense_positions()
     np.testing.assert_allclose(got, ref, atol=1e-5)
     # the Key action becomes morph weight channels of the mesh node
     clips = importer.compatible_clips(asset, "Face")
@@ -359,19 +359,19 @@ def test_shape_key_normal_deltas_follow_shape(fresh):
         ev.to_mesh_clear()
     n_ref = np.zeros((len(verts), 3))
     n_ref[lv] = cn
-    n = prim.normals + t.normal_deltas
+    n = prim.normals + t.dense_normals()
     n /= np.linalg.norm(n, axis=1, keepdims=True)
     np.testing.assert_allclose(n, n_ref[prim.source_vertices], atol=1e-5)
-    moved = np.linalg.norm(t.normal_deltas, axis=1) > 1e-6
-    assert moved.sum() >= 5 and t.tangent_deltas is not None
+    moved = np.linalg.norm(t.dense_normals(), axis=1) > 1e-6
+    assert moved.sum() >= 5 and t.dense_tangents() is not None
     # the tangent deltas are the change of the tangents computed on the keyed shape
     from stylized_renderer.engine.importer.mesh import compute_tangents
-    tan_ref = compute_tangents(prim.positions + t.position_deltas.astype(np.float32), n.astype(np.float32),
+    tan_ref = compute_tangents(prim.positions + t.dense_positions().astype(np.float32), n.astype(np.float32),
                                prim.uv0, prim.indices)
-    tn = prim.tangents[:, :3] + t.tangent_deltas
+    tn = prim.tangents[:, :3] + t.dense_tangents()
     tn /= np.linalg.norm(tn, axis=1, keepdims=True)
     np.testing.assert_allclose(tn, tan_ref[:, :3], atol=2e-3)
-    assert np.abs(t.tangent_deltas).max() > 1e-3
+    assert np.abs(t.dense_tangents()).max() > 1e-3
 
 
 def test_absolute_keys_and_driven_keys(fresh):
@@ -582,7 +582,7 @@ def test_verified_cache_never_reuses_edited_data(fresh, what, edit):
         if pf.uv0 is not None:
             np.testing.assert_array_equal(p2.uv0, pf.uv0)
         for t2, tf in zip(p2.morph_targets, pf.morph_targets):
-            np.testing.assert_array_equal(t2.position_deltas, tf.position_deltas)
+            np.testing.assert_array_equal(t2.dense_positions(), tf.dense_positions())
 
 
 def test_unweighted_vertices_bounds_and_nonfinite_prop(fresh):
@@ -685,7 +685,7 @@ def test_small_heavy_rig_matches_blender(fresh):
     for prim in m.primitives:
         base = prim.positions.astype(np.float64).copy()
         for tg, w in zip(prim.morph_targets, (0.5, 1.0, 0.3, 0.8)):
-            base += w * tg.position_deltas
+            base += w * tg.dense_positions()
         morphed = type(prim)(material_index=prim.material_index, material_name=prim.material_name,
                              positions=base, normals=prim.normals, indices=prim.indices,
                              source_vertices=prim.source_vertices, joints=prim.joints, weights=prim.weights,

@@ -12,7 +12,9 @@ batch; the index buffer of a primitive is created once and shared by all its str
 Shader-composed morphs (animated weights, see ``runtime/mesh_instance.py``): the primitive's
 sparse delta entries live in one static RGBA32F texture (4 texels per entry) and each vertex's
 ``morph_span`` attribute in the shared static buffer; an update only creates a small R32F texture
-of the weights, drawn with the primitive's base stream.
+of the weights, drawn with the primitive's base stream.  The entries are packed from the asset's
+sparse rows (``pack_morph_entries``) when the static buffer is built (for the spans) and again when
+the texture is first needed; no packed copy is kept on the CPU.
 """
 from __future__ import annotations
 
@@ -68,8 +70,11 @@ def float_texture(values: np.ndarray, channels: int):
     limit = gpu.capabilities.max_texture_size_get()
     if h > limit:
         raise ValueError(f"{values.shape[0]} texels exceed the largest texture ({w}x{limit})")
-    data = np.zeros((w * h, channels), np.float32)
-    data[:values.shape[0]] = values
+    if values.shape[0] == w * h and values.flags.c_contiguous:
+        data = values                 # already whole rows: no padded copy
+    else:
+        data = np.zeros((w * h, channels), np.float32)
+        data[:values.shape[0]] = values
     fmt = {1: "R32F", 4: "RGBA32F"}[channels]
     return gpu.types.GPUTexture((w, h), format=fmt, data=gpu.types.Buffer("FLOAT", data.size, data.ravel()))
 
@@ -203,11 +208,12 @@ class GpuBackend(RuntimeBackend):
     def __init__(self):
         # keyed by the ids of a primitive's immutable arrays (held in the entry, so ids stay valid)
         self._static = {}        # -> (arrays, (static vbo, ibo, triangle count, influence entries))
-        self._morph = {}         # -> [arrays, (span, entries), deltas texture or None]
+        self._morph = {}         # -> [arrays, deltas texture or None]
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
         self.stream_uploads = 0
+        self.morph_texture_bytes = 0   # GPU bytes of the delta textures uploaded (not numpy)
 
     # palettes -------------------------------------------------------------------------------
     def create_palette_buffer(self, joint_count: int):
@@ -248,7 +254,7 @@ class GpuBackend(RuntimeBackend):
     def _morph_entry(self, primitive):
         key, geo, entry = self._lookup(self._morph, primitive)
         if entry is None:
-            entry = [geo, pack_morph_entries(primitive), None]
+            entry = [geo, None]
             self._morph[key] = entry
         return entry
 
@@ -262,7 +268,11 @@ class GpuBackend(RuntimeBackend):
         key, geo, entry = self._lookup(self._static, primitive)
         static = entry[1] if entry is not None else None
         if static is None:
-            span = self._morph_entry(primitive)[1][0] if getattr(primitive, "morph_targets", ()) else None
+            span = None
+            if getattr(primitive, "morph_targets", ()):
+                # the spans go into the static buffer; the packed entries are not kept on the CPU
+                # (the deltas texture is packed again from the asset's sparse rows when needed)
+                span = pack_morph_entries(primitive)[0]
             static = build_static(primitive, span)
             self._static[key] = (geo, static)
             self.static_uploads += 1
@@ -275,13 +285,18 @@ class GpuBackend(RuntimeBackend):
         if base_stream is None or getattr(base_stream, "batch", None) is None:
             return None
         entry = self._morph_entry(primitive)
-        if entry[2] is None:
-            entry[2] = float_texture(entry[1][1].reshape(-1, 4), 4)    # 4 texels per entry
+        if entry[1] is None:
+            # packed from the asset's sparse rows, uploaded (4 texels per entry, already padded to
+            # whole texture rows) and dropped: only the texture keeps the entries
+            _span, entries = pack_morph_entries(primitive, texels_multiple=MORPH_TEX_WIDTH)
+            entry[1] = float_texture(entries.reshape(-1, 4), 4)
+            self.morph_texture_bytes += int(entries.nbytes)
+            del entries
         weights_tex = float_texture(np.asarray(weights, np.float32), 1)
         self.stream_uploads += 1
         b = base_stream
         return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
-                         morph=(entry[2], weights_tex), skin_entries=b.skin_entries)
+                         morph=(entry[1], weights_tex), skin_entries=b.skin_entries)
 
     def release_stream(self, stream) -> None:
         if stream is not None:

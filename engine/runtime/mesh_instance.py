@@ -10,7 +10,13 @@ High-frequency morph animation (the seed's stated extension: "高频面部曲线
 compose deltas in the vertex shader, the update uploads only the weights (one small texture) and
 the shaders add ``sum(weight * delta)`` over the vertex's sparse entries (``pack_morph_entries``).
 As soon as the weights hold still for one update, the primitive is rebuilt once on the CPU again
-("settles"), so edited expressions are drawn from a plain stream with exact bounds.  In shader mode
+("settles"), so edited expressions are drawn from a plain stream with exact bounds.
+
+Both paths read one sparse form, the asset's (``MorphTargetAsset.indices`` and its (K,3) rows):
+the CPU rebuild adds ``w * rows`` into the vertices ``indices`` names, the shader entries are
+packed from the same rows, and no dense (V,3) array per target exists at run time.  The
+per-target runtime data (extremes, outline smooth-normal deltas) is made once per primitive and
+shared by every instance of the mesh (``RuntimeMesh.morph_table``).  In shader mode
 the bounds and ``maximum_position_delta`` are conservative (per-target delta extremes times the
 weights): never smaller than the exact values, as the seed's culling requires.
 """
@@ -26,8 +32,6 @@ from ..geometry import smooth_normal_deltas
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
 DEGENERATE_LENGTH = 1e-8
-#: Targets touching at most this fraction of the vertices are stored sparsely.
-SPARSE_FRACTION = 0.5
 #: Version changes on this many updates in a row (without a still one between) = animated morph.
 ANIMATED_CHANGES = 2
 #: After this many still updates a primitive counts as edited by hand again.
@@ -38,46 +42,56 @@ MORPH_POLICIES = ("auto", "rebuild", "shader")
 
 
 def touched_rows(target) -> np.ndarray:
-    """Vertex indices whose position, normal or tangent delta is non-zero."""
-    touched = np.any(target.position_deltas != 0.0, axis=1)
-    for d in (target.normal_deltas, target.tangent_deltas):
-        if d is not None:
-            touched |= np.any(d != 0.0, axis=1)
-    return np.flatnonzero(touched)
+    """Vertex indices whose position, normal or tangent delta is non-zero: the sparse target's
+    own ``indices`` (no copy)."""
+    return target.indices
 
 
-def pack_morph_entries(primitive):
+def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
     """Sparse delta entries of every target, grouped by vertex (for shader composition).
 
     Returns ``(span, entries)``: ``span`` (V,2) uint32 = (first entry, entry count) per vertex;
     ``entries`` (E,4,4) float32 = (dpos, target index), (dnor, 0), (dtan, 0), (d smooth normal, 0),
-    sorted by vertex and then by target.  Runs once per primitive (a loop over targets at
-    initialisation only).
+    sorted by vertex and then by target.  Built straight from each target's sparse rows
+    (``MorphTargetAsset.indices`` / ``*_rows``) and ``smooth`` (``smooth_normal_deltas``, computed
+    here when None); ``entries`` is the only full-size array made.  ``texels_multiple``: the
+    entries array gets zero rows at its end so that its 4*E texels are a multiple of it (a texture
+    upload then needs no padded copy); ``entries[E:]`` are those padding rows, E = span's total.
+    Runs once per primitive (a loop over targets at initialisation only).
     """
     v = primitive.vertex_count
-    snor = smooth_normal_deltas(primitive)
+    snor = smooth_normal_deltas(primitive) if smooth is None else smooth
+    targets = primitive.morph_targets
     verts, tids = [], []
-    for t, target in enumerate(primitive.morph_targets):
-        rows = np.union1d(touched_rows(target), snor[t][0])
+    for t, target in enumerate(targets):
+        rows = target.indices if snor[t][0].size == 0 else np.union1d(target.indices, snor[t][0])
         verts.append(rows)
         tids.append(np.full(rows.shape[0], t, np.int64))
     all_v = np.concatenate(verts) if verts else np.zeros(0, np.int64)
     all_t = np.concatenate(tids) if tids else np.zeros(0, np.int64)
     order = np.lexsort((all_t, all_v))
-    all_v, all_t = all_v[order], all_t[order]
-    entries = np.zeros((all_v.shape[0], 4, 4), np.float32)
-    entries[:, 0, 3] = all_t
-    for t, target in enumerate(primitive.morph_targets):
-        sel = np.flatnonzero(all_t == t)
-        rows = all_v[sel]
-        entries[sel, 0, :3] = target.position_deltas[rows]
-        if target.normal_deltas is not None:
-            entries[sel, 1, :3] = target.normal_deltas[rows]
-        if target.tangent_deltas is not None and primitive.tangents is not None:
-            entries[sel, 2, :3] = target.tangent_deltas[rows]
+    e = all_v.shape[0]
+    m = max(1, int(texels_multiple))
+    padded = -(-(4 * e) // m) * m // 4 if (m % 4 == 0 and 4 * e > m) else e
+    entries = np.zeros((padded, 4, 4), np.float32)
+    # position of every (target, row) of the concatenation above in the vertex-major order
+    slot = np.empty(e, np.int64)
+    slot[order] = np.arange(e)
+    entries[slot, 0, 3] = all_t
+    start = 0
+    for t, target in enumerate(targets):
+        rows = verts[t]
+        sl = slot[start:start + rows.shape[0]]
+        start += rows.shape[0]
+        own = sl if rows is target.indices else sl[np.searchsorted(rows, target.indices)]
+        entries[own, 0, :3] = target.position_rows
+        if target.normal_rows is not None:
+            entries[own, 1, :3] = target.normal_rows
+        if target.tangent_rows is not None and primitive.tangents is not None:
+            entries[own, 2, :3] = target.tangent_rows
         srows, svals = snor[t]
         if srows.size:
-            entries[sel[np.searchsorted(rows, srows)], 3, :3] = svals
+            entries[sl[np.searchsorted(rows, srows)], 3, :3] = svals
     counts = np.bincount(all_v, minlength=v).astype(np.int64)
     span = np.zeros((v, 2), np.uint32)
     span[:, 0] = np.cumsum(counts) - counts
@@ -92,6 +106,7 @@ class RuntimeMesh:
         self.mesh_asset = None
         self.streams: list = []
         self._backend = None
+        self._tables: dict = {}    # primitive index -> morph_table (made on first use)
 
     def initialize(self, mesh_asset, backend) -> bool:
         self.release()
@@ -120,62 +135,68 @@ class RuntimeMesh:
             return self.streams[primitive_index]
         return None
 
+    def morph_table(self, primitive_index: int) -> List[_TargetData]:
+        """The shared per-target runtime data of one primitive (made once, for all instances)."""
+        table = self._tables.get(primitive_index)
+        if table is None:
+            table = morph_table(self.mesh_asset.primitives[primitive_index])
+            self._tables[primitive_index] = table
+        return table
+
     def release(self) -> None:
         if self._backend is not None:
             for s in self.streams:
                 self._backend.release_stream(s)
         self.streams = []
+        self._tables = {}
         self.mesh_asset = None
         self._backend = None
 
 
 class _TargetData:
-    """Deltas of one target, dense (idx None) or sparse (rows idx), and the extremes of its
-    position deltas (for conservative bounds in shader mode)."""
+    """What the runtime needs of one target beyond the asset: references to the asset's sparse
+    rows (no copy), the extremes of its position deltas (conservative bounds in shader mode) and
+    the outline's smooth-normal deltas (``smooth_normal_deltas``: rows ``snr_rows``, (R,3)
+    ``snr``).  Made once per primitive and shared by every instance (``RuntimeMesh.morph_table``)."""
 
-    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length", "snr_idx", "snr")
+    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length", "snr_rows", "snr")
 
-    def __init__(self, target, vertex_count: int, smooth_delta=None):
+    def __init__(self, target, smooth_delta=None):
         rows, vals = smooth_delta if smooth_delta is not None else (np.zeros(0, np.int64), None)
-        self.snr_idx = (rows[:, None] * 3 + np.arange(3)).reshape(-1) if rows.size else None
-        self.snr = np.ascontiguousarray(vals).reshape(-1) if rows.size else None
-        p = target.position_deltas
-        n = target.normal_deltas
-        t = target.tangent_deltas
-        idx = touched_rows(target)
-        if idx.size:
-            rows = p[idx]
-            self.dmin = np.minimum(rows.min(axis=0), 0.0).astype(np.float64)
-            self.dmax = np.maximum(rows.max(axis=0), 0.0).astype(np.float64)
-            self.max_length = float(np.sqrt(_row_norms_sq(rows).max()))
+        self.snr_rows = rows if rows.size else None
+        self.snr = vals if rows.size else None
+        self.idx = target.indices
+        self.pos = target.position_rows
+        self.nrm = target.normal_rows
+        self.tan = target.tangent_rows
+        if self.idx.size:
+            p = self.pos
+            self.dmin = np.minimum(p.min(axis=0), 0.0).astype(np.float64)
+            self.dmax = np.maximum(p.max(axis=0), 0.0).astype(np.float64)
+            self.max_length = float(np.sqrt(_row_norms_sq(p).max()))
         else:
             self.dmin = np.zeros(3)
             self.dmax = np.zeros(3)
             self.max_length = 0.0
-        if idx.size <= SPARSE_FRACTION * vertex_count:
-            # flat element indices: 1-D fancy indexing is several times faster than row indexing
-            self.idx = (idx[:, None] * 3 + np.arange(3)).reshape(-1)
-            self.pos = np.ascontiguousarray(p[idx]).reshape(-1)
-            self.nrm = None if n is None else np.ascontiguousarray(n[idx]).reshape(-1)
-            self.tan = None if t is None else np.ascontiguousarray(t[idx]).reshape(-1)
-        else:
-            self.idx = None
-            self.pos, self.nrm, self.tan = p, n, t
 
 
-def _accumulate(acc: Optional[np.ndarray], scratch: np.ndarray, delta: np.ndarray, idx, w: np.float32,
+def morph_table(primitive) -> List[_TargetData]:
+    """One _TargetData per morph target of ``primitive`` (init time, a loop over targets)."""
+    snor = smooth_normal_deltas(primitive)
+    return [_TargetData(t, d) for t, d in zip(primitive.morph_targets, snor)]
+
+
+def _accumulate(acc: Optional[np.ndarray], rows: np.ndarray, delta: np.ndarray, w: np.float32,
                 v: int) -> np.ndarray:
-    """acc += w * delta (dense or sparse rows); the first dense target writes acc directly."""
+    """acc[rows] += w * delta for sparse (K,3) rows (acc allocated as zeros on first use).
+    Column by column: 1-D fancy indexing of a column is about twice as fast as indexing rows of
+    a (V,3) array, and needs no precomputed flat index array (memory per target)."""
     if acc is None:
-        if idx is None:
-            return np.multiply(delta, w, out=np.empty((v, 3), dtype=np.float32))
         acc = np.zeros((v, 3), dtype=np.float32)
-    if idx is None:
-        np.multiply(delta, w, out=scratch)
-        np.add(acc, scratch, out=acc)
-    else:
-        flat = acc.reshape(-1)
-        flat[idx] += delta * w
+    if rows.size:
+        for c in range(3):                     # the 3 coordinates, not vertices
+            col = acc[:, c]
+            col[rows] += delta[:, c] * w
     return acc
 
 
@@ -237,13 +258,12 @@ class PrimitiveInstance:
     def has_morphs(self) -> bool:
         return self.morph_state is not None
 
-    def prepare(self) -> None:
+    def prepare(self, table: Optional[List[_TargetData]] = None) -> None:
+        """MorphState and target data (``table``: shared ``RuntimeMesh.morph_table``, else made here)."""
         prim = self.primitive
-        v = prim.vertex_count
         self.morph_state = MorphState(prim.morph_targets)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
-        snor = smooth_normal_deltas(prim)
-        self._targets = [_TargetData(t, v, d) for t, d in zip(prim.morph_targets, snor)]
+        self._targets = table if table is not None else morph_table(prim)
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
@@ -302,12 +322,12 @@ class PrimitiveInstance:
         if not used:
             return None
         base = prim.smooth_normals if prim.smooth_normals is not None else prim.normals
-        acc = np.zeros((prim.vertex_count, 3), np.float32)
-        flat = acc.reshape(-1)
+        v = prim.vertex_count
+        acc = None
         weights = self.morph_state.weights
         for i in used:                       # active targets only
             td = self._targets[i]
-            flat[td.snr_idx] += td.snr * np.float32(weights[i])
+            acc = _accumulate(acc, td.snr_rows, td.snr, np.float32(weights[i]), v)
         acc += base
         return _renormalize(base, acc)
 
@@ -322,16 +342,15 @@ class PrimitiveInstance:
             return None, None, None, prim.bounds, 0.0
         weights = state.weights
         v = prim.vertex_count
-        scratch = np.empty((v, 3), dtype=np.float32)
         acc = acc_n = acc_t = None
         for i in active:                       # loop over active targets only
             td = self._targets[int(i)]
             w = np.float32(weights[i])
-            acc = _accumulate(acc, scratch, td.pos, td.idx, w, v)
+            acc = _accumulate(acc, td.idx, td.pos, w, v)
             if td.nrm is not None:
-                acc_n = _accumulate(acc_n, scratch, td.nrm, td.idx, w, v)
+                acc_n = _accumulate(acc_n, td.idx, td.nrm, w, v)
             if td.tan is not None and prim.tangents is not None:
-                acc_t = _accumulate(acc_t, scratch, td.tan, td.idx, w, v)
+                acc_t = _accumulate(acc_t, td.idx, td.tan, w, v)
         positions = prim.positions + acc
         max_delta = float(np.sqrt(_row_norms_sq(acc).max())) if v else 0.0
         bounds = _bounds(positions)
@@ -376,7 +395,8 @@ class RuntimeMeshInstance:
         for prim in mesh_asset.primitives:
             pi = PrimitiveInstance(prim)
             if prim.has_morphs:
-                pi.prepare()
+                shared = runtime_mesh.mesh_asset is mesh_asset
+                pi.prepare(runtime_mesh.morph_table(len(self.primitives)) if shared else None)
             self.primitives.append(pi)
         self.morph_primitive_count = sum(1 for p in self.primitives if p.has_morphs)
         self.last_upload_count = 0
