@@ -162,6 +162,14 @@ def split_bbone_weights(obj, arm, base_co, vertex, joint, weight):
         if pb is None:
             raise AssetError(f"mesh '{obj.name}' armature '{arm.name}': B-Bone '{bones[b].name}' has no pose bone")
         rows = np.flatnonzero(bj == b)
+        if not rows.size:
+            continue
+        try:
+            pb.bbone_segment_index(tuple(float(c) for c in pts[rows[0]]))
+        except RuntimeError:
+            # the original's B-Bone data is only kept by the active depsgraph (out of date after
+            # an edit not yet evaluated, or never evaluated in a background render): evaluate
+            pb = _evaluated_pose_bone(obj, arm, bones[b].name)
         for r in rows:
             i, t = pb.bbone_segment_index(tuple(float(c) for c in pts[r]))
             idx[r] = i
@@ -176,3 +184,20 @@ def split_bbone_weights(obj, arm, base_co, vertex, joint, weight):
     out_j += [lo, lo + 1]
     out_w += [bw * (1.0 - blend), bw * blend]
     return np.concatenate(out_v), np.concatenate(out_j), np.concatenate(out_w), seg_keys
+
+
+def _evaluated_pose_bone(obj, arm, bone_name):
+    """``arm``'s pose bone ``bone_name`` from the view layer's evaluated depsgraph (B-Bone
+    segment data up to date), or an AssetError naming it (the object then falls back)."""
+    import bpy
+
+    try:
+        dg = bpy.context.evaluated_depsgraph_get()
+        pb = arm.evaluated_get(dg).pose.bones.get(bone_name)
+        if pb is not None:
+            pb.bbone_segment_index((0.0, 0.0, 0.0))
+            return pb
+    except (RuntimeError, AttributeError, ReferenceError):
+        pass
+    raise AssetError(f"mesh '{obj.name}': bendy bones (B-Bone segments > 1): Blender has no up-to-date B-Bone "
+                     f"segment data for bone '{bone_name}' of armature '{arm.name}' (a depsgraph update is needed)")
