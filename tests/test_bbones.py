@@ -139,3 +139,55 @@ def test_rest_segment_relation_without_segments(empty_scene, capsys, monkeypatch
     rc, out, fields = _run(capsys, frames="4-10:3")
     assert "path=gpu" in out, out
     assert rc == 1 and float(fields["max_rel_error"]) > check_deform.TOLERANCE, out
+
+
+def test_segment_entry_point_and_rest_relation(empty_scene):
+    """SkinningPaletteSet.set_bbone_segments (the entry point for pose sources): the segment slots
+    get jointWorld @ pose[a] @ inv(rest[a]) for one update, then the rest relation again (the
+    slot equals its bone's plain skinning matrix); malformed input is refused with a message
+    naming the bone node; a rig without B-Bones has no segment table."""
+    arm, ob = build_bbone_rig()
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    dg = bpy.context.evaluated_depsgraph_get()
+    bpy.context.scene.frame_set(7)
+    dg = bpy.context.evaluated_depsgraph_get()
+    asset = importer.import_scene(dg)
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    ps = rt.palette_set
+    reader = TimelineReader(asset, rt)
+    mid = asset.node_index("BRig", "mid")
+    assert mid in ps.bbone_nodes
+    nodes, mats, w = reader.read(dg)
+    assert reader.bbone_error is None and ps.segment_fresh
+    assert rt.update_timeline(nodes, mats, w)
+    g = ps.palette_groups[0]
+    pal = g.palette.matrices.astype(np.float64)
+    slots = g.seg_slots[g.joint_nodes[g.seg_slots] == mid]
+    pose, rest = reader.read_bbone_segments(dg)
+    segs = g.skin.joint_segments[slots]
+    rel = pose[mid][segs] @ np.linalg.inv(rest[mid][segs])
+    assert np.abs(rel - np.eye(4)).max() > 1e-2          # the segments really bend
+    # the next recompute without fresh segments (a new pose version, as the preview player
+    # makes every frame): the rest relation (identical slots of one bone)
+    ps.last_pose_version = -1
+    assert rt.update_timeline(nodes, mats, w)
+    plain = g.palette.matrices.astype(np.float64)[slots]
+    assert np.abs(plain - plain[0]).max() < 1e-6
+    assert np.abs(pal[slots] - plain).max() > 1e-3
+    # bad input: a clear message, the rest relation kept
+    assert not ps.set_bbone_segments({mid: np.eye(4)[None]}, {mid: np.eye(4)[None]})
+    assert f"bone node {mid}" in ps.last_error and not ps.segment_fresh
+    # a rig without B-Bones: no table, nothing read per frame
+    for b in arm.data.bones:
+        b.bbone_segments = 1
+    scenes.finish()
+    asset2 = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    rt2 = SceneRuntime(asset2, CpuBackend())
+    assert rt2.initialize(), rt2.last_error
+    assert rt2.palette_set.segment_table.shape[0] == 0 and rt2.palette_set.bbone_nodes == []
+    assert TimelineReader(asset2, rt2)._bbone_bind == []

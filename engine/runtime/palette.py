@@ -237,8 +237,8 @@ class SkinningPaletteSet:
     B-Bones (``SkinAsset.joint_segments``): the segment slots of all groups share one table of
     segment deform relations ``bbone_pose[a] @ inverse(bbone_rest[a])`` (bone space, one row per
     (bone node, segment matrix index)), which the pose source sets before a palette update with
-    ``set_bbone_segments``.  The table is a per-frame input: an update that was not preceded by
-    a ``set_bbone_segments`` since the previous update uses the *rest segment relation*
+    ``set_bbone_segments``.  The table is a per-frame input: a recompute (a new pose version)
+    not preceded by a ``set_bbone_segments`` since the previous one uses the *rest segment relation*
     (identity: every segment slot moves rigidly with its bone, as a non-bendy bone would).  The
     timeline reader (engine/timeline.py) sets it every frame from Blender's evaluated segments;
     the preview player does not (yet), so preview frames get the rest relation.  Rigs without
