@@ -2,8 +2,17 @@
 
 Blender mapping: a node's local matrix is ``pre_matrix @ T @ R @ S`` for TRS writes (the animated
 "basis" values), or Blender's evaluated local matrix written directly by the timeline mode
-(``set_local_matrices``).  World matrices follow ``world = parent_world @ local`` and are resolved
-level by level (one batched matmul per hierarchy depth).
+(``set_local_matrices``).  World matrices follow ``world = parent_world @ local``, resolved by
+pointer jumping (log2(depth) batched matmuls).
+
+Bone inheritance (``SceneNodeAsset.inherit_rotation`` / ``inherit_scale`` / ``local_location``,
+Blender's Bone.use_inherit_rotation / inherit_scale / use_local_location): a bone with a
+non-default flag whose local came from a TRS write is composed as Blender's
+``BKE_bone_parent_transform_calc_from_matrices`` + ``_apply`` do (animation/inherit.py), in the
+armature's space (the bone chain's armature object world is taken off and put back on).  Rigs that
+have such bones resolve level by level (one batched step per depth); rigs without them keep the
+pointer-jumping path.  Matrix writes (timeline mode: Blender's evaluated ``inv(parent_pose) @
+pose``, which already holds the inheritance) always compose as ``parent_world @ local``.
 """
 from __future__ import annotations
 
@@ -11,7 +20,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ..assets.types import compose_trs
+from ..assets.types import NODE_BONE, compose_trs
+from . import inherit as _inh
 from .sampling import decompose_matrices, normalize_quaternions
 
 UNRESOLVED = 0
@@ -53,6 +63,9 @@ class ScenePose:
         self._q = np.zeros((0, 4))
         self._s = np.zeros((0, 3))
         self._trs_stale = np.zeros(0, dtype=bool)   # True where a matrix write left the TRS unknown
+        self._from_matrix = np.zeros(0, dtype=bool)  # True where the local came from set_local_matrices
+        self._special = np.zeros(0, dtype=bool)      # bones with non-default inheritance flags
+        self._any_special = False
         self._local = np.zeros((0, 4, 4))
         self._world = np.zeros((0, 4, 4))
         self._resolution_states = np.zeros(0, dtype=np.uint8)
@@ -78,10 +91,66 @@ class ScenePose:
         self._world = np.tile(np.eye(4), (n, 1, 1))
         self._resolution_states = np.zeros(n, dtype=np.uint8)
         self._plan = None
+        err = self._init_inheritance(scene_asset)
+        if err is not None:
+            self.last_error = err
+            return False
         self._scene = scene_asset
         self.last_error = None
         self.reset_to_bind_pose()
         return True
+
+    def _init_inheritance(self, sc) -> Optional[str]:
+        """Flags, armature nodes and rest (arm_mat) matrices of the bones with non-default
+        inheritance; None, or a message naming the bone with an unknown inherit_scale."""
+        n = self._n
+        nodes = sc.nodes
+        codes = {m: i for i, m in enumerate(_inh.INHERIT_SCALE_MODES)}
+        mode = np.zeros(n, np.int64)
+        use_rot = np.ones(n, bool)
+        local_loc = np.ones(n, bool)
+        is_bone = np.zeros(n, bool)
+        for i, nd in enumerate(nodes):      # once per scene, not per frame
+            if nd.kind != NODE_BONE:
+                continue
+            is_bone[i] = True
+            m = codes.get(str(nd.inherit_scale))
+            if m is None:
+                return (f"bone node '{nd.name}': unknown inherit_scale '{nd.inherit_scale}' "
+                        f"(expected one of {', '.join(_inh.INHERIT_SCALE_MODES)})")
+            mode[i] = m
+            use_rot[i] = bool(nd.inherit_rotation)
+            local_loc[i] = bool(nd.local_location)
+        par = self._parents
+        valid_par = (par >= 0) & (par < n)
+        bone_parent = is_bone & valid_par & is_bone[np.where(valid_par, par, 0)]
+        special = is_bone & ((bone_parent & (~use_rot | (mode != _inh.FULL))) | ~local_loc)
+        self._inh_mode = mode
+        self._inh_rot = use_rot
+        self._inh_loc = local_loc
+        self._is_bone = is_bone
+        self._bone_parent = bone_parent
+        self._special = special
+        self._any_special = bool(special.any())
+        self._arm_node = np.full(n, -1, np.int64)
+        self._arm_rest = np.tile(np.eye(4), (n, 1, 1))
+        if self._any_special:
+            # armature node and rest arm_mat of every bone, root bones first (parents-first order
+            # is not assumed: iterate until every bone is resolved; once per scene)
+            done = ~is_bone
+            root_bone = is_bone & ~bone_parent
+            self._arm_node[root_bone] = np.where(valid_par[root_bone], par[root_bone], -1)
+            self._arm_rest[root_bone] = self._pre[root_bone]
+            done |= root_bone
+            while not done.all():
+                ready = ~done & done[np.where(valid_par, par, 0)] & valid_par
+                if not ready.any():
+                    break     # a cycle: reported by the plan
+                r = np.flatnonzero(ready)
+                self._arm_node[r] = self._arm_node[par[r]]
+                self._arm_rest[r] = self._arm_rest[par[r]] @ self._pre[r]
+                done[r] = True
+        return None
 
     def reset_to_bind_pose(self) -> bool:
         sc = self._scene
@@ -92,6 +161,7 @@ class ScenePose:
         self._s = np.array(sc.bind_scales, dtype=np.float64)
         self._local = np.array(sc.bind_locals, dtype=np.float64)
         self._trs_stale = np.zeros(self._n, dtype=bool)
+        self._from_matrix = np.zeros(self._n, dtype=bool)
         self._dirty = True
         return True
 
@@ -153,6 +223,7 @@ class ScenePose:
         self._q[idx] = q
         self._s[idx] = s
         self._trs_stale[idx] = False
+        self._from_matrix[idx] = False
         self._local[idx] = np.matmul(self._pre[idx], compose_trs(t, q, s, normalized=True))
         self._dirty = True
         return True
@@ -171,10 +242,11 @@ class ScenePose:
             return True
         if not np.isfinite(m).all():
             return False
-        if np.array_equal(self._local[idx], m):
+        if np.array_equal(self._local[idx], m) and (not self._any_special or self._from_matrix[idx].all()):
             return True     # nothing changed: the pose stays clean, its version (and uploads) too
         self._local[idx] = m
         self._trs_stale[idx] = True
+        self._from_matrix[idx] = True
         self._dirty = True
         return True
 
@@ -260,6 +332,13 @@ class ScenePose:
             if plan is None:
                 return False
             self._plan = plan
+        if self._any_special:
+            active = self._special & ~self._from_matrix
+            if active.any():
+                self._update_with_inheritance(active)
+                self._dirty = False
+                self._version = next_version(self._version)
+                return True
         # The plan was resolved (and checked for cycles, with the three resolution states) when
         # it was built.  Worlds by pointer jumping: m[i] maps node i's space to the space of its
         # ancestor anc[i]; m[i] = m[anc[i]] @ m[i] doubles the covered chain, so a hierarchy of
@@ -279,3 +358,93 @@ class ScenePose:
         self._dirty = False
         self._version = next_version(self._version)
         return True
+
+    # ---------------------------------------------------------------- bone inheritance
+    def _update_with_inheritance(self, active: np.ndarray) -> None:
+        """Level by level: world = parent_world @ local, and for the ``active`` bones (non-default
+        inheritance, local from a TRS write) Blender's parent transform in armature space.
+
+        ``ap`` holds each bone's armature-space pose matrix (pose_mat); a root bone's parent (its
+        armature object) counts as identity there, so no armature world is ever inverted.  One
+        batched step per hierarchy depth (plus one per depth holding active bones)."""
+        n = self._n
+        world = np.empty((n + 1, 4, 4))
+        world[n] = np.eye(4)               # index -1: identity (roots, bones without armature)
+        ap = np.empty((n + 1, 4, 4))
+        ap[n] = np.eye(4)
+        local = self._local
+        is_bone = self._is_bone
+        bpar = np.where(self._bone_parent, self._parents, -1)
+        for nodes, parents in self._plan:
+            par = np.where((parents >= 0) & (parents < n), parents, -1)
+            world[nodes] = np.matmul(world[par], local[nodes])
+            b = nodes[is_bone[nodes]]
+            if b.size == 0:
+                continue
+            ap[b] = np.matmul(ap[bpar[b]], local[b])
+            s = b[active[b]]
+            if s.size == 0:
+                continue
+            chan = compose_trs(self._t[s], self._q[s], self._s[s], normalized=True)
+            rs, loc, post = _inh.parent_transforms(self._pre[s], self._arm_rest[bpar[s]], ap[bpar[s]],
+                                                   self._bone_parent[s], self._inh_rot[s], self._inh_mode[s],
+                                                   self._inh_loc[s])
+            pose = _inh.apply_parent_transforms(rs, loc, post, chan)
+            ap[s] = pose
+            world[s] = np.matmul(world[self._arm_node[s]], pose)
+        self._world[:] = world[:n]
+
+    def basis_from_worlds(self, worlds: np.ndarray):
+        """The TRS basis per node that reproduces ``worlds`` (N,4,4, every node's world matrix,
+        e.g. Blender's evaluated pose at a frame: ``armature.matrix_world @ pose_bone.matrix``).
+
+        Returns ``(T (N,3), Q (N,4) wxyz, S (N,3))`` such that ``set_local_trs(range(N), T, Q, S)``
+        then ``update_world_matrices()`` gives back ``worlds``.  Default nodes:
+        ``decompose(inv(pre) @ inv(parent_world) @ world)``; bones with non-default inheritance:
+        Blender's inverse parent transform (``BKE_armature_mat_pose_to_bone``) of the bone's
+        armature-space pose, given its parent's, then decomposed.  Vectorised, no state changes.
+
+        Exact wherever the recovered channel matrix has no shear (always the case for worlds that
+        Blender evaluated from loc/rot/scale values, every inherit_scale mode included).  A world
+        that no TRS can reach (shear left in the channel, e.g. from constraints under a
+        non-uniformly scaled parent) comes back as its closest rotation x axis-scale
+        (``decompose_matrices``: column lengths and the orthonormalised rotation), so the shear is
+        lost; a parent with a zero scale axis is inverted with the pseudo-inverse.
+        Raises ValueError on a wrong shape or non-finite input."""
+        n = self._n
+        w = np.asarray(worlds, dtype=np.float64)
+        if self._scene is None:
+            raise ValueError("basis_from_worlds: the pose has no scene")
+        if w.shape != (n, 4, 4):
+            raise ValueError(f"basis_from_worlds: expected ({n}, 4, 4) world matrices, got {w.shape}")
+        if not np.isfinite(w).all():
+            bad = int(np.flatnonzero(~np.isfinite(w.reshape(n, -1)).all(axis=1))[0])
+            raise ValueError(f"basis_from_worlds: non-finite world matrix of node '{self._scene.nodes[bad].name}'")
+        ext = np.concatenate([w, np.eye(4)[None]], axis=0)      # index -1: identity
+        par = np.where((self._parents >= 0) & (self._parents < n), self._parents, -1)
+        if self._pre_inv is None:
+            try:
+                self._pre_inv = np.linalg.inv(self._pre)
+            except np.linalg.LinAlgError:
+                self._pre_inv = np.linalg.pinv(self._pre)
+        inv_ext = _safe_inv(ext)
+        basis = self._pre_inv @ inv_ext[par] @ w
+        s = np.flatnonzero(self._special)
+        if s.size:
+            arm = self._arm_node[s]
+            bpar = np.where(self._bone_parent[s], self._parents[s], -1)
+            pose = inv_ext[arm] @ w[s]                     # armature space
+            ppose = inv_ext[arm] @ ext[bpar]
+            rs, loc, post = _inh.parent_transforms(self._pre[s], self._arm_rest[bpar], ppose,
+                                                   self._bone_parent[s], self._inh_rot[s], self._inh_mode[s],
+                                                   self._inh_loc[s])
+            basis[s] = _inh.invert_parent_transforms(rs, loc, post, pose)
+        t, q, sc = decompose_matrices(basis)
+        return t, q, sc
+
+
+def _safe_inv(m: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.inv(m)
+    except np.linalg.LinAlgError:
+        return np.linalg.pinv(m)

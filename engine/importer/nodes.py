@@ -158,6 +158,11 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
     ml = np.empty(n * 16, np.float32)
     bones.foreach_get("matrix_local", ml)
     ml = ml.reshape(n, 4, 4).transpose(0, 2, 1).astype(np.float64)
+    # inheritance flags (ScenePose composes them as Blender's bone parent transform does)
+    inh_rot = np.empty(n, bool)
+    bones.foreach_get("use_inherit_rotation", inh_rot)
+    local_loc = np.empty(n, bool)
+    bones.foreach_get("use_local_location", local_loc)
     bl = list(bones)
     pos = {b.name: i for i, b in enumerate(bl)}
     kids: Dict[int, list] = {}
@@ -188,7 +193,9 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
         idx = nb.add(world, name=f"{arm.name}/{b.name}", kind=NODE_BONE, parent=pidx, pre_matrix=pre,
                      bind_translation=target.location, bind_rotation=normalize_quat(_rot_of(target.rotation_mode,
                                                                                           target.rotation)),
-                     bind_scale=target.scale, object_name=arm.name, bone_name=b.name)
+                     bind_scale=target.scale, object_name=arm.name, bone_name=b.name,
+                     inherit_rotation=bool(inh_rot[i]), inherit_scale=str(b.inherit_scale),
+                     local_location=bool(local_loc[i]))
         nb.targets[(arm.name, b.name)] = target
         stack.extend(reversed(kids.get(i, ())))
 
@@ -214,7 +221,13 @@ def collect_objects(view_layer) -> list:
 
 
 def node_world_matrices(scene_asset: SceneAsset) -> np.ndarray:
-    """(N,4,4) bind world matrices (nodes are stored parents-first)."""
+    """(N,4,4) bind world matrices, bone inheritance flags included (through ScenePose); an
+    invalid scene falls back to world = parent_world @ bind_local (nodes are stored parents-first)."""
+    from ..animation.pose import ScenePose
+
+    pose = ScenePose()
+    if pose.initialize(scene_asset) and pose.update_world_matrices():
+        return np.array(pose.world_matrices)
     n = scene_asset.node_count
     out = np.empty((n, 4, 4))
     for i in range(n):
