@@ -27,7 +27,7 @@ def smooth_normal_deltas(primitive) -> list:
     source vertices a target touches are averaged again (O(touched) per target), reading the
     target's sparse rows (``MorphTargetAsset.indices`` / ``normal_rows``), never a dense array."""
     targets = primitive.morph_targets
-    empty = (np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
+    empty = (np.zeros(0, np.int32), np.zeros((0, 3), np.float32))
     if not targets:
         return []
     src = np.asarray(primitive.source_vertices, np.int64)
@@ -68,5 +68,28 @@ def smooth_normal_deltas(primitive) -> list:
         keep = np.any(d != 0.0, axis=1)
         rows, d = rows[keep], d[keep]
         srt = np.argsort(rows)
-        out.append((rows[srt], np.ascontiguousarray(d[srt], np.float32)))
+        rows, d = rows[srt].astype(np.int32), np.ascontiguousarray(d[srt], np.float32)
+        out.append(_share_normal_rows(t, rows, d))
     return out
+
+
+#: Smooth-normal deltas within this of the target's own normal deltas are those deltas.
+SHARE_TOLERANCE = 1e-6
+
+
+def _share_normal_rows(target, rows: np.ndarray, d: np.ndarray) -> tuple:
+    """``(rows, d)``, or the target's own ``(indices, normal_rows)`` (no copy) when they hold the
+    same deltas within SHARE_TOLERANCE: where a Blender vertex has one split vertex in the
+    primitive (no seam), its smooth normal is its normal and the smooth delta is the normal delta
+    up to float rounding, so the outline needs no second copy."""
+    idx, nrows = target.indices, target.normal_rows
+    if rows.size > idx.size:
+        return rows, d
+    at = np.searchsorted(idx, rows)
+    if rows.size and (int(at[-1]) >= idx.size or not np.array_equal(idx[at], rows)):
+        return rows, d
+    full = np.zeros_like(nrows)
+    full[at] = d
+    if float(np.abs(full - nrows).max(initial=0.0)) <= SHARE_TOLERANCE:
+        return idx, nrows
+    return rows, d

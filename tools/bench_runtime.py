@@ -8,6 +8,27 @@ animating every bone) and measures the median per-frame cost of
   (d) a paused frame (must be ~free: 0 palette and 0 morph uploads)
 then prints the scaling table (joints 100 -> 1000, active targets 1 -> 50) and the last line
   bench-runtime: frame_set_ms=A player_ms=B timeline_ms=C paused_ms=D ratio_player=R1 ratio_timeline=R2
+and, for the same heavy rig, the memory line
+  bench-memory: engine_mb=X blender_mb=Y memory_ratio=Z
+with a breakdown of the largest engine arrays (``--memory`` runs only that part).
+
+How memory is measured:
+  engine_mb   the bytes of every numpy array reachable from our assets and runtime state after a
+              few player frames: the SceneAsset (nodes, meshes, primitives, morph targets, skins,
+              clips) and the SceneRuntime (pose, palettes, mesh instances and their streams'
+              CPU arrays, the GPU backend's caches of CPU-side data), walked attribute by
+              attribute through our own classes, lists, tuples and dicts.  Each array is counted
+              once, by the array owning its memory (a view counts as its base).  GPU memory is
+              not numpy and not counted there; the morph delta textures' size is printed apart.
+  blender_mb  Blender's own data for the rig's mesh object, computed from counts x the element
+              sizes Blender stores: every attribute of the mesh (``Mesh.attributes``, the internal
+              ones such as positions, ``.edge_verts``, ``.corner_vert``, ``.corner_edge``
+              included: domain size x the attribute type's size), the face offsets
+              ((faces + 1) x int32), the vertex groups (MDeformVert 16 bytes per vertex +
+              MDeformWeight 8 bytes per weight) and every shape key's coordinates (key blocks x
+              vertices x 12 bytes, the basis included).  Not counted, so the ratio errs against
+              us: the evaluated mesh the depsgraph keeps, Blender's normal/triangle caches, its
+              GPU batches, the armature and the action.
 This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
@@ -121,8 +142,144 @@ def measure(bones=365, vertices=50000, shape_keys=50, active=5, frames=60, with_
     return result
 
 
+# ---------------------------------------------------------------------------------------------
+# memory
+# ---------------------------------------------------------------------------------------------
+
+_ATTRIBUTE_BYTES = {"FLOAT": 4, "INT": 4, "FLOAT_VECTOR": 12, "FLOAT_COLOR": 16, "BYTE_COLOR": 4,
+                    "STRING": 1, "BOOLEAN": 1, "FLOAT2": 8, "INT8": 1, "INT16_2D": 4, "INT32_2D": 8,
+                    "QUATERNION": 16, "FLOAT4X4": 64}
+
+
+def blender_mesh_bytes(ob) -> dict:
+    """Blender's own data of a mesh object (see the module docstring), by part."""
+    me = ob.data
+    sizes = {"POINT": len(me.vertices), "EDGE": len(me.edges), "FACE": len(me.polygons),
+             "CORNER": len(me.loops)}
+    out = {"attributes": 0}
+    for a in me.attributes:
+        out["attributes"] += sizes.get(a.domain, 0) * _ATTRIBUTE_BYTES.get(a.data_type, 4)
+    out["face_offsets"] = (len(me.polygons) + 1) * 4
+    weights = sum(len(v.groups) for v in me.vertices) if ob.vertex_groups else 0
+    out["vertex_groups"] = (16 * len(me.vertices) + 8 * weights) if ob.vertex_groups else 0
+    keys = me.shape_keys.key_blocks if me.shape_keys is not None else ()
+    out["shape_keys"] = len(keys) * len(me.vertices) * 12
+    return out
+
+
+def numpy_arrays(roots: dict) -> dict:
+    """{id: (owning array, label)} of every numpy array reachable from ``roots`` ({label: obj})
+    through our own classes (``stylized_renderer.*``), lists, tuples, sets and dicts."""
+    from collections import deque
+
+    found = {}
+    seen = set()
+    stack = deque()
+    for label, obj in roots.items():   # breadth first, root after root: the nearest owner names an array
+        stack.append((obj, label))
+        _walk(stack, seen, found)
+    return found
+
+
+def _walk(stack, seen, found) -> None:
+    while stack:
+        o, label = stack.popleft()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        if isinstance(o, np.ndarray):
+            b = o
+            while isinstance(b.base, np.ndarray):
+                b = b.base
+            found.setdefault(id(b), (b, label))
+            continue
+        if o is None or isinstance(o, (str, bytes, int, float, bool, np.generic)):
+            continue
+        if isinstance(o, dict):
+            stack.extend((v, label) for v in o.values())
+            stack.extend((k, label) for k in o.keys())
+            continue
+        if isinstance(o, (list, tuple, set, frozenset)):
+            stack.extend((v, label) for v in o)
+            continue
+        cls = type(o)
+        if not cls.__module__.startswith("stylized_renderer"):
+            continue                    # bpy / gpu objects, functions, modules
+        names = list(getattr(o, "__dict__", {}).keys())
+        for c in cls.__mro__:
+            names.extend(getattr(c, "__slots__", ()))
+        for n in names:
+            try:
+                v = getattr(o, n)
+            except Exception:
+                continue
+            stack.append((v, f"{cls.__name__}.{n}"))
+
+
+def measure_memory(bones=365, vertices=50000, shape_keys=50, active=5, frames=10):
+    import bpy
+
+    from stylized_renderer.engine import gpu_util, importer
+    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    arm, ob = build(bones, vertices, shape_keys, active)
+    dg = bpy.context.evaluated_depsgraph_get()
+    asset = importer.import_scene(dg)
+    arm_clips = [c for c in asset.animations if c.channels]
+    blender = blender_mesh_bytes(ob)
+
+    def task():
+        backend = GpuBackend()
+        rt = SceneRuntime(asset, backend)
+        assert rt.initialize(), rt.last_error
+        mesh_node = next(i for i, inst in enumerate(rt.mesh_instances) if inst is not None)
+        weights = np.zeros(len(rt.morph_key_names(mesh_node)))
+        rt.set_clip(arm_clips[0])
+        rt.player.play()
+        for i in range(frames):          # animated weights: the shader path and its textures
+            w = weights.copy()
+            w[:active] = 0.25 + 0.5 * ((i + np.arange(active)) % 7) / 7.0
+            rt.set_node_morph_weights(mesh_node, w)
+            rt.update(1.0 / 60.0)
+        rt.player.pause()
+        rt.update(0.0)
+        rt.update(0.0)                   # still weights: settled by one CPU rebuild
+        found = numpy_arrays({"asset": asset, "runtime": rt})
+        gpu_bytes = getattr(backend, "morph_texture_bytes", 0)
+        rt.release()
+        return found, gpu_bytes
+
+    found, gpu_bytes = gpu_util.run_in_gpu_context(task)
+    by_label = {}
+    for arr, label in found.values():
+        by_label[label] = by_label.get(label, 0) + arr.nbytes
+    engine = sum(by_label.values())
+    return {"engine_bytes": engine, "blender": blender, "blender_bytes": sum(blender.values()),
+            "by_label": by_label, "gpu_morph_bytes": gpu_bytes, "arrays": len(found)}
+
+
+def print_memory(m) -> None:
+    mb = 1024.0 * 1024.0
+    print(f"memory, heavy rig: {m['arrays']} numpy arrays held by our assets and runtime")
+    for label, b in sorted(m["by_label"].items(), key=lambda kv: -kv[1])[:16]:
+        print(f"  {label:40s} {b / mb:8.2f} MB")
+    print("  blender: " + " ".join(f"{k}={v / mb:.2f}MB" for k, v in m["blender"].items()))
+    print(f"  (GPU, not counted: morph delta textures {m['gpu_morph_bytes'] / mb:.2f} MB)")
+    e, b = m["engine_bytes"] / mb, m["blender_bytes"] / mb
+    print(f"bench-memory: engine_mb={e:.2f} blender_mb={b:.2f} memory_ratio={e / b:.3f}")
+
+
 def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--memory", action="store_true", help="only the memory part (bench-memory line)")
+    args = ap.parse_args()
     _bootstrap.load()
+    if args.memory:
+        print_memory(measure_memory())
+        return 0
     r = measure()
     print(f"heavy rig: 365 bones, ~50k vertices, 50 shape keys (5 active)")
     print(f"  (a) scene.frame_set        {r['frame_set_ms']:8.3f} ms")
@@ -144,6 +301,7 @@ def main() -> int:
     print(f"bench-runtime: frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "
           f"timeline_ms={r['timeline_ms']:.3f} paused_ms={r['paused_ms']:.4f} "
           f"ratio_player={ratio_p:.3f} ratio_timeline={ratio_t:.3f}")
+    print_memory(measure_memory())
     return 0
 
 
