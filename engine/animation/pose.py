@@ -229,7 +229,11 @@ class ScenePose:
         return True
 
     def set_local_matrices(self, nodes, matrices) -> bool:
-        """Batch write of full local matrices (Blender's evaluated parent-relative matrices)."""
+        """Batch write of full local matrices (Blender's evaluated parent-relative matrices).
+
+        These nodes compose as ``world = parent_world @ local`` whatever their bone inheritance
+        flags (Blender's ``inv(parent_pose) @ pose`` already holds the inheritance) until a TRS
+        write (set_local_trs, reset_to_bind_pose) takes them back."""
         idx = self._valid_nodes(nodes)
         if idx is None:
             return False
@@ -269,7 +273,9 @@ class ScenePose:
         self._trs_stale[stale] = False
 
     def local_trs(self, nodes):
-        """(T, Q, S) copies of the current TRS basis of ``nodes`` (decomposed after matrix writes)."""
+        """(T, Q, S) copies of the current TRS basis of ``nodes`` (decomposed after matrix writes:
+        ``inv(pre) @ local``, which for a bone with non-default inheritance flags is its
+        parent-relative transform, not Blender's basis; basis_from_worlds gives that one)."""
         idx = np.asarray(nodes, dtype=np.int64).reshape(-1)
         self._refresh_trs(idx)
         return self._t[idx].copy(), self._q[idx].copy(), self._s[idx].copy()
