@@ -20,14 +20,15 @@ def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_coun
 
 
 def smooth_normal_deltas(primitive) -> list:
-    """Per morph target of ``primitive``: (rows, (R,3) float32) where the target changes the
-    outline's smooth normal, as ``smooth(normals + normal delta) - smooth(normals)`` averaged over
+    """Per morph target of ``primitive``: ``(rows, (R,3) float32, on_normals)``: where the target
+    changes the outline's smooth normal (``on_normals``: the target's normal deltas plus these
+    rows, see ``_share_normal_rows``), as ``smooth(normals + normal delta) - smooth(normals)`` averaged over
     the primitive's split vertices.  Composed like the normal deltas (sum of weight x delta, then
     renormalised), so a strong expression moves the outline hull with the surface.  Only the
     source vertices a target touches are averaged again (O(touched) per target), reading the
     target's sparse rows (``MorphTargetAsset.indices`` / ``normal_rows``), never a dense array."""
     targets = primitive.morph_targets
-    empty = (np.zeros(0, np.int32), np.zeros((0, 3), np.float32))
+    empty = (np.zeros(0, np.int32), np.zeros((0, 3), np.float32), False)
     if not targets:
         return []
     src = np.asarray(primitive.source_vertices, np.int64)
@@ -78,18 +79,18 @@ SHARE_TOLERANCE = 1e-6
 
 
 def _share_normal_rows(target, rows: np.ndarray, d: np.ndarray) -> tuple:
-    """``(rows, d)``, or the target's own ``(indices, normal_rows)`` (no copy) when they hold the
-    same deltas within SHARE_TOLERANCE: where a Blender vertex has one split vertex in the
-    primitive (no seam), its smooth normal is its normal and the smooth delta is the normal delta
-    up to float rounding, so the outline needs no second copy."""
+    """``(rows, d, False)``: the smooth-normal deltas as they are; or ``(rows', d', True)``: the
+    target's own normal deltas (its ``indices`` / ``normal_rows``, no copy) plus the correction
+    ``d'`` at ``rows'`` (the rows where the two differ by more than SHARE_TOLERANCE).  Where a
+    Blender vertex has one split vertex in the primitive (no seam), its smooth normal is its
+    normal and the smooth delta is the normal delta up to float rounding, so the outline stores
+    only the seams' rows.  Chosen when the corrections are fewer rows than the deltas."""
     idx, nrows = target.indices, target.normal_rows
-    if rows.size > idx.size:
-        return rows, d
-    at = np.searchsorted(idx, rows)
-    if rows.size and (int(at[-1]) >= idx.size or not np.array_equal(idx[at], rows)):
-        return rows, d
-    full = np.zeros_like(nrows)
-    full[at] = d
-    if float(np.abs(full - nrows).max(initial=0.0)) <= SHARE_TOLERANCE:
-        return idx, nrows
-    return rows, d
+    u = np.union1d(idx, rows)
+    diff = np.zeros((u.shape[0], 3), np.float32)
+    diff[np.searchsorted(u, rows)] = d
+    diff[np.searchsorted(u, idx)] -= nrows
+    bad = np.abs(diff).max(axis=1, initial=0.0) > SHARE_TOLERANCE
+    if int(bad.sum()) >= rows.shape[0]:
+        return rows, d, False
+    return u[bad].astype(np.int32), np.ascontiguousarray(diff[bad]), True

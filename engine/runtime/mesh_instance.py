@@ -89,9 +89,15 @@ def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
             entries[own, 1, :3] = target.normal_rows
         if target.tangent_rows is not None and primitive.tangents is not None:
             entries[own, 2, :3] = target.tangent_rows
-        srows, svals = snor[t]
+        srows, svals, on_normals = snor[t]
+        if on_normals:
+            entries[own, 3, :3] = target.normal_rows
         if srows.size:
-            entries[sl[np.searchsorted(rows, srows)], 3, :3] = svals
+            at = sl[np.searchsorted(rows, srows)]
+            if on_normals:
+                entries[at, 3, :3] += svals
+            else:
+                entries[at, 3, :3] = svals
     counts = np.bincount(all_v, minlength=v).astype(np.int64)
     span = np.zeros((v, 2), np.uint32)
     span[:, 0] = np.cumsum(counts) - counts
@@ -157,14 +163,16 @@ class _TargetData:
     """What the runtime needs of one target beyond the asset: references to the asset's sparse
     rows (no copy), the extremes of its position deltas (conservative bounds in shader mode) and
     the outline's smooth-normal deltas (``smooth_normal_deltas``: rows ``snr_rows``, (R,3)
-    ``snr``).  Made once per primitive and shared by every instance (``RuntimeMesh.morph_table``)."""
+    ``snr``, added to the normal deltas when ``snr_on_normals``).  Made once per primitive and shared by every instance (``RuntimeMesh.morph_table``)."""
 
-    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length", "snr_rows", "snr")
+    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length", "snr_rows", "snr",
+                 "snr_on_normals")
 
     def __init__(self, target, smooth_delta=None):
-        rows, vals = smooth_delta if smooth_delta is not None else (np.zeros(0, np.int64), None)
+        rows, vals, on_normals = smooth_delta if smooth_delta is not None else (np.zeros(0, np.int32), None, False)
         self.snr_rows = rows if rows.size else None
         self.snr = vals if rows.size else None
+        self.snr_on_normals = bool(on_normals)
         self.idx = target.indices
         self.pos = target.position_rows
         self.nrm = target.normal_rows
@@ -318,7 +326,8 @@ class PrimitiveInstance:
         active = self.morph_state.active_indices()
         if active.size:
             active = active[~self.muted[active]]
-        used = [int(i) for i in active if self._targets[int(i)].snr is not None]
+        used = [int(i) for i in active
+                if self._targets[int(i)].snr is not None or self._targets[int(i)].snr_on_normals]
         if not used:
             return None
         base = prim.smooth_normals if prim.smooth_normals is not None else prim.normals
@@ -327,7 +336,11 @@ class PrimitiveInstance:
         weights = self.morph_state.weights
         for i in used:                       # active targets only
             td = self._targets[i]
-            acc = _accumulate(acc, td.snr_rows, td.snr, np.float32(weights[i]), v)
+            w = np.float32(weights[i])
+            if td.snr_on_normals:
+                acc = _accumulate(acc, td.idx, td.nrm, w, v)
+            if td.snr is not None:
+                acc = _accumulate(acc, td.snr_rows, td.snr, w, v)
         acc += base
         return _renormalize(base, acc)
 
