@@ -198,7 +198,8 @@ def _accumulate(acc: Optional[np.ndarray], rows: np.ndarray, delta: np.ndarray, 
                 v: int) -> np.ndarray:
     """acc[rows] += w * delta for sparse (K,3) rows (acc allocated as zeros on first use).
     Column by column: 1-D fancy indexing of a column is about twice as fast as indexing rows of
-    a (V,3) array, and needs no precomputed flat index array (memory per target)."""
+    a (V,3) array, and needs no precomputed flat index array (memory per target).  ``rows``
+    should be intp already (an int32 index is converted again by every indexing)."""
     if acc is None:
         acc = np.zeros((v, 3), dtype=np.float32)
     if rows.size:
@@ -338,9 +339,9 @@ class PrimitiveInstance:
             td = self._targets[i]
             w = np.float32(weights[i])
             if td.snr_on_normals:
-                acc = _accumulate(acc, td.idx, td.nrm, w, v)
+                acc = _accumulate(acc, td.idx.astype(np.intp), td.nrm, w, v)
             if td.snr is not None:
-                acc = _accumulate(acc, td.snr_rows, td.snr, w, v)
+                acc = _accumulate(acc, td.snr_rows.astype(np.intp), td.snr, w, v)
         acc += base
         return _renormalize(base, acc)
 
@@ -359,11 +360,12 @@ class PrimitiveInstance:
         for i in active:                       # loop over active targets only
             td = self._targets[int(i)]
             w = np.float32(weights[i])
-            acc = _accumulate(acc, td.idx, td.pos, w, v)
+            rows = td.idx.astype(np.intp)      # int32 rows: converted once, not per column
+            acc = _accumulate(acc, rows, td.pos, w, v)
             if td.nrm is not None:
-                acc_n = _accumulate(acc_n, td.idx, td.nrm, w, v)
+                acc_n = _accumulate(acc_n, rows, td.nrm, w, v)
             if td.tan is not None and prim.tangents is not None:
-                acc_t = _accumulate(acc_t, td.idx, td.tan, w, v)
+                acc_t = _accumulate(acc_t, rows, td.tan, w, v)
         positions = prim.positions + acc
         max_delta = float(np.sqrt(_row_norms_sq(acc).max())) if v else 0.0
         bounds = _bounds(positions)
