@@ -406,7 +406,6 @@ def _skinned_cube(name="Skinned"):
     (lambda arm, ob: ob.modifiers.new("Sub", "SUBSURF"), "SUBSURF"),
     (lambda arm, ob: (ob.modifiers.new("Sub", "SUBSURF"), ob.modifiers.move(1, 0)), "not the first"),
     (lambda arm, ob: (ob.modifiers.new("Arm2", "ARMATURE")), "more than one Armature"),
-    (lambda arm, ob: setattr(arm.data.bones["B"], "bbone_segments", 4), "bendy bones"),
 ])
 def test_fallback_reasons(fresh, setup, needle):
     arm, ob = _skinned_cube()
