@@ -50,6 +50,7 @@ class TimelineReader:
         self._vrm_mesh_keys = {}
         self._vrm_checked = time.monotonic()
         self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
+        self._vrm_channel_cache = None   # (player keys, source, channel positions, expression columns)
         parents = scene.parents
         seen_arm = set()
         for i, nd in enumerate(scene.nodes):
@@ -231,10 +232,17 @@ class TimelineReader:
                 self.bbone_error = f"B-Bone segments could not be read: {type(ex).__name__}: {ex}"
         return nodes, mats, self.read_morph_weights(depsgraph)
 
-    def read_morph_weights(self, depsgraph=None) -> Dict[int, np.ndarray]:
+    def read_morph_weights(self, depsgraph=None, expression_values=None) -> Dict[int, np.ndarray]:
         """{mesh node: weights aligned with its key names}: shape-key values (the evaluated ones
         with a depsgraph, the file's current ones without: preview player), VRM-bound keys
-        replaced by the expressions' result at this frame."""
+        replaced by the expressions' result at this frame.
+
+        ``expression_values``: the preview player's morph channels, ``(player.morph_keys,
+        player.morph_values)``.  Channels that carry a VRM expression preview (an armature node,
+        ``vrm_expressions.CHANNEL_PREFIX`` names) replace those expressions' stored / scene-frame
+        previews, so a playing clip's face follows the clip's time (and its crossfade); the
+        expressions the clip does not key keep their values.  Shape-key channels are not used
+        here (the caller merges them)."""
         import bpy
 
         out = {}
@@ -262,16 +270,35 @@ class TimelineReader:
                 self._vrm_checked = now
                 self.refresh_vrm()   # viewport: binds edited in the add-on's panel show within 0.5 s
         if self.vrm is not None:
-            self._apply_vrm(out, muted, depsgraph)
+            self._apply_vrm(out, muted, depsgraph, expression_values)
         else:
             from .materials import vrm_binds
 
             vrm_binds.set_frame_state({})
         return out
 
-    def _apply_vrm(self, out: Dict[int, np.ndarray], muted: Dict[int, np.ndarray], depsgraph) -> None:
+    def player_expression_values(self, expression_values) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """(expression columns, raw values) of the player channels ``(keys, values)`` that carry
+        VRM expression previews; None when there are none.  The channel -> column look-up is
+        made once per clip (the player's key list) and source, then reused: per frame this is
+        one fancy index."""
+        if expression_values is None or self.vrm is None:
+            return None
+        keys, values = expression_values
+        cache = self._vrm_channel_cache
+        if cache is None or cache[1] is not self.vrm or not (cache[0] is keys or cache[0] == keys):
+            nodes = {s.armature_name: self.scene.node_index(s.armature_name, None) for s in self.vrm.sets}
+            chans, cols = self.vrm.channel_columns(list(keys), nodes)
+            cache = self._vrm_channel_cache = (keys, self.vrm, chans, cols)
+        chans, cols = cache[2], cache[3]
+        if not chans.size:
+            return None
+        return cols, np.asarray(values, np.float64)[chans]
+
+    def _apply_vrm(self, out: Dict[int, np.ndarray], muted: Dict[int, np.ndarray], depsgraph,
+                   expression_values=None) -> None:
         """Bound keys <- bind_matrix @ expression outputs (a muted key stays 0); material binds
-        for this frame."""
+        for this frame.  ``expression_values``: see ``read_morph_weights``."""
         import bpy
 
         from .materials import vrm_binds
@@ -281,7 +308,8 @@ class TimelineReader:
             sc = bpy.context.scene
             frame = float(sc.frame_current) + float(sc.frame_subframe) if sc is not None else None
         try:
-            outputs = self.vrm.outputs(depsgraph, frame)
+            given = self.player_expression_values(expression_values)
+            outputs = self.vrm.outputs(depsgraph, frame, given)
             self.vrm_error = None
         except Exception as ex:   # malformed add-on data: keep the shape-key values, say why
             self.vrm_error = f"VRM expressions could not be evaluated: {type(ex).__name__}: {ex}"

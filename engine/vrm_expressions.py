@@ -39,6 +39,7 @@ over every expression binding it), clamped later by MorphState to the key's slid
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -77,6 +78,18 @@ VRM0_MATERIAL_PROPERTIES = {"_Color": "color", "_EmissionColor": "emissionColor"
 
 EXT = "vrm_addon_extension"
 SPEC_VRM0, SPEC_VRM1 = "0.x", "1.0"
+
+# Expression previews as channels of preview-player clips: a keyed preview F-Curve of the armature
+# data becomes a MorphWeightChannelAsset on the ARMATURE OBJECT's node whose target name is
+# CHANNEL_PREFIX + the curve's RNA path inside the add-on data, without ".preview"
+# ("vrm:vrm0.blend_shape_master.blend_shape_groups[8]", "vrm:vrm1.expressions.preset.happy",
+# "vrm:vrm1.expressions.custom[0]").  It names the curve exactly (custom / VRM 0.x entries by
+# index, as Blender's F-Curve does) and cannot clash with a shape key: armature nodes have none.
+CHANNEL_PREFIX = "vrm:"
+_PRESET_PROPS = frozenset(k for _p, k in PRESETS)
+RE_PREVIEW_PATH = re.compile(r"^" + re.escape(EXT) + r"\.(vrm1\.expressions\.preset\.([a-z_]+)"
+                             r"|vrm1\.expressions\.custom\[(\d+)\]"
+                             r"|vrm0\.blend_shape_master\.blend_shape_groups\[(\d+)\])\.preview$")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -217,6 +230,11 @@ class Expression:
         return PRESET_CATEGORY.get(self.preset, CAT_NONE) if self.preset else CAT_NONE
 
     @property
+    def channel_key(self) -> Optional[str]:
+        """The name of this expression's channel in preview-player clips (see CHANNEL_PREFIX)."""
+        return channel_key_for_path(self.data_path)
+
+    @property
     def is_bound(self) -> bool:
         return bool(self.morph_binds or self.color_binds or self.uv_binds)
 
@@ -335,6 +353,46 @@ def group_at(ext, location, containers=None):
         return _g(c["preset"], key, None) if c["preset"] is not None else None
     seq = c["vrm0"] if kind == "vrm0" else c["custom"]
     return seq[key] if 0 <= key < len(seq) else None
+
+
+def channel_key_for_path(data_path: str) -> Optional[str]:
+    """The clip channel name of a preview F-Curve's ``data_path`` (see CHANNEL_PREFIX), or None
+    when the path is not an expression preview."""
+    m = RE_PREVIEW_PATH.match(data_path or "")
+    return CHANNEL_PREFIX + m.group(1) if m else None
+
+
+def location_of_path(data_path: str) -> Optional[tuple]:
+    """(kind, key) of the expression whose preview ``data_path`` animates: ("preset", the add-on's
+    preset property name), ("custom", index) or ("vrm0", group index); None for other paths."""
+    m = RE_PREVIEW_PATH.match(data_path or "")
+    if not m:
+        return None
+    if m.group(2) is not None:
+        return ("preset", m.group(2))
+    if m.group(3) is not None:
+        return ("custom", int(m.group(3)))
+    return ("vrm0", int(m.group(4)))
+
+
+def preview_path_problem(armature_data, data_path: str) -> Optional[str]:
+    """Why the preview F-Curve ``data_path`` animates nothing on ``armature_data`` (an unknown
+    preset, a custom expression or blend-shape group index past the end), or None when it names
+    an expression the avatar has."""
+    loc = location_of_path(data_path)
+    if loc is None:
+        return f"'{data_path}' is not a VRM expression preview"
+    kind, key = loc
+    c = _containers(extension_props(armature_data))
+    if kind == "preset":
+        if key in _PRESET_PROPS:
+            return None
+        return f"VRM 1.0 preset '{key}' does not exist"
+    seq = c["vrm0"] if kind == "vrm0" else c["custom"]
+    if 0 <= key < len(seq):
+        return None
+    what = "blend shape group" if kind == "vrm0" else "custom expression"
+    return f"{what} #{key} does not exist (the avatar has {len(seq)})"
 
 
 class ExpressionSet:
@@ -545,7 +603,27 @@ class VrmMorphSource:
     def problems(self) -> list:
         return [p for s in self.sets for p in s.problems]
 
-    def outputs(self, depsgraph=None, frame=None) -> np.ndarray:
+    def channel_columns(self, keys, armature_nodes: Dict[str, int]) -> Tuple[np.ndarray, np.ndarray]:
+        """(channel positions in ``keys``, expression columns) of the clip channels that carry an
+        expression preview of these avatars.  ``keys``: (node, name) pairs as the preview player
+        lists them (``AnimationPlayer.morph_keys``); ``armature_nodes``: {armature object name:
+        its scene node}.  Run once per clip (a look-up per channel), not per frame."""
+        col_of: Dict[Tuple[int, str], int] = {}
+        for si, s in enumerate(self.sets):
+            node = armature_nodes.get(s.armature_name, -1)
+            if node < 0:
+                continue
+            for ei, e in enumerate(s.expressions):
+                ck = e.channel_key
+                if ck is not None:
+                    col_of[(int(node), ck)] = int(self.offsets[si]) + ei
+        pairs = [(c, col_of[(int(n), str(k))]) for c, (n, k) in enumerate(keys) if (int(n), str(k)) in col_of]
+        return (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
+
+    def outputs(self, depsgraph=None, frame=None, given=None) -> np.ndarray:
+        """Every avatar's expression outputs (VRM rules applied) at this frame.  ``given``:
+        (expression columns, raw values) that replace the stored / scene-frame previews of those
+        expressions (the preview player's clip channels); the others are read as usual."""
         import bpy
 
         parts = []
@@ -555,13 +633,18 @@ class VrmMorphSource:
             if ob is None or ob.type != "ARMATURE":
                 parts.append(np.zeros(s.count))
                 continue
-            vals = s.read_values(ob, depsgraph, frame)
-            bad = np.flatnonzero(~np.isfinite(vals))
-            for i in bad:        # only on bad input
-                self.frame_problems.append(f"expression '{s.names[i]}' of '{s.armature_name}': value "
-                                           f"{vals[i]} is not a finite number: treated as 0")
-            parts.append(s.outputs(vals))
-        out = np.concatenate(parts) if parts else np.zeros(0)
+            parts.append(np.asarray(s.read_values(ob, depsgraph, frame), np.float64))
+        raw = np.concatenate(parts) if parts else np.zeros(0)
+        if given is not None and len(given[0]):
+            raw[np.asarray(given[0], np.int64)] = np.asarray(given[1], np.float64)
+        bad = np.flatnonzero(~np.isfinite(raw))
+        for i in bad:        # only on bad input
+            si = int(np.searchsorted(self.offsets, i, side="right")) - 1
+            s = self.sets[si]
+            self.frame_problems.append(f"expression '{s.names[i - int(self.offsets[si])]}' of '{s.armature_name}': "
+                                       f"value {raw[i]} is not a finite number: treated as 0")
+        out = np.concatenate([s.outputs(raw[int(self.offsets[si]):int(self.offsets[si + 1])])
+                              for si, s in enumerate(self.sets)]) if self.sets else np.zeros(0)
         self.last_outputs = out
         return out
 

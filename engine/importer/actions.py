@@ -229,11 +229,41 @@ def bake_inputs_signature(action, slot, object_target: Optional[NodeTarget], bon
     return tuple(out)
 
 
+def expression_curves(action, slot) -> list:
+    """[(F-Curve, channel name)] of the VRM expression previews ``slot`` animates (an armature
+    data slot; muted curves skipped), channel names as ``vrm_expressions.channel_key_for_path``."""
+    from ..vrm_expressions import channel_key_for_path
+
+    out = []
+    for fc in slot_fcurves(action, slot):
+        if fc.mute:
+            continue
+        key = channel_key_for_path(fc.data_path)
+        if key is not None:
+            out.append((fc, key))
+    return out
+
+
+def _bake_expressions(action, curves, frames, times, node_index: int) -> list:
+    """MorphWeightChannelAssets of the armature object's node for the preview ``curves``
+    (raw previews: the VRM rules are applied per frame by the morph source)."""
+    if not curves or node_index < 0:
+        return []
+    values = sample_curves(action.name, [fc for fc, _k in curves], frames)
+    return [MorphWeightChannelAsset(node_index=node_index, target_name=key, times=times, values=v)
+            for (_fc, key), v in zip(curves, values)]
+
+
 def bake_object_action(action, slot, fps: float, target_object: str, object_target: Optional[NodeTarget],
-                       bones: Dict[str, NodeTarget], armature_name: str = "") -> AnimationClipAsset:
-    """Bake pose-bone and object TRS curves of ``slot``. Raises AssetError for a missing bone."""
+                       bones: Dict[str, NodeTarget], armature_name: str = "",
+                       expression_curves=(), expression_node: int = -1) -> AnimationClipAsset:
+    """Bake pose-bone and object TRS curves of ``slot``. Raises AssetError for a missing bone.
+    ``expression_curves`` ((F-Curve, channel name) of an armature data slot, see
+    ``expression_curves``) become morph weight channels of ``expression_node`` (the armature
+    object's node): the VRM expression previews the clip keys."""
     frames, start, end = sample_frames(action)
     times = (frames - start) / fps
+    morph = _bake_expressions(action, list(expression_curves), frames, times, expression_node)
     work = _bake_work(action, slot, target_object, object_target, bones, armature_name)
     flat = [fc for _, cs in work for fc in cs.values()]
     values = sample_curves(action.name, flat, frames)
@@ -249,7 +279,8 @@ def bake_object_action(action, slot, fps: float, target_object: str, object_targ
             channels.append(c)
     channels.sort(key=lambda c: c.node_index)
     return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, channels=channels,
-                              frame_start=start, fps=fps, target_object=target_object, action_name=action.name)
+                              morph_channels=morph, frame_start=start, fps=fps, target_object=target_object,
+                              action_name=action.name)
 
 
 def bake_key_action(action, slot, fps: float, target_object: str, node_index: int, key_names,

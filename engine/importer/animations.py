@@ -19,19 +19,62 @@ def _bone_targets(nb: NodeBuilder, arm_name: str) -> Dict[str, "_actions.NodeTar
     return {k[1]: v for k, v in nb.targets.items() if k[0] == arm_name and k[1] is not None}
 
 
-def _clip_for_object(action, slot, fps, obj, nb: NodeBuilder, cache=None):
+def _expression_slot(action, obj):
+    """The slot of ``action`` that animates the armature data of ``obj`` (where the VRM Add-on's
+    expression previews are keyed; Blender 4.4+ keys them into the object's action, in a slot of
+    their own): the data's own slot when it uses this action, else an ARMATURE slot named after
+    the data (or the only one).  None when there is none."""
+    data = obj.data
+    ad = getattr(data, "animation_data", None)
+    used = getattr(ad, "action_slot", None) if ad is not None and ad.action == action else None
+    if used is not None:
+        return used
+    cands = [s for s in action.slots if s.target_id_type == "ARMATURE"]
+    named = [s for s in cands if s.name_display == data.name]
+    return named[0] if named else (cands[0] if len(cands) == 1 else None)
+
+
+def _expression_curves(action, obj, problems=None):
+    """(slot, [(F-Curve, channel name)]) of the VRM expression previews ``action`` keys for the
+    armature ``obj`` (docs/vrm.md: they become clip channels on the armature's node).  A curve
+    naming an expression the avatar does not have is left out, with a message in ``problems``
+    (None: not reported).  ((None, []) for other objects.)"""
+    if obj.type != "ARMATURE":
+        return None, []
+    slot = _expression_slot(action, obj)
+    if slot is None:
+        return None, []
+    from ..vrm_expressions import preview_path_problem
+
+    good = []
+    for fc, key in _actions.expression_curves(action, slot):
+        why = preview_path_problem(obj.data, fc.data_path)
+        if why is None:
+            good.append((fc, key))
+        elif problems is not None:
+            problems.append(f"action '{action.name}': channel {fc.data_path} of armature '{obj.name}': {why}; "
+                            "left out of the clip")
+    return slot, good
+
+
+def _clip_for_object(action, slot, fps, obj, nb: NodeBuilder, cache=None, expressions=(None, [])):
+    """The clip of ``action`` for ``obj``: ``slot``'s bone / object curves and, for an armature,
+    ``expressions`` = (armature data slot, preview curves) from ``_expression_curves``."""
     target = nb.targets[(obj.name, None)]
     bones = _bone_targets(nb, obj.name) if obj.type == "ARMATURE" else {}
+    xslot, xcurves = expressions
     key = sig = None
     if cache is not None:
         key = (action.name, obj.name, "OBJECT")
         sig = (_actions.action_signature(action, slot), fps,
-               _actions.bake_inputs_signature(action, slot, target, bones))
+               _actions.bake_inputs_signature(action, slot, target, bones),
+               _actions.action_signature(action, xslot) if xcurves else None, tuple(k for _f, k in xcurves))
         hit = cache.find_clip(key, sig)
         if hit is not None:
             return hit
     clip = _actions.bake_object_action(action, slot, fps, obj.name, target, bones,
-                                       obj.name if obj.type == "ARMATURE" else "")
+                                       obj.name if obj.type == "ARMATURE" else "",
+                                       expression_curves=xcurves, expression_node=target.index)
     if cache is not None:
         cache.store_clip(key, sig, (), clip)
     return clip
@@ -96,17 +139,20 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
             if slot is None or action.name in seen:
                 continue
             seen.add(action.name)
-            attempt(_clip_for_object, action, slot, fps, obj, nb, cache)
+            attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems))
         if obj.type == "ARMATURE":
             bone_names = set(obj.data.bones.keys())
+            other_rig = set()
             for action in all_actions:
                 if action.name in seen:
                     continue
                 slot = _actions.pick_slot(action, "OBJECT", None, obj.name)
                 if slot is None:
                     continue
-                names, _ = bone_info(action, slot)
+                names, has_obj = bone_info(action, slot)
                 if not names or not (names & bone_names):
+                    if names or has_obj:
+                        other_rig.add(action.name)
                     continue  # made for another rig
                 seen.add(action.name)
                 missing = sorted(names - bone_names)
@@ -117,7 +163,21 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
                         raise AssetError(msg)
                     problems.append(msg)
                     continue
-                attempt(_clip_for_object, action, slot, fps, obj, nb, cache)
+                attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems))
+            # actions that key only the avatar's VRM expressions (its armature data): face clips
+            dad = getattr(obj.data, "animation_data", None)
+            assigned = [a for a, _s in _assigned_actions(dad)]
+            for action in assigned + [a for a in all_actions if a not in assigned]:
+                if action.name in seen or action.name in other_rig:
+                    continue
+                is_assigned = action in assigned
+                xslot, curves = _expression_curves(action, obj, problems if is_assigned else None)
+                if not curves:
+                    continue
+                if not is_assigned and len(curves) != len(_actions.expression_curves(action, xslot)):
+                    continue  # keys expressions this avatar does not have: made for another one
+                seen.add(action.name)
+                attempt(_clip_for_object, action, None, fps, obj, nb, cache, (xslot, curves))
         if obj.type == "MESH" and obj.data.shape_keys is not None and len(obj.data.shape_keys.key_blocks) > 1:
             key = obj.data.shape_keys
             kad = key.animation_data
@@ -165,7 +225,16 @@ def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=No
             raise AssetError(f"action '{action.name}': object '{obj.name}' has no shape keys")
         slot = slot or _actions.pick_slot(action, "KEY", key.animation_data, key.name)
         return _clip_for_key(action, slot, fps, obj, nb)
-    slot = slot or _actions.pick_slot(action, "OBJECT", obj.animation_data, obj.name)
+    expressions = (None, [])
+    if obj.type == "ARMATURE":
+        if slot is not None and slot.target_id_type == "ARMATURE":   # a face clip: expressions only
+            expressions = (slot, _actions.expression_curves(action, slot))
+            slot = None
+        else:
+            expressions = _expression_curves(action, obj)
+            slot = slot or _actions.pick_slot(action, "OBJECT", obj.animation_data, obj.name)
+    else:
+        slot = slot or _actions.pick_slot(action, "OBJECT", obj.animation_data, obj.name)
     # rebuild node targets for the object and its bones
     node = nb.index[(obj.name, None)]
     nb.targets[(obj.name, None)] = object_target(obj, node)
@@ -175,4 +244,4 @@ def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=No
             if bi >= 0:
                 pb = obj.pose.bones.get(b.name)
                 nb.targets[(obj.name, b.name)] = bone_target(pb, bi)
-    return _clip_for_object(action, slot, fps, obj, nb)
+    return _clip_for_object(action, slot, fps, obj, nb, None, expressions)

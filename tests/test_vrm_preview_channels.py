@@ -1,0 +1,363 @@
+"""VRM expression curves as channels of preview-player clips (docs/vrm.md, "Expression curves in
+preview clips").
+
+The VRM Add-on keys an expression by keying its ``preview`` on the armature DATA; Blender 4.4+
+puts those F-Curves in the object's action, in an ARMATURE slot of their own (or in an action of
+the data alone).  The importer turns each one into a morph weight channel of the armature
+object's node (``vrm:`` names), the preview player samples and crossfades it like a shape-key
+channel, and the VRM morph source takes the player's values for the expressions the clip keys.
+
+* the real avatar (../shared/testdata/vrm/Godette_vrm0.blend) with the VRM Add-on: two clips made
+  the way a user makes them (bones + Joy, bones + Angry); ``session.update_frame`` with a
+  PreviewState (the real path) gives the face of the expressions' values AT THE PLAYER'S TIME
+  (Blender's evaluation of the F-Curve at that frame, turned into shape-key values by the
+  add-on's own preview code), the crossfade blends the two clips' expressions, a clip without
+  expression curves leaves the panel's values;
+* without the add-on (the ID properties it leaves): the curves are baked, a curve naming a
+  missing blend-shape group is reported and left out, and the reader maps the channels;
+* a VRM 1.0 avatar (presets and a custom expression).
+Negative controls: the scene-frame evaluation (no channels) does not give these faces.
+"""
+from __future__ import annotations
+
+import types
+
+import bpy
+import numpy as np
+import pytest
+
+import conftest as C
+from stylized_renderer.engine import preview
+
+from test_vrm_expressions import (ADDON_DIR, ANGRY, GODETTE, disable_vrm_addon, make_vrm1,  # noqa: F401
+                                  needs_godette, open_godette, vrm_addon)
+
+JOY, SORROW, FUN = 7, 9, 10          # Godette's blend-shape groups (Joy: oh 0.5, look_up 0.25; Fun: uu 0.5, look_up 0.25)
+FACE_KEYS = ("ah", "ih", "uu", "ee", "oh", "blink_left", "blink_right", "look_up", "look_down", "look_left",
+             "look_right", "angled_eyebrows", "HideBlush")
+TOL = 1e-5
+
+
+def _groups_rna(arm):
+    return arm.data.vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups
+
+
+def _preview_path(index: int) -> str:
+    return f"vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups[{index}].preview"
+
+
+def _make_clip(arm, name, group, bone_angle):
+    """An action made as a user makes it with the add-on: a head turn keyed on the pose bone and
+    the expression ``group`` keyed 0 (frame 1) -> 1 (frame 25) on the armature data (Blender puts
+    both in one action, the expression in the data's slot).  Unassigned afterwards."""
+    pb = arm.pose.bones["head_Armature"]
+    pb.rotation_mode = "XYZ"
+    grp = _groups_rna(arm)[group]
+    for frame, value, angle in ((1, 0.0, 0.0), (25, 1.0, bone_angle)):
+        pb.rotation_euler = (0.0, 0.0, angle)
+        pb.keyframe_insert("rotation_euler", frame=frame)
+        grp.preview = value
+        grp.keyframe_insert("preview", frame=frame)
+    action = arm.animation_data.action
+    assert arm.data.animation_data.action == action            # one action, two slots
+    assert {s.target_id_type for s in action.slots} == {"OBJECT", "ARMATURE"}
+    action.name = name
+    arm.animation_data.action = None
+    arm.data.animation_data.action = None
+    grp.preview = 0.0
+    return action
+
+
+def _fcurve(action, path):
+    from stylized_renderer.engine.importer.actions import slot_fcurves
+
+    for slot in action.slots:
+        for fc in slot_fcurves(action, slot):
+            if fc.data_path == path:
+                return fc
+    raise AssertionError(f"no F-Curve {path} in '{action.name}'")
+
+
+def addon_face(arm, previews: dict) -> dict:
+    """The add-on's own shape-key values for the blend-shape group previews ``previews`` ({group:
+    value}; every other group at its current value); the previews are restored after."""
+    groups = _groups_rna(arm)
+    old = {i: float(groups[i].preview) for i in previews}
+    try:
+        for i, v in previews.items():
+            groups[i].preview = float(v)
+        keys = bpy.data.objects["Face"].data.shape_keys.key_blocks
+        return {k: float(keys[k].value) for k in FACE_KEYS}
+    finally:
+        for i, v in old.items():
+            groups[i].preview = v
+
+
+def face_weights(rt) -> dict:
+    """The Face's morph weights in the runtime (what the GPU draws), per shape-key name."""
+    node = rt.scene.node_index("Face", None)
+    inst = rt.mesh_instances[node]
+    out = {}
+    for p in inst.primitives:
+        if p.morph_state is None:
+            continue
+        for k, t in enumerate(p.primitive.morph_targets):
+            out[t.key_name or t.name] = float(p.morph_state.weights[k])
+    return {k: out[k] for k in FACE_KEYS}
+
+
+def assert_face(got: dict, want: dict, what: str):
+    bad = {k: (got[k], want[k]) for k in FACE_KEYS if abs(got[k] - want[k]) > TOL}
+    assert not bad, f"{what}: (engine, add-on) differ: {bad}"
+
+
+def differs(a: dict, b: dict) -> bool:
+    return any(abs(a[k] - b[k]) > 0.05 for k in FACE_KEYS)
+
+
+class Clock:
+    """The session's frame clock (``time.perf_counter`` in engine/session.py), advanced by hand so
+    that each preview update advances the player by an exact time."""
+
+    def __init__(self):
+        import time
+
+        self.now = 1000.0
+        self._time = time
+
+    def perf_counter(self):
+        return self.now
+
+    def __getattr__(self, name):
+        return getattr(self._time, name)
+
+
+@pytest.fixture
+def preview_session(monkeypatch):
+    """A viewport session whose preview clock is driven by hand."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine import session as session_mod
+
+    # headless, every update runs inside a render operator whose frame change would hand the
+    # preview back to the timeline; a real viewport draw does not change the frame
+    monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
+    clock = Clock()
+    monkeypatch.setattr(session_mod, "time", clock)
+    s = session_mod.StylizedSession(viewport=True)
+    preview.clear_states()
+
+    def update(state, dt=0.0):
+        clock.now += dt
+        dg = bpy.context.evaluated_depsgraph_get()
+
+        def task():
+            s._ensure_gpu()
+            s._ensure_runtime(dg)
+            assert s.update_frame(dg, state)
+        gpu_util.run_in_gpu_context(task)
+        assert state.last_error is None, state.last_error
+        return s.runtime
+
+    yield types.SimpleNamespace(session=s, update=update)
+    gpu_util.run_in_gpu_context(s.free)
+    session_mod._last_viewport_session = None
+    preview.clear_states()
+
+
+# ------------------------------------------------------------------------------------------------
+# with the VRM Add-on: the real user path
+# ------------------------------------------------------------------------------------------------
+
+@needs_godette
+def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session):
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    happy = _make_clip(arm, "HappyClip", JOY, 0.5)
+    angry = _make_clip(arm, "AngryClip", ANGRY, -0.5)
+    fc_joy = _fcurve(happy, _preview_path(JOY))
+    fc_angry = _fcurve(angry, _preview_path(ANGRY))
+    _groups_rna(arm)[FUN].preview = 0.6                 # the panel's value of an expression no clip keys
+    fps = scene.render.fps / scene.render.fps_base
+
+    def frame(t):
+        return 1.0 + t * fps
+
+    # the importer: the expression curve is a morph channel of the ARMATURE's node
+    from stylized_renderer.engine import importer
+
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    clip = {c.name: c for c in asset.animations}["HappyClip"]
+    arm_node = asset.node_index("Armature", None)
+    assert [(m.node_index, m.target_name) for m in clip.morph_channels] == [
+        (arm_node, "vrm:vrm0.blend_shape_master.blend_shape_groups[7]")]
+    assert clip.channels and clip.is_valid(asset.node_count)
+
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("fade", 0.5)
+    st.push("clip", "HappyClip")
+    st.push("seek", 0.25)
+    st.push("play")
+    rt = preview_session.update(st)
+    assert st.clip_name == "HappyClip" and st.playing and st.time == pytest.approx(0.25)
+    want = addon_face(arm, {JOY: fc_joy.evaluate(frame(0.25))})
+    assert_face(face_weights(rt), want, "HappyClip at 0.25 s")
+    stored = addon_face(arm, {})                          # the panel's values: Joy 0, Fun 0.6
+    assert differs(want, stored)                          # the check is not vacuous
+
+    rt = preview_session.update(st, 0.25)                 # plays on: the face follows the clip's time
+    assert st.time == pytest.approx(0.5)
+    want = addon_face(arm, {JOY: fc_joy.evaluate(frame(0.5))})
+    assert fc_joy.evaluate(frame(0.5)) > 0.3
+    assert_face(face_weights(rt), want, "HappyClip at 0.5 s")
+    # negative control: the scene-frame evaluation (no clip channels) gives the panel's face
+    reader = preview_session.session.reader
+    node = rt.scene.node_index("Face", None)
+    scene_frame = dict(zip(rt.morph_key_names(node), reader.read_morph_weights(None)[node]))
+    assert differs(scene_frame, want)
+
+    # another clip while playing: a 0.5 s crossfade; at its half both clips' expressions at half
+    st.push("clip", "AngryClip")
+    preview_session.update(st)
+    assert st.fading
+    rt = preview_session.update(st, 0.25)
+    assert st.fading and rt.player.fade_weights == pytest.approx((0.5, 0.5))
+    joy = 0.5 * fc_joy.evaluate(frame(0.75))             # the old clip played on to 0.75 s
+    ang = 0.5 * fc_angry.evaluate(frame(0.25))           # the new one is at 0.25 s
+    assert joy > 0.2 and ang > 0.05
+    want = addon_face(arm, {JOY: joy, ANGRY: ang})
+    assert_face(face_weights(rt), want, "crossfade at its half")
+    assert differs(want, addon_face(arm, {ANGRY: fc_angry.evaluate(frame(0.25))}))
+
+    # settled: the new clip alone; Joy, keyed by no clip now, is the panel's value again
+    rt = preview_session.update(st, 0.5)
+    assert not st.fading and st.time == pytest.approx(0.75)
+    want = addon_face(arm, {ANGRY: fc_angry.evaluate(frame(0.75))})
+    assert_face(face_weights(rt), want, "AngryClip after the fade")
+
+    # a clip without expression curves leaves the panel's values (Fun 0.6, the rest 0)
+    st.push("clip", "T-Pose")
+    preview_session.update(st, 0.1)
+    rt = preview_session.update(st, 0.6)
+    assert not st.fading and st.clip_name == "T-Pose"
+    assert_face(face_weights(rt), addon_face(arm, {}), "T-Pose (no expression curves)")
+    _groups_rna(arm)[FUN].preview = 0.2                  # a slider moved while it plays
+    rt = preview_session.update(st, 0.1)
+    assert_face(face_weights(rt), addon_face(arm, {}), "T-Pose after a slider change")
+
+
+@needs_godette
+def test_paused_seek_shows_the_face_of_that_time_at_once(vrm_addon, preview_session):
+    """A paused preview redraws only when asked: one update after a seek shows its face."""
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    happy = _make_clip(arm, "HappyClip", JOY, 0.5)
+    fc_joy = _fcurve(happy, _preview_path(JOY))
+    fps = scene.render.fps / scene.render.fps_base
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("clip", "HappyClip")
+    st.push("seek", 0.1)
+    preview_session.update(st)
+    for t in (0.875, 0.375):                              # frames 22 and 10
+        st.push("seek", t)
+        rt = preview_session.update(st, 0.3)             # paused: the clock does not move the clip
+        assert not st.playing and st.time == pytest.approx(t)
+        assert_face(face_weights(rt), addon_face(arm, {JOY: fc_joy.evaluate(1.0 + t * fps)}), f"seek {t}")
+
+
+# ------------------------------------------------------------------------------------------------
+# without the add-on: the ID properties it leaves
+# ------------------------------------------------------------------------------------------------
+
+@needs_godette
+def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
+    assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
+    open_godette()
+    arm = bpy.data.objects["Armature"]
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.importer.actions import slot_fcurves
+    from stylized_renderer.engine.timeline import TimelineReader
+    from test_vrm_expressions import _runtime_for_scene
+
+    s = vx.expression_set_of(arm)
+    angry = s.by_name("Angry")
+    grp = vx.group_at(vx.extension_props(arm.data), angry.location)
+    for frame, value in ((1, 0.0), (13, 1.0)):           # the panel's key button without the add-on
+        grp["preview"] = value
+        vx.keyframe_preview(arm, angry, frame)
+    grp["preview"] = 0.0
+    action = arm.data.animation_data.action
+    slot = arm.data.animation_data.action_slot
+    ensure = getattr(action, "fcurve_ensure_for_datablock", None)
+    bad = ensure(arm.data, _preview_path(40)) if ensure is not None else action.fcurves.new(_preview_path(40))
+    bad.keyframe_points.insert(1, 1.0)
+    assert len(slot_fcurves(action, slot)) == 2
+    action.name = "FaceOnly"
+    asset, problems = importer.import_scene_with_problems(bpy.context.evaluated_depsgraph_get())
+    clip = {c.name: c for c in asset.animations if c.target_object == "Armature"}["FaceOnly"]
+    assert not clip.channels                                 # a face clip: expressions only
+    (ch,) = clip.morph_channels
+    assert ch.node_index == asset.node_index("Armature", None) and ch.target_name == angry.channel_key
+    fc = _fcurve(action, angry.data_path)
+    frames = clip.frame_start + ch.times * clip.fps
+    assert np.allclose(ch.values, [fc.evaluate(f) for f in frames], atol=1e-6)
+    msg = ("action 'FaceOnly': channel " + _preview_path(40) + " of armature 'Armature': blend shape group #40 "
+           "does not exist (the avatar has 17); left out of the clip")
+    assert msg in problems, problems
+
+    # the reader: the player's channel replaces the stored preview of Angry only
+    rt = _runtime_for_scene()
+    rt.set_clip(clip)
+    assert rt.update(0.0)                                    # armature-node channels: no mesh binds
+    reader = TimelineReader(rt.scene, rt)
+    node = rt.scene.node_index("Face", None)
+    names = rt.morph_key_names(node)
+    keys = [(ch.node_index, ch.target_name), (node, "angled_eyebrows")]
+    w = dict(zip(names, reader.read_morph_weights(None, expression_values=(keys, np.array([0.8, 0.1])))[node]))
+    assert w["angled_eyebrows"] == pytest.approx(0.8) and w["ah"] == pytest.approx(0.2)
+    assert w["blink_left"] == pytest.approx(0.2)
+    plain = dict(zip(names, reader.read_morph_weights(None)[node]))   # scene frame 1: Angry keyed 0
+    assert plain["angled_eyebrows"] == 0.0 and plain["ah"] == 0.0
+
+
+# ------------------------------------------------------------------------------------------------
+# a VRM 1.0 avatar
+# ------------------------------------------------------------------------------------------------
+
+@needs_godette
+def test_vrm1_presets_and_custom_expressions_are_channels(vrm_addon):
+    open_godette()
+    arm = bpy.data.objects["Armature"]
+    ex = make_vrm1(arm)
+    for frame, value in ((1, 0.0), (11, 1.0)):
+        for expr in (ex.preset.happy, ex.custom[0], ex.preset.blink):
+            expr.preview = value
+            expr.keyframe_insert("preview", frame=frame)
+    for expr in (ex.preset.happy, ex.custom[0], ex.preset.blink):
+        expr.preview = 0.0
+    arm.data.animation_data.action.name = "Vrm1Face"
+    arm.data.animation_data.action = None
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.timeline import TimelineReader
+    from test_vrm_expressions import _runtime_for_scene
+
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    clip = {c.name: c for c in asset.animations}["Vrm1Face"]
+    names = sorted(m.target_name for m in clip.morph_channels)
+    assert names == ["vrm:vrm1.expressions.custom[0]", "vrm:vrm1.expressions.preset.blink",
+                     "vrm:vrm1.expressions.preset.happy"]
+    rt = _runtime_for_scene()
+    reader = TimelineReader(rt.scene, rt)
+    node = rt.scene.node_index("Face", None)
+    arm_node = rt.scene.node_index("Armature", None)
+    keys = [(arm_node, n) for n in names]
+    # custom wink 1, blink 1, happy 1: happy blocks the blink (custom expressions are not overridden)
+    w = dict(zip(rt.morph_key_names(node),
+                 reader.read_morph_weights(None, expression_values=(keys, np.ones(3)))[node]))
+    assert w["blink_left"] == pytest.approx(1.0) and w["blink_right"] == 0.0 and w["look_up"] == pytest.approx(0.5)
+    # happy 0: the blink is not blocked
+    w = dict(zip(rt.morph_key_names(node),
+                 reader.read_morph_weights(None, expression_values=(keys, np.array([0.0, 1.0, 0.0])))[node]))
+    assert w["blink_left"] == pytest.approx(1.0) and w["blink_right"] == pytest.approx(1.0) and w["look_up"] == 0.0
