@@ -17,9 +17,10 @@ redraw at display rate and stops itself when nothing plays.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 REDRAW_INTERVAL = 1.0 / 60.0
 DEFAULT_FADE = 0.25      # seconds of crossfade when another clip is chosen while playing
@@ -173,11 +174,39 @@ def any_playing() -> bool:
 # the per-frame command drain (shared by the session and the tests)
 # ------------------------------------------------------------------------------------------------
 
-def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time: float) -> None:
+def pending_clip_name(state: PreviewState) -> Optional[str]:
+    """The clip the player will hold once the queued commands are drained."""
+    for cmd in reversed(state.commands):
+        if cmd and cmd[0] == "clip":
+            return cmd[1] if len(cmd) > 1 else None
+    return state.clip_name
+
+
+def sample_time_after(player, delta_time: float) -> float:
+    """The time ``player.update(delta_time)`` will sample at (the player's own clock rule:
+    advance by delta x speed while playing, wrap when looping, stop at the end otherwise)."""
+    t = float(player.current_time)
+    if player.is_playing:
+        dt = float(delta_time)
+        if not math.isfinite(dt) or dt < 0.0:
+            dt = 0.0
+        t += dt * float(player.playback_speed)
+        d = float(player.duration)
+        if player.is_looping:
+            t = math.fmod(t, d) if d > 0.0 else 0.0
+        elif t >= d:
+            t = d
+    return t
+
+
+def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time: float,
+                   before_update: Optional[Callable] = None) -> None:
     """Drain ``state.commands`` into ``runtime.player`` (set_clip through ``runtime.set_clip``),
     then, when the preview drives the pose (``state.active``), run ``runtime.update(delta)`` with
     ``delta`` = ``delta_time`` while playing (0 otherwise: nothing is resampled or uploaded unless
-    a seek/stop/clip change asks for it) and write the clock and upload counts back."""
+    a seek/stop/clip change asks for it) and write the clock and upload counts back.
+    ``before_update(player, delta)``, when given, runs after the drain and before the update
+    (the session feeds a bake's B-Bone segments for the time about to be sampled)."""
     player = runtime.player
     while state.commands:
         cmd = state.commands.pop(0)
@@ -215,6 +244,8 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
         dt = float(delta_time) if player.is_playing else 0.0
         if not math.isfinite(dt) or dt < 0.0:
             dt = 0.0
+        if before_update is not None:
+            before_update(player, dt)
         if not runtime.update(dt):
             state.last_error = runtime.last_error or player.last_error
     state.time = float(player.current_time)
@@ -278,8 +309,30 @@ def timers_active() -> List[object]:
     return [f for f in (_redraw_tick,) if bpy.app.timers.is_registered(f)]
 
 
+_handback_suspended = 0
+
+
+@contextlib.contextmanager
+def timeline_handback_suspended():
+    """While active, frame changes do not hand the preview back to the timeline (a bake sets
+    the scene's frame many times and restores it; that is not the user scrubbing)."""
+    global _handback_suspended
+    _handback_suspended += 1
+    try:
+        yield
+    finally:
+        _handback_suspended -= 1
+
+
+def handback_suspended() -> bool:
+    return _handback_suspended > 0
+
+
 def hand_back_to_timeline(scene) -> bool:
-    """Timeline mode for ``scene``: the preview stops driving the pose. Returns whether it did."""
+    """Timeline mode for ``scene``: the preview stops driving the pose. Returns whether it did
+    (never while ``timeline_handback_suspended``)."""
+    if _handback_suspended:
+        return False
     st = _states.get(scene.name)
     if st is None or not st.active:
         return False

@@ -105,6 +105,53 @@ def settings_from_scene(scene, width: int, height: int, film_transparent: bool) 
     )
 
 
+def _mark_bakes_dirty() -> None:
+    from .importer import bake as _bake
+
+    _bake.BAKES.mark_dirty()
+
+
+class _BakeFeed:
+    """What a bake gives the preview beyond the player's TRS tracks (``bake.BakedPose``).
+
+    Before the player's update: the B-Bone segments for the time it is about to sample
+    (``preview.sample_time_after``).  After it, when it sampled the baked clip: every baked
+    bone's exact local matrix at the sampled time (``ScenePose.set_local_matrices``: what a TRS
+    track cannot hold, such as the shear of Rigify's stretched limbs), the segments again, and
+    the palettes recomputed.  Not while crossfading or with In Place (the player's blended or
+    root-adjusted TRS pose is kept: approximate there)."""
+
+    def __init__(self, baked, clip, runtime):
+        self.baked = baked
+        self.clip = clip
+        self.runtime = runtime
+        self.samples = None
+
+    def __call__(self, player, dt) -> None:
+        from . import preview as _preview
+
+        self.samples = player.sample_count
+        if self.baked.bbone_nodes and (player.is_playing or player.sample_pending):
+            pose, rest = self.baked.bbone_segments(_preview.sample_time_after(player, dt))
+            self.runtime.palette_set.set_bbone_segments(pose, rest)
+
+    def after(self, runtime) -> None:
+        player = runtime.player
+        if (self.samples is None or player.sample_count == self.samples or player.clip is not self.clip
+                or player.is_fading or player.in_place):
+            return
+        t = float(player.current_time)
+        pose = runtime.pose
+        if not pose.set_local_matrices(self.baked.nodes, self.baked.local_matrices(t)):
+            return
+        if pose.is_dirty and not pose.update_world_matrices():
+            return
+        if self.baked.bbone_nodes:
+            seg, rest = self.baked.bbone_segments(t)
+            runtime.palette_set.set_bbone_segments(seg, rest)
+        runtime.palette_set.update(pose)
+
+
 _last_viewport_session = None
 
 
@@ -186,6 +233,7 @@ class StylizedSession:
         self._synced_frame = frame
         if updates is None:
             self._reimport("full sync")
+            _mark_bakes_dirty()
             return
         import bpy
 
@@ -202,6 +250,9 @@ class StylizedSession:
                 continue
             live.append((u, idb))
         keys = {idb.name for _u, idb in live if isinstance(idb, bpy.types.Key)}
+        if any(isinstance(idb, (bpy.types.Object, bpy.types.Armature, bpy.types.Action)) for _u, idb in live):
+            # a preview bake's rig or action may have changed: its next lookup re-checks
+            _mark_bakes_dirty()
         for u, idb in live:
             if isinstance(idb, bpy.types.Material):
                 materials.invalidate(idb.name)
@@ -325,6 +376,16 @@ class StylizedSession:
 
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
+            before = None
+            if clips:
+                baked = self._baked_clips(preview_state, clips)
+                if baked is None:
+                    # the clip needs Blender's evaluation and has no current bake: never play a
+                    # wrong pose; timeline mode until the bake is made (Play / clip choice)
+                    preview_state.active = False
+                    preview_state.playing = False
+                    return self._update_timeline(depsgraph)
+                clips, before = baked
             # shape keys not driven by the clip follow the file's current values (expressions
             # panel); keys the clip drives keep the player's sampled values
             if self.reader is not None:
@@ -335,10 +396,58 @@ class StylizedSession:
                         w = w.copy()
                         w[slots] = np.asarray(player.morph_values)[chans]
                     self.runtime.set_node_morph_weights(node, w)
-            _preview.apply_commands(preview_state, self.runtime, clips, dt)
+            _preview.apply_commands(preview_state, self.runtime, clips, dt, before)
+            if before is not None:
+                before.after(self.runtime)
             return True
+        return self._update_timeline(depsgraph)
+
+    def _update_timeline(self, depsgraph) -> bool:
         nodes, mats, weights = self.reader.read(depsgraph)
         return self.runtime.update_timeline(nodes, mats, weights)
+
+    def _baked_clips(self, state, clips: dict):
+        """``(clips, before_update)`` for the preview: ``clips`` unchanged when the armature needs
+        no bake; otherwise the clips with the bakes of ``engine.importer.bake.BAKES`` substituted
+        (converted once per bake and scene asset) and a hook that feeds the bake's B-Bone segments.
+        None (``state.last_error`` says why) when the clip about to play needs a bake it lacks."""
+        from . import preview as _preview
+        from .importer import bake as _bake
+
+        arm = state.armature
+        reasons = _bake.BAKES.reasons(arm)
+        if not reasons:
+            return clips, None
+        name = _preview.pending_clip_name(state)
+        if name is None:
+            return clips, None
+        b, why = _bake.BAKES.lookup(arm, name)
+        if b is None:
+            state.last_error = f"clip '{name}' needs a bake: {why}; it is driven by {'; '.join(reasons)}"
+            return None
+        conv = getattr(self, "_bake_clip_cache", None)
+        if conv is None or conv[0] is not self.scene_asset:
+            conv = self._bake_clip_cache = (self.scene_asset, {})
+        hit = conv[1].get((arm, name))
+        if hit is None or hit[0] is not b:
+            template = clips.get(name)
+            try:
+                clip, bbones = _bake.baked_clip(b, self.scene_asset, template)
+            except _bake.BakeError as ex:
+                state.last_error = f"clip '{name}' needs a bake: {ex}"
+                return None
+            old = hit[1] if hit is not None else None
+            hit = (b, clip, bbones)
+            conv[1][(arm, name)] = hit
+            player = self.runtime.player
+            if old is not None and player.clip is old and not state.commands:
+                # re-baked while it plays: the new bake at the same time
+                state.commands[:0] = [("clip", name), ("seek", float(player.current_time))]
+        if state.last_error and state.last_error.startswith(f"clip '{name}' needs a bake"):
+            state.last_error = None
+        out = dict(clips)
+        out[name] = hit[1]
+        return out, _BakeFeed(hit[2], hit[1], self.runtime)
 
     def _update(self, depsgraph, preview_state) -> None:
         """update_frame, with its failure kept for the Stats panel and the render log."""
