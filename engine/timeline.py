@@ -10,7 +10,10 @@ Morph weights = the shape-key values, except where the character has VRM express
 result (``bind_matrix @ outputs``, from the previews at this frame) instead of its own value, which
 the VRM Add-on writes from those same previews (only in the viewport, and a frame late or not at
 all in F12 animations): counting both would double the expression.  Keys no expression binds keep
-their own values.  Colour / UV binds go to ``engine.materials.vrm_binds`` for the frame.
+their own values.  Colour / UV binds go to ``engine.materials.vrm_binds`` for the frame.  In the
+preview player, the expressions the playing clip keys (its ``vrm:`` channels on the armature's
+node, docs/vrm.md) take the player's values instead of the stored previews
+(``read_morph_weights(expression_values=...)``).
 """
 from __future__ import annotations
 

@@ -228,6 +228,13 @@ def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session
     want = addon_face(arm, {JOY: joy, ANGRY: ang})
     assert_face(face_weights(rt), want, "crossfade at its half")
     assert differs(want, addon_face(arm, {ANGRY: fc_angry.evaluate(frame(0.25))}))
+    # paused mid-fade: frozen, nothing resampled or uploaded, the same face
+    st.push("pause")
+    preview_session.update(st, 0.1)
+    rt = preview_session.update(st, 0.1)
+    assert st.fading and not st.playing and st.last_morph_uploads == 0 and st.last_palette_uploads == 0
+    assert_face(face_weights(rt), want, "paused crossfade")
+    st.push("play")
 
     # settled: the new clip alone; Joy, keyed by no clip now, is the panel's value again
     rt = preview_session.update(st, 0.5)
