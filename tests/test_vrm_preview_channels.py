@@ -355,6 +355,9 @@ def test_vrm1_presets_and_custom_expressions_are_channels(vrm_addon):
     names = sorted(m.target_name for m in clip.morph_channels)
     assert names == ["vrm:vrm1.expressions.custom[0]", "vrm:vrm1.expressions.preset.blink",
                      "vrm:vrm1.expressions.preset.happy"]
+    action = bpy.data.actions["Vrm1Face"]
+    one = importer.import_action(action, asset, arm, bpy.context.scene)      # the public one-action path
+    assert sorted(m.target_name for m in one.morph_channels) == names and not one.channels
     rt = _runtime_for_scene()
     reader = TimelineReader(rt.scene, rt)
     node = rt.scene.node_index("Face", None)

@@ -205,7 +205,9 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
 def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=None):
     """Bake ``action`` for ``target_object`` (an object whose nodes are in ``scene_asset``).
 
-    A Key action (slot id type KEY) becomes morph weight channels of the mesh object's node.
+    A Key action (slot id type KEY) becomes morph weight channels of the mesh object's node; for
+    an armature, the VRM expression previews of the action's armature data slot (or of ``slot``
+    when it is one) become morph channels of the armature's node (docs/vrm.md).
     Raises AssetError for a channel naming a missing bone / shape key or for non-finite keys.
     """
     fps = _actions.scene_fps(scene)
