@@ -43,6 +43,7 @@ class AnimationPlayer:
         self._nodes = np.zeros(0, dtype=np.int64)     # unique animated nodes
         self._t_tracks = self._r_tracks = self._s_tracks = None
         self._t_slot = self._r_slot = self._s_slot = np.zeros(0, dtype=np.int64)
+        self._nodes_ip = self._t_nodes = self._r_nodes = self._s_nodes = np.zeros(0, dtype=np.intp)
         self._m_tracks = None
         self._morph_keys: List[Tuple[int, str]] = []
         self._morph_values = np.zeros(0)
@@ -125,6 +126,10 @@ class AnimationPlayer:
         self._t_tracks, self._t_slot = build("translation_times", "translation_values", 3)
         self._r_tracks, self._r_slot = build("rotation_times", "rotation_values", 4)
         self._s_tracks, self._s_slot = build("scale_times", "scale_values", 3)
+        self._nodes_ip = self._nodes.astype(np.intp)
+        self._t_nodes = self._nodes_ip[self._t_slot]
+        self._r_nodes = self._nodes_ip[self._r_slot]
+        self._s_nodes = self._nodes_ip[self._s_slot]
         mch = [m for m in clip.morph_channels if len(m.times) > 0]
         self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
         self._m_tracks = TrackSet([m.times for m in mch], [np.asarray(m.values).reshape(-1, 1) for m in mch], 1)
@@ -317,7 +322,15 @@ class AnimationPlayer:
 
     def _apply(self, pose, time: float) -> bool:
         nodes = self._nodes
-        if nodes.size:
+        if nodes.size and not self._in_place and hasattr(pose, "write_sampled"):
+            # the sampled tracks straight into the pose (a validated clip: finite keys, unit
+            # quaternions from the sampler)
+            tt, rt, st = self._t_tracks, self._r_tracks, self._s_tracks
+            pose.write_sampled(self._nodes_ip,
+                               self._t_nodes, tt.sample_linear(time) if tt is not None and tt.count else None,
+                               self._r_nodes, rt.sample_rotation(time) if rt is not None and rt.count else None,
+                               self._s_nodes, st.sample_linear(time) if st is not None and st.count else None)
+        elif nodes.size:
             t, q, s = pose.local_trs(nodes)   # missing tracks keep the current pose values
             self._sample_trs(time, t, q, s, pose.scene)
             if not pose.set_local_trs(nodes, t, q, s):

@@ -46,6 +46,40 @@ class LocalTransform(NamedTuple):
     matrix: np.ndarray        # (4,4) full local matrix (pre_matrix @ TRS, or the written matrix)
 
 
+def _quadratic_form() -> np.ndarray:
+    """(16, 9): R.ravel() = outer(q, q).ravel() @ C for a wxyz quaternion q, the homogeneous form
+    R = (w^2 - v.v) I + 2 v v^T + 2 w [v]x of assets.types.quat_to_matrix."""
+    c = np.zeros((4, 4, 3, 3))
+    for i in range(3):
+        c[0, 0, i, i] += 1.0
+        for k in range(3):
+            c[k + 1, k + 1, i, i] -= 1.0
+        for j in range(3):
+            c[i + 1, j + 1, i, j] += 2.0
+    # 2 w [v]x: [[0,-z,y],[z,0,-x],[-y,x,0]]
+    for (i, j, k, sign) in ((0, 1, 3, -1.0), (1, 0, 3, 1.0), (0, 2, 2, 1.0), (2, 0, 2, -1.0),
+                            (1, 2, 1, -1.0), (2, 1, 1, 1.0)):
+        c[0, k, i, j] += sign * 2.0
+    return c.reshape(16, 9)
+
+
+_QFORM = _quadratic_form()
+
+
+def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+    """T @ R @ S for (N,3), unit (N,4) wxyz, (N,3) -> (N,4,4), as ``compose_trs(.., normalized=True)``
+    but with the rotation made by one matrix product of the quaternions' outer products."""
+    n = q.shape[0]
+    if out is None:
+        out = np.zeros((n, 4, 4))
+        out[:, 3, 3] = 1.0
+    qq = q[:, :, None] * q[:, None, :]
+    r = np.dot(qq.reshape(n, 16), _QFORM).reshape(n, 3, 3)
+    np.multiply(r, s[:, None, :], out=out[:, :3, :3])
+    out[:, :3, 3] = t
+    return out
+
+
 def _ro_view(a: np.ndarray) -> np.ndarray:
     v = a.view()
     v.flags.writeable = False
@@ -72,6 +106,9 @@ class ScenePose:
         self._dirty = True
         self._version = 0
         self._plan = None          # cached [(level_nodes, level_parents), ...]
+        self._world_plan = None    # cached segment plan of update_world_matrices (_build_world_plan)
+        self._seg = np.zeros((0, 4, 4))
+        self._pre_cache = None     # (nodes array, pre[nodes]) of the last sampled write
         self._parents_safe = np.zeros(0, dtype=np.int64)   # parents, -1 for roots (set with the plan)
         self.last_error: Optional[str] = None
 
@@ -91,6 +128,9 @@ class ScenePose:
         self._world = np.tile(np.eye(4), (n, 1, 1))
         self._resolution_states = np.zeros(n, dtype=np.uint8)
         self._plan = None
+        self._world_plan = None
+        self._seg = np.zeros((n, 4, 4))
+        self._pre_cache = None
         err = self._init_inheritance(scene_asset)
         if err is not None:
             self.last_error = err
@@ -228,6 +268,31 @@ class ScenePose:
         self._dirty = True
         return True
 
+    def write_sampled(self, nodes: np.ndarray, t_nodes=None, t=None, q_nodes=None, q=None, s_nodes=None,
+                      s=None) -> None:
+        """The preview player's per-frame write: the sampled tracks of a clip, already checked
+        (finite keys of a validated clip; ``q`` unit quaternions from the sampler), into the TRS of
+        ``t_nodes`` / ``q_nodes`` / ``s_nodes`` (each a subset of ``nodes``, the clip's animated
+        nodes, an intp array the caller keeps between frames), then ``local = pre @ T @ R @ S``
+        for ``nodes``.  Same result as ``local_trs`` + ``set_local_trs``, without the copies and
+        checks."""
+        if self._trs_stale.any():
+            self._refresh_trs(nodes)
+        if t is not None:
+            self._t[t_nodes] = t
+        if q is not None:
+            self._q[q_nodes] = q
+        if s is not None:
+            self._s[s_nodes] = s
+        self._trs_stale[nodes] = False
+        self._from_matrix[nodes] = False
+        pc = self._pre_cache
+        if pc is None or pc[0] is not nodes:
+            pc = self._pre_cache = (nodes, self._pre[nodes])
+        trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
+        self._local[nodes] = np.matmul(pc[1], trs)
+        self._dirty = True
+
     def set_local_matrices(self, nodes, matrices) -> bool:
         """Batch write of full local matrices (Blender's evaluated parent-relative matrices).
 
@@ -338,6 +403,7 @@ class ScenePose:
             if plan is None:
                 return False
             self._plan = plan
+            self._world_plan = None
         if self._any_special:
             active = self._special & ~self._from_matrix
             if active.any():
@@ -346,24 +412,59 @@ class ScenePose:
                 self._version = next_version(self._version)
                 return True
         # The plan was resolved (and checked for cycles, with the three resolution states) when
-        # it was built.  Worlds by pointer jumping: m[i] maps node i's space to the space of its
-        # ancestor anc[i]; m[i] = m[anc[i]] @ m[i] doubles the covered chain, so a hierarchy of
-        # depth D needs ceil(log2(D + 1)) vectorised steps instead of D level-by-level steps.
-        m = self._local.copy()
-        anc = self._parents_safe.copy()
-        has = anc >= 0
-        while True:
-            idx = np.flatnonzero(has)
-            if idx.size == 0:
-                break
-            a = anc[idx]
-            m[idx] = np.matmul(m[a], m[idx])
-            anc[idx] = anc[a]
-            has[idx] = anc[idx] >= 0
-        self._world[:] = m
+        # it was built.  Worlds by segments (_build_world_plan): about 2 matrix products per node
+        # in about 2 * sqrt(depth) vectorised steps.
+        wp = self._world_plan
+        if wp is None:
+            wp = self._world_plan = self._build_world_plan()
+        seg_steps, anchor_steps, rest, rest_anchor = wp
+        seg = self._seg
+        world = self._world
+        np.copyto(seg, self._local)
+        for nodes, parents in seg_steps:
+            seg[nodes] = np.matmul(seg[parents], seg[nodes])
+        np.copyto(world, seg)       # roots: their local; checkpoints and the rest follow
+        for nodes, anchors in anchor_steps:
+            world[nodes] = np.matmul(world[anchors], seg[nodes])
+        if rest.size:
+            world[rest] = np.matmul(world[rest_anchor], seg[rest])
         self._dirty = False
         self._version = next_version(self._version)
         return True
+
+    def _build_world_plan(self):
+        """Segments of K levels (K ~ sqrt(depth)): nodes at depths 0, K, 2K, ... are checkpoints.
+        ``seg[i]`` = the product of the locals from below i's anchor (nearest checkpoint
+        ancestor) down to i, made level by level inside the segments (all segments at once:
+        K - 1 steps); checkpoint worlds follow anchor to anchor (depth / K steps); every other
+        node is ``world[anchor] @ seg`` in one step.  Once per hierarchy."""
+        n = self._n
+        depth = np.zeros(n, np.int64)
+        for d, (nodes, _parents) in enumerate(self._plan):
+            depth[nodes] = d
+        dmax = int(depth.max()) if n else 0
+        k = max(2, int(round(np.sqrt(dmax + 1))))
+        par = self._parents_safe
+        has = par >= 0
+        pd = np.where(has, depth[np.where(has, par, 0)], 0)
+        chained = has & (pd % k != 0)
+        seg_steps = []
+        for r in list(range(2, k)) + [0]:
+            sel = np.flatnonzero(chained & (depth % k == r))
+            if sel.size:
+                seg_steps.append((sel, par[sel]))
+        # anchor = nearest checkpoint ancestor (exclusive), resolved level by level (init only)
+        anchor = np.full(n, -1, np.int64)
+        for nodes, _parents in self._plan[1:]:
+            p = par[nodes]
+            anchor[nodes] = np.where(depth[p] % k == 0, p, anchor[p])
+        anchor_steps = []
+        for d in range(k, dmax + 1, k):
+            sel = np.flatnonzero(depth == d)
+            if sel.size:
+                anchor_steps.append((sel, anchor[sel]))
+        rest = np.flatnonzero(has & (depth % k != 0))
+        return seg_steps, anchor_steps, rest, anchor[rest]
 
     # ---------------------------------------------------------------- bone inheritance
     def _update_with_inheritance(self, active: np.ndarray) -> None:

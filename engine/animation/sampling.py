@@ -50,6 +50,7 @@ class TrackSet:
         self._shifted = (times - self.t_min) + channel_of_key * self.span
         self._base = np.arange(self.count, dtype=np.float64) * self.span
         self._last = self.offsets + counts - 1
+        self._rot = None       # slerp constants per key interval (sample_rotation, made on first use)
 
     def locate(self, time: float):
         """Lower-bound search in every track: returns (left_index, right_index, alpha) flat arrays.
@@ -81,11 +82,47 @@ class TrackSet:
         return vl + (vr - vl) * alpha[:, None]
 
     def sample_rotation(self, time: float) -> np.ndarray:
-        """(C, 4) wxyz: shortest-path, normalised slerp."""
+        """(C, 4) wxyz: shortest-path, normalised slerp (``slerp`` of the two keys), with the
+        per-interval constants (flipped right key, angle, 1/sin) made once per track set."""
         if self.count == 0:
             return np.zeros((0, 4))
         left, right, alpha = self.locate(time)
-        return slerp(self.values[left], self.values[right], alpha)
+        if self._rot is None:
+            self._rot = self._rotation_intervals()
+        ql, qr, theta, inv_sin, near = self._rot
+        k = self.times.shape[0]
+        idx = left + k * (right == left)          # an endpoint: the key with itself
+        th = theta[idx]
+        inv = inv_sin[idx]
+        nr = near[idx]
+        a1 = 1.0 - alpha
+        wl = np.where(nr, a1, np.sin(a1 * th) * inv)
+        wr = np.where(nr, alpha, np.sin(alpha * th) * inv)
+        out = ql[idx] * wl[:, None]
+        out += qr[idx] * wr[:, None]
+        n2 = np.einsum("ij,ij->i", out, out)
+        if (n2 < 1e-24).any():
+            return normalize_quaternions(out)
+        out /= np.sqrt(n2)[:, None]
+        return out
+
+    def _rotation_intervals(self):
+        """For each key k: the interval (k, next key of its track), then (k, k): the left keys,
+        the right keys flipped to the left key's hemisphere, the angle, 1/sin(angle) and the
+        near-parallel flag (lerp) of ``slerp``."""
+        v = self.values
+        k = v.shape[0]
+        track = np.repeat(np.arange(self.count), self.counts)
+        nxt = np.minimum(np.arange(k) + 1, self._last[track])
+        ql = np.concatenate([v, v])
+        qr = np.concatenate([v[nxt], v])
+        d = np.einsum("ij,ij->i", ql, qr)
+        qr = np.where((d < 0.0)[:, None], -qr, qr)
+        d = np.abs(d)
+        near = d > 0.9995
+        theta = np.arccos(np.clip(d, -1.0, 1.0))
+        sin_t = np.where(near, 1.0, np.sin(theta))
+        return ql, qr, theta, 1.0 / sin_t, near
 
 
 def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:

@@ -18,7 +18,18 @@ from ..assets.types import Bounds, SkinAsset
 MATRIX_BYTES = 64
 _MAX_BUFFER_BYTES = (1 << 63) - 1
 
-# corner selectors for (min, max) boxes: (8, 3) booleans, True -> take max
+_NO_MATRICES = np.zeros((0, 4, 4), dtype=np.float32)
+_NO_MATRICES.flags.writeable = False
+_EMPTY_BOUNDS = Bounds.empty()
+
+
+def _bounds_of(lo: np.ndarray, hi: np.ndarray) -> Bounds:
+    """A Bounds over read-only (3,) float64 rows, without the constructor's defensive copies
+    (per-frame path: ``lo``/``hi`` are rows of a fresh array nobody else writes)."""
+    b = object.__new__(Bounds)
+    object.__setattr__(b, "minimum", lo)
+    object.__setattr__(b, "maximum", hi)
+    return b
 
 
 class SkinningPalette:
@@ -28,8 +39,25 @@ class SkinningPalette:
         self.joint_capacity = 0
         self.uploaded = False
         self.current_local_bounds = Bounds.empty()
-        self.max_linear_scale = 0.0   # upper bound of ||skinMatrix[j][:3,:3]||_2 over joints
+        self._max_linear_scale = 0.0  # upper bound of ||skinMatrix[j][:3,:3]||_2 over joints
+        self._scale_source = None     # (batch, group) computing it on first read (batched update)
         self._backend = None
+
+    @property
+    def max_linear_scale(self) -> float:
+        """Upper bound of the spectral norm of every joint's skin matrix (3x3 part), for the
+        morph reach in bounds.  After a batched update it is computed on first read (only
+        morphed primitives need it), for every group of the batch at once."""
+        src = self._scale_source
+        if src is not None:
+            self._scale_source = None
+            self._max_linear_scale = src[0].linear_scale(src[1])
+        return self._max_linear_scale
+
+    @max_linear_scale.setter
+    def max_linear_scale(self, value: float) -> None:
+        self._scale_source = None
+        self._max_linear_scale = float(value)
 
     # ---------------------------------------------------------------- lifecycle
     def initialize(self, backend, joint_count: int) -> bool:
@@ -54,8 +82,8 @@ class SkinningPalette:
 
     def clear(self) -> None:
         """Drop CPU results, bounds and the uploaded flag; keeps the GPU buffer."""
-        self.matrices = np.zeros((0, 4, 4), dtype=np.float32)
-        self.current_local_bounds = Bounds.empty()
+        self.matrices = _NO_MATRICES
+        self.current_local_bounds = _EMPTY_BOUNDS
         self.max_linear_scale = 0.0
         self.uploaded = False
 
@@ -211,6 +239,145 @@ class SkinningPaletteGroup:
                                    ibm, self.box_center, self.box_half, self.box_joints, self.still_bounds)
 
 
+class _PaletteBatch:
+    """Every group of a SkinningPaletteSet computed in one vectorised step (the per-frame path).
+
+    The joints of all groups are concatenated (T rows, group ``g`` at ``offsets[g]``), and the
+    skin matrices are computed transposed: ``skin^T = (ibm @ corr)^T @ jointWorld^T @
+    inverse(meshWorld)^T``.  For a single group the last factor is one matrix product over all
+    T rows; for several (a crowd) one batched product with the group's matrix per row.  The
+    transposed float32 result is what the palette texture holds (texel c of row j = column c),
+    and ``SkinningPalette.matrices`` is its (J,4,4) transposed view.  Bounds: every non-empty
+    joint box moved exactly (centre and |R| half extents), reduced per group with ``reduceat``;
+    the linear-scale bound is made on first read (``linear_scale``).  Rigs whose groups have an
+    armature relation keep ``ibm @ corr`` cached and recompute it only when the relation changed."""
+
+    def __init__(self, groups):
+        self.groups = groups
+        counts = np.array([g.joint_nodes.shape[0] for g in groups], np.int64)
+        self.counts = counts
+        self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self.joints = np.concatenate([g.joint_nodes for g in groups]).astype(np.intp)
+        self.group_of_joint = np.repeat(np.arange(len(groups), dtype=np.intp), counts)
+        self.mesh_nodes = np.array([g.mesh_node_index for g in groups], np.intp)
+        self.ibm_t = np.ascontiguousarray(np.concatenate([g.inverse_binds for g in groups]).transpose(0, 2, 1))
+        self.rel = np.array([gi for gi, g in enumerate(groups) if g.rel_bind_inv is not None], np.intp)
+        self.rel_arm = np.array([groups[gi].armature_node for gi in self.rel], np.intp)
+        self.rel_mesh = self.mesh_nodes[self.rel]
+        self.rel_bind_inv = (np.stack([groups[gi].rel_bind_inv for gi in self.rel]) if self.rel.size
+                             else np.zeros((0, 4, 4)))
+        self.corr = None                       # (R,4,4) relation corrections folded into ibm_t
+        self.ibm_t_eff = self.ibm_t
+        # joint boxes, in group order: global joint rows, centres and half extents
+        self.box_rows = np.concatenate([g.box_joints + off for g, off in zip(groups, self.offsets)]).astype(np.intp)
+        self.box_center = np.concatenate([g.box_center for g in groups]).reshape(-1, 3)
+        self.box_half = np.concatenate([g.box_half for g in groups]).reshape(-1, 3)
+        box_counts = np.array([g.box_joints.shape[0] for g in groups], np.int64)
+        self.box_groups = np.flatnonzero(box_counts)
+        self.box_starts = (np.concatenate([[0], np.cumsum(box_counts)[:-1]])[self.box_groups]).astype(np.intp)
+        self.all_boxes = bool(self.box_rows.shape[0] == self.joints.shape[0]
+                              and np.array_equal(self.box_rows, np.arange(self.joints.shape[0])))
+        still = [g.still_bounds for g in groups]
+        self.still_groups = np.array([i for i, b in enumerate(still) if b is not None], np.intp)
+        self.still_min = np.array([still[i].minimum for i in self.still_groups]).reshape(-1, 3)
+        self.still_max = np.array([still[i].maximum for i in self.still_groups]).reshape(-1, 3)
+        self.seg_rows_global = np.concatenate([g.seg_slots + off for g, off in zip(groups, self.offsets)]).astype(np.intp)
+        self.seg_table_rows = np.concatenate([g.seg_rows for g in groups]).astype(np.intp)
+        self._skin_t = None
+        self._scales = None
+
+    def refresh_segments(self) -> None:
+        self.seg_table_rows = np.concatenate([g.seg_rows for g in self.groups]).astype(np.intp)
+
+    def _relations(self, world: np.ndarray) -> bool:
+        """Fold the armature relation corrections into ``ibm_t_eff`` when they changed."""
+        if not self.rel.size:
+            return True
+        try:
+            rel_now = np.linalg.solve(world[self.rel_arm], world[self.rel_mesh])
+        except np.linalg.LinAlgError:
+            return False
+        corr = np.matmul(self.rel_bind_inv, rel_now)
+        if self.corr is not None and np.array_equal(corr, self.corr):
+            return True
+        eff = self.ibm_t.copy()
+        for k, gi in enumerate(self.rel):           # groups with a relation, on a change only
+            o, c = self.offsets[gi], self.counts[gi]
+            eff[o:o + c] = np.matmul(corr[k].T, self.ibm_t[o:o + c])     # (ibm @ corr)^T
+        self.ibm_t_eff = eff
+        self.corr = corr
+        return True
+
+    def update(self, world: np.ndarray, segment_table: Optional[np.ndarray]) -> Optional[np.ndarray]:
+        """Compute every group's palette, bounds and (lazily) scale bound; upload each.  Returns
+        the per-group upload results, or None when a singular matrix needs the per-group path."""
+        try:
+            mesh_inv = np.linalg.inv(world[self.mesh_nodes])
+        except np.linalg.LinAlgError:
+            return None
+        if not self._relations(world):
+            return None
+        jt = world[self.joints].transpose(0, 2, 1)       # jointWorld^T, a fresh (T,4,4) gather
+        if segment_table is not None and self.seg_rows_global.size:
+            rows = self.seg_rows_global
+            jt[rows] = np.matmul(segment_table[self.seg_table_rows].transpose(0, 2, 1), jt[rows])
+        x = np.matmul(self.ibm_t_eff, jt)                 # (jointWorld @ ibm)^T
+        t = x.shape[0]
+        if len(self.groups) == 1:
+            skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(t, 4, 4)
+        else:
+            skin_t = np.matmul(x, mesh_inv.transpose(0, 2, 1)[self.group_of_joint])
+        self._skin_t = skin_t
+        self._scales = None
+        # bounds: centre c = R @ centre + t, half h = |R| @ half, per non-empty joint box
+        lo = hi = None
+        if self.box_rows.shape[0]:
+            m = skin_t if self.all_boxes else skin_t[self.box_rows]
+            r_t = m[:, :3, :3]
+            c = np.einsum("nk,nki->ni", self.box_center, r_t)
+            c += m[:, 3, :3]
+            h = np.einsum("nk,nki->ni", self.box_half, np.abs(r_t))
+            lo = np.minimum.reduceat(c - h, self.box_starts, axis=0)
+            hi = np.maximum.reduceat(c + h, self.box_starts, axis=0)
+        g_count = len(self.groups)
+        if lo is None or lo.shape[0] != g_count:
+            glo = np.full((g_count, 3), np.inf)
+            ghi = np.full((g_count, 3), -np.inf)
+            if lo is not None:
+                glo[self.box_groups] = lo
+                ghi[self.box_groups] = hi
+            lo, hi = glo, ghi
+        if self.still_groups.size:
+            lo[self.still_groups] = np.minimum(lo[self.still_groups], self.still_min)
+            hi[self.still_groups] = np.maximum(hi[self.still_groups], self.still_max)
+        lo.flags.writeable = False
+        hi.flags.writeable = False
+        f32 = skin_t.astype(np.float32)
+        ok = np.zeros(g_count, bool)
+        for gi, g in enumerate(self.groups):             # per palette: its views and its upload
+            pal = g.palette
+            o = self.offsets[gi]
+            pal.matrices = f32[o:o + self.counts[gi]].transpose(0, 2, 1)
+            pal.current_local_bounds = _bounds_of(lo[gi], hi[gi])
+            pal._scale_source = (self, gi)
+            ok[gi] = pal.upload()
+        return ok
+
+    def linear_scale(self, gi: int) -> float:
+        """Spectral norm^2 <= max absolute row sum of the Gram matrix (exact for similarities),
+        for every group of the last update at once (cached until the next update)."""
+        if self._scales is None:
+            lin = self._skin_t[:, :3, :3]                 # lin^T
+            gram = np.abs(np.matmul(lin, lin.transpose(0, 2, 1)))
+            rows = gram[:, :, 0] + gram[:, :, 1] + gram[:, :, 2]
+            per_joint = np.maximum(np.maximum(rows[:, 0], rows[:, 1]), rows[:, 2])
+            scales = np.sqrt(np.maximum.reduceat(per_joint, self.offsets))
+            if self.still_groups.size:
+                scales[self.still_groups] = np.maximum(scales[self.still_groups], 1.0)
+            self._scales = scales
+        return float(self._scales[gi])
+
+
 def _bind_worlds(scene) -> np.ndarray:
     """(N,4,4) bind world matrices (once per initialisation; any node order, no cycles: the
     scene was validated)."""
@@ -257,6 +424,7 @@ class SkinningPaletteSet:
         self.last_pose_version = 0
         self.last_error: Optional[str] = None
         self._scene = None
+        self._batch: Optional[_PaletteBatch] = None
 
     # ---------------------------------------------------------------- lifecycle
     def initialize(self, scene, backend) -> bool:
@@ -301,6 +469,7 @@ class SkinningPaletteSet:
         self._init_segments(groups)
         self.palette_lookup = lookup
         self.palette_groups = groups
+        self._batch = _PaletteBatch(groups) if groups else None
         self.palette_count = len(groups)
         self.joint_matrix_count = int(sum(g.skin.joint_count for g in groups))
         self._scene = scene
@@ -316,6 +485,7 @@ class SkinningPaletteSet:
         self.last_upload_count = 0
         self.last_pose_version = 0
         self._scene = None
+        self._batch = None
 
     release = clear
 
@@ -415,11 +585,17 @@ class SkinningPaletteSet:
         ok = True
         seg = self.segment_table if self.segment_fresh and self.segment_table.shape[0] else None
         self.segment_fresh = False
-        for g in self.palette_groups:
-            if g.update(world, seg):
-                self.last_upload_count += 1
-            else:
-                ok = False
+        done = self._batch.update(world, seg) if self._batch is not None else None
+        if done is not None:
+            self.last_upload_count += int(np.count_nonzero(done))
+            ok = bool(done.all())
+        else:
+            # a singular mesh world or armature relation: group by group (those groups fail)
+            for g in self.palette_groups:
+                if g.update(world, seg):
+                    self.last_upload_count += 1
+                else:
+                    ok = False
         if ok:
             self.last_pose_version = version
         return ok
