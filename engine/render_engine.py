@@ -17,6 +17,43 @@ from .session import StylizedSession, camera_from_object, camera_from_matrices
 # (Blender's own "Render Result" image cannot be read back in background mode).
 last_render = {}
 
+# Final renders of one scene share one session across F12 calls.  Blender makes a new engine
+# instance for every F12, so a session owned by the instance re-imported the whole scene, rebuilt
+# every GPU stream and recreated the render targets each time.  The shared session syncs in full
+# on every render (``sync(depsgraph)`` without updates: the content-keyed asset cache verifies
+# every asset, so an edit between renders is never stale) and keeps what did not change.  Keyed by
+# the scene's ``session_uid`` (never reused within a Blender session, unlike its name or
+# pointer); only the last rendered scene's session is kept.
+_final = {"key": None, "session": None}
+_exit_hook = []
+
+
+def _final_session(scene):
+    """The shared final-render session of ``scene`` (created, or replacing another scene's)."""
+    key = (getattr(scene, "session_uid", None), scene.as_pointer())
+    if _final["key"] != key or _final["session"] is None:
+        free_final_session()
+        if not _exit_hook:          # released before Blender's own teardown (no leaked blocks)
+            import atexit
+
+            atexit.register(free_final_session)
+            _exit_hook.append(True)
+        _final["key"] = key
+        _final["session"] = StylizedSession()
+    return _final["session"]
+
+
+def free_final_session() -> None:
+    """Release the shared final-render session (GPU streams, targets, runtime)."""
+    s = _final["session"]
+    _final["key"] = None
+    _final["session"] = None
+    if s is not None:
+        try:
+            s.free()
+        except Exception:
+            pass
+
 
 class StylizedRenderEngine(bpy.types.RenderEngine):
     bl_idname = "STYLIZED"
@@ -31,10 +68,9 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         self.view_session = None
 
     def __del__(self):
-        # Engine instances are freed by Blender; GPU objects are released with the session.
+        # Engine instances are freed by Blender; GPU objects are released with the session (the
+        # final-render session is shared by the scene's renders: free_final_session releases it).
         try:
-            if getattr(self, "session", None) is not None:
-                self.session.free()
             if getattr(self, "view_session", None) is not None:
                 self.view_session.free()
         except Exception:
@@ -71,7 +107,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         self.update_progress(0.0)
         try:
             if self.session is None:
-                self.session = StylizedSession()
+                self.session = _final_session(scene)
             self.session.sync(depsgraph)
             if self.test_break():
                 return

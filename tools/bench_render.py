@@ -4,6 +4,16 @@ process.  Each engine renders once to warm up (shader compilation), then the med
 timed renders is reported.  Uses demo/character.py's build_demo_scene() when it exists, otherwise
 a generated skinned-ish scene.  Last line:
   bench-render: stylized_s=X workbench_s=Y eevee_s=Z ratio_workbench=R1 ratio_eevee=R2
+
+Crowd mode (``--crowd [N ...]``, default N = 1 6 36, 640x480): the demo character and N - 1
+linked duplicates (copies of the rig, body, face and wand objects sharing their armature, mesh and
+shape-key data and the action) on a grid, the camera framing them all.  For each N it times F12
+(median of --runs after a warm-up) and an animation render (Ctrl+F12 over --anim-frames frames:
+the median per-frame time of the frames after the first) with Stylized and with Workbench in the
+same process, and prints one line per N:
+  bench-crowd-render: n=N f12_ratio=A anim_ratio=B ms_per_character=C
+(C: the Stylized F12 cost per added character, (t_N - t_1) / (N - 1) against the N = 1 scene of
+the same run; for N = 1 the F12 time itself.)
 This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
@@ -62,6 +72,71 @@ def _generated_scene(scene):
     return scene
 
 
+CROWD_SPACING = 1.1          # metres between the characters of the crowd grid
+
+
+def character_objects(scene):
+    """The demo character's objects: its rig and every object parented to it (body, face, wand)."""
+    rig = scene.objects.get("DemoRig")
+    if rig is None:
+        raise RuntimeError("crowd mode needs demo/character.py's scene (no object 'DemoRig')")
+    return rig, [ob for ob in scene.objects if ob.parent is rig]
+
+
+def add_linked_duplicates(scene, count: int, spacing: float = CROWD_SPACING):
+    """Add ``count`` linked duplicates of the demo character (objects copied, data shared: the
+    armature, meshes, shape keys and the action), on a square grid behind the original, and
+    point the camera at the whole crowd.  Returns the list of (rig, children) of every character,
+    the original first."""
+    import math
+
+    from mathutils import Vector
+
+    rig, children = character_objects(scene)
+    coll = rig.users_collection[0]
+    chars = [(rig, children)]
+    side = max(1, math.ceil(math.sqrt(count + 1)))
+    for k in range(1, count + 1):
+        gx, gy = k % side, k // side
+        new_rig = rig.copy()                       # shares rig.data and the action
+        new_rig.name = f"{rig.name}.crowd{k:03d}"
+        new_rig.location = rig.location + Vector(((gx - (side - 1) / 2.0) * spacing, gy * spacing, 0.0))
+        coll.objects.link(new_rig)
+        kids = []
+        for ob in children:
+            c = ob.copy()                          # shares the mesh (and its shape keys)
+            c.name = f"{ob.name}.crowd{k:03d}"
+            c.parent = new_rig                     # (assigning the parent resets its type)
+            c.parent_type = ob.parent_type
+            c.parent_bone = ob.parent_bone
+            c.matrix_parent_inverse = ob.matrix_parent_inverse.copy()
+            for m in c.modifiers:
+                if m.type == "ARMATURE" and m.object is rig:
+                    m.object = new_rig
+            coll.objects.link(c)
+            kids.append(c)
+        chars.append((new_rig, kids))
+    # the original stays at the front-centre column; frame the grid from behind the camera's side
+    rig.location = rig.location + Vector((-(side - 1) / 2.0 * spacing, 0.0, 0.0))
+    cam = scene.camera
+    depth = (side - 1) * spacing
+    target = Vector((0.0, depth / 2.0, 0.9))
+    dist = 4.3 + 1.6 * depth
+    loc = target + Vector((0.25, -1.0, 0.28)).normalized() * dist
+    cam.location = loc
+    cam.rotation_mode = "QUATERNION"
+    cam.rotation_quaternion = (target - loc).to_track_quat("-Z", "Y")
+    cam.data.clip_end = max(cam.data.clip_end, 4.0 * dist)
+    bpy_update(scene)
+    return chars
+
+
+def bpy_update(scene):
+    import bpy
+
+    bpy.context.view_layer.update()
+
+
 def time_engine(scene, engine, runs):
     import bpy
 
@@ -77,16 +152,92 @@ def time_engine(scene, engine, runs):
     return statistics.median(times), warm
 
 
+def time_animation(scene, engine, frames: int, out_dir: str):
+    """Ctrl+F12 over ``frames`` frames: (first frame s, median s of the frames after the first).
+    Each frame's time runs from its render_pre to the next frame's (the last: to the end), so it
+    holds the frame change, the render and the file write, alike for every engine."""
+    import bpy
+
+    scene.render.engine = engine
+    scene.frame_end = scene.frame_start + frames - 1
+    scene.render.filepath = out_dir.rstrip("/") + f"/{engine.lower()}_"
+    stamps = []
+
+    def pre(*_a):
+        stamps.append(time.perf_counter())
+
+    bpy.app.handlers.render_pre.append(pre)
+    try:
+        t0 = time.perf_counter()
+        bpy.ops.render.render(animation=True, scene=scene.name)
+        t1 = time.perf_counter()
+    finally:
+        bpy.app.handlers.render_pre.remove(pre)
+    edges = [t0] + stamps[1:] + [t1]
+    per = [b - a for a, b in zip(edges, edges[1:])]
+    return per[0], statistics.median(per[1:]) if len(per) > 1 else float("nan")
+
+
+def run_crowd(args):
+    import tempfile
+
+    sizes = args.crowd or [1, 6, 36]
+    width = args.width or 640
+    height = args.height or 480
+    from stylized_renderer.engine import render_engine
+
+    print(f"crowd: N in {sizes}, {width}x{height}, F12 median of {args.runs} after a warm-up, "
+          f"Ctrl+F12 over {args.anim_frames} frames")
+    base = None
+    out_dir = tempfile.mkdtemp(prefix="bench_crowd_")
+    for n in sizes:
+        scene, kind = build_scene()
+        if kind != "demo character":
+            raise SystemExit("crowd mode needs demo/character.py")
+        add_linked_duplicates(scene, int(n) - 1)
+        scene.render.resolution_x, scene.render.resolution_y = width, height
+        scene.render.resolution_percentage = 100
+        st = getattr(scene, "stylized", None)
+        if st is not None:
+            st.shadows = True
+            st.outlines = True
+        sty, sty_warm = time_engine(scene, "STYLIZED", args.runs)
+        stats = render_engine.last_render.get("stats", {})
+        wb, wb_warm = time_engine(scene, "BLENDER_WORKBENCH", args.runs)
+        scene.frame_set(scene.frame_start)
+        sty_a0, sty_a = time_animation(scene, "STYLIZED", args.anim_frames, out_dir)
+        wb_a0, wb_a = time_animation(scene, "BLENDER_WORKBENCH", args.anim_frames, out_dir)
+        if base is None or n == 1:
+            base = (n, sty)
+        per_char = sty * 1e3 if n == base[0] else (sty - base[1]) * 1e3 / max(n - base[0], 1)
+        print(f"  n={n}: STYLIZED F12 {sty:.3f} s (first {sty_warm:.3f} s, items={stats.get('items')}, "
+              f"draws={stats.get('draw_calls')}, batches={stats.get('live_batches')}) anim first "
+              f"{sty_a0:.3f} s then {sty_a:.3f} s/frame | WORKBENCH F12 {wb:.3f} s (first {wb_warm:.3f} s) "
+              f"anim first {wb_a0:.3f} s then {wb_a:.3f} s/frame")
+        print(f"bench-crowd-render: n={n} f12_ratio={sty / wb:.3f} anim_ratio={sty_a / wb_a:.3f} "
+              f"ms_per_character={per_char:.2f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--width", type=int, default=1280)
-    ap.add_argument("--height", type=int, default=720)
+    ap.add_argument("--width", type=int, default=None, help="default 1280 (crowd mode: 640)")
+    ap.add_argument("--height", type=int, default=None, help="default 720 (crowd mode: 480)")
+    ap.add_argument("--crowd", type=int, nargs="*", default=None, metavar="N",
+                    help="crowd mode: N characters (the demo and N - 1 linked duplicates); "
+                         "without a value N = 1 6 36")
+    ap.add_argument("--anim-frames", type=int, default=4,
+                    help="crowd mode: frames of the Ctrl+F12 animation render (the first is not counted)")
     ap.add_argument("--eevee-runs", type=int, default=1,
                     help="timed EEVEE renders (EEVEE takes minutes per frame on software GL)")
     ap.add_argument("--skip-eevee", action="store_true", help="report eevee_s=nan (slow software GL)")
     args = ap.parse_args()
     _bootstrap.load()
+    if args.crowd is not None:
+        run_crowd(args)
+        return
+    args.width = args.width or 1280
+    args.height = args.height or 720
     scene, kind = build_scene()
     scene.render.resolution_x = args.width
     scene.render.resolution_y = args.height
