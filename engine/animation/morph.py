@@ -110,7 +110,7 @@ class MorphState:
         n = self._weights.shape[0]
         if idx.min() < 0 or idx.max() >= n or not np.all(np.isfinite(val)):
             return False
-        if idx.size > 1 and np.unique(idx).size != idx.size:
+        if idx.size > 1 and not (idx[1:] > idx[:-1]).all() and np.unique(idx).size != idx.size:
             # keep the last occurrence of each index
             rev_u, rev_first = np.unique(idx[::-1], return_index=True)
             keep = idx.size - 1 - rev_first

@@ -47,8 +47,8 @@ class LocalTransform(NamedTuple):
 
 
 def _quadratic_form() -> np.ndarray:
-    """(16, 9): R.ravel() = outer(q, q).ravel() @ C for a wxyz quaternion q, the homogeneous form
-    R = (w^2 - v.v) I + 2 v v^T + 2 w [v]x of assets.types.quat_to_matrix."""
+    """(a, b, C): R.ravel() = (q[a] * q[b]) @ C (10 products, C (10, 9)) for a wxyz quaternion q,
+    the homogeneous form R = (w^2 - v.v) I + 2 v v^T + 2 w [v]x of assets.types.quat_to_matrix."""
     c = np.zeros((4, 4, 3, 3))
     for i in range(3):
         c[0, 0, i, i] += 1.0
@@ -60,10 +60,15 @@ def _quadratic_form() -> np.ndarray:
     for (i, j, k, sign) in ((0, 1, 3, -1.0), (1, 0, 3, 1.0), (0, 2, 2, 1.0), (2, 0, 2, -1.0),
                             (1, 2, 1, -1.0), (2, 1, 1, 1.0)):
         c[0, k, i, j] += sign * 2.0
-    return c.reshape(16, 9)
+    c = c.reshape(16, 9)
+    # the 10 distinct products q_a q_b (a <= b): off-diagonal pairs carry both coefficients
+    pairs = [(a, b) for a in range(4) for b in range(a, 4)]
+    form = np.array([c[4 * a + b] + (c[4 * b + a] if a != b else 0.0) for a, b in pairs])
+    return np.array([a for a, _ in pairs]), np.array([b for _, b in pairs]), form
 
 
-_QFORM = _quadratic_form()
+_QA, _QB, _QFORM = _quadratic_form()
+_S9 = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
 
 
 def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -73,9 +78,11 @@ def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[
     if out is None:
         out = np.zeros((n, 4, 4))
         out[:, 3, 3] = 1.0
-    qq = q[:, :, None] * q[:, None, :]
-    r = np.dot(qq.reshape(n, 16), _QFORM).reshape(n, 3, 3)
-    np.multiply(r, s[:, None, :], out=out[:, :3, :3])
+    qq = np.take(q, _QA, axis=1)
+    qq *= np.take(q, _QB, axis=1)
+    r = np.dot(qq, _QFORM)
+    r *= np.take(s, _S9, axis=1)
+    out[:, :3, :3] = r.reshape(n, 3, 3)
     out[:, :3, 3] = t
     return out
 

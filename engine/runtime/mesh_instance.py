@@ -273,6 +273,10 @@ class PrimitiveInstance:
         self.morph_state = MorphState(prim.morph_targets)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = table if table is not None else morph_table(prim)
+        # per-target extremes stacked for conservative_bounds (init time, a loop over targets)
+        self._dmin = np.array([td.dmin for td in self._targets], np.float64).reshape(-1, 3)
+        self._dmax = np.array([td.dmax for td in self._targets], np.float64).reshape(-1, 3)
+        self._max_len = np.array([td.max_length for td in self._targets], np.float64)
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
@@ -284,19 +288,15 @@ class PrimitiveInstance:
         """(bounds, max delta) that contain every morphed vertex for these weights, O(active)."""
         prim = self.primitive
         base = prim.bounds
-        active = np.flatnonzero(weights)
-        if active.size == 0 or base.is_empty:
+        w = np.asarray(weights, np.float64)
+        if not w.any() or base.is_empty:
             return base, 0.0
-        lo = np.zeros(3)
-        hi = np.zeros(3)
-        max_delta = 0.0
-        for i in active:                      # active targets only
-            td = self._targets[int(i)]
-            w = float(weights[i])
-            a, b = w * td.dmin, w * td.dmax
-            lo += np.minimum(a, b)
-            hi += np.maximum(a, b)
-            max_delta += abs(w) * td.max_length
+        # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below
+        wp = np.maximum(w, 0.0)
+        wn = np.minimum(w, 0.0)
+        lo = np.dot(wp, self._dmin) + np.dot(wn, self._dmax)
+        hi = np.dot(wp, self._dmax) + np.dot(wn, self._dmin)
+        max_delta = float(np.dot(np.abs(w), self._max_len))
         return Bounds(base.minimum + lo, base.maximum + hi), max_delta
 
     def compose_in_shader(self, backend, base_stream):

@@ -285,18 +285,25 @@ class _PaletteBatch:
         self.seg_table_rows = np.concatenate([g.seg_rows for g in groups]).astype(np.intp)
         self._skin_t = None
         self._scales = None
+        self._mesh_w = self._mesh_inv = None     # last mesh worlds and their inverses
+        self._rel_key = None                     # last armature and mesh worlds of the relations
 
     def refresh_segments(self) -> None:
         self.seg_table_rows = np.concatenate([g.seg_rows for g in self.groups]).astype(np.intp)
 
     def _relations(self, world: np.ndarray) -> bool:
-        """Fold the armature relation corrections into ``ibm_t_eff`` when they changed."""
+        """Fold the armature relation corrections into ``ibm_t_eff`` when they changed (the
+        armature and mesh worlds are compared with the last frame's first: usually unchanged)."""
         if not self.rel.size:
+            return True
+        key = np.concatenate([world[self.rel_arm], world[self.rel_mesh]])
+        if self._rel_key is not None and np.array_equal(key, self._rel_key):
             return True
         try:
             rel_now = np.linalg.solve(world[self.rel_arm], world[self.rel_mesh])
         except np.linalg.LinAlgError:
             return False
+        self._rel_key = key
         corr = np.matmul(self.rel_bind_inv, rel_now)
         if self.corr is not None and np.array_equal(corr, self.corr):
             return True
@@ -311,10 +318,15 @@ class _PaletteBatch:
     def update(self, world: np.ndarray, segment_table: Optional[np.ndarray]) -> Optional[np.ndarray]:
         """Compute every group's palette, bounds and (lazily) scale bound; upload each.  Returns
         the per-group upload results, or None when a singular matrix needs the per-group path."""
-        try:
-            mesh_inv = np.linalg.inv(world[self.mesh_nodes])
-        except np.linalg.LinAlgError:
-            return None
+        mesh_w = world[self.mesh_nodes]
+        if self._mesh_w is not None and np.array_equal(mesh_w, self._mesh_w):
+            mesh_inv = self._mesh_inv                     # the meshes did not move
+        else:
+            try:
+                mesh_inv = np.linalg.inv(mesh_w)
+            except np.linalg.LinAlgError:
+                return None
+            self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
         if not self._relations(world):
             return None
         jt = world[self.joints].transpose(0, 2, 1)       # jointWorld^T, a fresh (T,4,4) gather
