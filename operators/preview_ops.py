@@ -9,6 +9,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
 
 from ..engine import preview
+from ..engine.importer import bake
 
 # Blender does not keep dynamic EnumProperty item strings alive: keep them referenced here.
 _CLIP_ITEMS: list = []
@@ -35,6 +36,31 @@ def state_for(context, armature_name: str = ""):
     if arm is not None and arm.name != st.armature:
         preview.select_armature(st, arm, preview.compatible_clips_for(arm.name))
     return st, arm
+
+
+def ensure_bake(context, st, report=None, trust_clean: bool = False) -> bool:
+    """Bake the clip the preview is about to play when its armature needs Blender's evaluation
+    (constraints, IK, drivers, B-Bones: ``engine.importer.bake``), with the window manager's
+    progress; a current bake is reused.  False (reported, and kept in ``st.last_error``) when
+    the bake failed.  ``trust_clean``: reuse a bake no depsgraph update marked dirty without
+    re-reading the rig (the time slider, called while dragging)."""
+    arm = bpy.data.objects.get(st.armature) if st.armature else None
+    name = preview.pending_clip_name(st)
+    if arm is None or arm.type != "ARMATURE" or not name:
+        return True
+    if trust_clean and bake.BAKES.lookup(arm.name, name)[0] is not None:
+        return True
+    try:
+        bake.ensure_with_progress(getattr(context, "window_manager", None), arm, name)
+    except bake.BakeError as ex:
+        msg = f"clip '{name}' could not be baked: {ex}"
+        st.last_error = msg
+        if report is not None:
+            report({"ERROR"}, msg)
+        return False
+    if st.last_error and st.last_error.startswith(f"clip '{name}'"):
+        st.last_error = None
+    return True
 
 
 def _redraw():
@@ -83,6 +109,7 @@ def _set_clip(self, value):
     st.time = 0.0
     st.active = True
     st.push("clip", clip.name)
+    ensure_bake(bpy.context, st)      # a failure is in st.last_error; the session refuses the clip
     _redraw()
 
 
@@ -138,6 +165,7 @@ def _get_time(self):
 
 def _set_time(self, value):
     st, _ = state_for(bpy.context)
+    ensure_bake(bpy.context, st, trust_clean=True)
     seek(st, value)
     _redraw()
 
@@ -226,6 +254,8 @@ class STYLIZED_OT_preview_play(_PreviewOp, bpy.types.Operator):
         if not st.clip_name:
             self.report({"ERROR"}, f"Armature '{st.armature}' has no compatible clip")
             return {"CANCELLED"}
+        if not ensure_bake(context, st, self.report):
+            return {"CANCELLED"}
         st.push("play")
         if not st.looping and st.duration > 0.0 and st.time >= st.duration:
             st.time = 0.0
@@ -263,6 +293,8 @@ class STYLIZED_OT_preview_stop(_PreviewOp, bpy.types.Operator):
         if got is None:
             return {"CANCELLED"}
         st, _ = got
+        if not ensure_bake(context, st, self.report):
+            return {"CANCELLED"}
         st.push("stop")
         st.playing = False
         st.time = 0.0
@@ -285,6 +317,8 @@ class STYLIZED_OT_preview_seek(_PreviewOp, bpy.types.Operator):
         if got is None:
             return {"CANCELLED"}
         st, _ = got
+        if not ensure_bake(context, st, self.report):
+            return {"CANCELLED"}
         t = seek(st, self.time)
         _redraw()
         self.report({"INFO"}, f"Preview at {t:.2f} s")

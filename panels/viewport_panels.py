@@ -97,6 +97,10 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
             cur = next((c for c in clips if c.name == (st.clip_name if st.armature == arm.name else None)),
                        None) or clips[0]
             layout.label(text=f"Duration: {cur.duration_seconds:.2f} s | Channels: {cur.channel_count}")
+            from ..engine.importer import bake
+
+            for k, line in enumerate(bake.describe(arm.name, cur.name)[:6]):
+                layout.label(text=line, icon=("INFO" if line.startswith("Baked") else "ERROR") if k == 0 else "BLANK1")
         row = layout.row(align=True)
         row.operator("stylized.preview_play", text="Play", icon="PLAY")
         row.operator("stylized.preview_pause", text="Pause", icon="PAUSE")

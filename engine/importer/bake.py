@@ -80,7 +80,7 @@ def bake_reasons(armature) -> List[str]:
         if live:
             out.append(f"object constraints on '{armature.name}' ({_listing([c.name for c in live])})")
     ik, other = [], []
-    for pb in armature.pose.bones:
+    for pb in (armature.pose.bones if armature.pose is not None else ()):
         for c in pb.constraints:
             if not c.enabled:
                 continue
@@ -697,9 +697,12 @@ class BakeCache:
         self._version = 0
 
     def clear(self) -> None:
+        """Forget every bake (and the counters)."""
         self.entries.clear()
         self._checked.clear()
         self._reasons.clear()
+        self.bake_count = 0
+        self.hits = 0
 
     def mark_dirty(self) -> None:
         self._checked = dict.fromkeys(self._checked, False)
@@ -783,6 +786,20 @@ class BakeCache:
 
 
 BAKES = BakeCache()
+
+
+def describe(armature_name: str, clip_name: Optional[str]) -> List[str]:
+    """Lines for the Animation panel: why the armature's clips are baked, and the bake of
+    ``clip_name`` (frames, time) or that it still needs one.  Empty when no bake is needed."""
+    reasons = BAKES.reasons(armature_name) if armature_name else []
+    if not reasons:
+        return []
+    b, why = BAKES.lookup(armature_name, clip_name) if clip_name else (None, "no clip")
+    if b is None:
+        return [f"Needs a bake through Blender: {why}"] + [f"  {r}" for r in reasons]
+    per = b.seconds / max(b.frame_count, 1) * 1e3
+    return ([f"Baked through Blender: {b.frame_count} frames in {b.seconds:.2f} s ({per:.1f} ms/frame)"]
+            + [f"  {r}" for r in reasons])
 
 
 def ensure_with_progress(window_manager, armature, clip_name: str, action_name: Optional[str] = None):

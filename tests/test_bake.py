@@ -1,0 +1,331 @@
+"""Preview bake of constraint / IK / driver / B-Bone rigs (issue 11 item 3, engine/importer/bake.py):
+the preview player, as the viewport session drives it (tools/check_deform.py player mode: GPU
+read-back of the skinned vertices), against Blender's evaluated mesh at integer frames, on a
+small IK + Copy Rotation + driver rig and on a generated Rigify character; the bake cache, the
+exact restore of the scene and the frame_change_pre guard."""
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+
+import conftest as C  # noqa: F401  (registers the extension fixtures)
+from tools import check_deform, rigify_rig, scenes
+
+
+def _run(capsys, frames="1-10", mode="player"):
+    rc = check_deform.run_checks(frames, mode)
+    out = capsys.readouterr().out
+    last = [ln for ln in out.splitlines() if ln.startswith("deform-check:")][-1]
+    fields = dict(kv.split("=") for kv in last.split()[1:])
+    return rc, out, fields
+
+
+@pytest.fixture
+def bakes():
+    from stylized_renderer.engine.importer import bake
+
+    bake.BAKES.clear()
+    yield bake
+    bake.BAKES.clear()
+
+
+@pytest.fixture
+def crig(empty_scene, bakes):
+    return rigify_rig.build_constraint_rig()
+
+
+def _scene_state(arm):
+    """Everything a bake must leave as it was: frame, subframe, every animated ID's action, slot
+    and NLA mute flags, every pose value (and custom property) of the armature."""
+    sc = bpy.context.scene
+    anim = []
+    for idb in list(bpy.data.objects) + list(bpy.data.armatures) + list(bpy.data.shape_keys):
+        ad = getattr(idb, "animation_data", None)
+        if ad is not None:
+            anim.append((idb.name, ad.action.name if ad.action else None,
+                         ad.action_slot.handle if getattr(ad, "action_slot", None) is not None else None,
+                         tuple(tr.mute for tr in ad.nla_tracks)))
+    pbs = arm.pose.bones
+    vals = {}
+    for prop, width in (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3), ("scale", 3)):
+        buf = np.empty(len(pbs) * width, np.float32)
+        pbs.foreach_get(prop, buf)
+        vals[prop] = buf
+    custom = tuple((pb.name, k, pb[k]) for pb in pbs for k in pb.keys() if isinstance(pb[k], (int, float)))
+    return sc.frame_current, sc.frame_subframe, tuple(anim), vals, custom
+
+
+def _assert_same_state(a, b):
+    assert a[:3] == b[:3]
+    for prop in a[3]:
+        np.testing.assert_array_equal(a[3][prop], b[3][prop], err_msg=prop)
+    assert a[4] == b[4]
+
+
+# ------------------------------------------------------------------------------------------------
+# the small rig: IK + Copy Rotation + a driver
+# ------------------------------------------------------------------------------------------------
+
+def test_constraint_rig_needs_bake(crig, bakes):
+    arm, _ob, _act = crig
+    reasons = bakes.bake_reasons(arm)
+    text = "; ".join(reasons)
+    assert "IK on bone 'lower'" in text and "'arm2'" in text and "driver" in text, reasons
+    plain = bpy.data.objects.new("Plain", bpy.data.armatures.new("Plain"))
+    assert bakes.bake_reasons(plain) == []
+
+
+def test_constraint_rig_preview_matches_timeline(crig, capsys):
+    """The preview player plays the baked clip: every integer frame within 1e-4 of the object size
+    of Blender's timeline playback of that action; half frames are reported (linear
+    interpolation of the bake)."""
+    rc, out, f = _run(capsys)
+    assert rc == 0, out
+    assert int(f["baked"]) == 1 and int(f["skipped"]) == 0 and int(f["fallbacks"]) == 0, out
+    assert int(f["frames"]) == 10, out
+    assert float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert "between" in out and float(f["between_max_rel_error"]) > 0.0, out
+
+
+def test_constraint_rig_without_bake_fails(crig, capsys, monkeypatch, bakes):
+    """Negative control: the player's own evaluation of the keyed controls (no bake) is far off."""
+    monkeypatch.setattr(bakes, "bake_reasons", lambda arm: [])
+    rc, out, f = _run(capsys)
+    assert rc == 1, out
+    assert int(f["baked"]) == 0 and float(f["max_rel_error"]) > 1e-2, out
+
+
+def test_constraint_rig_wrong_frame_bake_fails(crig, capsys, monkeypatch, bakes):
+    """Negative control: a bake one frame late exceeds the tolerance."""
+    real = bakes.bake_action
+
+    def late(*a, **k):
+        b = real(*a, **k)
+        b.pose = np.concatenate([b.pose[:1], b.pose[:-1]])
+        return b
+
+    monkeypatch.setattr(bakes, "bake_action", late)
+    rc, out, f = _run(capsys)
+    assert rc == 1 and int(f["baked"]) == 1, out
+    assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
+
+
+def test_preview_refuses_clip_without_bake(crig, bakes):
+    """No current bake: the session keeps timeline mode and says why (never a wrong pose)."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.preview import PreviewState
+    from stylized_renderer.engine.session import StylizedSession
+
+    arm, _ob, act = crig
+    s = StylizedSession()
+    s.want_clips = True
+    dg = bpy.context.evaluated_depsgraph_get()
+    st = PreviewState(armature=arm.name, active=True)
+    st.push("clip", act.name)
+    st.push("seek", 0.1)
+    res = {}
+
+    def task():
+        s._ensure_gpu()
+        s._ensure_runtime(dg)
+        res["ok"] = s.update_frame(dg, st)
+
+    try:
+        gpu_util.run_in_gpu_context(task)
+        assert res["ok"]
+        assert not st.active, st
+        assert st.last_error and f"clip '{act.name}' needs a bake" in st.last_error and "IK" in st.last_error
+        # after the bake the same state plays
+        bakes.BAKES.ensure(arm, act.name)
+        st.active = True
+        gpu_util.run_in_gpu_context(task)
+        assert st.active and st.last_error is None
+        assert s.runtime.player.clip is not None and len(s.runtime.player.clip.channels) == len(arm.pose.bones)
+    finally:
+        s.free()
+
+
+def test_bake_cache_hits_and_rebakes(crig, bakes):
+    arm, _ob, act = crig
+    cache = bakes.BAKES
+    b1 = cache.ensure(arm, act.name)
+    assert cache.bake_count == 1 and b1.frame_count == 10
+    assert cache.ensure(arm, act.name) is b1 and cache.bake_count == 1 and cache.hits == 1
+    assert cache.lookup(arm.name, act.name) == (b1, "")
+    # a constraint edit re-bakes
+    arm.pose.bones["arm2"].constraints[0].influence = 0.3
+    cache.mark_dirty()
+    got, why = cache.lookup(arm.name, act.name)
+    assert got is None and "changed" in why
+    b2 = cache.ensure(arm, act.name)
+    assert b2 is not b1 and cache.bake_count == 2
+    assert not np.allclose(b1.pose, b2.pose)
+    # a key edit re-bakes
+    fc = next(fc for fc in rigify_rig_fcurves(act) if fc.data_path.endswith('"ctrl"].rotation_euler'))
+    fc.keyframe_points[1].co.y += 0.2
+    fc.update()
+    b3 = cache.ensure(arm, act.name)
+    assert b3 is not b2 and cache.bake_count == 3
+    # an unrelated pose value the action keys does not (the bake overwrites it)
+    arm.pose.bones["ctrl"].location.x += 0.5
+    assert cache.ensure(arm, act.name) is b3 and cache.bake_count == 3
+
+
+def rigify_rig_fcurves(action):
+    from stylized_renderer.engine.importer import actions
+
+    return [fc for slot in action.slots for fc in actions.slot_fcurves(action, slot)]
+
+
+def test_bake_restores_scene_exactly(crig, bakes):
+    """Frame, subframe, actions, slots, NLA mute flags and pose values as they were, after baking an
+    action that is not the armature's active one (NLA tracks and another object's action exist)."""
+    arm, _ob, act = crig
+    other = act.copy()
+    other.name = "OtherAction"
+    for fc in rigify_rig_fcurves(other):
+        for kp in fc.keyframe_points:
+            kp.co.y = -kp.co.y
+    ad = arm.animation_data
+    tr = ad.nla_tracks.new()
+    nla = act.copy()
+    nla.name = "NlaAction"
+    tr.strips.new("strip", 1, nla)
+    tr.mute = False
+    tr2 = ad.nla_tracks.new()
+    tr2.mute = True
+    prop = bpy.data.objects.new("Prop", None)
+    bpy.context.scene.collection.objects.link(prop)
+    prop.location = (1, 2, 3)
+    prop.keyframe_insert("location", frame=1)
+    assert prop.animation_data.action is not None
+    # a channel no other action keys: only the bake's own restore puts it back
+    cb = other.layers[0].strips[0].channelbag(other.slots[0])
+    scenes.add_curve(cb, 'pose.bones["root"].location', 0, [1, 10], [0.5, 0.9])
+    arm.pose.bones["upper"]["IK_FK"] = 0.25
+    arm.pose.bones["root"].location = (0.1, 0.0, 0.0)      # an unkeyed pose value
+    bpy.context.scene.frame_set(3, subframe=0.25)
+    before = _scene_state(arm)
+    b = bakes.BAKES.ensure(arm, other.name)
+    assert b is not None and b.action_name == "OtherAction"
+    _assert_same_state(before, _scene_state(arm))
+    assert tuple(prop.location) == (1.0, 2.0, 3.0)
+
+
+def test_bake_error_reports_and_leaves_scene(crig, bakes):
+    """A bad action (a non-finite key) is reported with its name; nothing in the scene changes;
+    the Play operator reports it and cancels."""
+    arm, _ob, act = crig
+    bad = act.copy()
+    bad.name = "BadAction"
+    fc = rigify_rig_fcurves(bad)[0]
+    fc.keyframe_points[1].co.y = float("nan")
+    bpy.context.scene.frame_set(2)
+    before = _scene_state(arm)
+    with pytest.raises(bakes.BakeError, match="BadAction"):
+        bakes.BAKES.ensure(arm, bad.name)
+    _assert_same_state(before, _scene_state(arm))
+    with pytest.raises(bakes.BakeError, match="does not exist"):
+        bakes.BAKES.ensure(arm, "NoSuchAction")
+    # the operator path: reported, cancelled
+    from stylized_renderer.engine import preview
+
+    st = preview.get_state(bpy.context.scene, arm)
+    st.armature, st.clip_name = arm.name, bad.name
+    st.commands.clear()
+    with pytest.raises(RuntimeError, match="BadAction"):
+        bpy.ops.stylized.preview_play(armature=arm.name)
+    assert "BadAction" in (st.last_error or "")
+    _assert_same_state(before, _scene_state(arm))
+    assert bakes.BAKES.bake_count == 0
+
+
+def test_play_operator_bakes_and_panel_says_so(crig, bakes):
+    arm, _ob, act = crig
+    from stylized_renderer.engine import preview
+
+    preview.clear_states()
+    st = preview.get_state(bpy.context.scene, arm)
+    assert st.clip_name == act.name
+    lines = bakes.describe(arm.name, act.name)
+    assert lines and lines[0].startswith("Needs a bake"), lines
+    assert bpy.ops.stylized.preview_play(armature=arm.name) == {"FINISHED"}
+    assert bakes.BAKES.bake_count == 1 and st.active and st.playing
+    lines = bakes.describe(arm.name, act.name)
+    assert lines[0].startswith("Baked through Blender: 10 frames"), lines
+    assert any("IK on bone 'lower'" in ln for ln in lines), lines
+    assert bpy.ops.stylized.preview_stop(armature=arm.name) == {"FINISHED"}
+    assert bakes.BAKES.bake_count == 1        # the second operator reuses the bake
+    preview.clear_states()
+
+
+def test_bake_keeps_preview_active(crig, bakes):
+    """The frame_change_pre guard: a bake's frame_set calls do not hand the preview back to the
+    timeline (a plain frame_set does: the handler is live)."""
+    arm, _ob, act = crig
+    from stylized_renderer.engine import preview
+
+    preview.clear_states()
+    st = preview.get_state(bpy.context.scene, arm)
+    st.active = True
+    bakes.BAKES.ensure(arm, act.name)
+    assert st.active
+    bpy.context.scene.frame_set(5)
+    assert not st.active      # negative control: scrubbing hands back
+    preview.clear_states()
+
+
+# ------------------------------------------------------------------------------------------------
+# a generated Rigify character
+# ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rigify_file(tmp_path_factory):
+    C.ensure_registered()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    rigify_rig.build_rigify()
+    path = tmp_path_factory.mktemp("rigify") / "rigify.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+@pytest.fixture
+def rigify_scene(rigify_file, ext, bakes):
+    bpy.ops.wm.open_mainfile(filepath=str(rigify_file))
+    bpy.context.scene.render.engine = "STYLIZED"
+    return bpy.data.objects["rig"], bpy.data.objects["RigifyBody"]
+
+
+def test_rigify_preview_matches_timeline(rigify_scene, capsys, bakes):
+    """A Rigify character (constraints, IK, drivers, B-Bones; keys on FK/IK controls): no fallback,
+    no skipped clip, the baked preview within 1e-4 of the object size of Blender at every frame."""
+    rig, body = rigify_scene
+    reasons = "; ".join(bakes.bake_reasons(rig))
+    assert "IK on bone" in reasons and "B-Bones" in reasons and "drivers" in reasons, reasons
+    rc, out, f = _run(capsys, mode="both")
+    assert rc == 0, out
+    assert int(f["fallbacks"]) == 0 and int(f["skipped"]) == 0 and int(f["baked"]) == 1, out
+    assert float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert "player   RigifyBody" in out, out
+
+
+def test_rigify_without_bbone_segments_fails(rigify_scene, capsys, monkeypatch, bakes):
+    """Negative control: a bake without the B-Bone segments (rest relation) exceeds the tolerance."""
+    monkeypatch.setattr(bakes, "weighted_bbones", lambda arm: [])
+    rc, out, f = _run(capsys)
+    assert rc == 1 and int(f["baked"]) == 1, out
+    assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
+
+
+def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
+    """Negative control: the baked TRS tracks alone (no exact local matrices) lose the shear of
+    the stretched limbs."""
+    from stylized_renderer.engine import session
+
+    monkeypatch.setattr(session._BakeFeed, "after", lambda self, runtime: None)
+    rc, out, f = _run(capsys)
+    assert rc == 1, out
+    assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
