@@ -272,6 +272,10 @@ class TimelineReader:
             if now - self._vrm_checked >= VRM_REFRESH_SECONDS:
                 self._vrm_checked = now
                 self.refresh_vrm()   # viewport: binds edited in the add-on's panel show within 0.5 s
+        else:
+            # final renders: every frame (about 0.1 ms on a 17-expression avatar), so a render
+            # session kept between F12s never draws expressions, rules or binds edited since
+            self.refresh_vrm()
         if self.vrm is not None:
             self._apply_vrm(out, muted, depsgraph, expression_values)
         else:
