@@ -317,7 +317,10 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     # the reader: the player's channel replaces the stored preview of Angry only
     rt = _runtime_for_scene()
     rt.set_clip(clip)
-    assert rt.update(0.0)                                    # armature-node channels: no mesh binds
+    assert rt.player.seek(clip.duration_seconds) and rt.update(0.0)
+    assert rt.player.morph_weights == {(ch.node_index, ch.target_name): pytest.approx(1.0)}
+    # a channel on the armature's node binds to no mesh: the runtime alone leaves the face as it is
+    assert not any(face_weights(rt).values())
     reader = TimelineReader(rt.scene, rt)
     node = rt.scene.node_index("Face", None)
     names = rt.morph_key_names(node)
