@@ -112,43 +112,63 @@ def _mark_bakes_dirty() -> None:
 
 
 class _BakeFeed:
-    """What a bake gives the preview beyond the player's TRS tracks (``bake.BakedPose``).
+    """What a bake gives the preview beyond the player's clip (``bake.BakedPose``): the exact
+    local matrices of the non-root bones and the B-Bone segments, at the time the player samples.
 
-    Before the player's update: the B-Bone segments for the time it is about to sample
-    (``preview.sample_time_after``).  After it, when it sampled the baked clip: every baked
-    bone's exact local matrix at the sampled time (``ScenePose.set_local_matrices``: what a TRS
-    track cannot hold, such as the shear of Rigify's stretched limbs), the segments again, and
-    the palettes recomputed.  Not while crossfading or with In Place (the player's blended or
-    root-adjusted TRS pose is kept: approximate there)."""
+    Before the player's update (it is about to sample, with no bind-pose reset and no crossfade
+    pending) they are written for the time it will sample (``preview.sample_time_after``), so
+    the palettes are computed once.  After it, when the sample time differs from that (or it
+    could not be predicted: a clip change, a crossfade) they are written for the sampled time and
+    the palettes recomputed.  While crossfading, the matrices blend linearly from the local
+    matrices of the fade's start with the player's fade weights."""
 
     def __init__(self, baked, clip, runtime):
         self.baked = baked
         self.clip = clip
         self.runtime = runtime
         self.samples = None
+        self.time = None
+        self.fade_from = None
+
+    def _write(self, t: float, player) -> bool:
+        b = self.baked
+        pose = self.runtime.pose
+        m = b.local_matrices(t, inner_only=True)
+        if player.is_fading:
+            if self.fade_from is None or self.fade_from.shape != m.shape:
+                self.fade_from = np.array(pose.local_matrices[b.inner_nodes])
+            w_out, w_in = player.fade_weights
+            m = self.fade_from * w_out + m * w_in
+        else:
+            self.fade_from = None
+        ok = pose.set_local_matrices(b.inner_nodes, m)
+        if b.bbone_nodes:
+            seg, rest = b.bbone_segments(t)
+            ok = self.runtime.palette_set.set_bbone_segments(seg, rest) and ok
+        return ok
 
     def __call__(self, player, dt) -> None:
         from . import preview as _preview
 
         self.samples = player.sample_count
-        if self.baked.bbone_nodes and (player.is_playing or player.sample_pending):
-            pose, rest = self.baked.bbone_segments(_preview.sample_time_after(player, dt))
-            self.runtime.palette_set.set_bbone_segments(pose, rest)
+        self.time = None
+        if (player.clip is self.clip and (player.is_playing or player.sample_pending)
+                and not player.reset_pose_on_next_sample and not player.is_fading):
+            t = _preview.sample_time_after(player, dt)
+            if self._write(t, player):
+                self.time = t
 
     def after(self, runtime) -> None:
         player = runtime.player
-        if (self.samples is None or player.sample_count == self.samples or player.clip is not self.clip
-                or player.is_fading or player.in_place):
+        if self.samples is None or player.sample_count == self.samples or player.clip is not self.clip:
             return
         t = float(player.current_time)
-        pose = runtime.pose
-        if not pose.set_local_matrices(self.baked.nodes, self.baked.local_matrices(t)):
+        if self.time is not None and abs(t - self.time) <= 1e-9 and not player.is_fading:
             return
+        self._write(t, player)
+        pose = runtime.pose
         if pose.is_dirty and not pose.update_world_matrices():
             return
-        if self.baked.bbone_nodes:
-            seg, rest = self.baked.bbone_segments(t)
-            runtime.palette_set.set_bbone_segments(seg, rest)
         runtime.palette_set.update(pose)
 
 
@@ -426,8 +446,8 @@ class StylizedSession:
             state.last_error = f"clip '{name}' needs a bake: {why}; it is driven by {'; '.join(reasons)}"
             return None
         conv = getattr(self, "_bake_clip_cache", None)
-        if conv is None or conv[0] is not self.scene_asset:
-            conv = self._bake_clip_cache = (self.scene_asset, {})
+        if conv is None or conv[0] is not self.scene_asset or conv[2] is not self.runtime:
+            conv = self._bake_clip_cache = (self.scene_asset, {}, self.runtime)
         hit = conv[1].get((arm, name))
         if hit is None or hit[0] is not b:
             template = clips.get(name)
@@ -437,7 +457,7 @@ class StylizedSession:
                 state.last_error = f"clip '{name}' needs a bake: {ex}"
                 return None
             old = hit[1] if hit is not None else None
-            hit = (b, clip, bbones)
+            hit = (b, clip, _BakeFeed(bbones, clip, self.runtime))
             conv[1][(arm, name)] = hit
             player = self.runtime.player
             if old is not None and player.clip is old and not state.commands:
@@ -447,7 +467,7 @@ class StylizedSession:
             state.last_error = None
         out = dict(clips)
         out[name] = hit[1]
-        return out, _BakeFeed(hit[2], hit[1], self.runtime)
+        return out, hit[2]
 
     def _update(self, depsgraph, preview_state) -> None:
         """update_frame, with its failure kept for the Stats panel and the render log."""

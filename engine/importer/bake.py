@@ -555,21 +555,26 @@ def _continuous(q: np.ndarray) -> np.ndarray:
 
 
 class BakedPose:
-    """What the player's TRS tracks cannot carry, bound to the nodes of one scene asset.
+    """A bake bound to the nodes of one scene asset: what the player's clip does not carry.
 
     ``locals`` (F,B,4,4): every baked bone's exact parent-relative local matrix per frame
     (``inv(parent world) @ world`` from Blender's evaluated pose), for
-    ``ScenePose.set_local_matrices``: a TRS local cannot hold the shear that constraints and
-    stretching under non-uniformly scaled parents leave (Rigify's IK limbs), so the session
-    writes these after the player's sample (exact at the baked frames, linear in between).
+    ``ScenePose.set_local_matrices``.  A TRS local cannot hold the shear that constraints and
+    stretching under non-uniformly scaled parents leave (Rigify's IK limbs), so the baked clip
+    keeps TRS tracks for the root bones only (``root``: the player's clock, In Place and the
+    crossfade act on them) and the session writes these matrices for the others around the
+    player's sample: exact at the baked frames, linear in between.
     ``bbone_table`` (F,R,4,4) and ``rest``: the B-Bone segment matrices of the weighted B-Bones
     (``SkinningPaletteSet.set_bbone_segments``)."""
 
-    def __init__(self, times: np.ndarray, nodes: np.ndarray, locals_: np.ndarray, bbone_nodes: List[int],
-                 bbone_pose: List[np.ndarray], bbone_rest: List[np.ndarray]):
+    def __init__(self, times: np.ndarray, nodes: np.ndarray, locals_: np.ndarray, root: np.ndarray,
+                 bbone_nodes: List[int], bbone_pose: List[np.ndarray], bbone_rest: List[np.ndarray]):
         self.times = np.asarray(times, np.float64)
         self.nodes = np.asarray(nodes, np.int64)
         self.locals = locals_
+        self.root = np.asarray(root, bool)
+        self.inner_nodes = self.nodes[~self.root]
+        self.inner_locals = np.ascontiguousarray(locals_[:, ~self.root])    # (F,B',4,4), per-frame reads
         self.bbone_nodes = list(bbone_nodes)
         self._slices = []
         o = 0
@@ -596,9 +601,11 @@ class BakedPose:
             return arr[i + 1]
         return arr[i] * (1.0 - a) + arr[i + 1] * a
 
-    def local_matrices(self, time_seconds: float) -> np.ndarray:
+    def local_matrices(self, time_seconds: float, inner_only: bool = False) -> np.ndarray:
+        """(B,4,4) local matrices at ``time_seconds`` (``inner_only``: the non-root bones',
+        aligned with ``inner_nodes``)."""
         i, a = self._where(time_seconds)
-        return self._lerp(self.locals, i, a)
+        return self._lerp(self.inner_locals if inner_only else self.locals, i, a)
 
     def bbone_segments(self, time_seconds: float):
         """``(pose, rest)`` dicts for ``set_bbone_segments`` at ``time_seconds``."""
@@ -608,11 +615,12 @@ class BakedPose:
 
 
 def baked_clip(bake: Bake, scene_asset, template=None):
-    """(AnimationClipAsset, BakedPose) for ``scene_asset``: LINEAR local TRS tracks of every
-    bone of the armature (and the armature object when ``bake.object_channel``) that reproduce
-    the baked world matrices with the bones' inheritance flags (``ScenePose.basis_from_worlds``),
-    quaternions on one hemisphere per track.  The clip keeps ``template``'s name, target and
-    morph channels.  Raises BakeError when the armature is not in the asset."""
+    """(AnimationClipAsset, BakedPose) for ``scene_asset``.  The clip has LINEAR local TRS
+    tracks for the armature's root bones (and the armature object when ``bake.object_channel``)
+    that reproduce the baked world matrices with the bones' inheritance flags
+    (``ScenePose.basis_from_worlds``), quaternions on one hemisphere per track; every other
+    bone's exact local matrix per frame is in the BakedPose.  The clip keeps ``template``'s
+    name, target and morph channels.  Raises BakeError when the armature is not in the asset."""
     from ..animation.pose import ScenePose
 
     arm_node = scene_asset.node_index(bake.armature)
@@ -621,22 +629,26 @@ def baked_clip(bake: Bake, scene_asset, template=None):
     idx = np.array([scene_asset.node_index(bake.armature, n) for n in bake.bone_names], np.int64)
     has = idx >= 0
     bones = idx[has]
+    pos = {int(n): j for j, n in enumerate(bones.tolist())}
+    ppos = np.array([pos.get(int(scene_asset.parents[n]), -1) for n in bones.tolist()], np.int64)
+    root = ppos < 0
     sp = ScenePose()
     if not sp.initialize(scene_asset) or not sp.update_world_matrices():
         raise BakeError(f"baking '{bake.clip_name}': the scene pose could not be built: {sp.last_error}")
     base = np.array(sp.world_matrices, np.float64)
     parent = int(scene_asset.parents[arm_node])
     nf = bake.frame_count
-    chan_nodes = np.concatenate([[arm_node], bones]) if bake.object_channel else bones
+    chan_nodes = np.concatenate([[arm_node], bones[root]]) if bake.object_channel else bones[root]
     T = np.empty((nf, chan_nodes.size, 3))
     Q = np.empty((nf, chan_nodes.size, 4))
     S = np.empty((nf, chan_nodes.size, 3))
+    worlds = np.einsum("fij,fbjk->fbik", bake.world, bake.pose[:, has])
     for k in range(nf):     # per baked frame (bake time, not per played frame)
         w = base.copy()
         w[arm_node] = bake.world[k]
         if bake.parent_world is not None and parent >= 0:
             w[parent] = bake.parent_world[k]
-        w[bones] = bake.world[k] @ bake.pose[k][has]
+        w[bones] = worlds[k]
         try:
             t, q, s = sp.basis_from_worlds(w)
         except ValueError as ex:
@@ -656,11 +668,8 @@ def baked_clip(bake: Bake, scene_asset, template=None):
         target_object=template.target_object if template is not None else bake.armature,
         action_name=bake.action_name)
     # exact parent-relative locals of every bone (armature space for root bones)
-    worlds = np.einsum("fij,fbjk->fbik", bake.world, bake.pose[:, has])
-    pos = {int(n): j for j, n in enumerate(bones.tolist())}
-    ppos = np.array([pos.get(int(scene_asset.parents[n]), -1) for n in bones.tolist()], np.int64)
     locals_ = bake.pose[:, has].copy()
-    child = ppos >= 0
+    child = ~root
     if child.any():
         try:
             inv = np.linalg.inv(worlds[:, ppos[child]])
@@ -674,7 +683,7 @@ def baked_clip(bake: Bake, scene_asset, template=None):
             bnodes.append(node)
             bpose.append(arr)
             brest.append(bake.bbone_rest[name])
-    return clip, BakedPose(times, bones, locals_, bnodes, bpose, brest)
+    return clip, BakedPose(times, bones, locals_, root, bnodes, bpose, brest)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""Rigify benchmark: the preview player on a baked Rigify character against Blender's frame_set.
+
+Builds the Rigify character of tools/rigify_rig.py (the bundled add-on's human metarig, generated,
+a body of tubes weighted to the DEF bones with B-Bones, an action keyed on FK/IK controls) and
+measures the median per-frame cost of
+  (a) Blender's scene.frame_set on that scene (constraints, IK, drivers, B-Bones, the body);
+  (b) the preview player as the viewport runs it: StylizedSession.update_frame in preview mode,
+      playing the baked clip (sample + exact bone matrices + B-Bone segments + palettes + upload);
+  (c) the bake's cost per baked frame (engine/importer/bake.py: frame_set + reading the pose and
+      the B-Bone segments), over fresh bakes;
+and prints
+  bench-rigify: frame_set_ms=A player_ms=B ratio_player=R bake_ms_per_frame=C
+``measure()`` returns the figures (tools/bench_runtime.py calls it); ``main()`` prints them.
+This is a benchmark, not a test: it asserts nothing.  Goal: ratio_player <= 0.10.
+"""
+from __future__ import annotations
+
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _bootstrap  # noqa: E402
+
+
+def _median_ms(fn, n):
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(out)
+
+
+def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 16) -> dict:
+    import bpy
+
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tools import rigify_rig
+
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.importer import bake
+    from stylized_renderer.engine.preview import PreviewState
+    from stylized_renderer.engine.session import StylizedSession
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    rig, body, action = rigify_rig.build_rigify(rings=rings, sides=sides)
+    f0, f1 = scene.frame_start, scene.frame_end
+    span = f1 - f0 + 1
+    result = {"bones": len(rig.data.bones), "deform_bones": sum(b.use_deform for b in rig.data.bones),
+              "vertices": len(body.data.vertices)}
+
+    def frame_set(i):
+        scene.frame_set(f0 + (i % span))
+
+    frame_set(0)
+    result["frame_set_ms"] = _median_ms(frame_set, frames)
+    scene.frame_set(f0)
+
+    per_frame = []
+    for _ in range(max(1, bakes)):
+        bake.BAKES.clear()
+        b = bake.BAKES.ensure(rig, action.name)
+        per_frame.append(b.seconds / b.frame_count * 1e3)
+    result["bake_ms_per_frame"] = statistics.median(per_frame)
+    result["bake_frames"] = b.frame_count
+
+    session = StylizedSession()
+    session.want_clips = True
+    dg = bpy.context.evaluated_depsgraph_get()
+    state = PreviewState(armature=rig.name, active=True)
+    state.push("clip", action.name)
+    state.push("loop", True)
+    state.push("play")
+
+    def task():
+        session._ensure_gpu()
+        session._ensure_runtime(dg)
+        assert session.update_frame(dg, state) and state.active, state.last_error
+
+        def player_frame(i):
+            session.update_frame(dg, state)
+
+        r = {"player_ms": _median_ms(player_frame, frames)}
+        r["palette_uploads_playing"] = session.runtime.stats.palette_uploads
+        r["fallbacks"] = dict(session.fallbacks)
+        return r
+
+    try:
+        result.update(gpu_util.run_in_gpu_context(task))
+    finally:
+        session.free()
+        bake.BAKES.clear()
+    result["ratio_player"] = result["player_ms"] / result["frame_set_ms"]
+    return result
+
+
+def main() -> int:
+    _bootstrap.load()
+    r = measure()
+    print(f"Rigify character: {r['bones']} bones ({r['deform_bones']} deform), {r['vertices']} vertices, "
+          f"{r['bake_frames']} baked frames, fallbacks: {r['fallbacks'] or 'none'}")
+    print(f"  (a) scene.frame_set        {r['frame_set_ms']:8.3f} ms")
+    print(f"  (b) preview player update  {r['player_ms']:8.3f} ms  (palette uploads {r['palette_uploads_playing']})")
+    print(f"  (c) bake per frame         {r['bake_ms_per_frame']:8.3f} ms")
+    print(f"bench-rigify: frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "
+          f"ratio_player={r['ratio_player']:.3f} bake_ms_per_frame={r['bake_ms_per_frame']:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
