@@ -16,8 +16,14 @@ player:   for every clip compatible with an armature/object, the preview player 
           evaluating that action alone: every other action is unassigned and every NLA track
           muted while the clip is checked (the file's own animation data is restored
           afterwards), and channels the clip does not key keep the pose they had at import on
-          both sides.  Nothing of Blender's is copied into the player.  Clips on targets with
-          constraints or drivers are skipped with the reason (only Blender can evaluate those).
+          both sides.  Nothing of Blender's is copied into the player.  Clips of armatures
+          with constraints, IK, drivers or weighted B-Bones are baked first through Blender's
+          evaluation (engine/importer/bake.py), as the preview's Play does ("baked:" lines);
+          a preview that refuses a clip (no current bake) fails the check.  Half frames of
+          baked clips (BETWEEN_FRAMES) are compared too and printed as mode "between"
+          (linear interpolation of the bake: reported, not part of the pass/fail).
+          Constraints or drivers on a plain object's clip, and shape-key drivers on a morph
+          clip, are skipped with the reason.
 
 Normals: our GPU-skinned and morphed normals are compared with the nearest of Blender's evaluated
 corner normals of the same vertex (90th percentile over the vertices, worst frame:
@@ -32,7 +38,7 @@ the CPU while weights are still, composed in the vertex shader while they animat
 or "shader" (always that path).  The line "morph-paths:" counts the primitive checks per path.
 
 Prints one line per object and mode, then
-  deform-check: objects=N frames=M max_rel_error=X fallbacks=K skipped=S
+  deform-check: objects=N frames=M max_rel_error=X fallbacks=K skipped=S baked=B between_max_rel_error=Y
 and exits 0 only when every gpu object stays within 1e-4 in every mode.
 """
 from __future__ import annotations
