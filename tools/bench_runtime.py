@@ -10,7 +10,12 @@ then prints the scaling table (joints 100 -> 1000, active targets 1 -> 50) and t
   bench-runtime: frame_set_ms=A player_ms=B timeline_ms=C paused_ms=D ratio_player=R1 ratio_timeline=R2
 and, for the same heavy rig, the memory line
   bench-memory: engine_mb=X blender_mb=Y memory_ratio=Z
-with a breakdown of the largest engine arrays (``--memory`` runs only that part).
+with a breakdown of the largest engine arrays (``--memory`` runs only that part), and the crowd
+(N linked duplicates of the demo character, N = 1, 6, 36; ``--crowd N ...`` runs only that part):
+  bench-crowd: n=N frame_set_ms=A player_ms=B ratio=R ms_per_character=C
+  bench-crowd-slope: update_ms_per_added_character=... frame_set_ms_per_added_character=...
+where B is SceneRuntime.update of all N characters playing the demo's clip (set_clip with every
+rig as a target) and A Blender's scene.frame_set of the same scene (every rig has the action).
 
 How memory is measured:
   engine_mb   the bytes of every numpy array reachable from our assets and runtime state after a
@@ -140,6 +145,106 @@ def measure(bones=365, vertices=50000, shape_keys=50, active=5, frames=60, with_
 
         result["timeline_ms"] = gpu_util.run_in_gpu_context(timeline_task)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# crowd
+# ---------------------------------------------------------------------------------------------
+
+def build_crowd(n: int, spacing: float = 1.2) -> list:
+    """The demo character and n - 1 linked duplicates of it: copies of the rig object (sharing
+    its armature data and its action, so Blender evaluates every copy) and of the body, face
+    and wand objects (sharing their mesh data), each parented to (and deformed by) its own rig,
+    on a grid.  Returns the armature object names, the demo's first."""
+    import math
+
+    import bpy
+
+    import scenes
+    from demo.character import build_demo_scene
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    info = build_demo_scene()
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    arm = info["armature"]
+    parts = [info["body"], info["face"], info["prop"]]
+    cols = max(1, int(math.ceil(math.sqrt(n))))
+    names = [arm.name]
+    for k in range(1, n):
+        a2 = arm.copy()                    # shares the armature data; the action stays assigned
+        a2.location.x += spacing * (k % cols)
+        a2.location.y += spacing * (k // cols)
+        scene.collection.objects.link(a2)
+        for ob in parts:
+            o2 = ob.copy()                 # a linked duplicate: the same mesh datablock
+            o2.parent = a2
+            for md in o2.modifiers:
+                if md.type == "ARMATURE":
+                    md.object = a2
+            scene.collection.objects.link(o2)
+        names.append(a2.name)
+    scenes.finish()
+    return names
+
+
+def measure_crowd(n: int, frames: int = 40) -> dict:
+    """Blender's ``scene.frame_set`` of an n-character crowd against the preview update of the
+    same n characters playing the demo clip: ``SceneRuntime.update`` with the clip set on every
+    rig (``set_clip(clip, targets=...)``: sampled once, one pose write, one batched palette
+    step), on the GPU backend, in one process."""
+    import bpy
+
+    from stylized_renderer.engine import gpu_util, importer
+    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    names = build_crowd(n)
+    scene = bpy.context.scene
+    t0 = time.perf_counter()
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    import_ms = (time.perf_counter() - t0) * 1e3
+    clip = next(c for c in asset.animations if c.target_object == names[0] and c.channels
+                and c.action_name == "Wave")
+    span = 48
+
+    def frame_set(i):
+        scene.frame_set(1 + (i % span))
+
+    frame_set(0)
+    fs = median_ms(frame_set, frames)
+
+    def task():
+        rt = SceneRuntime(asset, GpuBackend())
+        assert rt.initialize(), rt.last_error
+        assert rt.set_clip(clip, targets=names), rt.last_error
+        rt.player.play()
+        rt.player.set_looping(True)
+        rt.update(1.0 / 60.0)
+        ms = median_ms(lambda i: rt.update(1.0 / 60.0), frames)
+        r = {"player_ms": ms, "palette_uploads": rt.stats.palette_uploads, "palettes": rt.stats.palette_count,
+             "nodes": asset.node_count}
+        rt.release()
+        return r
+
+    r = gpu_util.run_in_gpu_context(task)
+    r.update(n=n, frame_set_ms=fs, import_ms=import_ms)
+    return r
+
+
+def print_crowd(rows) -> None:
+    for r in rows:
+        n = r["n"]
+        print(f"bench-crowd: n={n} frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "
+              f"ratio={r['player_ms'] / r['frame_set_ms']:.3f} ms_per_character={r['player_ms'] / n:.4f}"
+              f"  (nodes {r['nodes']}, palettes {r['palettes']}, uploads {r['palette_uploads']}, "
+              f"import {r['import_ms']:.0f} ms)")
+    if len(rows) >= 2:
+        ns = np.array([r["n"] for r in rows], np.float64)
+        up = np.polyfit(ns, [r["player_ms"] for r in rows], 1)
+        fs = np.polyfit(ns, [r["frame_set_ms"] for r in rows], 1)
+        print(f"bench-crowd-slope: update_ms_per_added_character={up[0]:.4f} (intercept {up[1]:.3f}) "
+              f"frame_set_ms_per_added_character={fs[0]:.4f} (intercept {fs[1]:.3f})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,10 +380,15 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memory", action="store_true", help="only the memory part (bench-memory line)")
+    ap.add_argument("--crowd", type=int, nargs="+", metavar="N",
+                    help="only the crowd part, for these character counts (bench-crowd lines)")
     args = ap.parse_args()
     _bootstrap.load()
     if args.memory:
         print_memory(measure_memory())
+        return 0
+    if args.crowd:
+        print_crowd([measure_crowd(n) for n in args.crowd])
         return 0
     r = measure()
     print(f"heavy rig: 365 bones, ~50k vertices, 50 shape keys (5 active)")
@@ -302,6 +412,8 @@ def main() -> int:
           f"timeline_ms={r['timeline_ms']:.3f} paused_ms={r['paused_ms']:.4f} "
           f"ratio_player={ratio_p:.3f} ratio_timeline={ratio_t:.3f}")
     print_memory(measure_memory())
+    print("crowd: N linked duplicates of the demo character playing its clip (preview update vs frame_set)")
+    print_crowd([measure_crowd(n) for n in (1, 6, 36)])
     return 0
 
 

@@ -44,6 +44,9 @@ class AnimationPlayer:
         self._t_tracks = self._r_tracks = self._s_tracks = None
         self._t_slot = self._r_slot = self._s_slot = np.zeros(0, dtype=np.int64)
         self._nodes_ip = self._t_nodes = self._r_nodes = self._s_nodes = np.zeros(0, dtype=np.intp)
+        self._crowd = None             # set_targets: (every node, (nodes, rows) per track kind)
+        self._crowd_count = 0
+        self._root_track = -1
         self._m_tracks = None
         self._morph_keys: List[Tuple[int, str]] = []
         self._morph_values = np.zeros(0)
@@ -70,6 +73,8 @@ class AnimationPlayer:
         self._validated_scene = None
         self._current_time = 0.0
         self._sample_pending = True
+        self._crowd = None
+        self._crowd_count = 0
         self._flatten(clip)
         if source is not None:
             self._fade = _Fade(source, self._fade_duration)
@@ -78,6 +83,51 @@ class AnimationPlayer:
         else:
             self._fade = None
             self._reset_pose_on_next_sample = True
+
+    # ---------------------------------------------------------------- crowds
+    def set_targets(self, node_maps) -> bool:
+        """Play the clip on several instances of one skeleton at once (a crowd).
+
+        ``node_maps`` (M, C): for each of M targets, the node each of the clip's animated nodes
+        (``node_ids()``, in that order) drives; None: back to the clip's own nodes.  Every frame
+        the tracks are sampled once and scattered to all M*C nodes in one write.  Must follow
+        ``set_clip`` (which drops the targets); cancels a crossfade in progress (a crowd switches
+        clips at once).  False (and ``last_error``) for a malformed map or a node driven twice."""
+        if node_maps is None:
+            self._crowd = None
+            self._crowd_count = 0
+            self._sample_pending = True
+            return True
+        m = np.asarray(node_maps)
+        c = self._nodes.shape[0]
+        if m.ndim != 2 or m.shape[0] == 0 or m.shape[1] != c or not np.issubdtype(m.dtype, np.integer):
+            self.last_error = f"crowd node map must be (targets, {c}) integers, not {m.shape} {m.dtype}"
+            return False
+        m = m.astype(np.intp)
+        if (m < 0).any():
+            self.last_error = "crowd node map holds a negative node index"
+            return False
+        if np.unique(m).size != m.size:
+            self.last_error = "crowd node map drives a node twice"
+            return False
+        count = m.shape[0]
+
+        def rows(slot):
+            return m[:, slot].ravel(), np.tile(np.arange(slot.shape[0], dtype=np.intp), count)
+
+        self._crowd = (m.ravel(), rows(self._t_slot), rows(self._r_slot), rows(self._s_slot))
+        self._crowd_count = count
+        if self._fade is not None:
+            self._fade = None
+            self._reset_pose_on_next_sample = True
+        self._validated_scene = None
+        self._sample_pending = True
+        return True
+
+    @property
+    def target_count(self) -> int:
+        """Instances the clip plays on: 1, or the number of crowd targets."""
+        return self._crowd_count if self._crowd is not None else 1
 
     def _fade_source(self):
         """The outgoing side: the current clip playing on (a fresh flattening of it), or the
@@ -284,6 +334,9 @@ class AnimationPlayer:
             if not clip.is_valid(scene.node_count):
                 self.last_error = f"clip '{clip.name}' is invalid for this scene"
                 return False
+            if self._crowd is not None and int(self._crowd[0].max()) >= scene.node_count:
+                self.last_error = f"clip '{clip.name}': a crowd target node is not in this scene"
+                return False
             self._validated_scene = scene
         dt = float(delta_time)
         if not math.isfinite(dt):
@@ -322,14 +375,22 @@ class AnimationPlayer:
 
     def _apply(self, pose, time: float) -> bool:
         nodes = self._nodes
-        if nodes.size and not self._in_place and hasattr(pose, "write_sampled"):
+        if nodes.size and hasattr(pose, "write_sampled"):
             # the sampled tracks straight into the pose (a validated clip: finite keys, unit
-            # quaternions from the sampler)
+            # quaternions from the sampler); a crowd: sampled once, scattered to every target
             tt, rt, st = self._t_tracks, self._r_tracks, self._s_tracks
-            pose.write_sampled(self._nodes_ip,
-                               self._t_nodes, tt.sample_linear(time) if tt is not None and tt.count else None,
-                               self._r_nodes, rt.sample_rotation(time) if rt is not None and rt.count else None,
-                               self._s_nodes, st.sample_linear(time) if st is not None and st.count else None)
+            tv = tt.sample_linear(time) if tt is not None and tt.count else None
+            qv = rt.sample_rotation(time) if rt is not None and rt.count else None
+            sv = st.sample_linear(time) if st is not None and st.count else None
+            if tv is not None and self._in_place:
+                self._in_place_rows(tv, pose.scene)
+            crowd = self._crowd
+            if crowd is None:
+                pose.write_sampled(self._nodes_ip, self._t_nodes, tv, self._r_nodes, qv, self._s_nodes, sv)
+            else:
+                every, (tn, ti), (rn, ri), (sn, si) = crowd
+                pose.write_sampled(every, tn, None if tv is None else tv[ti], rn, None if qv is None else qv[ri],
+                                   sn, None if sv is None else sv[si])
         elif nodes.size:
             t, q, s = pose.local_trs(nodes)   # missing tracks keep the current pose values
             self._sample_trs(time, t, q, s, pose.scene)
@@ -394,6 +455,7 @@ class AnimationPlayer:
             p = np.where(up, parents[np.clip(p, 0, None)], -1)
         moved = self._nodes[self._t_slot]
         k = int(np.argmin(depth[moved]))
+        self._root_track = k
         self._root_slot = int(self._t_slot[k])
         self._root_start = self._t_tracks.sample_linear(0.0)[k].copy()
         pre = np.asarray(scene.pre_matrices, np.float64)[int(self._nodes[self._root_slot])][:3, :3]
@@ -402,6 +464,17 @@ class AnimationPlayer:
             self._root_pre_inv = np.linalg.inv(pre)
         except np.linalg.LinAlgError:
             self._root_pre_inv = np.linalg.pinv(pre)
+
+    def _in_place_rows(self, tv, scene) -> None:
+        """``_keep_root_in_place`` on the sampled translation rows (one per translation track)."""
+        if self._root_slot == -1:
+            self._find_root(scene)
+        if self._root_slot < 0:
+            return
+        k = self._root_track
+        travel = self._root_pre @ (tv[k] - self._root_start)
+        travel[2] = 0.0
+        tv[k] = tv[k] - self._root_pre_inv @ travel
 
     def _keep_root_in_place(self, t, scene) -> None:
         """Remove the root's horizontal travel since time 0: the parent-space X/Y of

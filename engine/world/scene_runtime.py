@@ -66,6 +66,7 @@ class SceneRuntime:
         self._last_sample_count = -1
         self._initialized = False
         self.morph_policy = type(self).default_morph_policy   # of every RuntimeMeshInstance
+        self.crowd_targets: List[str] = []   # armatures the clip plays on (set_clip targets)
 
     def set_morph_policy(self, policy: str) -> None:
         """"auto", "rebuild" or "shader" (see runtime/mesh_instance.py) for every morph instance."""
@@ -162,15 +163,34 @@ class SceneRuntime:
         return self.last_error
 
     # ---------------------------------------------------------------- clips
-    def set_clip(self, clip) -> None:
-        """Select a clip (an AnimationClipAsset, an index into scene.animations, or None)."""
+    def set_clip(self, clip, targets=None) -> bool:
+        """Select a clip (an AnimationClipAsset, an index into scene.animations, or None).
+
+        ``targets``: play it on several armatures that share the clip's skeleton (a crowd): a
+        list of armature object names (or their node indices), the clip's own armature included
+        only when listed.  Each target gets the clip's basis values on its bones of the same
+        names, as if the action were assigned to it; the tracks are sampled once per frame and
+        written to every target in one step, and the palettes of all characters are computed
+        in one batched step (SkinningPaletteSet).  Morph channels of the clip still drive their
+        own nodes.  Returns False (``last_error`` names the armature or bone, no clip selected)
+        when a target is missing, listed twice or has another skeleton."""
         if isinstance(clip, (int, np.integer)):
             clip = self.scene.animations[int(clip)]
         self.player.set_clip(clip)
         self._clip_bindings = []
         self._last_sample_count = -1
+        self.crowd_targets = []
         if clip is None:
-            return
+            return True
+        if targets is not None:
+            maps, names, err = self._crowd_maps(clip, targets)
+            if err is None and not self.player.set_targets(maps):
+                err = f"clip '{clip.name}': {self.player.last_error}"
+            if err is not None:
+                self.last_error = err
+                self.player.set_clip(None)
+                return False
+            self.crowd_targets = names
         keys = self.player.morph_keys
         chan_of = {k: i for i, k in enumerate(keys)}
         for node, binds in self._bindings.items():
@@ -181,6 +201,51 @@ class SceneRuntime:
                 keep = ch >= 0
                 if keep.any():
                     self._clip_bindings.append((inst.primitives[pi].morph_state, ch[keep], targets[keep]))
+        return True
+
+    def _crowd_maps(self, clip, targets):
+        """(node maps (M, C) for AnimationPlayer.set_targets, target names, error or None).
+        Set-up only (loops over targets and bones once per clip selection)."""
+        sc = self.scene
+        src = clip.target_object
+        index = {(nd.object_name, nd.bone_name): i for i, nd in enumerate(sc.nodes)}
+
+        def skeleton(obj):
+            return {nd.bone_name: (sc.nodes[nd.parent].bone_name if nd.parent >= 0 else None)
+                    for nd in sc.nodes if nd.object_name == obj and nd.bone_name is not None}
+
+        names = []
+        for t in targets:
+            if isinstance(t, (int, np.integer)):
+                if not 0 <= int(t) < sc.node_count:
+                    return None, None, f"clip '{clip.name}': crowd target node {int(t)} is not in the scene"
+                t = sc.nodes[int(t)].object_name
+            t = str(t)
+            if (t, None) not in index:
+                return None, None, f"clip '{clip.name}': crowd target '{t}' is not in the scene"
+            if t in names:
+                return None, None, f"clip '{clip.name}': crowd target '{t}' is listed twice"
+            names.append(t)
+        if not names:
+            return None, None, f"clip '{clip.name}': no crowd targets"
+        own = skeleton(src)
+        nodes = self.player.node_ids()
+        maps = np.empty((len(names), nodes.shape[0]), np.intp)
+        for m, name in enumerate(names):
+            if name != src:
+                other = skeleton(name)
+                if other != own:
+                    diff = sorted(set(own.items()) ^ set(other.items()), key=str)
+                    bone = diff[0][0] if diff else "?"
+                    return None, None, (f"clip '{clip.name}': armature '{name}' does not share the skeleton "
+                                        f"of '{src}' (bone '{bone}' differs)")
+            for c, n in enumerate(nodes):
+                nd = sc.nodes[int(n)]
+                if nd.object_name != src:
+                    return None, None, (f"clip '{clip.name}' animates '{nd.name}', outside its armature "
+                                        f"'{src}': it cannot be played on other armatures")
+                maps[m, c] = index[(name, nd.bone_name)]
+        return maps, names, None
 
     # ---------------------------------------------------------------- morph weights
     def morph_key_names(self, node: int) -> List[str]:

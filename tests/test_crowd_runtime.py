@@ -1,0 +1,207 @@
+"""Crowds (issue 15 item 4): one clip played on several armatures that share a skeleton, sampled
+once and written to every instance in one step, with the palettes of all characters computed in
+one batched step.  Checked against each character updated alone (its own clip, the single-armature
+API) and against Blender's evaluated pose with the action assigned to every rig copy."""
+from __future__ import annotations
+
+import copy
+
+import bpy
+import numpy as np
+import pytest
+
+from stylized_renderer.engine import importer
+from stylized_renderer.engine.runtime.backend import CpuBackend
+from stylized_renderer.engine.runtime.palette import SkinningPalette
+from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+from tools import scenes
+
+COPIES = 6
+FRAMES = (4, 13)
+
+
+def build_crowd(scene, n=COPIES):
+    """tools/scenes.build_character and n - 1 copies: each rig object a copy sharing the armature
+    data and the action (placed, one rotated and scaled), its Body and Hat linked duplicates
+    deformed by it; one copy holds a bone the clip does not animate in its own pose."""
+    arm, body, hat, _ring = scenes.build_character(scene)
+    names = [arm.name]
+    for k in range(1, n):
+        a2 = arm.copy()
+        a2.location = (1.5 * k, 0.3 * k, 0.0)
+        if k == 2:
+            a2.rotation_euler = (0.0, 0.0, 0.7)
+            a2.scale = (1.2, 1.2, 1.2)
+        scene.collection.objects.link(a2)
+        if k == 3:
+            a2.pose.bones["Unused"].rotation_quaternion = (0.9, 0.0, 0.0, 0.43)
+        for ob in (body, hat):
+            o2 = ob.copy()
+            o2.parent = a2 if ob.parent is not None else None
+            if ob.parent is None:
+                o2.location = a2.location
+            for md in o2.modifiers:
+                if md.type == "ARMATURE":
+                    md.object = a2
+            scene.collection.objects.link(o2)
+        names.append(a2.name)
+    scenes.finish()
+    return names
+
+
+def clip_of(asset, arm_name):
+    return next(c for c in asset.animations if c.target_object == arm_name and c.channels)
+
+
+def seek_frame(rt, clip, frame):
+    assert rt.player.seek((frame - clip.frame_start) / clip.fps)
+    assert rt.update(0.0), rt.last_failure()
+
+
+def skinned_nodes(asset, arm_name):
+    """(node, primitive) of every skinned primitive deformed by the armature ``arm_name``."""
+    arm_node = asset.node_index(arm_name)
+    out = []
+    for i, nd in enumerate(asset.nodes):
+        if nd.mesh_index < 0:
+            continue
+        for pi, p in enumerate(asset.meshes[nd.mesh_index].primitives):
+            if p.skin is not None and p.skin.armature_node == arm_node:
+                out.append((i, pi))
+    return out
+
+
+def test_crowd_matches_each_character_alone_and_blender(empty_scene):
+    scene = empty_scene
+    names = build_crowd(scene)
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    clip = clip_of(asset, names[0])
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    assert rt.set_clip(clip, targets=names), rt.last_error
+    assert rt.crowd_targets == names and rt.player.target_count == COPIES
+    alone = []
+    for name in names:                                  # each character alone: its own clip
+        r = SceneRuntime(asset, CpuBackend())
+        assert r.initialize(), r.last_error
+        assert r.set_clip(clip_of(asset, name))
+        alone.append(r)
+    pairs = {name: skinned_nodes(asset, name) for name in names}
+    assert all(len(v) == 3 for v in pairs.values())      # Body (2 materials) and Hat of each
+    bind_worlds = np.array(rt.pose.world_matrices)
+    for frame in FRAMES:
+        seek_frame(rt, clip, frame)
+        # one batched step: every palette is a view of one array computed for all characters
+        bases = {id(g.palette.matrices.base) for g in rt.palette_set.palette_groups}
+        assert len(bases) == 1 and rt.stats.palette_uploads == 2 * COPIES
+        moved = 0
+        for name, r in zip(names, alone):
+            seek_frame(r, clip_of(asset, name), frame)
+            for node, pi in pairs[name]:
+                got = rt.palette_set.find(node, pi)
+                ref = r.palette_set.find(node, pi)
+                assert np.allclose(got.matrices, ref.matrices, atol=1e-6), (name, node, frame)
+                assert np.allclose(got.current_local_bounds.minimum, ref.current_local_bounds.minimum, atol=1e-9)
+                assert np.allclose(got.current_local_bounds.maximum, ref.current_local_bounds.maximum, atol=1e-9)
+                assert np.isclose(got.max_linear_scale, ref.max_linear_scale, atol=1e-9)
+            for i, nd in enumerate(asset.nodes):
+                if nd.object_name == name and nd.bone_name is not None:
+                    assert np.allclose(rt.pose.world_matrix(i), r.pose.world_matrix(i), atol=1e-9)
+                    moved += not np.allclose(rt.pose.world_matrix(i), bind_worlds[i], atol=1e-4)
+        assert moved >= 2 * COPIES                       # every character really plays the clip
+        # Blender, with the action on every rig: armature world @ pose bone matrix per joint
+        scene.frame_set(frame)
+        dg = bpy.context.evaluated_depsgraph_get()
+        for name in names:
+            arm = bpy.data.objects[name].evaluated_get(dg)
+            aw = np.array(arm.matrix_world)
+            for i, nd in enumerate(asset.nodes):
+                if nd.object_name == name and nd.bone_name is not None:
+                    ref = aw @ np.array(arm.pose.bones[nd.bone_name].matrix)
+                    assert np.allclose(rt.pose.world_matrix(i), ref, atol=1e-4), (name, nd.bone_name, frame)
+            for node, pi in pairs[name]:
+                skin = asset.meshes[asset.nodes[node].mesh_index].primitives[pi].skin
+                mw = np.array(bpy.data.objects[asset.nodes[node].object_name].evaluated_get(dg).matrix_world)
+                ref = np.array([np.linalg.inv(mw) @ aw @ np.array(arm.pose.bones[asset.nodes[j].bone_name].matrix)
+                                @ skin.inverse_bind_matrices[k] for k, j in enumerate(skin.joint_node_indices)])
+                assert np.allclose(rt.palette_set.find(node, pi).matrices, ref, atol=1e-4), (name, node, frame)
+    for r in alone:
+        r.release()
+    rt.release()
+
+
+def test_batched_palettes_equal_the_per_group_path(empty_scene):
+    """SkinningPaletteSet's batched step against SkinningPaletteGroup.update (the reference
+    per-group path) for every group of a crowd: matrices, bounds and the linear-scale bound."""
+    names = build_crowd(empty_scene, 4)
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    clip = clip_of(asset, names[0])
+    assert rt.set_clip(clip, targets=names[1:])         # the first character keeps its bind pose
+    seek_frame(rt, clip, 7)
+    world = rt.pose.world_matrices
+    be = CpuBackend()
+    for g in rt.palette_set.palette_groups:
+        ref = copy.copy(g)
+        ref.palette = SkinningPalette()
+        assert ref.palette.initialize(be, g.skin.joint_count)
+        assert ref.update(world)
+        assert np.allclose(g.palette.matrices, ref.palette.matrices, atol=1e-6)
+        assert np.allclose(g.palette.current_local_bounds.minimum, ref.palette.current_local_bounds.minimum,
+                           atol=1e-9)
+        assert np.allclose(g.palette.current_local_bounds.maximum, ref.palette.current_local_bounds.maximum,
+                           atol=1e-9)
+        assert np.isclose(g.palette.max_linear_scale, ref.palette.max_linear_scale, rtol=1e-9)
+    rt.release()
+
+
+def test_crowd_bad_targets_are_refused_with_a_clear_message(empty_scene):
+    scene = empty_scene
+    names = build_crowd(scene, 2)
+    other, _ob = scenes.make_armature("OtherRig", [("Root", None, (0, 0, 0), (0, 0, 0.5)),
+                                                   ("Tail", "Root", (0, 0, 0.5), (0, 0, 1.0))], scene), None
+    scenes.finish()
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    clip = clip_of(asset, names[0])
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    assert not rt.set_clip(clip, targets=[names[0], "NoSuchRig"])
+    assert "'NoSuchRig'" in rt.last_error and rt.player.clip is None
+    assert not rt.set_clip(clip, targets=[names[1], names[1]])
+    assert "listed twice" in rt.last_error and f"'{names[1]}'" in rt.last_error
+    assert not rt.set_clip(clip, targets=[names[0], other.name])
+    assert f"'{other.name}'" in rt.last_error and "skeleton" in rt.last_error
+    assert not rt.player.set_targets(np.zeros((2, 1), np.int64))      # wrong width
+    # a good selection after the refusals plays; a plain set_clip drops the targets
+    assert rt.set_clip(clip, targets=names) and rt.player.target_count == 2
+    assert rt.set_clip(clip) and rt.player.target_count == 1 and rt.crowd_targets == []
+    rt.release()
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_crowd_root_motion_in_place_matches_alone(empty_scene, in_place):
+    """Root motion 'In place' on a crowd equals it on each character alone."""
+    names = build_crowd(empty_scene, 3)
+    arm = bpy.data.objects[names[0]]
+    cb = scenes.new_action("Walk", arm, assign=False)[1]    # offered to every copy of the rig
+    scenes.add_curve(cb, 'pose.bones["Root"].location', 0, [1, 20], [0.0, 2.0])
+    scenes.add_curve(cb, 'pose.bones["Root"].location', 2, [1, 20], [0.0, 0.5])
+    scenes.add_curve(cb, 'pose.bones["Spine"].rotation_quaternion', 1, [1, 20], [0.0, 0.4])
+    scenes.finish()
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    walk = [c for c in asset.animations if c.action_name == "Walk"]
+    clip = next(c for c in walk if c.target_object == names[0])
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize() and rt.set_clip(clip, targets=names)
+    rt.player.set_in_place(in_place)
+    seek_frame(rt, clip, 12)
+    for name in names[1:]:
+        r = SceneRuntime(asset, CpuBackend())
+        assert r.initialize() and r.set_clip(next(c for c in walk if c.target_object == name))
+        r.player.set_in_place(in_place)
+        seek_frame(r, clip, 12)
+        node = asset.node_index(name, "Root")
+        assert np.allclose(rt.pose.world_matrix(node), r.pose.world_matrix(node), atol=1e-9)
+        r.release()
+    rt.release()
