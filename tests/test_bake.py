@@ -331,3 +331,57 @@ def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
     rc, out, f = _run(capsys)
     assert rc == 1, out
     assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
+
+
+def test_clip_choice_bakes(crig, bakes):
+    """Choosing the clip in the Animation panel (the clip property) bakes it."""
+    arm, _ob, act = crig
+    from stylized_renderer.engine import preview
+
+    preview.clear_states()
+    bpy.context.view_layer.objects.active = arm
+    bpy.context.scene.stylized_preview.clip = act.name
+    st = preview.peek_state(bpy.context.scene)
+    assert st.clip_name == act.name and st.active
+    assert bakes.BAKES.bake_count == 1 and bakes.BAKES.lookup(arm.name, act.name)[0] is not None
+    preview.clear_states()
+
+
+def test_rebake_while_playing_switches_the_player(crig, bakes):
+    """A re-bake (the rig was edited) replaces the clip the preview plays, at the same time."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.preview import PreviewState
+    from stylized_renderer.engine.session import StylizedSession
+
+    arm, _ob, act = crig
+    bakes.BAKES.ensure(arm, act.name)
+    s = StylizedSession()
+    s.want_clips = True
+    dg = bpy.context.evaluated_depsgraph_get()
+    st = PreviewState(armature=arm.name, active=True)
+    st.push("clip", act.name)
+    st.push("seek", 0.2)
+    st.push("pause")
+    got = {}
+
+    def task():
+        s._ensure_gpu()
+        s._ensure_runtime(dg)
+        assert s.update_frame(dg, st)
+        got.setdefault("clips", []).append(s.runtime.player.clip)
+        got.setdefault("times", []).append(s.runtime.player.current_time)
+
+    try:
+        gpu_util.run_in_gpu_context(task)
+        assert st.active, st.last_error
+        arm.pose.bones["arm2"].constraints[0].influence = 0.2
+        bakes.BAKES.mark_dirty()
+        gpu_util.run_in_gpu_context(task)
+        assert not st.active and "changed" in st.last_error      # stale: refused, timeline mode
+        bakes.BAKES.ensure(arm, act.name)
+        st.active = True
+        gpu_util.run_in_gpu_context(task)
+        assert st.active and got["clips"][-1] is not got["clips"][0]
+        assert math.isclose(got["times"][-1], 0.2, abs_tol=1e-9)
+    finally:
+        s.free()
