@@ -79,3 +79,27 @@ def test_release_frees_backend_resources():
     rt.release()
     assert be.palettes_released == be.palette_buffers_created
     assert be.streams_released == be.streams_created and not be.live_streams
+
+
+def test_settled_morph_instances_are_skipped_until_a_weight_changes():
+    """Instances whose primitives all settled are not looked at again (the runtime's idle list)
+    until some weight changes; the change is then picked up, and the stats stay whole."""
+    rt = runtime()
+    inst = rt.mesh_instances[3]
+    assert rt.set_morph_weight(3, "Smile", 0.4)
+    for _ in range(4):
+        assert rt.update_timeline()
+    assert inst.idle and rt._hot == [] and rt.stats.active_target_count == 1
+    total = rt.stats.morph_uploads_total
+    calls = []
+    real = inst.update
+    inst.update = lambda: calls.append(1) or real()
+    assert rt.update_timeline() and calls == []                     # skipped
+    assert rt.stats.active_target_count == 1 and rt.stats.morph_uploads_total == total
+    assert rt.set_morph_weight(3, "Smile", 0.9)
+    assert rt.update_timeline() and calls == [1] and rt.stats.morph_uploads == 1
+    prim = rt.scene.meshes[0].primitives[0]
+    assert np.allclose(inst.primitives[0].stream.positions, prim.positions + 0.9 * prim.morph_targets[0].dense_positions(),
+                       atol=1e-6)
+    rt.set_morph_policy("rebuild")
+    assert rt.update_timeline() and len(calls) == 2                 # a policy change: looked at again

@@ -13,6 +13,10 @@ from .pose import next_version
 
 
 class MorphState:
+    #: bumped with every version change of any MorphState: a runtime that saw the same epoch on
+    #: its last frame knows no weight changed since (SceneRuntime skips its idle instances)
+    epoch = 0
+
     def __init__(self, targets: Optional[Sequence] = None):
         self._weights = np.zeros(0, dtype=np.float32)
         self._min = np.zeros(0, dtype=np.float32)
@@ -40,6 +44,7 @@ class MorphState:
         self._weights = np.zeros(lo.shape[0], dtype=np.float32)
         self._active = 0
         self._version = next_version(self._version)
+        MorphState.epoch += 1
         return True
 
     def clear(self) -> None:
@@ -48,6 +53,7 @@ class MorphState:
         self._max = np.zeros(0, dtype=np.float32)
         self._active = 0
         self._version = next_version(self._version)
+        MorphState.epoch += 1
 
     # ---------------------------------------------------------------- queries
     @property
@@ -97,6 +103,7 @@ class MorphState:
             self._active -= 1
         self._weights[i] = new
         self._version = next_version(self._version)
+        MorphState.epoch += 1
         return True
 
     def set_weights(self, indices, values) -> bool:
@@ -123,6 +130,7 @@ class MorphState:
         self._active += int(np.count_nonzero(new)) - int(np.count_nonzero(old))
         self._weights[idx] = new
         self._version = next_version(self._version)
+        MorphState.epoch += 1
         return True
 
     def reset(self) -> bool:
@@ -132,4 +140,5 @@ class MorphState:
         self._weights[:] = 0.0
         self._active = 0
         self._version = next_version(self._version)
+        MorphState.epoch += 1
         return True

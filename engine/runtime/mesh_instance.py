@@ -397,6 +397,7 @@ class RuntimeMeshInstance:
         self.total_upload_count = 0
         self._backend = None
         self.morph_policy = "auto"      # one of MORPH_POLICIES
+        self.idle = False               # the last update found every primitive settled
 
     def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend) -> bool:
         """Primitive counts must match; builds and uploads every morph primitive once."""
@@ -438,11 +439,18 @@ class RuntimeMeshInstance:
         backend = self._backend
         policy = self.morph_policy
         can_shader = bool(getattr(backend, "supports_shader_morph", False)) and policy != "rebuild"
+        idle = True
         for i, p in enumerate(self.primitives):
             st = p.morph_state
             if st is None:
                 continue
             can = can_shader and not p.shader_unavailable
+            if (st.version == p.applied_morph_version and p.still + 1 >= STILL_RESET
+                    and (can and policy == "shader") == p.shader_morph):
+                p.still += 1          # settled: nothing to do, now or on later still updates
+                p.changes = 0
+                continue
+            idle = False
             if st.version == p.applied_morph_version:
                 p.still += 1
                 if p.still >= STILL_RESET:
@@ -473,6 +481,7 @@ class RuntimeMeshInstance:
             p.applied_morph_version = st.version
             self.last_upload_count += 1
             self.total_upload_count += 1
+        self.idle = idle and ok
         return ok
 
     @property

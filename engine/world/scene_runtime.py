@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from ..animation.morph import MorphState
 from ..animation.player import AnimationPlayer
 from ..animation.pose import ScenePose
 from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
@@ -67,6 +68,10 @@ class SceneRuntime:
         self._initialized = False
         self.morph_policy = type(self).default_morph_policy   # of every RuntimeMeshInstance
         self.crowd_targets: List[str] = []   # armatures the clip plays on (set_clip targets)
+        self._morph_insts: list = []         # the morph instances (mesh_instances without None)
+        self._hot = None                     # instances not idle at the last full pass
+        self._idle_sums = (0, 0, 0)          # upload total, shader count, active count of the idle ones
+        self._morph_epoch = -1
 
     def set_morph_policy(self, policy: str) -> None:
         """"auto", "rebuild" or "shader" (see runtime/mesh_instance.py) for every morph instance."""
@@ -78,6 +83,7 @@ class SceneRuntime:
         for inst in self.mesh_instances:
             if inst is not None:
                 inst.morph_policy = policy
+        self._hot = None          # every instance looked at again next frame
 
     # ---------------------------------------------------------------- lifecycle
     def initialize(self) -> bool:
@@ -128,6 +134,8 @@ class SceneRuntime:
                                   np.arange(len(p.morph_targets), dtype=np.int64)))
             self._key_names[node] = names
             self._bindings[node] = binds
+        self._morph_insts = [inst for inst in self.mesh_instances if inst is not None]
+        self._hot = None
         self._initialized = True
         self._refresh_static_stats()
         return True
@@ -141,6 +149,8 @@ class SceneRuntime:
             if rm is not None:
                 rm.release()
         self.mesh_instances = []
+        self._morph_insts = []
+        self._hot = None
         self.runtime_meshes = []
         self._key_names = {}
         self._bindings = {}
@@ -326,18 +336,29 @@ class SceneRuntime:
         ok = self.palette_set.update(self.pose) and ok
         t2 = time.perf_counter()
         uploads = 0
-        total = 0
-        active = 0
-        shader = 0
-        for inst in self.mesh_instances:
-            if inst is not None:
-                ok = inst.update() and ok
-                uploads += inst.last_upload_count
-                total += inst.total_upload_count
-                shader += inst.shader_morph_count
-                for p in inst.primitives:
-                    if p.morph_state is not None:
-                        active += p.morph_state.active_count
+        # morph instances: all of them when any weight changed since the last frame (or after a
+        # policy change), else only those that were not idle (settled) last time
+        full = self._hot is None or MorphState.epoch != self._morph_epoch
+        insts = self._morph_insts if full else self._hot
+        base = (0, 0, 0) if full else self._idle_sums
+        total, shader, active = base
+        idle_sums = list(base)
+        hot = []
+        for inst in insts:
+            ok = inst.update() and ok
+            uploads += inst.last_upload_count
+            counts = (inst.total_upload_count, inst.shader_morph_count,
+                      sum(p.morph_state.active_count for p in inst.primitives if p.morph_state is not None))
+            total += counts[0]
+            shader += counts[1]
+            active += counts[2]
+            if inst.idle:
+                idle_sums = [a + b for a, b in zip(idle_sums, counts)]
+            else:
+                hot.append(inst)
+        self._hot = hot
+        self._idle_sums = tuple(idle_sums)
+        self._morph_epoch = MorphState.epoch
         t3 = time.perf_counter()
         st = self.stats
         st.palette_uploads = self.palette_set.last_upload_count
