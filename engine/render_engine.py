@@ -43,6 +43,16 @@ def _final_session(scene):
     return _final["session"]
 
 
+def _follow_default_policy(session) -> None:
+    """A reused runtime follows SceneRuntime's current default morph policy, as a new one would."""
+    rt = getattr(session, "runtime", None)
+    if rt is None:
+        return
+    default = type(rt).default_morph_policy
+    if getattr(rt, "morph_policy", default) != default:
+        rt.set_morph_policy(default)
+
+
 def free_final_session() -> None:
     """Release the shared final-render session (GPU streams, targets, runtime)."""
     s = _final["session"]
@@ -109,6 +119,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             if self.session is None:
                 self.session = _final_session(scene)
             self.session.sync(depsgraph)
+            _follow_default_policy(self.session)
             if self.test_break():
                 return
             self.update_progress(0.4)
@@ -130,8 +141,10 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         for line in log:
             print(line, flush=True)
         last_render.clear()
+        pipe = getattr(self.session.pipeline, "stats", None) or {}
         last_render.update(pixels=pixels, width=width, height=height, frame=scene.frame_current,
-                           seconds=time.perf_counter() - t0, stats=dict(self.session.stats), log=log)
+                           seconds=time.perf_counter() - t0, stats=dict(self.session.stats), log=log,
+                           pipeline=dict(pipe))
         self.update_progress(1.0)
 
     def _write_empty(self, depsgraph):

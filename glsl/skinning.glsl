@@ -9,9 +9,17 @@
  *                  morph_weights  R32F, one texel per target (muted targets hold 0)
  *                  skin_entries   RGBA32F, (joint, weight, 0, 0) per influence of vertices that
  *                                 have more than 8 (skin_influences > 8: joints.xy = span)
+ *                  instance_data  RGBA32F, instanced draws only: 5 texels per instance (row =
+ *                                 gl_InstanceID): the model matrix's 4 columns, then (object id,
+ *                                 first palette row, first morph weight, 0)
  *   push constants int skin_influences   0 = static, 4 or 8 influences, > 8 = per-vertex spans
  *                  int morph_mode        0 = the stream holds the final base (static or rebuilt
  *                                        on the CPU), 1 = compose the deltas here
+ *                  int instance_mode     0 = one object per draw (the pass's own model matrix and
+ *                                        object id; palette and weights from row 0), 1 = one draw
+ *                                        for many instances of one batch: per instance, the model,
+ *                                        object id and the offsets into the shared palette and
+ *                                        weight textures come from instance_data
  *
  * Order (seed): morph first, then skin.  With morph_mode 1 the vertex shader composes
  * base + sum(weight * delta) over the vertex's sparse entries (the seed's extension for
@@ -26,6 +34,31 @@ ivec2 morph_texel(int i)
   return ivec2(i % MORPH_TEX_WIDTH, i / MORPH_TEX_WIDTH);
 }
 
+/* Instanced draws: this instance's (object id, first palette row, first morph weight, 0). */
+vec4 instance_info()
+{
+  return (instance_mode != 0) ? texelFetch(instance_data, ivec2(4, gl_InstanceID), 0) : vec4(0.0);
+}
+
+/* The model matrix of this vertex's object: ``single`` (the pass's push constant) for a
+ * one-object draw, the instance's row of instance_data for an instanced one. */
+mat4 instance_model(mat4 single)
+{
+  if (instance_mode == 0) {
+    return single;
+  }
+  return mat4(texelFetch(instance_data, ivec2(0, gl_InstanceID), 0),
+              texelFetch(instance_data, ivec2(1, gl_InstanceID), 0),
+              texelFetch(instance_data, ivec2(2, gl_InstanceID), 0),
+              texelFetch(instance_data, ivec2(3, gl_InstanceID), 0));
+}
+
+/* This instance's first weight in the morph weights texture. */
+int morph_weight_base()
+{
+  return int(instance_info().z + 0.5);
+}
+
 /* Morph a position, normal and tangent (xyz) in mesh-local space. */
 void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
 {
@@ -33,12 +66,13 @@ void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
     return;
   }
   vec3 dp = vec3(0.0), dn = vec3(0.0), dt = vec3(0.0);
+  int wbase = morph_weight_base();
   int first = int(morph_span.x);
   int count = int(morph_span.y);
   for (int k = 0; k < count; k++) {
     int e = 4 * (first + k);
     vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
-    float w = texelFetch(morph_weights, morph_texel(int(a.w)), 0).r;
+    float w = texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r;
     if (w != 0.0) {
       dp += w * a.xyz;
       dn += w * texelFetch(morph_deltas, morph_texel(e + 1), 0).xyz;
@@ -58,12 +92,13 @@ vec3 morph_position(vec3 position)
   if (morph_mode == 0) {
     return position;
   }
+  int wbase = morph_weight_base();
   int first = int(morph_span.x);
   int count = int(morph_span.y);
   for (int k = 0; k < count; k++) {
     int e = 4 * (first + k);
     vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
-    position += texelFetch(morph_weights, morph_texel(int(a.w)), 0).r * a.xyz;
+    position += texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r * a.xyz;
   }
   return position;
 }
@@ -75,12 +110,13 @@ void morph_outline(inout vec3 position, inout vec3 smooth_normal)
     return;
   }
   vec3 ds = vec3(0.0);
+  int wbase = morph_weight_base();
   int first = int(morph_span.x);
   int count = int(morph_span.y);
   for (int k = 0; k < count; k++) {
     int e = 4 * (first + k);
     vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
-    float w = texelFetch(morph_weights, morph_texel(int(a.w)), 0).r;
+    float w = texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r;
     if (w != 0.0) {
       position += w * a.xyz;
       ds += w * texelFetch(morph_deltas, morph_texel(e + 3), 0).xyz;
@@ -90,9 +126,9 @@ void morph_outline(inout vec3 position, inout vec3 smooth_normal)
   smooth_normal = (dot(s, s) >= 1e-16) ? normalize(s) : smooth_normal;
 }
 
-mat4 skin_fetch(uint joint)
+mat4 skin_fetch(uint joint, int base)
 {
-  int row = int(joint);
+  int row = int(joint) + base;
   return mat4(texelFetch(skin_palette, ivec2(0, row), 0),
               texelFetch(skin_palette, ivec2(1, row), 0),
               texelFetch(skin_palette, ivec2(2, row), 0),
@@ -104,6 +140,7 @@ mat4 skin_matrix()
   if (skin_influences == 0) {
     return mat4(1.0);
   }
+  int base = int(instance_info().y + 0.5);   /* this instance's first palette row */
   if (skin_influences > 8) {
     /* every influence of the vertex, from its span of (joint, weight) entries: joints.x = first
      * entry, joints.y = count (meshes with more than 8 influences on some vertex) */
@@ -114,22 +151,22 @@ mat4 skin_matrix()
     for (int k = 0; k < count; k++) {
       vec4 e = texelFetch(skin_entries, morph_texel(first + k), 0);
       sum += e.y;
-      acc += e.y * skin_fetch(uint(e.x + 0.5));
+      acc += e.y * skin_fetch(uint(e.x + 0.5), base);
     }
     return (sum <= 0.0) ? mat4(1.0) : acc;
   }
   float total = weights.x + weights.y + weights.z + weights.w;
   mat4 m = mat4(0.0);
-  if (weights.x != 0.0) m += weights.x * skin_fetch(joints.x);
-  if (weights.y != 0.0) m += weights.y * skin_fetch(joints.y);
-  if (weights.z != 0.0) m += weights.z * skin_fetch(joints.z);
-  if (weights.w != 0.0) m += weights.w * skin_fetch(joints.w);
+  if (weights.x != 0.0) m += weights.x * skin_fetch(joints.x, base);
+  if (weights.y != 0.0) m += weights.y * skin_fetch(joints.y, base);
+  if (weights.z != 0.0) m += weights.z * skin_fetch(joints.z, base);
+  if (weights.w != 0.0) m += weights.w * skin_fetch(joints.w, base);
   if (skin_influences > 4) {
     total += weights_hi.x + weights_hi.y + weights_hi.z + weights_hi.w;
-    if (weights_hi.x != 0.0) m += weights_hi.x * skin_fetch(joints_hi.x);
-    if (weights_hi.y != 0.0) m += weights_hi.y * skin_fetch(joints_hi.y);
-    if (weights_hi.z != 0.0) m += weights_hi.z * skin_fetch(joints_hi.z);
-    if (weights_hi.w != 0.0) m += weights_hi.w * skin_fetch(joints_hi.w);
+    if (weights_hi.x != 0.0) m += weights_hi.x * skin_fetch(joints_hi.x, base);
+    if (weights_hi.y != 0.0) m += weights_hi.y * skin_fetch(joints_hi.y, base);
+    if (weights_hi.z != 0.0) m += weights_hi.z * skin_fetch(joints_hi.z, base);
+    if (weights_hi.w != 0.0) m += weights_hi.w * skin_fetch(joints_hi.w, base);
   }
   if (total <= 0.0) {
     return mat4(1.0);

@@ -25,12 +25,14 @@ void main()
   vec3 p = pos; vec3 n = nor; vec3 t = tan.xyz;
   morph_vertex(p, n, t);
   float handed = skin_vertex_handed(p, n, t);
-  vec4 wp = model * vec4(p, 1.0);
+  mat4 M = instance_model(model);
+  v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
+  vec4 wp = M * vec4(p, 1.0);
   v_world = wp.xyz;
-  v_normal = skin_normal_matrix(mat3(model)) * n;
+  v_normal = skin_normal_matrix(mat3(M)) * n;
   /* the bitangent sign: the UV handedness, flipped by a mirroring object or joint matrix */
-  handed *= (determinant(mat3(model)) < 0.0) ? -1.0 : 1.0;
-  v_tangent = vec4(mat3(model) * t, ((tan.w < 0.0) ? -1.0 : 1.0) * handed);
+  handed *= (determinant(mat3(M)) < 0.0) ? -1.0 : 1.0;
+  v_tangent = vec4(mat3(M) * t, ((tan.w < 0.0) ? -1.0 : 1.0) * handed);
   v_uv = uv;
   v_color = col;
   gl_Position = fr.view_projection * wp;
@@ -76,7 +78,7 @@ void main()
   if ((MAT_FLAGS & MAT_UNLIT) != 0) {
     /* unlit (KHR_materials_unlit, an Emission shader): the base colour as it is */
     frag_color = base;
-    frag_aux = vec4(ngeo, float(object_id));
+    frag_aux = vec4(ngeo, v_object_id);
     return;
   }
   vec3 N = ngeo;
@@ -96,7 +98,7 @@ void main()
   float vis = (mt.uv_anim.w > 0.5) ? shadow_visibility(v_world, ngeo) : 1.0;
   vec3 c = mtoon_shade(v_world, N, ngeo, uvA, base.rgb, vis);
   frag_color = vec4(c, base.a);
-  frag_aux = vec4(N, float(object_id));
+  frag_aux = vec4(N, v_object_id);
 }
 """
 
@@ -107,8 +109,10 @@ void main()
   vec3 p = pos; vec3 n = snor; vec3 t = tan.xyz;
   morph_outline(p, n);
   skin_vertex(p, n, t);
-  vec4 wp = model * vec4(p, 1.0);
-  vec3 wn = skin_normal_matrix(mat3(model)) * n;
+  mat4 M = instance_model(model);
+  v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
+  vec4 wp = M * vec4(p, 1.0);
+  vec3 wn = skin_normal_matrix(mat3(M)) * n;
   float nl = length(wn);
   wn = (nl > 0.0) ? wn / nl : vec3(0.0);
   float w = mt.params1.x;
@@ -155,7 +159,7 @@ void main()
   float vis = (mt.uv_anim.w > 0.5) ? shadow_visibility(v_world, N) : 1.0;
   vec3 c = mtoon_shade(v_world, N, N, uvA, base.rgb, vis);
   frag_color = vec4(mt.outline_color.rgb * mix(vec3(1.0), c, mt.outline_color.w), base.a);
-  frag_aux = vec4(N, float(object_id));
+  frag_aux = vec4(N, v_object_id);
 }
 """
 
@@ -164,7 +168,7 @@ void main()
 {
   vec3 p = skin_position(morph_position(pos));
   v_uv = uv;
-  vec4 cp = fr.cascade_matrix[shadow_cascade] * (model * vec4(p, 1.0));
+  vec4 cp = fr.cascade_matrix[shadow_cascade] * (instance_model(model) * vec4(p, 1.0));
   /* pancaking: casters beyond the cascade's near plane (towards the sun) are clamped onto it, so
    * they still cast; this only moves depths away from the sun, never adds false shadow */
   cp.z = max(cp.z, -cp.w);
@@ -192,7 +196,8 @@ void main()
 """
 
 _SURFACE_IFACE = (("smooth", "VEC3", "v_world"), ("smooth", "VEC3", "v_normal"),
-                  ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"), ("smooth", "VEC4", "v_color"))
+                  ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"), ("smooth", "VEC4", "v_color"),
+                  ("flat", "FLOAT", "v_object_id"))
 
 
 def _build(name, vs, fs, interfaces, outputs, push=PUSH):

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from .instancing import FrameInstances
 from .common import (MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible, gl_matrix,
                      make_ubo, normalize_material, pack_material, view_depth)
 from .mtoon_shaders import forward_shader, outline_shader, shadow_shader
@@ -30,7 +31,6 @@ from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .textures import TextureCache, dummy_texture
-from ..runtime.gpu_backend import bind_deform
 
 LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 3}
 
@@ -145,6 +145,7 @@ class FramePipeline:
         self.stats = {}
         self.gpu_times = {}        # pass -> ms, measured only with Profile GPU (else empty: pending)
         self._settings = None
+        self._instances = None
         self.last_aux = None       # (tests) the aux target of the last frame: normal xyz, object id
 
     # -- resources ---------------------------------------------------------------------------------
@@ -237,12 +238,15 @@ class FramePipeline:
                        if getattr(it, "cast_shadow", True) and self._mats[it.material_name][0].cast_shadow]
             casters.sort(key=lambda it: it.material_name)
         visible = frustum_visible(items, frame.camera.view_projection)
+        # instance data of every item the passes may draw; items sharing a batch, material and
+        # deformation layout are drawn with one instanced call (engine/passes/instancing.py)
+        self._instances = FrameInstances(items)
         shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
                                               sun_i if shadows_on else -1))
         self._shadow_tex = None
         if shadows_on:
-            self.shadow.draw(shadow_shader(), casters, self._bind_material)
+            self.shadow.draw(shadow_shader(), casters, self._bind_material, self._instances)
             self._shadow_tex = self.shadow.texture
         t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on else None, depth=True)
 
@@ -311,6 +315,8 @@ class FramePipeline:
         gpu.state.depth_mask_set(False)
         self._flush("post_ms", t0, self.post._fb if color is getattr(self.post, "_out", None) else None)
         self.last_aux = self._aux
+        self.stats.update(self._instances.stats())
+        self._instances = None
         return color
 
     def _aux_clear(self):
@@ -325,11 +331,15 @@ class FramePipeline:
             self._fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
 
     def _draw_list(self, shader, items, outline: bool):
+        """Draw ``items`` (sorted by material) grouped: one draw per group of instances
+        (engine/passes/instancing.py; a group of one is drawn alone, as before)."""
         import gpu
 
+        inst = self._instances
         current = None
         mat = None
-        for it in items:
+        for group in inst.groups(items):
+            i0, it = group[0]
             if it.material_name != current:
                 mat = self._bind_material(shader, it.material_name)
                 current = it.material_name
@@ -339,12 +349,8 @@ class FramePipeline:
                 gpu.state.face_culling_set("FRONT")
             else:
                 gpu.state.face_culling_set("NONE" if mat.double_sided else "BACK")
-            world = np.asarray(it.world, np.float64)
-            gpu.state.front_facing_set(bool(np.linalg.det(world[:3, :3]) < 0.0))
-            shader.uniform_float("model", gl_matrix(world))
-            shader.uniform_int("object_id", int(getattr(it, "object_id", 0)))
-            bind_deform(shader, it)
-            it.stream.batch.draw(shader)
+            gpu.state.front_facing_set(bool(inst.mirrored[i0]))
+            inst.draw_group(shader, group)
 
     def free(self):
         self.shadow.free()

@@ -32,6 +32,7 @@ SKIN_PALETTE_SLOT = 0
 MORPH_DELTAS_SLOT = 1
 MORPH_WEIGHTS_SLOT = 2
 SKIN_ENTRIES_SLOT = 3    # influence spans of vertices with more than 8 influences
+INSTANCE_DATA_SLOT = 4   # per-instance model, object id and offsets of instanced draws
 #: Row width of the morph delta and weight textures (glsl/skinning.glsl: MORPH_TEX_WIDTH).
 MORPH_TEX_WIDTH = 4096
 
@@ -61,14 +62,17 @@ def add_vertex_inputs(info) -> None:
 
 
 def add_skinning_interface(info) -> None:
-    """The deformation interface of glsl/skinning.glsl: palette, morph deltas and weights, and the
-    influence entries of vertices with more than 8 influences."""
+    """The deformation interface of glsl/skinning.glsl: palette, morph deltas and weights, the
+    influence entries of vertices with more than 8 influences and the instance data of instanced
+    draws (``instance_mode``)."""
     info.sampler(SKIN_PALETTE_SLOT, "FLOAT_2D", "skin_palette")
     info.sampler(MORPH_DELTAS_SLOT, "FLOAT_2D", "morph_deltas")
     info.sampler(MORPH_WEIGHTS_SLOT, "FLOAT_2D", "morph_weights")
     info.sampler(SKIN_ENTRIES_SLOT, "FLOAT_2D", "skin_entries")
+    info.sampler(INSTANCE_DATA_SLOT, "FLOAT_2D", "instance_data")
     info.push_constant("INT", "skin_influences")
     info.push_constant("INT", "morph_mode")
+    info.push_constant("INT", "instance_mode")
     info.define("MORPH_TEX_WIDTH", str(MORPH_TEX_WIDTH))
 
 
@@ -88,7 +92,7 @@ def build_shader(name: str, vertex_body: str, fragment_source: str, *, interface
     info = gpu.types.GPUShaderCreateInfo()
     add_vertex_inputs(info)
     add_skinning_interface(info)
-    for slot, (stype, sname) in enumerate(samplers, start=SKIN_ENTRIES_SLOT + 1):
+    for slot, (stype, sname) in enumerate(samplers, start=INSTANCE_DATA_SLOT + 1):
         info.sampler(slot, stype, sname)
     for pc in push_constants:
         if len(pc) == 3:

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .common import gl_matrix
 
 MAX_CASCADES = 4
 DEPTH_CAP_RADII = 64.0       # casters farther towards the sun than this (x the window radius) are pancaked
@@ -297,11 +296,15 @@ class ShadowPass:
         self._ensure((cols * fit.tile, rows * fit.tile))
         return True
 
-    def draw(self, shader, casters, bind_material) -> None:
-        """Render every cascade into its tile (the frame block ``fr`` must hold the matrices)."""
+    def draw(self, shader, casters, bind_material, instances=None) -> None:
+        """Render every cascade into its tile (the frame block ``fr`` must hold the matrices).
+        ``instances``: the frame's FrameInstances (grouped draws); None draws each caster alone."""
         import gpu
-        from ..runtime.gpu_backend import bind_deform
 
+        from .instancing import FrameInstances
+
+        if instances is None:
+            instances = FrameInstances(casters, enabled=False)
         fit = self.fit_result
         cols = self.columns
         self.draw_count = 0
@@ -318,15 +321,13 @@ class ShadowPass:
                     continue
                 gpu.state.viewport_set((c % cols) * fit.tile, (c // cols) * fit.tile, fit.tile, fit.tile)
                 current = None
-                for k in idx:
-                    it = casters[int(k)]
+                for group in instances.groups([casters[int(k)] for k in idx]):
+                    it = group[0][1]
                     if it.material_name != current:
                         bind_material(shader, it.material_name, shadow_pass=True)
                         shader.uniform_int("shadow_cascade", c)
                         current = it.material_name
-                    shader.uniform_float("model", gl_matrix(it.world))
-                    bind_deform(shader, it)
-                    it.stream.batch.draw(shader)
+                    instances.draw_group(shader, group, object_id=False)
                     self.draw_count += 1
 
     def free(self):

@@ -33,25 +33,37 @@ def palette_backend_kind() -> str:
     return "storage_buffer" if hasattr(gpu.types, "GPUStorageBuf") else "texture"
 
 
-def matrices_to_texture(matrices: np.ndarray):
-    """(J,4,4) column-vector matrices -> RGBA32F texture of size (4, J); texel (c, j) = column c."""
+def matrix_rows(matrices: np.ndarray) -> np.ndarray:
+    """(J,4,4) column-vector matrices -> (J*16,) float32 texels of a (4, J) RGBA32F texture."""
+    return np.ascontiguousarray(np.asarray(matrices, dtype=np.float32).transpose(0, 2, 1)).ravel()
+
+
+def rows_texture(rows: np.ndarray, width: int = 4):
+    """A (width, len(rows) / (4 * width)) RGBA32F texture of float32 ``rows``."""
     import gpu
 
-    m = np.ascontiguousarray(np.asarray(matrices, dtype=np.float32).transpose(0, 2, 1)).ravel()
-    j = int(matrices.shape[0])
-    buf = gpu.types.Buffer("FLOAT", m.size, m)
-    return gpu.types.GPUTexture((4, j), format="RGBA32F", data=buf)
+    rows = np.ascontiguousarray(rows, np.float32).ravel()
+    h = max(1, rows.size // (4 * width))
+    return gpu.types.GPUTexture((width, h), format="RGBA32F", data=gpu.types.Buffer("FLOAT", rows.size, rows))
+
+
+def matrices_to_texture(matrices: np.ndarray):
+    """(J,4,4) column-vector matrices -> RGBA32F texture of size (4, J); texel (c, j) = column c."""
+    return rows_texture(matrix_rows(matrices))
 
 
 class GpuPaletteBuffer:
-    """A palette's GPU storage: an RGBA32F texture, replaced on each upload."""
+    """A palette's GPU storage: an RGBA32F texture, replaced on each upload.  ``rows`` keeps the
+    uploaded texels ((J*16,) float32, column-major per joint) so instanced draws can put the
+    palettes of many instances into one texture (engine/passes/instancing.py)."""
 
-    __slots__ = ("joint_count", "texture", "uploads")
+    __slots__ = ("joint_count", "texture", "uploads", "rows")
 
     def __init__(self, joint_count: int):
         self.joint_count = int(joint_count)
         self.texture = None
         self.uploads = 0
+        self.rows = None
 
     @property
     def valid(self) -> bool:
@@ -86,10 +98,11 @@ class GpuStream:
     textures the vertex shader composes (a shader-morph stream shares the base stream's
     buffers)."""
 
-    __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries")
+    __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries",
+                 "morph_weights")
 
     def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None,
-                 skin_entries=None):
+                 skin_entries=None, morph_weights=None):
         self.batch = batch
         self.vbo = vbo
         self.static_vbo = static_vbo
@@ -98,6 +111,7 @@ class GpuStream:
         self.triangle_count = triangle_count
         self.morph = morph
         self.skin_entries = skin_entries      # influence entries (> 8 influences) or None
+        self.morph_weights = morph_weights    # (T,) float32 weights of ``morph`` (instanced draws)
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -209,6 +223,7 @@ class GpuBackend(RuntimeBackend):
         # keyed by the ids of a primitive's immutable arrays (held in the entry, so ids stay valid)
         self._static = {}        # -> (arrays, (static vbo, ibo, triangle count, influence entries))
         self._morph = {}         # -> [arrays, deltas texture or None]
+        self._base = {}          # -> (arrays, the primitive's shared base GpuStream)
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
@@ -222,7 +237,8 @@ class GpuBackend(RuntimeBackend):
     def upload_palette(self, handle, matrices) -> bool:
         if handle is None or not handle.valid or matrices.shape[0] != handle.joint_count:
             return False
-        handle.texture = matrices_to_texture(matrices)
+        handle.rows = matrix_rows(matrices)
+        handle.texture = rows_texture(handle.rows)
         handle.uploads += 1
         self.palette_uploads += 1
         return True
@@ -230,6 +246,7 @@ class GpuBackend(RuntimeBackend):
     def release_palette(self, handle) -> None:
         if handle is not None:
             handle.texture = None
+            handle.rows = None
 
     def is_palette_valid(self, handle) -> bool:
         return handle is not None and handle.valid
@@ -276,6 +293,20 @@ class GpuBackend(RuntimeBackend):
             static = build_static(primitive, span)
             self._static[key] = (geo, static)
             self.static_uploads += 1
+        if positions is None and normals is None and tangents is None and smooth_normals is None:
+            # the primitive's base stream: one vertex buffer and batch per geometry, shared by
+            # every instance (linked duplicates draw one batch; engine/passes/instancing.py groups
+            # them into one draw).  Each caller gets its own wrapper, so releasing one keeps the others.
+            base = (primitive.normals, getattr(primitive, "tangents", None),
+                    getattr(primitive, "smooth_normals", None))
+            hit = self._base.get(key)
+            if hit is None or not all(x is y for x, y in zip(hit[0], geo + base)):
+                hit = (geo + base, build_stream(primitive, static=static))
+                self._base[key] = hit
+                self.stream_uploads += 1
+            b = hit[1]
+            return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
+                             skin_entries=b.skin_entries)
         stream = build_stream(primitive, positions, normals, tangents, static=static, smooth_normals=smooth_normals)
         self.stream_uploads += 1
         return stream
@@ -292,11 +323,12 @@ class GpuBackend(RuntimeBackend):
             entry[1] = float_texture(entries.reshape(-1, 4), 4)
             self.morph_texture_bytes += int(entries.nbytes)
             del entries
-        weights_tex = float_texture(np.asarray(weights, np.float32), 1)
+        w = np.array(weights, np.float32).ravel()
+        weights_tex = float_texture(w, 1)
         self.stream_uploads += 1
         b = base_stream
         return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
-                         morph=(entry[1], weights_tex), skin_entries=b.skin_entries)
+                         morph=(entry[1], weights_tex), skin_entries=b.skin_entries, morph_weights=w)
 
     def release_stream(self, stream) -> None:
         if stream is not None:
@@ -305,12 +337,13 @@ class GpuBackend(RuntimeBackend):
             stream.static_vbo = None
             stream.morph = None
             stream.skin_entries = None
+            stream.morph_weights = None
 
     def retain(self, primitives) -> None:
         """Release the cached static buffers and morph textures of every primitive not in
         ``primitives`` (called after a re-import, so replaced assets do not pile up)."""
         keep = {tuple(id(a) for a in self._geometry(p)) for p in primitives}
-        for table in (self._static, self._morph):
+        for table in (self._static, self._morph, self._base):
             for k in [k for k in table if k not in keep]:
                 del table[k]
 
@@ -322,10 +355,12 @@ class GpuBackend(RuntimeBackend):
         key = tuple(id(a) for a in self._geometry(primitive))
         self._static.pop(key, None)
         self._morph.pop(key, None)
+        self._base.pop(key, None)
 
     def release_all(self) -> None:
         self._static.clear()
         self._morph.clear()
+        self._base.clear()
 
 
 _identity_palette = None
@@ -342,16 +377,20 @@ def identity_palette_texture():
     return _identity_palette
 
 
-def palette_texture(palette):
-    """The texture of a runtime SkinningPalette (None when not GPU-ready)."""
+def palette_handle(palette):
+    """The GpuPaletteBuffer of a runtime SkinningPalette (None when it has none)."""
     if palette is None:
         return None
-    handle = None
     for attr in ("gpu_buffer", "buffer", "handle"):
         handle = getattr(palette, attr, None)
         if handle is not None:
-            break
-    return getattr(handle, "texture", None)
+            return handle
+    return None
+
+
+def palette_texture(palette):
+    """The texture of a runtime SkinningPalette (None when not GPU-ready)."""
+    return getattr(palette_handle(palette), "texture", None)
 
 
 def bind_morph(shader, stream) -> None:
@@ -369,11 +408,19 @@ def bind_morph(shader, stream) -> None:
 
 
 def bind_deform(shader, item) -> None:
-    """Morph and skinning uniforms of a RenderItem: every geometry pass calls this per draw."""
+    """Morph and skinning uniforms of a RenderItem drawn alone: every geometry pass calls this
+    per draw (instanced draws: engine/passes/instancing.py)."""
     bind_skinning(shader, item.palette, item.influences)
     bind_morph(shader, item.stream)
     entries = getattr(item.stream, "skin_entries", None)
     shader.uniform_sampler("skin_entries", entries if entries is not None else identity_palette_texture())
+    bind_single(shader)
+
+
+def bind_single(shader) -> None:
+    """A one-object draw: the shader's own model matrix and object id (instance_mode 0)."""
+    shader.uniform_sampler("instance_data", identity_palette_texture())
+    shader.uniform_int("instance_mode", 0)
 
 
 def bind_skinning(shader, palette, influences: int) -> None:

@@ -1,0 +1,148 @@
+"""Grouped (instanced) draws: the items of a pass that share one batch, material, mirroring and
+deformation layout are drawn with one ``GPUBatch.draw_instanced`` call.
+
+Linked duplicates and collection instances of one mesh share the primitive's batch (the runtime
+keeps one stream per primitive of a MeshAsset; shader-composed morphs draw that stream too), so a
+crowd of N characters draws each primitive once per pass instead of N times.  Per frame, every
+skinned item's palette goes into one RGBA32F texture (its first row per item) and every
+shader-morph item's weights into one R32F texture; per group, a small RGBA32F ``instance_data``
+texture holds each instance's model matrix, object id and those two offsets
+(glsl/skinning.glsl ``instance_mode`` 1).  A group of one item is drawn as before (push
+constants, its own palette and weights), so single objects take exactly the old path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime.gpu_backend import (bind_deform, float_texture, identity_palette_texture, palette_handle,
+                                   rows_texture)
+from .common import gl_matrix
+
+#: False draws every item alone (the reference the tests compare instanced frames with)
+ENABLED = True
+INSTANCE_TEXELS = 5          # per instance: 4 model columns, (object id, palette row, weight base, 0)
+
+
+class FrameInstances:
+    """The per-frame instance data of ``items`` (every item any pass of the frame draws)."""
+
+    def __init__(self, items, enabled: bool = True):
+        import gpu
+
+        items = list(items)
+        self.items = items
+        self.index = {id(it): i for i, it in enumerate(items)}
+        n = len(items)
+        self.draw_calls = 0
+        self.instanced_draws = 0
+        self.batches = set()
+        worlds = np.array([np.asarray(it.world, np.float64).reshape(4, 4) for it in items]).reshape(n, 4, 4)
+        self.mirrored = np.linalg.det(worlds[:, :3, :3]) < 0.0 if n else np.zeros(0, bool)
+        self.models = [gl_matrix(w) for w in worlds]
+        rows = np.zeros((n, INSTANCE_TEXELS, 4), np.float32)
+        rows[:, :4, :] = worlds.transpose(0, 2, 1)                     # model columns
+        rows[:, 4, 0] = [float(int(getattr(it, "object_id", 0))) for it in items]
+        # deformation layout per item (what bind_skinning / bind_morph would bind alone)
+        self.influences = np.zeros(n, np.int64)
+        pal_rows, pal_at, pal_next = [], {}, 0
+        w_rows, w_at, w_next = [], {}, 0
+        for i, it in enumerate(items):
+            infl = int(getattr(it, "influences", 0) or 0)
+            h = palette_handle(it.palette) if infl else None
+            ready = (h is not None and getattr(h, "texture", None) is not None and getattr(h, "rows", None) is not None
+                     and getattr(it.palette, "is_gpu_ready", lambda: True)())
+            if ready:
+                self.influences[i] = infl
+                key = id(h)
+                if key not in pal_at:
+                    pal_at[key] = pal_next
+                    pal_rows.append(h.rows)
+                    pal_next += h.rows.size // 16
+                rows[i, 4, 1] = pal_at[key]
+            w = getattr(it.stream, "morph_weights", None)
+            if getattr(it.stream, "morph", None) is not None and w is not None:
+                key = id(w)
+                if key not in w_at:
+                    w_at[key] = w_next
+                    w_rows.append(w)
+                    w_next += w.size
+                rows[i, 4, 2] = w_at[key]
+        self.rows = rows
+        limit = int(gpu.capabilities.max_texture_size_get())
+        # instancing needs every palette in one texture (rows <= the texture limit)
+        self.enabled = bool(enabled) and ENABLED and n > 1 and pal_next <= limit
+        self._pal_rows, self._w_rows = pal_rows, w_rows
+        self._palette_tex = self._weights_tex = None
+
+    # the shared textures are made on the first instanced draw (a frame without one makes none)
+    @property
+    def palette_texture(self):
+        if self._palette_tex is None and self._pal_rows:
+            self._palette_tex = rows_texture(np.concatenate(self._pal_rows))
+        return self._palette_tex
+
+    @property
+    def weights_texture(self):
+        if self._weights_tex is None and self._w_rows:
+            self._weights_tex = float_texture(np.concatenate(self._w_rows), 1)
+        return self._weights_tex
+
+    def group_key(self, i: int, it) -> tuple:
+        s = it.stream
+        morph = getattr(s, "morph", None)
+        if morph is not None and getattr(s, "morph_weights", None) is None:
+            return (i,)                    # weights not known on the CPU: drawn alone
+        entries = getattr(s, "skin_entries", None)
+        return (id(s.batch), it.material_name, bool(self.mirrored[i]), int(self.influences[i]),
+                id(entries) if entries is not None else 0, id(morph[0]) if morph is not None else 0)
+
+    def groups(self, items) -> list:
+        """``items`` split into draw groups (lists of (index, item)), in order of first appearance."""
+        out = {}
+        for it in items:
+            i = self.index[id(it)]
+            key = self.group_key(i, it) if self.enabled else (i,)
+            out.setdefault(key, []).append((i, it))
+        return list(out.values())
+
+    def draw_group(self, shader, group, object_id: bool = True) -> None:
+        """Draw one group: alone (push constants, as before) or instanced.  ``object_id``: the
+        shader has the ``object_id`` push constant (the shadow shader has none)."""
+        i0, first = group[0]
+        batch = first.stream.batch
+        self.batches.add(id(batch))
+        self.draw_calls += 1
+        if len(group) == 1:
+            shader.uniform_float("model", self.models[i0])
+            if object_id:
+                shader.uniform_int("object_id", int(getattr(first, "object_id", 0)))
+            bind_deform(shader, first)
+            batch.draw(shader)
+            return
+        self.instanced_draws += 1
+        idx = np.fromiter((i for i, _ in group), np.int64, len(group))
+        inst = rows_texture(self.rows[idx].ravel(), width=INSTANCE_TEXELS)
+        dummy = identity_palette_texture()
+        infl = int(self.influences[i0])
+        palettes = self.palette_texture if infl else None
+        shader.uniform_sampler("skin_palette", palettes if palettes is not None else dummy)
+        shader.uniform_int("skin_influences", infl if palettes is not None else 0)
+        morph = getattr(first.stream, "morph", None)
+        weights = self.weights_texture if morph is not None else None
+        if weights is not None:
+            shader.uniform_sampler("morph_deltas", morph[0])
+            shader.uniform_sampler("morph_weights", weights)
+            shader.uniform_int("morph_mode", 1)
+        else:
+            shader.uniform_sampler("morph_deltas", dummy)
+            shader.uniform_sampler("morph_weights", dummy)
+            shader.uniform_int("morph_mode", 0)
+        entries = getattr(first.stream, "skin_entries", None)
+        shader.uniform_sampler("skin_entries", entries if entries is not None else dummy)
+        shader.uniform_sampler("instance_data", inst)
+        shader.uniform_int("instance_mode", 1)
+        batch.draw_instanced(shader, instance_start=0, instance_count=len(group))
+
+    def stats(self) -> dict:
+        return {"draw_calls": self.draw_calls, "instanced_draws": self.instanced_draws,
+                "batches_drawn": len(self.batches), "instanced_items": len(self.items)}
