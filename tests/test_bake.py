@@ -12,15 +12,12 @@ import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+from test_bbones import _run as _run_checks
 from tools import check_deform, rigify_rig, scenes
 
 
 def _run(capsys, frames="1-10", mode="player"):
-    rc = check_deform.run_checks(frames, mode)
-    out = capsys.readouterr().out
-    last = [ln for ln in out.splitlines() if ln.startswith("deform-check:")][-1]
-    fields = dict(kv.split("=") for kv in last.split()[1:])
-    return rc, out, fields
+    return _run_checks(capsys, frames, mode)
 
 
 @pytest.fixture
@@ -113,37 +110,43 @@ def test_constraint_rig_wrong_frame_bake_fails(crig, capsys, monkeypatch, bakes)
     assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
 
 
-def test_preview_refuses_clip_without_bake(crig, bakes):
-    """No current bake: the session keeps timeline mode and says why (never a wrong pose)."""
+def _preview_session(arm, act, seek):
+    """(session, state, frame): a session previewing ``act`` on ``arm`` at ``seek`` seconds;
+    ``frame()`` runs its update_frame in the GPU context and returns (ok, player clip, time)."""
     from stylized_renderer.engine import gpu_util
     from stylized_renderer.engine.preview import PreviewState
     from stylized_renderer.engine.session import StylizedSession
 
-    arm, _ob, act = crig
     s = StylizedSession()
     s.want_clips = True
-    dg = bpy.context.evaluated_depsgraph_get()
     st = PreviewState(armature=arm.name, active=True)
     st.push("clip", act.name)
-    st.push("seek", 0.1)
-    res = {}
+    st.push("seek", seek)
+    st.push("pause")
 
     def task():
+        dg = bpy.context.evaluated_depsgraph_get()
         s._ensure_gpu()
         s._ensure_runtime(dg)
-        res["ok"] = s.update_frame(dg, st)
+        ok = s.update_frame(dg, st)
+        return ok, s.runtime.player.clip, s.runtime.player.current_time
 
+    return s, st, lambda: gpu_util.run_in_gpu_context(task)
+
+
+def test_preview_refuses_clip_without_bake(crig, bakes):
+    """No current bake: the session keeps timeline mode and says why (never a wrong pose)."""
+    arm, _ob, act = crig
+    s, st, frame = _preview_session(arm, act, 0.1)
     try:
-        gpu_util.run_in_gpu_context(task)
-        assert res["ok"]
+        assert frame()[0]
         assert not st.active, st
         assert st.last_error and f"clip '{act.name}' needs a bake" in st.last_error and "IK" in st.last_error
         # after the bake the same state plays
         bakes.BAKES.ensure(arm, act.name)
         st.active = True
-        gpu_util.run_in_gpu_context(task)
-        assert st.active and st.last_error is None
-        clip = s.runtime.player.clip
+        ok, clip, _t = frame()
+        assert ok and st.active and st.last_error is None
         roots = {b.name for b in arm.data.bones if b.parent is None}
         assert clip is not None and {s.scene_asset.nodes[c.node_index].bone_name for c in clip.channels} == roots
     finally:
@@ -349,39 +352,20 @@ def test_clip_choice_bakes(crig, bakes):
 
 def test_rebake_while_playing_switches_the_player(crig, bakes):
     """A re-bake (the rig was edited) replaces the clip the preview plays, at the same time."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.preview import PreviewState
-    from stylized_renderer.engine.session import StylizedSession
-
     arm, _ob, act = crig
     bakes.BAKES.ensure(arm, act.name)
-    s = StylizedSession()
-    s.want_clips = True
-    dg = bpy.context.evaluated_depsgraph_get()
-    st = PreviewState(armature=arm.name, active=True)
-    st.push("clip", act.name)
-    st.push("seek", 0.2)
-    st.push("pause")
-    got = {}
-
-    def task():
-        s._ensure_gpu()
-        s._ensure_runtime(dg)
-        assert s.update_frame(dg, st)
-        got.setdefault("clips", []).append(s.runtime.player.clip)
-        got.setdefault("times", []).append(s.runtime.player.current_time)
-
+    s, st, frame = _preview_session(arm, act, 0.2)
     try:
-        gpu_util.run_in_gpu_context(task)
-        assert st.active, st.last_error
+        ok, first, _t = frame()
+        assert ok and st.active, st.last_error
         arm.pose.bones["arm2"].constraints[0].influence = 0.2
         bakes.BAKES.mark_dirty()
-        gpu_util.run_in_gpu_context(task)
+        assert frame()[0]
         assert not st.active and "changed" in st.last_error      # stale: refused, timeline mode
         bakes.BAKES.ensure(arm, act.name)
         st.active = True
-        gpu_util.run_in_gpu_context(task)
-        assert st.active and got["clips"][-1] is not got["clips"][0]
-        assert math.isclose(got["times"][-1], 0.2, abs_tol=1e-9)
+        ok, clip, t = frame()
+        assert ok and st.active and clip is not first
+        assert math.isclose(t, 0.2, abs_tol=1e-9)
     finally:
         s.free()

@@ -18,19 +18,10 @@ from __future__ import annotations
 import pathlib
 import statistics
 import sys
-import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402
-
-
-def _median_ms(fn, n):
-    out = []
-    for i in range(n):
-        t = time.perf_counter()
-        fn(i)
-        out.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(out)
+from bench_runtime import median_ms as _median_ms  # noqa: E402
 
 
 def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 16) -> dict:
