@@ -83,39 +83,54 @@ def character_objects(scene):
     return rig, [ob for ob in scene.objects if ob.parent is rig]
 
 
+def duplicate_linked(rig, offset, suffix: str):
+    """A linked duplicate of ``rig`` and every object below it (objects copied, their data, the
+    armature, meshes, shape keys and actions shared), parents, bone parents and armature
+    modifiers pointing at the copies; the copy's rig moved by ``offset``.  Returns (rig, objects)."""
+    from mathutils import Vector
+
+    coll = rig.users_collection[0]
+    copies = {}
+
+    def copy(ob, parent):
+        c = ob.copy()                              # shares ob.data (and the action)
+        c.name = f"{ob.name}{suffix}"
+        if parent is not None:
+            c.parent = parent                      # (assigning the parent resets its type)
+            c.parent_type = ob.parent_type
+            c.parent_bone = ob.parent_bone
+            c.matrix_parent_inverse = ob.matrix_parent_inverse.copy()
+        coll.objects.link(c)
+        copies[ob] = c
+        for child in ob.children:
+            copy(child, c)
+        return c
+
+    new_rig = copy(rig, None)
+    new_rig.location = rig.location + Vector(offset)
+    for ob, c in copies.items():
+        for m in c.modifiers:
+            if m.type == "ARMATURE" and m.object in copies:
+                m.object = copies[m.object]
+    return new_rig, [c for ob, c in copies.items() if ob is not rig]
+
+
 def add_linked_duplicates(scene, count: int, spacing: float = CROWD_SPACING):
     """Add ``count`` linked duplicates of the demo character (objects copied, data shared: the
     armature, meshes, shape keys and the action), on a square grid behind the original, and
-    point the camera at the whole crowd.  Returns the list of (rig, children) of every character,
+    point the camera at the whole crowd.  Returns the list of (rig, objects) of every character,
     the original first."""
     import math
 
     from mathutils import Vector
 
     rig, children = character_objects(scene)
-    coll = rig.users_collection[0]
     chars = [(rig, children)]
     side = max(1, math.ceil(math.sqrt(count + 1)))
     for k in range(1, count + 1):
         gx, gy = k % side, k // side
-        new_rig = rig.copy()                       # shares rig.data and the action
-        new_rig.name = f"{rig.name}.crowd{k:03d}"
-        new_rig.location = rig.location + Vector(((gx - (side - 1) / 2.0) * spacing, gy * spacing, 0.0))
-        coll.objects.link(new_rig)
-        kids = []
-        for ob in children:
-            c = ob.copy()                          # shares the mesh (and its shape keys)
-            c.name = f"{ob.name}.crowd{k:03d}"
-            c.parent = new_rig                     # (assigning the parent resets its type)
-            c.parent_type = ob.parent_type
-            c.parent_bone = ob.parent_bone
-            c.matrix_parent_inverse = ob.matrix_parent_inverse.copy()
-            for m in c.modifiers:
-                if m.type == "ARMATURE" and m.object is rig:
-                    m.object = new_rig
-            coll.objects.link(c)
-            kids.append(c)
-        chars.append((new_rig, kids))
+        chars.append(duplicate_linked(rig, ((gx - (side - 1) / 2.0) * spacing, gy * spacing, 0.0),
+                                      f".crowd{k:03d}"))
     # the original stays at the front-centre column; frame the grid from behind the camera's side
     rig.location = rig.location + Vector((-(side - 1) / 2.0 * spacing, 0.0, 0.0))
     cam = scene.camera

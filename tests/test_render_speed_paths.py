@@ -1,0 +1,133 @@
+"""Render speed paths (issues 12, 15): the shared final-render session, one batch per primitive
+for linked duplicates, grouped (instanced) draws that give the same pixels as drawing each
+instance alone."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+from conftest import add_camera, add_sun, render_scene
+from stylized_renderer.engine import render_engine
+from stylized_renderer.engine.passes import instancing
+from tools import scenes
+from tools.bench_render import add_linked_duplicates, duplicate_linked
+
+
+def _pipeline():
+    return dict(render_engine.last_render["pipeline"])
+
+
+def _character_crowd(scene, count, spacing=2.0):
+    """tools/scenes.build_character (rig, two-material body, hat, ring) and ``count`` - 1 linked
+    duplicates in a row; a sun and a camera seeing them all."""
+    arm, body, hat, ring = scenes.build_character(scene)
+    arm.pose.bones["Spine"].rotation_mode = "XYZ"
+    arm.pose.bones["Spine"].rotation_euler = (0.5, 0.0, 0.3)
+    chars = [(arm, [body, hat, ring])]
+    for k in range(1, count):
+        rig, objs = duplicate_linked(arm, (k * spacing, 0.0, 0.0), f".dup{k}")
+        rig.pose.bones["Spine"].rotation_euler = (0.5 - 0.3 * k, 0.0, 0.3 * k)    # a pose of its own
+        chars.append((rig, objs))
+    mid = 0.5 + 0.5 * (count - 1) * spacing
+    add_camera(scene, location=(mid, -4.0 - 1.2 * count, 0.8))
+    add_sun(scene, rotation=(0.6, 0.2, 0.3), strength=3.0)
+    bpy.context.view_layer.update()
+    return chars
+
+
+@pytest.fixture
+def no_instancing(monkeypatch):
+    def off():
+        monkeypatch.setattr(instancing, "ENABLED", False)
+    return off
+
+
+def test_linked_duplicates_draw_one_batch_per_primitive(empty_scene):
+    """N linked duplicates: the number of batches and draw calls does not grow with N."""
+    scene = empty_scene
+    _character_crowd(scene, 1)
+    render_scene(scene)
+    one = _pipeline()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    scene.render.resolution_x, scene.render.resolution_y = 160, 120
+    _character_crowd(scene, 5)
+    render_scene(scene)
+    five = _pipeline()
+    assert five["items"] == 5 * one["items"], (one, five)
+    assert five["batches_drawn"] == one["batches_drawn"], (one, five)
+    assert five["draw_calls"] == one["draw_calls"], (one, five)
+    assert five["instanced_draws"] > 0
+    backend = render_engine._final["session"].backend
+    assert backend.stream_uploads == one["batches_drawn"]
+
+
+def test_grouped_draws_match_each_instance_drawn_alone(empty_scene, no_instancing):
+    """The instanced frame equals the frame with every item drawn by its own call, and a
+    character of the crowd matches the same character rendered without the others (spot check)."""
+    scene = empty_scene
+    scene.render.resolution_x, scene.render.resolution_y = 320, 160
+    chars = _character_crowd(scene, 4)
+    grouped = render_scene(scene).copy()
+    stats = _pipeline()
+    no_instancing()
+    single = render_scene(scene).copy()
+    alone = _pipeline()
+    assert alone["instanced_draws"] == 0 and stats["instanced_draws"] > 0
+    assert 4 * stats["draw_calls"] == alone["draw_calls"], (stats, alone)
+    assert np.abs(grouped - single).max() <= 1e-6
+    # each spot-checked character alone (the others hidden): its pixels are the crowd's there
+    bg = grouped[0, 0].copy()
+    for k in (0, 2, 3):
+        for j, (rig, objs) in enumerate(chars):
+            for ob in [rig] + objs:
+                ob.hide_render = j != k
+        alone = render_scene(scene).copy()
+        mask = np.abs(alone - bg).max(axis=2) > 1e-4
+        assert mask.sum() > 200, k
+        d = np.abs(alone[mask] - grouped[mask]).max(axis=1)
+        assert np.mean(d > 2.0 / 255.0) < 0.01, (k, float(d.max()))
+
+
+def test_demo_crowd_grouped_equals_single(empty_scene, no_instancing):
+    """The demo character (skinned, shader-composed face morphs, bone-parented wand) and 3 linked
+    duplicates: grouped draws give the same pixels as drawing each item alone."""
+    from demo.character import build_demo_scene
+
+    scene = empty_scene
+    build_demo_scene(scene)
+    add_linked_duplicates(scene, 3)
+    scene.render.resolution_x, scene.render.resolution_y = 240, 180
+    grouped = render_scene(scene).copy()
+    stats = _pipeline()
+    no_instancing()
+    single = render_scene(scene).copy()
+    alone = _pipeline()
+    assert stats["instanced_draws"] > 0 and stats["draw_calls"] < alone["draw_calls"], (stats, alone)
+    assert np.abs(grouped - single).max() <= 1e-6
+
+
+def test_f12_reuses_the_scene_session_and_sees_edits(empty_scene):
+    """A second F12 of an unchanged scene keeps the runtime (no rebuild); an edit between two F12
+    renders is drawn; another scene gets its own session."""
+    scene = empty_scene
+    chars = _character_crowd(scene, 1)
+    first = render_scene(scene).copy()
+    s1 = render_engine._final["session"]
+    reuses = render_engine.last_render["stats"]["runtime_reuses"]
+    again = render_scene(scene).copy()
+    assert render_engine._final["session"] is s1
+    assert render_engine.last_render["stats"]["runtime_reuses"] == reuses + 1
+    assert np.array_equal(first, again)
+    chars[0][0].pose.bones["Spine"].rotation_euler = (-0.6, 0.0, -0.4)
+    edited = render_scene(scene).copy()
+    assert np.abs(edited - first).max(axis=2).__gt__(0.05).sum() > 40
+    other = bpy.data.scenes.new("Other")
+    other.render.engine = "STYLIZED"
+    other.render.resolution_x, other.render.resolution_y = 64, 48
+    other.camera = scene.camera
+    other.collection.objects.link(scene.camera)
+    render_scene(other)
+    assert render_engine._final["session"] is not s1
