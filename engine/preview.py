@@ -348,8 +348,11 @@ def _make_handlers():
 
     @bpy.app.handlers.persistent
     def stylized_preview_load_post(*_args):
+        from .importer import bake
+
         clear_states()
         stop_timer()
+        bake.BAKES.clear()      # bakes of the previous file's rigs
 
     @bpy.app.handlers.persistent
     def stylized_preview_frame_change_pre(scene, *_args):

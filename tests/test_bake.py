@@ -369,3 +369,11 @@ def test_rebake_while_playing_switches_the_player(crig, bakes):
         assert math.isclose(t, 0.2, abs_tol=1e-9)
     finally:
         s.free()
+
+
+def test_loading_a_file_forgets_bakes(crig, bakes):
+    arm, _ob, act = crig
+    bakes.BAKES.ensure(arm, act.name)
+    assert bakes.BAKES.entries
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert not bakes.BAKES.entries

@@ -23,6 +23,7 @@ bpy is used here (an importer-layer module); ``baked_clip``/``BakedPose`` are nu
 """
 from __future__ import annotations
 
+import bisect
 import math
 import time
 import zlib
@@ -570,6 +571,7 @@ class BakedPose:
     def __init__(self, times: np.ndarray, nodes: np.ndarray, locals_: np.ndarray, root: np.ndarray,
                  bbone_nodes: List[int], bbone_pose: List[np.ndarray], bbone_rest: List[np.ndarray]):
         self.times = np.asarray(times, np.float64)
+        self._times = self.times.tolist()
         self.nodes = np.asarray(nodes, np.int64)
         self.locals = locals_
         self.root = np.asarray(root, bool)
@@ -586,11 +588,13 @@ class BakedPose:
         self.rest = {n: r for n, r in zip(self.bbone_nodes, bbone_rest)}
 
     def _where(self, time_seconds: float):
-        t = self.times
-        if t.size == 1:
+        """(frame interval index, blend) of ``time_seconds`` (clamped to the baked range)."""
+        t = self._times
+        n = len(t)
+        if n == 1:
             return 0, 0.0
-        x = min(max(float(time_seconds), float(t[0])), float(t[-1]))
-        i = int(np.clip(np.searchsorted(t, x, side="right") - 1, 0, t.size - 2))
+        x = min(max(float(time_seconds), t[0]), t[-1])
+        i = min(max(bisect.bisect_right(t, x) - 1, 0), n - 2)
         return i, (x - t[i]) / max(t[i + 1] - t[i], 1e-12)
 
     @staticmethod
