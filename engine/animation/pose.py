@@ -114,8 +114,6 @@ class ScenePose:
         self._version = 0
         self._plan = None          # cached [(level_nodes, level_parents), ...]
         self._world_plan = None    # cached segment plan of update_world_matrices (_build_world_plan)
-        self._seg = np.zeros((0, 4, 4))
-        self._pre_cache = None     # (nodes array, pre[nodes]) of the last sampled write
         self._parents_safe = np.zeros(0, dtype=np.int64)   # parents, -1 for roots (set with the plan)
         self.last_error: Optional[str] = None
 
@@ -136,8 +134,6 @@ class ScenePose:
         self._resolution_states = np.zeros(n, dtype=np.uint8)
         self._plan = None
         self._world_plan = None
-        self._seg = np.zeros((n, 4, 4))
-        self._pre_cache = None
         err = self._init_inheritance(scene_asset)
         if err is not None:
             self.last_error = err
@@ -293,11 +289,8 @@ class ScenePose:
             self._s[s_nodes] = s
         self._trs_stale[nodes] = False
         self._from_matrix[nodes] = False
-        pc = self._pre_cache
-        if pc is None or pc[0] is not nodes:
-            pc = self._pre_cache = (nodes, self._pre[nodes])
         trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
-        self._local[nodes] = np.matmul(pc[1], trs)
+        self._local[nodes] = np.matmul(self._pre[nodes], trs)
         self._dirty = True
 
     def set_local_matrices(self, nodes, matrices) -> bool:
@@ -425,9 +418,8 @@ class ScenePose:
         if wp is None:
             wp = self._world_plan = self._build_world_plan()
         seg_steps, anchor_steps, rest, rest_anchor = wp
-        seg = self._seg
+        seg = self._local.copy()    # a per-frame temporary (not kept: memory)
         world = self._world
-        np.copyto(seg, self._local)
         for nodes, parents in seg_steps:
             seg[nodes] = np.matmul(seg[parents], seg[nodes])
         np.copyto(world, seg)       # roots: their local; checkpoints and the rest follow

@@ -37,7 +37,6 @@ class TrackSet:
         else:
             times = np.zeros(0)
             values = np.zeros((0, self.width))
-        self.times = times
         self.values = values
         if times.size:
             self.t_min = float(times.min())
@@ -50,26 +49,35 @@ class TrackSet:
         self._shifted = (times - self.t_min) + channel_of_key * self.span
         self._base = np.arange(self.count, dtype=np.float64) * self.span
         self._last = self.offsets + counts - 1
-        self._rot = None       # slerp constants per key interval (sample_rotation, made on first use)
+
+    @property
+    def times(self) -> np.ndarray:
+        """(K,) key times, recovered from the shifted keys (only the shifted array is kept)."""
+        channel_of_key = np.repeat(np.arange(self.count, dtype=np.float64), self.counts)
+        return self._shifted - channel_of_key * self.span + self.t_min
 
     def locate(self, time: float):
         """Lower-bound search in every track: returns (left_index, right_index, alpha) flat arrays.
 
         Outside a track's range both indices are the endpoint; a single key holds; an interval
-        shorter than ``TINY_INTERVAL`` uses the right key (alpha = 1).
+        shorter than ``TINY_INTERVAL`` uses the right key (alpha = 1).  Times are compared in the
+        shifted frame (``time - t_min + c * span`` against the shifted keys of track c).
         """
-        rel = min(max(float(time) - self.t_min, -0.25), (self.t_max - self.t_min) + 0.25)
-        q = self._base + rel
+        rel = float(time) - self.t_min
+        q = self._base + min(max(rel, -0.25), (self.t_max - self.t_min) + 0.25)
         pos = np.searchsorted(self._shifted, q, side="left")  # global lower_bound
         right = np.minimum(pos, self._last)                   # r == count -> last key
         left = np.maximum(pos - 1, self.offsets)              # r == 0 -> first key
-        left = np.minimum(left, right)
-        tl = self.times[left]
-        tr = self.times[right]
-        dt = tr - tl
+        np.minimum(left, right, out=left)
+        sl = self._shifted[left]
+        dt = self._shifted[right] - sl
         step = dt < TINY_INTERVAL                              # endpoints (dt == 0) and tiny intervals
-        safe_dt = np.where(step, 1.0, dt)
-        alpha = np.where(step, 1.0, np.clip((float(time) - tl) / safe_dt, 0.0, 1.0))
+        dt[step] = 1.0
+        alpha = self._base + rel
+        alpha -= sl
+        alpha /= dt
+        np.clip(alpha, 0.0, 1.0, out=alpha)
+        alpha[step] = 1.0
         return left, right, alpha
 
     def sample_linear(self, time: float) -> np.ndarray:
@@ -82,47 +90,11 @@ class TrackSet:
         return vl + (vr - vl) * alpha[:, None]
 
     def sample_rotation(self, time: float) -> np.ndarray:
-        """(C, 4) wxyz: shortest-path, normalised slerp (``slerp`` of the two keys), with the
-        per-interval constants (flipped right key, angle, 1/sin) made once per track set."""
+        """(C, 4) wxyz: shortest-path, normalised slerp."""
         if self.count == 0:
             return np.zeros((0, 4))
         left, right, alpha = self.locate(time)
-        if self._rot is None:
-            self._rot = self._rotation_intervals()
-        ql, qr, theta, inv_sin, near = self._rot
-        k = self.times.shape[0]
-        idx = left + k * (right == left)          # an endpoint: the key with itself
-        th = theta[idx]
-        inv = inv_sin[idx]
-        nr = near[idx]
-        a1 = 1.0 - alpha
-        wl = np.where(nr, a1, np.sin(a1 * th) * inv)
-        wr = np.where(nr, alpha, np.sin(alpha * th) * inv)
-        out = ql[idx] * wl[:, None]
-        out += qr[idx] * wr[:, None]
-        n2 = np.einsum("ij,ij->i", out, out)
-        if (n2 < 1e-24).any():
-            return normalize_quaternions(out)
-        out /= np.sqrt(n2)[:, None]
-        return out
-
-    def _rotation_intervals(self):
-        """For each key k: the interval (k, next key of its track), then (k, k): the left keys,
-        the right keys flipped to the left key's hemisphere, the angle, 1/sin(angle) and the
-        near-parallel flag (lerp) of ``slerp``."""
-        v = self.values
-        k = v.shape[0]
-        track = np.repeat(np.arange(self.count), self.counts)
-        nxt = np.minimum(np.arange(k) + 1, self._last[track])
-        ql = np.concatenate([v, v])
-        qr = np.concatenate([v[nxt], v])
-        d = np.einsum("ij,ij->i", ql, qr)
-        qr = np.where((d < 0.0)[:, None], -qr, qr)
-        d = np.abs(d)
-        near = d > 0.9995
-        theta = np.arccos(np.clip(d, -1.0, 1.0))
-        sin_t = np.where(near, 1.0, np.sin(theta))
-        return ql, qr, theta, 1.0 / sin_t, near
+        return slerp(self.values[left], self.values[right], alpha)
 
 
 def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -132,16 +104,22 @@ def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     alpha = np.asarray(alpha, dtype=np.float64)
     d = np.einsum("ij,ij->i", ql, qr)
     flip = d < 0.0
-    qr = np.where(flip[:, None], -qr, qr)
     d = np.abs(d)
     near = d > 0.9995
-    theta = np.arccos(np.clip(d, -1.0, 1.0))
+    theta = np.arccos(np.minimum(d, 1.0))
     sin_t = np.sin(theta)
-    sin_t = np.where(near, 1.0, sin_t)
-    wl = np.where(near, 1.0 - alpha, np.sin((1.0 - alpha) * theta) / sin_t)
+    sin_t[near] = 1.0
+    a1 = 1.0 - alpha
+    wl = np.where(near, a1, np.sin(a1 * theta) / sin_t)
     wr = np.where(near, alpha, np.sin(alpha * theta) / sin_t)
-    out = ql * wl[:, None] + qr * wr[:, None]
-    return normalize_quaternions(out)
+    wr[flip] *= -1.0                      # the right key taken in the left key's hemisphere
+    out = ql * wl[:, None]
+    out += qr * wr[:, None]
+    n2 = np.einsum("ij,ij->i", out, out)
+    if (n2 < 1e-24).any():
+        return normalize_quaternions(out)
+    out /= np.sqrt(n2)[:, None]
+    return out
 
 
 def normalize_quaternions(q: np.ndarray) -> np.ndarray:

@@ -260,14 +260,15 @@ class _PaletteBatch:
         self.joints = np.concatenate([g.joint_nodes for g in groups]).astype(np.intp)
         self.group_of_joint = np.repeat(np.arange(len(groups), dtype=np.intp), counts)
         self.mesh_nodes = np.array([g.mesh_node_index for g in groups], np.intp)
-        self.ibm_t = np.ascontiguousarray(np.concatenate([g.inverse_binds for g in groups]).transpose(0, 2, 1))
+        # (ibm @ corr)^T of every joint; the corrections of groups with an armature relation are
+        # folded in by _relations (from the groups' own inverse binds, no second copy kept)
+        self.ibm_t_eff = np.ascontiguousarray(np.concatenate([g.inverse_binds for g in groups]).transpose(0, 2, 1))
         self.rel = np.array([gi for gi, g in enumerate(groups) if g.rel_bind_inv is not None], np.intp)
         self.rel_arm = np.array([groups[gi].armature_node for gi in self.rel], np.intp)
         self.rel_mesh = self.mesh_nodes[self.rel]
         self.rel_bind_inv = (np.stack([groups[gi].rel_bind_inv for gi in self.rel]) if self.rel.size
                              else np.zeros((0, 4, 4)))
-        self.corr = None                       # (R,4,4) relation corrections folded into ibm_t
-        self.ibm_t_eff = self.ibm_t
+        self.corr = None                       # (R,4,4) relation corrections folded into ibm_t_eff
         # joint boxes, in group order: global joint rows, centres and half extents
         self.box_rows = np.concatenate([g.box_joints + off for g, off in zip(groups, self.offsets)]).astype(np.intp)
         self.box_center = np.concatenate([g.box_center for g in groups]).reshape(-1, 3)
@@ -307,11 +308,10 @@ class _PaletteBatch:
         corr = np.matmul(self.rel_bind_inv, rel_now)
         if self.corr is not None and np.array_equal(corr, self.corr):
             return True
-        eff = self.ibm_t.copy()
+        eff = self.ibm_t_eff
         for k, gi in enumerate(self.rel):           # groups with a relation, on a change only
             o, c = self.offsets[gi], self.counts[gi]
-            eff[o:o + c] = np.matmul(corr[k].T, self.ibm_t[o:o + c])     # (ibm @ corr)^T
-        self.ibm_t_eff = eff
+            eff[o:o + c] = np.matmul(self.groups[gi].inverse_binds, corr[k]).transpose(0, 2, 1)   # (ibm @ corr)^T
         self.corr = corr
         return True
 
