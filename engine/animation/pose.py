@@ -417,16 +417,17 @@ class ScenePose:
         wp = self._world_plan
         if wp is None:
             wp = self._world_plan = self._build_world_plan()
-        seg_steps, anchor_steps, rest, rest_anchor = wp
-        seg = self._local.copy()    # a per-frame temporary (not kept: memory)
-        world = self._world
-        for nodes, parents in seg_steps:
-            seg[nodes] = np.matmul(seg[parents], seg[nodes])
-        np.copyto(world, seg)       # roots: their local; checkpoints and the rest follow
-        for nodes, anchors in anchor_steps:
-            world[nodes] = np.matmul(world[anchors], seg[nodes])
-        if rest.size:
-            world[rest] = np.matmul(world[rest_anchor], seg[rest])
+        perm, seg_steps, roots, anchor_steps, rest = wp
+        seg = self._local[perm]     # plan order: every step below works on one slice
+        for a, b, parents in seg_steps:
+            np.matmul(seg[parents], seg[a:b], out=seg[a:b])
+        world = np.empty_like(seg)
+        world[roots[0]:roots[1]] = seg[roots[0]:roots[1]]
+        for a, b, anchors in anchor_steps:
+            np.matmul(world[anchors], seg[a:b], out=world[a:b])
+        a, b, anchors = rest
+        np.matmul(world[anchors], seg[a:b], out=world[a:b])
+        self._world[perm] = world
         self._dirty = False
         self._version = next_version(self._version)
         return True
@@ -436,7 +437,10 @@ class ScenePose:
         ``seg[i]`` = the product of the locals from below i's anchor (nearest checkpoint
         ancestor) down to i, made level by level inside the segments (all segments at once:
         K - 1 steps); checkpoint worlds follow anchor to anchor (depth / K steps); every other
-        node is ``world[anchor] @ seg`` in one step.  Once per hierarchy."""
+        node is ``world[anchor] @ seg`` in one step.  The nodes are put in an order where each
+        step is one slice: depth residue classes 1, 2, ..., K - 1, then the checkpoints (roots
+        first) by depth.  Returns (order, seg steps, root count, anchor steps, rest step), the
+        steps as (start, stop, positions of the parents / anchors).  Once per hierarchy."""
         n = self._n
         depth = np.zeros(n, np.int64)
         for d, (nodes, _parents) in enumerate(self._plan):
@@ -444,26 +448,41 @@ class ScenePose:
         dmax = int(depth.max()) if n else 0
         k = max(2, int(round(np.sqrt(dmax + 1))))
         par = self._parents_safe
-        has = par >= 0
-        pd = np.where(has, depth[np.where(has, par, 0)], 0)
-        chained = has & (pd % k != 0)
-        seg_steps = []
-        for r in list(range(2, k)) + [0]:
-            sel = np.flatnonzero(chained & (depth % k == r))
-            if sel.size:
-                seg_steps.append((sel, par[sel]))
+        res = depth % k
+        rank = np.where(res == 0, k - 1, res - 1)
+        perm = np.lexsort((depth, rank)).astype(np.intp)
+        pos = np.empty(n, np.intp)
+        pos[perm] = np.arange(n)
         # anchor = nearest checkpoint ancestor (exclusive), resolved level by level (init only)
         anchor = np.full(n, -1, np.int64)
         for nodes, _parents in self._plan[1:]:
             p = par[nodes]
             anchor[nodes] = np.where(depth[p] % k == 0, p, anchor[p])
+        r_sorted = rank[perm]
+        d_sorted = depth[perm]
+
+        def block(mask):
+            idx = np.flatnonzero(mask)
+            return (int(idx[0]), int(idx[-1]) + 1) if idx.size else None
+
+        seg_steps = []
+        for r in range(2, k):                          # residue r: parents of residue r - 1
+            blk = block(r_sorted == r - 1)
+            if blk is not None:
+                seg_steps.append(blk + (pos[par[perm[blk[0]:blk[1]]]],))
+        blk = block((r_sorted == k - 1) & (d_sorted > 0))   # checkpoints below the roots
+        if blk is not None:
+            seg_steps.append(blk + (pos[par[perm[blk[0]:blk[1]]]],))
+        roots = int(np.count_nonzero(depth == 0))
+        first_ck = int(np.count_nonzero(rank < k - 1))
         anchor_steps = []
         for d in range(k, dmax + 1, k):
-            sel = np.flatnonzero(depth == d)
-            if sel.size:
-                anchor_steps.append((sel, anchor[sel]))
-        rest = np.flatnonzero(has & (depth % k != 0))
-        return seg_steps, anchor_steps, rest, anchor[rest]
+            blk = block((r_sorted == k - 1) & (d_sorted == d))
+            if blk is not None:
+                anchor_steps.append(blk + (pos[anchor[perm[blk[0]:blk[1]]]],))
+        rest = (0, first_ck, pos[anchor[perm[:first_ck]]])
+        # the roots (depth 0) are the first checkpoints
+        return perm, seg_steps, (first_ck, first_ck + roots), anchor_steps, rest
 
     # ---------------------------------------------------------------- bone inheritance
     def _update_with_inheritance(self, active: np.ndarray) -> None:
