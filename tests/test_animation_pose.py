@@ -151,3 +151,33 @@ def test_world_matrices_are_read_only_views():
         pose.world_matrices[0, 0, 0] = 5.0
     with pytest.raises(ValueError):
         pose.world_matrix(0)[0, 0] = 5.0
+
+
+@pytest.mark.parametrize("depth", [1, 3, 9, 40])
+def test_world_matrices_equal_the_chain_products_of_a_shuffled_forest(depth):
+    """Several trees (a long chain with branches, nodes listed in a shuffled order, children
+    before parents): every world equals the plain product of the locals along its chain,
+    whatever the segment plan does with the depth."""
+    rng = np.random.default_rng(depth)
+    parents = []
+    for i in range(3 * depth + 7):
+        parents.append(-1 if i % (depth + 3) == 0 else (i - 1 if i % 4 else int(rng.integers(0, i))))
+    n = len(parents)
+    order = rng.permutation(n)
+    where = np.empty(n, np.int64)
+    where[order] = np.arange(n)
+    nodes = [R.node(f"n{k}", parent=-1 if parents[order[k]] < 0 else int(where[parents[order[k]]]))
+             for k in range(n)]
+    scene = SceneAsset(nodes)
+    pose = ScenePose()
+    assert pose.initialize(scene), pose.last_error
+    q = rng.normal(size=(n, 4))
+    assert pose.set_local_trs(np.arange(n), rng.normal(size=(n, 3)), q, rng.uniform(0.5, 1.5, (n, 3)))
+    assert pose.update_world_matrices()
+    local = pose.local_matrices
+    for i in range(n):
+        m, k = np.eye(4), i
+        while k >= 0:
+            m = local[k] @ m
+            k = scene.parents[k]
+        assert np.allclose(pose.world_matrix(i), m, atol=1e-12 * max(1.0, np.abs(m).max())), i
