@@ -6,7 +6,7 @@ viewport session applies the commands to the AnimationPlayer on its next frame.
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
 from ..engine import preview
 from ..engine.importer import bake
@@ -180,6 +180,18 @@ def seek(st, seconds: float) -> float:
     return t
 
 
+def _get_substeps(self):
+    return int(bake.BAKES.substeps)
+
+
+def _set_substeps(self, value):
+    bake.BAKES.substeps = max(1, int(value))
+    st = preview.peek_state(self.id_data)
+    if st is not None and st.active:
+        ensure_bake(bpy.context, st)      # re-bake what plays (the signature holds the substeps)
+    _redraw()
+
+
 class StylizedPreviewProps(bpy.types.PropertyGroup):
     clip: EnumProperty(
         name="Clip", items=_clip_items, get=_get_clip, set=_set_clip,
@@ -197,6 +209,11 @@ class StylizedPreviewProps(bpy.types.PropertyGroup):
         name="Fade", min=0.0, soft_max=2.0, unit="TIME_ABSOLUTE", get=_get_fade, set=_set_fade, step=5,
         description="Crossfade duration in seconds: choosing another clip while the preview plays blends "
                     "from the current pose to the new clip over this time (0: switch at once)")
+    bake_substeps: IntProperty(
+        name="Bake Samples", min=1, soft_max=4, max=16, get=_get_substeps, set=_set_substeps,
+        description="Samples per frame when a rig with constraints, IK, drivers or B-Bones is baked for the "
+                    "preview: the preview is exact at the samples and interpolates linearly between them "
+                    "(1: every frame; more: closer between frames, a longer bake)")
     in_place: BoolProperty(
         name="In Place", get=_get_in_place, set=_set_in_place,
         description="Root motion: keep the root's horizontal travel out of the preview (a walk cycle walks "

@@ -99,8 +99,11 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
             layout.label(text=f"Duration: {cur.duration_seconds:.2f} s | Channels: {cur.channel_count}")
             from ..engine.importer import bake
 
-            for k, line in enumerate(bake.describe(arm.name, cur.name)[:6]):
+            lines = bake.describe(arm.name, cur.name)
+            for k, line in enumerate(lines[:6]):
                 layout.label(text=line, icon=("INFO" if line.startswith("Baked") else "ERROR") if k == 0 else "BLANK1")
+            if lines:
+                layout.prop(props, "bake_substeps")
         row = layout.row(align=True)
         row.operator("stylized.preview_play", text="Play", icon="PLAY")
         row.operator("stylized.preview_pause", text="Pause", icon="PAUSE")

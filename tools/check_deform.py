@@ -58,7 +58,8 @@ _bake = None     # engine.importer.bake, bound by Checker (after the extension i
 TOLERANCE = 1e-4
 NORMAL_TOLERANCE = 0.5         # median 1 - cos(angle): 60 degrees = inverted/unskinned/unmorphed normals
 MAX_FRAMES = 250
-BETWEEN_FRAMES = 4             # baked clips: half frames checked (reported, not pass/fail)
+BETWEEN_FRAMES = 4             # baked clips: frames between integer frames checked (reported, not pass/fail)
+BETWEEN_SUBFRAME = 0.5         # ... at this fraction past each integer frame
 
 _READBACK_VS = """
 void main()
@@ -388,7 +389,8 @@ class Checker:
                     frames = frames[:frames_limit]
                 # between integer frames (baked clips only): the bake is interpolated linearly
                 # there; reported, not part of the pass/fail (the preview's known error)
-                between = [(f, 0.5) for f in frames[:-1][:self.between_frames]] if baked is not None else []
+                between = ([(f, BETWEEN_SUBFRAME) for f in frames[:-1][:self.between_frames]]
+                           if baked is not None else [])
                 for f, sub in [(f, 0.0) for f in frames] + between:
                     scene.frame_set(f, subframe=sub)
                     dg = bpy.context.evaluated_depsgraph_get()

@@ -374,8 +374,9 @@ def rig_signature(armature, action=None, slot=None) -> tuple:
             _matrix_of(arm), arm.parent.name if arm.parent else None, arm.parent_type, arm.parent_bone)
 
 
-def bake_signature(armature, action, slot, fps: float) -> tuple:
-    return (rig_signature(armature, action, slot), _actions.action_signature(action, slot), float(fps))
+def bake_signature(armature, action, slot, fps: float, substeps: int = 1) -> tuple:
+    return (rig_signature(armature, action, slot), _actions.action_signature(action, slot), float(fps),
+            max(1, int(substeps)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -403,6 +404,7 @@ class Bake:
     seconds: float = 0.0
     signature: tuple = ()
     version: int = 0
+    substeps: int = 1                  # samples per frame interval
 
     @property
     def frame_count(self) -> int:
@@ -436,13 +438,26 @@ def _parent_world(ob_eval) -> Optional[np.ndarray]:
     return w
 
 
+def bake_frames(action, substeps: int = 1) -> Tuple[np.ndarray, float, float]:
+    """``actions.sample_frames(action)`` with ``substeps - 1`` evenly spaced subframes inserted
+    in every interval (``substeps`` 1: the frames themselves)."""
+    frames, start, end = _actions.sample_frames(action)
+    n = max(1, int(substeps))
+    if n > 1 and frames.size > 1:
+        a = frames[:-1, None] + (frames[1:] - frames[:-1])[:, None] * (np.arange(n) / n)[None]
+        frames = np.concatenate([a.ravel(), frames[-1:]])
+    return frames, start, end
+
+
 def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, scene=None,
-                progress: Optional[Callable[[int, int], None]] = None, reasons=None) -> Bake:
+                progress: Optional[Callable[[int, int], None]] = None, reasons=None,
+                substeps: int = 1) -> Bake:
     """Blender's evaluation of ``action`` (its ``slot``) on ``armature`` alone, at every frame of
-    ``actions.sample_frames(action)``.  The scene's frame, subframe, actions, slots, NLA mute
-    flags and the pose values the action writes are restored exactly, also on error.
-    ``progress(done, total)`` is called per frame.  Raises BakeError with a message naming the
-    armature and action."""
+    ``actions.sample_frames(action)`` (and ``substeps - 1`` subframes between each: the preview
+    interpolates linearly between baked samples, so more substeps cut the error between frames
+    at that cost).  The scene's frame, subframe, actions, slots, NLA mute flags and the pose
+    values the action writes are restored exactly, also on error.  ``progress(done, total)`` is
+    called per sample.  Raises BakeError with a message naming the armature and action."""
     import bpy
 
     from .. import preview as _preview
@@ -465,7 +480,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     if len(getattr(action, "slots", ())) and slot is None:
         raise BakeError(f"cannot bake action '{action.name}' on '{armature.name}': it has no object slot")
     fps = _actions.scene_fps(scene)
-    frames, start, end = _actions.sample_frames(action)
+    frames, start, end = bake_frames(action, substeps)
     if not (np.isfinite(frames).all() and frames.size):
         raise BakeError(f"cannot bake action '{action.name}': its frame range {tuple(action.frame_range)} is not finite")
     for fc in _actions.slot_fcurves(action, slot):
@@ -474,7 +489,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
             raise BakeError(f"cannot bake action '{action.name}' on '{armature.name}': curve "
                             f"{fc.data_path}[{fc.array_index}] has a non-finite key")
     t0 = time.perf_counter()
-    signature = bake_signature(armature, action, slot, fps)
+    signature = bake_signature(armature, action, slot, fps, substeps)
     reasons = list(reasons) if reasons is not None else bake_reasons(armature)
     names = [pb.name for pb in armature.pose.bones]
     nb = len(names)
@@ -537,7 +552,8 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     return Bake(armature=armature.name, clip_name=clip_name or action.name, action_name=action.name,
                 frames=frames, frame_start=float(start), fps=fps, bone_names=names, pose=pose, world=world,
                 parent_world=pworld, object_channel=obj_chan, bbone_pose=bb_pose, bbone_rest=bb_rest,
-                reasons=reasons, seconds=time.perf_counter() - t0, signature=signature)
+                reasons=reasons, seconds=time.perf_counter() - t0, signature=signature,
+                substeps=max(1, int(substeps)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -699,9 +715,11 @@ class BakeCache:
 
     ``mark_dirty()`` (StylizedSession.sync on armature/object/action updates) makes the next
     ``lookup`` of each entry re-check its signature once; until then lookups are a dict access
-    (the per-frame path).  ``ensure`` always re-checks and bakes when needed."""
+    (the per-frame path).  ``ensure`` always re-checks and bakes when needed.  ``substeps``:
+    samples per frame interval (1: the action's frames; part of the signature)."""
 
-    def __init__(self):
+    def __init__(self, substeps: int = 1):
+        self.substeps = max(1, int(substeps))
         self.entries: Dict[Tuple[str, str], Bake] = {}
         self._checked: Dict[Tuple[str, str], bool] = {}
         self._reasons: Dict[str, List[str]] = {}
@@ -749,7 +767,7 @@ class BakeCache:
         import bpy
 
         fps = _actions.scene_fps(bpy.context.scene)
-        if e.signature != bake_signature(armature, action, slot, fps):
+        if e.signature != bake_signature(armature, action, slot, fps, self.substeps):
             return None
         self._checked[key] = True
         return e
@@ -789,7 +807,8 @@ class BakeCache:
         if hit is not None:
             self.hits += 1
             return hit
-        b = bake_action(armature, action, slot, clip_name=clip_name, progress=progress, reasons=reasons)
+        b = bake_action(armature, action, slot, clip_name=clip_name, progress=progress, reasons=reasons,
+                        substeps=self.substeps)
         self._version += 1
         b.version = self._version
         self.entries[key] = b
@@ -811,7 +830,8 @@ def describe(armature_name: str, clip_name: Optional[str]) -> List[str]:
     if b is None:
         return [f"Needs a bake through Blender: {why}"] + [f"  {r}" for r in reasons]
     per = b.seconds / max(b.frame_count, 1) * 1e3
-    return ([f"Baked through Blender: {b.frame_count} frames in {b.seconds:.2f} s ({per:.1f} ms/frame)"]
+    what = f"{b.frame_count} frames" if b.substeps == 1 else f"{b.frame_count} samples ({b.substeps} per frame)"
+    return ([f"Baked through Blender: {what} in {b.seconds:.2f} s ({per:.1f} ms each)"]
             + [f"  {r}" for r in reasons])
 
 
