@@ -23,6 +23,7 @@ class MorphState:
         self._max = np.zeros(0, dtype=np.float32)
         self._active = 0
         self._version = 0
+        self._idx_cache = None     # (index array, checked indices, keep, min, max, length)
         if targets is not None:
             self.initialize(targets)
 
@@ -41,6 +42,7 @@ class MorphState:
             return False
         self._min = lo
         self._max = hi
+        self._idx_cache = None
         self._weights = np.zeros(lo.shape[0], dtype=np.float32)
         self._active = 0
         self._version = next_version(self._version)
@@ -48,6 +50,7 @@ class MorphState:
         return True
 
     def clear(self) -> None:
+        self._idx_cache = None
         self._weights = np.zeros(0, dtype=np.float32)
         self._min = np.zeros(0, dtype=np.float32)
         self._max = np.zeros(0, dtype=np.float32)
@@ -107,22 +110,42 @@ class MorphState:
         return True
 
     def set_weights(self, indices, values) -> bool:
-        """Vectorised set_weight: one version bump when anything changed (last duplicate wins)."""
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        val = np.asarray(values, dtype=np.float64).reshape(-1)
-        if idx.shape != val.shape:
-            return False
-        if idx.size == 0:
+        """Vectorised set_weight: one version bump when anything changed (last duplicate wins).
+
+        A read-only index array (what SceneRuntime passes every frame) is checked once and its
+        checks, duplicate selection and clamp ranges are reused while the same array comes back."""
+        cached = self._idx_cache
+        if cached is not None and indices is cached[0]:
+            _, idx, keep, lo, hi, length = cached
+            val = np.asarray(values, dtype=np.float64).reshape(-1)
+            if val.shape[0] != length:
+                return False
+        else:
+            idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+            val = np.asarray(values, dtype=np.float64).reshape(-1)
+            if idx.shape != val.shape:
+                return False
+            if idx.size == 0:
+                return True
+            n = self._weights.shape[0]
+            if idx.min() < 0 or idx.max() >= n:
+                return False
+            keep = None
+            if idx.size > 1 and not (idx[1:] > idx[:-1]).all() and np.unique(idx).size != idx.size:
+                # keep the last occurrence of each index
+                rev_u, rev_first = np.unique(idx[::-1], return_index=True)
+                keep = idx.size - 1 - rev_first
+                idx = idx[keep]
+            lo, hi = self._min[idx], self._max[idx]
+            if isinstance(indices, np.ndarray) and not indices.flags.writeable:
+                self._idx_cache = (indices, idx, keep, lo, hi, val.shape[0])
+        if val.shape[0] == 0:
             return True
-        n = self._weights.shape[0]
-        if idx.min() < 0 or idx.max() >= n or not np.all(np.isfinite(val)):
+        if not np.isfinite(val).all():
             return False
-        if idx.size > 1 and not (idx[1:] > idx[:-1]).all() and np.unique(idx).size != idx.size:
-            # keep the last occurrence of each index
-            rev_u, rev_first = np.unique(idx[::-1], return_index=True)
-            keep = idx.size - 1 - rev_first
-            idx, val = idx[keep], val[keep]
-        new = np.clip(val, self._min[idx], self._max[idx]).astype(np.float32)
+        if keep is not None:
+            val = val[keep]
+        new = np.clip(val, lo, hi).astype(np.float32)
         old = self._weights[idx]
         changed = new != old
         if not changed.any():

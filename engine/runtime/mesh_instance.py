@@ -28,6 +28,7 @@ import numpy as np
 
 from ..animation.morph import MorphState
 from ..assets.types import Bounds
+from .palette import bounds_of
 from ..geometry import smooth_normal_deltas
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
@@ -274,9 +275,10 @@ class PrimitiveInstance:
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = table if table is not None else morph_table(prim)
         # per-target extremes stacked for conservative_bounds (init time, a loop over targets)
-        self._dmin = np.array([td.dmin for td in self._targets], np.float64).reshape(-1, 3)
-        self._dmax = np.array([td.dmax for td in self._targets], np.float64).reshape(-1, 3)
+        self._dminmax = np.array([np.concatenate([td.dmin, td.dmax]) for td in self._targets],
+                                 np.float64).reshape(-1, 6)
         self._max_len = np.array([td.max_length for td in self._targets], np.float64)
+        self._base_empty = prim.bounds.is_empty
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
@@ -289,15 +291,17 @@ class PrimitiveInstance:
         prim = self.primitive
         base = prim.bounds
         w = np.asarray(weights, np.float64)
-        if not w.any() or base.is_empty:
+        if self._base_empty or not w.any():
             return base, 0.0
         # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below
-        wp = np.maximum(w, 0.0)
-        wn = np.minimum(w, 0.0)
-        lo = np.dot(wp, self._dmin) + np.dot(wn, self._dmax)
-        hi = np.dot(wp, self._dmax) + np.dot(wn, self._dmin)
+        a = np.dot(np.maximum(w, 0.0), self._dminmax)     # (w+ . dmin, w+ . dmax)
+        b = np.dot(np.minimum(w, 0.0), self._dminmax)     # (w- . dmin, w- . dmax)
         max_delta = float(np.dot(np.abs(w), self._max_len))
-        return Bounds(base.minimum + lo, base.maximum + hi), max_delta
+        lo = base.minimum + (a[:3] + b[3:])
+        hi = base.maximum + (a[3:] + b[:3])
+        lo.flags.writeable = False
+        hi.flags.writeable = False
+        return bounds_of(lo, hi), max_delta
 
     def compose_in_shader(self, backend, base_stream):
         """(stream, conservative bounds, max delta) drawing ``base_stream`` with the deltas

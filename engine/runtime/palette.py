@@ -23,7 +23,7 @@ _NO_MATRICES.flags.writeable = False
 _EMPTY_BOUNDS = Bounds.empty()
 
 
-def _bounds_of(lo: np.ndarray, hi: np.ndarray) -> Bounds:
+def bounds_of(lo: np.ndarray, hi: np.ndarray) -> Bounds:
     """A Bounds over read-only (3,) float64 rows, without the constructor's defensive copies
     (per-frame path: ``lo``/``hi`` are rows of a fresh array nobody else writes)."""
     b = object.__new__(Bounds)
@@ -370,7 +370,7 @@ class _PaletteBatch:
             pal = g.palette
             o = self.offsets[gi]
             pal.matrices = f32[o:o + self.counts[gi]].transpose(0, 2, 1)
-            pal.current_local_bounds = _bounds_of(lo[gi], hi[gi])
+            pal.current_local_bounds = bounds_of(lo[gi], hi[gi])
             pal._scale_source = (self, gi)
             ok[gi] = pal.upload()
         return ok

@@ -130,8 +130,11 @@ class SceneRuntime:
             binds = []
             for pi, p in enumerate(mesh.primitives):
                 if p.has_morphs:
-                    binds.append((pi, np.array([slot[_target_key(t)] for t in p.morph_targets], dtype=np.int64),
-                                  np.arange(len(p.morph_targets), dtype=np.int64)))
+                    slots = np.array([slot[_target_key(t)] for t in p.morph_targets], dtype=np.int64)
+                    targets = np.arange(len(p.morph_targets), dtype=np.int64)
+                    slots.flags.writeable = False
+                    targets.flags.writeable = False     # MorphState.set_weights checks it once
+                    binds.append((pi, slots, targets))
             self._key_names[node] = names
             self._bindings[node] = binds
         self._morph_insts = [inst for inst in self.mesh_instances if inst is not None]
@@ -210,7 +213,9 @@ class SceneRuntime:
                 ch = np.array([chan_of.get((node, names[s]), -1) for s in slots], dtype=np.int64)
                 keep = ch >= 0
                 if keep.any():
-                    self._clip_bindings.append((inst.primitives[pi].morph_state, ch[keep], targets[keep]))
+                    t_keep = targets[keep]
+                    t_keep.flags.writeable = False
+                    self._clip_bindings.append((inst.primitives[pi].morph_state, ch[keep], t_keep))
         return True
 
     def _crowd_maps(self, clip, targets):
