@@ -439,8 +439,8 @@ class StylizedSession:
         if not reasons:
             return clips, None
         name = _preview.pending_clip_name(state)
-        if name is None:
-            return clips, None
+        if name is None or name not in clips:
+            return clips, None      # no clip, or one the player reports as not compatible
         b, why = _bake.BAKES.lookup(arm, name)
         if b is None:
             state.last_error = f"clip '{name}' needs a bake: {why}; it is driven by {'; '.join(reasons)}"

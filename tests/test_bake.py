@@ -403,3 +403,16 @@ def test_substeps_cut_the_error_between_frames(crig, capsys, monkeypatch, bakes)
     assert e1 > check_deform.TOLERANCE and e2 < 0.8 * e1, (e1, e2)
     b = bakes.BAKES.lookup("CRig", "RigAction")[0]
     assert b.frame_count == 19 and float(f2["max_rel_error"]) <= check_deform.TOLERANCE
+
+
+def test_unknown_clip_is_reported_as_such(crig, bakes):
+    """A clip name the armature has no clip for is reported as not compatible, not as a bake."""
+    arm, _ob, act = crig
+    s, st, frame = _preview_session(arm, act, 0.0)
+    st.commands[:] = [("clip", "NoSuchClip")]
+    try:
+        assert frame()[0] is not None
+        assert st.last_error == f"clip 'NoSuchClip' is not compatible with '{arm.name}'", st.last_error
+        assert bakes.BAKES.bake_count == 0
+    finally:
+        s.free()
