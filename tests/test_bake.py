@@ -416,3 +416,29 @@ def test_unknown_clip_is_reported_as_such(crig, bakes):
         assert bakes.BAKES.bake_count == 0
     finally:
         s.free()
+
+
+def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
+    """While playing, the bone matrices written before the player's sample are those of the time
+    it sampled (the clock prediction), frame after frame."""
+    import time as _time
+
+    arm, _ob, act = crig
+    bakes.BAKES.ensure(arm, act.name)
+    s, st, frame = _preview_session(arm, act, 0.0)
+    st.commands.append(("loop", True))
+    st.commands.append(("play",))
+    try:
+        seen = set()
+        for _ in range(6):
+            ok, clip, t = frame()
+            assert ok and st.active and st.playing, st.last_error
+            feed = s._bake_clip_cache[1][(arm.name, act.name)][2]
+            want = feed.baked.local_matrices(t, inner_only=True)
+            got = np.asarray(s.runtime.pose.local_matrices)[feed.baked.inner_nodes]
+            np.testing.assert_allclose(got, want, atol=1e-12)
+            seen.add(round(t, 6))
+            _time.sleep(0.01)
+        assert len(seen) >= 5       # the clock moved
+    finally:
+        s.free()
