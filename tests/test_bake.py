@@ -442,3 +442,31 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
         assert len(seen) >= 5       # the clock moved
     finally:
         s.free()
+
+
+def test_session_sync_marks_bakes_dirty(crig, bakes):
+    """The viewport session's sync (Blender's depsgraph updates) makes the next lookup re-check:
+    a constraint edited after the bake is seen as stale without calling ensure."""
+    from stylized_renderer.engine.session import StylizedSession
+
+    arm, _ob, act = crig
+    bakes.BAKES.ensure(arm, act.name)
+    assert bakes.BAKES.lookup(arm.name, act.name)[0] is not None
+    s = StylizedSession(viewport=True)
+    seen = []
+
+    def on_update(scene, depsgraph):
+        seen.append(len(depsgraph.updates))
+        s.sync(depsgraph, depsgraph.updates)
+
+    bpy.app.handlers.depsgraph_update_post.append(on_update)
+    try:
+        s._synced_frame = (bpy.context.scene.frame_current, 0.0)
+        arm.pose.bones["arm2"].constraints[0].influence = 0.25
+        bpy.context.view_layer.update()
+    finally:
+        bpy.app.handlers.depsgraph_update_post.remove(on_update)
+        s.free()
+    assert seen, "no depsgraph update was reported"
+    got, why = bakes.BAKES.lookup(arm.name, act.name)
+    assert got is None and "changed" in why, why
