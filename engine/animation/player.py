@@ -29,6 +29,13 @@ import numpy as np
 from .sampling import TrackSet, slerp
 
 
+def _as_slice(idx: np.ndarray):
+    """``idx`` as a slice when it is a run of consecutive indices (views instead of gathers)."""
+    if idx.size and int(idx[-1]) - int(idx[0]) == idx.size - 1 and (np.diff(idx) == 1).all():
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
 class AnimationPlayer:
     def __init__(self):
         self._clip = None
@@ -176,10 +183,11 @@ class AnimationPlayer:
         self._t_tracks, self._t_slot = build("translation_times", "translation_values", 3)
         self._r_tracks, self._r_slot = build("rotation_times", "rotation_values", 4)
         self._s_tracks, self._s_slot = build("scale_times", "scale_values", 3)
-        self._nodes_ip = self._nodes.astype(np.intp)
-        self._t_nodes = self._nodes_ip[self._t_slot]
-        self._r_nodes = self._nodes_ip[self._r_slot]
-        self._s_nodes = self._nodes_ip[self._s_slot]
+        ip = self._nodes.astype(np.intp)
+        self._nodes_ip = _as_slice(ip)      # a slice when the nodes are consecutive (no gathers)
+        self._t_nodes = _as_slice(ip[self._t_slot])
+        self._r_nodes = _as_slice(ip[self._r_slot])
+        self._s_nodes = _as_slice(ip[self._s_slot])
         mch = [m for m in clip.morph_channels if len(m.times) > 0]
         self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
         self._m_tracks = TrackSet([m.times for m in mch], [np.asarray(m.values).reshape(-1, 1) for m in mch], 1)

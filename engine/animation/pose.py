@@ -276,11 +276,11 @@ class ScenePose:
         """The preview player's per-frame write: the sampled tracks of a clip, already checked
         (finite keys of a validated clip; ``q`` unit quaternions from the sampler), into the TRS of
         ``t_nodes`` / ``q_nodes`` / ``s_nodes`` (each a subset of ``nodes``, the clip's animated
-        nodes, an intp array the caller keeps between frames), then ``local = pre @ T @ R @ S``
+        nodes: intp arrays, or slices for runs of consecutive nodes), then ``local = pre @ T @ R @ S``
         for ``nodes``.  Same result as ``local_trs`` + ``set_local_trs``, without the copies and
         checks."""
         if self._trs_stale.any():
-            self._refresh_trs(nodes)
+            self._refresh_trs(np.arange(self._n)[nodes])
         if t is not None:
             self._t[t_nodes] = t
         if q is not None:

@@ -258,6 +258,9 @@ class _PaletteBatch:
         self.counts = counts
         self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         self.joints = np.concatenate([g.joint_nodes for g in groups]).astype(np.intp)
+        j = self.joints
+        self.joint_run = (slice(int(j[0]), int(j[-1]) + 1) if j.size and int(j[-1]) - int(j[0]) == j.size - 1
+                          and (np.diff(j) == 1).all() else None)     # consecutive joints: a view
         self.group_of_joint = np.repeat(np.arange(len(groups), dtype=np.intp), counts)
         self.mesh_nodes = np.array([g.mesh_node_index for g in groups], np.intp)
         # (ibm @ corr)^T of every joint; the corrections of groups with an armature relation are
@@ -329,8 +332,12 @@ class _PaletteBatch:
             self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
         if not self._relations(world):
             return None
-        jt = world[self.joints].transpose(0, 2, 1)       # jointWorld^T, a fresh (T,4,4) gather
+        if self.joint_run is not None:
+            jt = world[self.joint_run].transpose(0, 2, 1)  # jointWorld^T, a view
+        else:
+            jt = world[self.joints].transpose(0, 2, 1)    # jointWorld^T, a fresh (T,4,4) gather
         if segment_table is not None and self.seg_rows_global.size:
+            jt = jt.copy()
             rows = self.seg_rows_global
             jt[rows] = np.matmul(segment_table[self.seg_table_rows].transpose(0, 2, 1), jt[rows])
         x = np.matmul(self.ibm_t_eff, jt)                 # (jointWorld @ ibm)^T
