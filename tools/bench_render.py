@@ -1,7 +1,7 @@
 """Render benchmark: F12 of the demo character scene at 1280x720 with shadows and outlines, timed
 against Workbench and EEVEE (BLENDER_EEVEE, EEVEE Next in 5.0) on the same scene in the same
-process.  Each engine renders once to warm up (shader compilation), then the median of --runs
-timed renders is reported.  Uses demo/character.py's build_demo_scene() when it exists, otherwise
+process.  Each engine renders once to warm up (shader compilation), then Stylized and Workbench
+take turns for --runs timed renders each and the medians are reported.  Uses demo/character.py's build_demo_scene() when it exists, otherwise
 a generated skinned-ish scene.  Last line:
   bench-render: stylized_s=X workbench_s=Y eevee_s=Z ratio_workbench=R1 ratio_eevee=R2
 
@@ -153,18 +153,28 @@ def bpy_update(scene):
 
 
 def time_engine(scene, engine, runs):
+    return time_engines(scene, (engine,), runs)[engine]
+
+
+def time_engines(scene, engines, runs):
+    """{engine: (median s, first s)}: each engine renders once to warm up, then the engines take
+    turns (run 1 of each, run 2 of each, ...), so a load spike on this shared machine hits them
+    alike instead of one engine's whole series."""
     import bpy
 
-    scene.render.engine = engine
-    t = time.perf_counter()
-    bpy.ops.render.render(scene=scene.name)          # warm-up: shader compilation, caches
-    warm = time.perf_counter() - t
-    times = []
-    for _ in range(runs):
+    warm, times = {}, {e: [] for e in engines}
+    for e in engines:
+        scene.render.engine = e
         t = time.perf_counter()
-        bpy.ops.render.render(scene=scene.name)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), warm
+        bpy.ops.render.render(scene=scene.name)      # warm-up: shader compilation, caches
+        warm[e] = time.perf_counter() - t
+    for _ in range(runs):
+        for e in engines:
+            scene.render.engine = e
+            t = time.perf_counter()
+            bpy.ops.render.render(scene=scene.name)
+            times[e].append(time.perf_counter() - t)
+    return {e: (statistics.median(times[e]), warm[e]) for e in engines}
 
 
 def time_animation(scene, engine, frames: int, out_dir: str):
@@ -216,9 +226,10 @@ def run_crowd(args):
         if st is not None:
             st.shadows = True
             st.outlines = True
-        sty, sty_warm = time_engine(scene, "STYLIZED", args.runs)
+        t = time_engines(scene, ("STYLIZED", "BLENDER_WORKBENCH"), args.runs)
+        (sty, sty_warm), (wb, wb_warm) = t["STYLIZED"], t["BLENDER_WORKBENCH"]
         stats = render_engine.last_render.get("stats", {})
-        wb, wb_warm = time_engine(scene, "BLENDER_WORKBENCH", args.runs)
+        pipe = render_engine.last_render.get("pipeline", {})
         scene.frame_set(scene.frame_start)
         sty_a0, sty_a = time_animation(scene, "STYLIZED", args.anim_frames, out_dir)
         wb_a0, wb_a = time_animation(scene, "BLENDER_WORKBENCH", args.anim_frames, out_dir)
@@ -226,7 +237,7 @@ def run_crowd(args):
             base = (n, sty)
         per_char = sty * 1e3 if n == base[0] else (sty - base[1]) * 1e3 / max(n - base[0], 1)
         print(f"  n={n}: STYLIZED F12 {sty:.3f} s (first {sty_warm:.3f} s, items={stats.get('items')}, "
-              f"draws={stats.get('draw_calls')}, batches={stats.get('live_batches')}) anim first "
+              f"draws={pipe.get('draw_calls')}, batches={pipe.get('batches_drawn')}) anim first "
               f"{sty_a0:.3f} s then {sty_a:.3f} s/frame | WORKBENCH F12 {wb:.3f} s (first {wb_warm:.3f} s) "
               f"anim first {wb_a0:.3f} s then {wb_a:.3f} s/frame")
         print(f"bench-crowd-render: n={n} f12_ratio={sty / wb:.3f} anim_ratio={sty_a / wb_a:.3f} "
@@ -264,11 +275,11 @@ def main():
     from stylized_renderer.engine import render_engine
 
     print(f"scene: {kind}, {args.width}x{args.height}, {args.runs} timed renders per engine (median)")
-    sty, sty_warm = time_engine(scene, "STYLIZED", args.runs)
+    t = time_engines(scene, ("STYLIZED", "BLENDER_WORKBENCH"), args.runs)
+    (sty, sty_warm), (wb, wb_warm) = t["STYLIZED"], t["BLENDER_WORKBENCH"]
     stats = render_engine.last_render.get("stats", {})
     print(f"  STYLIZED          {sty:8.3f} s (first {sty_warm:.3f} s)  items={stats.get('items')} "
           f"fallbacks={stats.get('fallbacks', stats.get('fallback_objects'))}")
-    wb, wb_warm = time_engine(scene, "BLENDER_WORKBENCH", args.runs)
     print(f"  BLENDER_WORKBENCH {wb:8.3f} s (first {wb_warm:.3f} s)")
     if args.skip_eevee:
         ee = float("nan")

@@ -261,11 +261,14 @@ class FramePipeline:
         fwd = forward_shader()
         out_sh = outline_shader()
         wc = np.asarray(s.world_color, np.float64)
+        alpha = 0.0 if s.film_transparent else 1.0
+        # colour + depth through the colour-only framebuffer, the aux target to zero on its own:
+        # each target is cleared once (a clear of the main framebuffer also wrote the aux target)
+        with self._fb_blend.bind():
+            self._fb_blend.clear(color=(float(wc[0]), float(wc[1]), float(wc[2]), alpha), depth=1.0)
+        self._aux_clear()
         with self._fb_main.bind():
             gpu.state.viewport_set(0, 0, s.width, s.height)
-            alpha = 0.0 if s.film_transparent else 1.0
-            self._fb_main.clear(color=(float(wc[0]), float(wc[1]), float(wc[2]), alpha), depth=1.0)
-            self._aux_clear()
             gpu.state.depth_test_set("LESS_EQUAL")
             gpu.state.depth_mask_set(True)
             gpu.state.blend_set("NONE")
@@ -320,8 +323,7 @@ class FramePipeline:
         return color
 
     def _aux_clear(self):
-        # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn; the framebuffer
-        # clear above sets every colour slot to the world colour, so clear it separately.
+        # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn
         import gpu
 
         if not hasattr(self, "_fb_aux") or self._fb_aux_src is not self._aux:
