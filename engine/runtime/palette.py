@@ -289,6 +289,9 @@ class _PaletteBatch:
         self.seg_table_rows = np.concatenate([g.seg_rows for g in groups]).astype(np.intp)
         self._skin_t = None
         self._scales = None
+        # per group: (palette, first row, end row, lazy scale source), plain Python values
+        self._slots = [(g.palette, int(o), int(o + c), (self, gi))
+                       for gi, (g, o, c) in enumerate(zip(groups, self.offsets, self.counts))]
         self._mesh_w = self._mesh_inv = None     # last mesh worlds and their inverses
         self._rel_key = None                     # last armature and mesh worlds of the relations
 
@@ -371,16 +374,14 @@ class _PaletteBatch:
             hi[self.still_groups] = np.maximum(hi[self.still_groups], self.still_max)
         lo.flags.writeable = False
         hi.flags.writeable = False
-        f32 = skin_t.astype(np.float32)
-        ok = np.zeros(g_count, bool)
-        for gi, g in enumerate(self.groups):             # per palette: its views and its upload
-            pal = g.palette
-            o = self.offsets[gi]
-            pal.matrices = f32[o:o + self.counts[gi]].transpose(0, 2, 1)
-            pal.current_local_bounds = bounds_of(lo[gi], hi[gi])
-            pal._scale_source = (self, gi)
-            ok[gi] = pal.upload()
-        return ok
+        mats = skin_t.astype(np.float32).transpose(0, 2, 1)
+        ok = []
+        for (pal, a, b, src), l, h in zip(self._slots, lo, hi):   # per palette: views, upload
+            pal.matrices = mats[a:b]
+            pal.current_local_bounds = bounds_of(l, h)
+            pal._scale_source = src
+            ok.append(pal.upload())
+        return np.array(ok, bool)
 
     def linear_scale(self, gi: int) -> float:
         """Spectral norm^2 <= max absolute row sum of the Gram matrix (exact for similarities),
