@@ -193,13 +193,15 @@ RIGIFY_KEYS = {
 }
 
 
-def build_rigify(scene=None, frames=FRAMES, face: bool = False, rings: int = 3, sides: int = 5):
+def build_rigify(scene=None, frames=FRAMES, face: bool = True, rings: int = 3, sides: int = 5,
+                 per_vertex: int = 5):
     """A generated Rigify character: (rig, body mesh, action).  The metarig and the widget
-    objects are removed (the user's scene keeps only the rig and the body).  ``face``: keep the
-    DEF bones of the face in the body (tiny tubes; off by default to keep the mesh small).
+    objects are removed (the user's scene keeps only the rig and the body).  ``face``: the DEF
+    bones of the face get tubes too.  ``per_vertex``: DEF bones weighting each vertex (5, most of
+    them B-Bones: up to 10 palette influences a vertex, as automatic weights give).
     The left arm is set to FK and the right leg to FK (``IK_FK`` = 1) as unkeyed pose values;
-    the right arm and the left leg stay IK.  ``rings`` x ``sides`` vertices per DEF bone (73 body
-    DEF bones: 3 x 5 gives ~1.1k vertices, 16 x 16 ~18.7k)."""
+    the right arm and the left leg stay IK.  ``rings`` x ``sides`` vertices per DEF bone (160 DEF
+    bones with the face, 73 without: 3 x 5 gives 2.4k / 1.1k vertices)."""
     enable_rigify()
     sc = scene or bpy.context.scene
     bpy.ops.object.armature_human_metarig_add()
@@ -216,7 +218,8 @@ def build_rigify(scene=None, frames=FRAMES, face: bool = False, rings: int = 3, 
     face_roots = ("DEF-brow", "DEF-cheek", "DEF-chin", "DEF-ear", "DEF-eye", "DEF-forehead", "DEF-jaw",
                   "DEF-lid", "DEF-lip", "DEF-nose", "DEF-temple", "DEF-tongue", "DEF-teeth", "DEF-tongue")
     deform = [b.name for b in rig.data.bones if b.use_deform and (face or not b.name.startswith(face_roots))]
-    body = _skin_by_distance("RigifyBody", rig, deform, per_vertex=3, radius_scale=0.2, rings=rings, sides=sides)
+    body = _skin_by_distance("RigifyBody", rig, deform, per_vertex=per_vertex, radius_scale=0.2, rings=rings,
+                             sides=sides)
     pb = rig.pose.bones
     for ctrl, side in (("upper_arm_parent.L", 1.0), ("thigh_parent.R", 1.0)):
         if ctrl in pb and "IK_FK" in pb[ctrl].keys():
