@@ -426,7 +426,8 @@ class ScenePose:
         for a, b, anchors in anchor_steps:
             np.matmul(world[anchors], seg[a:b], out=world[a:b])
         a, b, anchors = rest
-        np.matmul(world[anchors], seg[a:b], out=world[a:b])
+        if b > a:
+            np.matmul(world[anchors], seg[a:b], out=world[a:b])
         self._world[perm] = world
         self._dirty = False
         self._version = next_version(self._version)
@@ -446,7 +447,21 @@ class ScenePose:
         for d, (nodes, _parents) in enumerate(self._plan):
             depth[nodes] = d
         dmax = int(depth.max()) if n else 0
-        k = max(2, int(round(np.sqrt(dmax + 1))))
+        # the segment length with the lowest estimated cost (numpy calls and matrix products,
+        # measured orders of magnitude: ~1.6 us a call, ~0.09 us a gathered 4x4 product);
+        # K = 1 is level by level (best for shallow hierarchies with many nodes, e.g. crowds)
+        best = None
+        for k in sorted({1, 2, max(2, int(round(np.sqrt(dmax + 1)))), max(2, int(round(np.sqrt(dmax + 1)))) + 1}):
+            plan = self._segment_plan(depth, dmax, k)
+            steps = len(plan[1]) + len(plan[3]) + 1
+            products = sum(b - a for a, b, _ in plan[1]) + sum(b - a for a, b, _ in plan[3]) + plan[4][1]
+            cost = 3.2 * steps + 0.09 * products
+            if best is None or cost < best[0]:
+                best = (cost, plan)
+        return best[1]
+
+    def _segment_plan(self, depth: np.ndarray, dmax: int, k: int):
+        n = self._n
         par = self._parents_safe
         res = depth % k
         rank = np.where(res == 0, k - 1, res - 1)
@@ -470,7 +485,7 @@ class ScenePose:
             blk = block(r_sorted == r - 1)
             if blk is not None:
                 seg_steps.append(blk + (pos[par[perm[blk[0]:blk[1]]]],))
-        blk = block((r_sorted == k - 1) & (d_sorted > 0))   # checkpoints below the roots
+        blk = block((r_sorted == k - 1) & (d_sorted > 0)) if k > 1 else None   # checkpoints below the roots
         if blk is not None:
             seg_steps.append(blk + (pos[par[perm[blk[0]:blk[1]]]],))
         roots = int(np.count_nonzero(depth == 0))
