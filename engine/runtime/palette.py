@@ -292,7 +292,7 @@ class _PaletteBatch:
         # per group: (palette, first row, end row, lazy scale source), plain Python values
         self._slots = [(g.palette, int(o), int(o + c), (self, gi))
                        for gi, (g, o, c) in enumerate(zip(groups, self.offsets, self.counts))]
-        self._mesh_w = self._mesh_inv = None     # last mesh worlds and their inverses
+        self._mesh_w = self._mesh_inv = self._minv_rows = None     # last mesh worlds, their inverses
         self._rel_key = None                     # last armature and mesh worlds of the relations
 
     def refresh_segments(self) -> None:
@@ -333,6 +333,8 @@ class _PaletteBatch:
             except np.linalg.LinAlgError:
                 return None
             self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
+            self._minv_rows = (mesh_inv.transpose(0, 2, 1)[self.group_of_joint] if len(self.groups) > 1
+                               else None)         # inverse(meshWorld)^T per joint row (crowds)
         if not self._relations(world):
             return None
         if self.joint_run is not None:
@@ -348,7 +350,7 @@ class _PaletteBatch:
         if len(self.groups) == 1:
             skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(t, 4, 4)
         else:
-            skin_t = np.matmul(x, mesh_inv.transpose(0, 2, 1)[self.group_of_joint])
+            skin_t = np.matmul(x, self._minv_rows)
         self._skin_t = skin_t
         self._scales = None
         # bounds: centre c = R @ centre + t, half h = |R| @ half, per non-empty joint box
