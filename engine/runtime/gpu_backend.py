@@ -18,6 +18,8 @@ the texture is first needed; no packed copy is kept on the CPU.
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from .backend import RuntimeBackend
@@ -99,7 +101,7 @@ class GpuStream:
     buffers)."""
 
     __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries",
-                 "morph_weights")
+                 "morph_weights", "shared")
 
     def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None,
                  skin_entries=None, morph_weights=None):
@@ -112,6 +114,7 @@ class GpuStream:
         self.morph = morph
         self.skin_entries = skin_entries      # influence entries (> 8 influences) or None
         self.morph_weights = morph_weights    # (T,) float32 weights of ``morph`` (instanced draws)
+        self.shared = None                    # the backend's key of a stream shared by instances
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -224,6 +227,8 @@ class GpuBackend(RuntimeBackend):
         self._static = {}        # -> (arrays, (static vbo, ibo, triangle count, influence entries))
         self._morph = {}         # -> [arrays, deltas texture or None]
         self._base = {}          # -> (arrays, the primitive's shared base GpuStream)
+        self._users = {}         # -> live wrappers of the base stream (instances drawing the primitive)
+        self._rebuilt = {}       # (key, digest) -> [arrays, shared rebuilt GpuStream, live wrappers]
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
@@ -304,12 +309,40 @@ class GpuBackend(RuntimeBackend):
                 hit = (geo + base, build_stream(primitive, static=static))
                 self._base[key] = hit
                 self.stream_uploads += 1
-            b = hit[1]
-            return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
-                             skin_entries=b.skin_entries)
-        stream = build_stream(primitive, positions, normals, tangents, static=static, smooth_normals=smooth_normals)
-        self.stream_uploads += 1
-        return stream
+            self._users[key] = self._users.get(key, 0) + 1
+            return self._wrap(hit[1], ("base", key))
+        if self._users.get(key, 0) < 2:
+            stream = build_stream(primitive, positions, normals, tangents, static=static, smooth_normals=smooth_normals)
+            self.stream_uploads += 1
+            return stream
+        # a morph rebuilt on the CPU for a primitive that several instances draw: instances whose
+        # rebuild gives the same arrays (linked duplicates at the same shape-key values) share one
+        # vertex buffer and batch, so their draws group too.  Matched by a 256-bit digest of the
+        # arrays (not kept); a primitive drawn by one instance only (a single heavy rig) pays nothing.
+        h = hashlib.blake2b(digest_size=32)
+        for a in (positions, normals, tangents, smooth_normals):
+            if a is None:
+                h.update(b"-")
+            else:
+                a = np.ascontiguousarray(a, np.float32)
+                h.update(str(a.shape).encode())
+                h.update(a.data)
+        skey = (key, h.digest())
+        hit = self._rebuilt.get(skey)
+        if hit is None or not all(x is y for x, y in zip(hit[0], geo)):
+            hit = [geo, build_stream(primitive, positions, normals, tangents, static=static,
+                                     smooth_normals=smooth_normals), 0]
+            self._rebuilt[skey] = hit
+            self.stream_uploads += 1
+        hit[2] += 1
+        return self._wrap(hit[1], ("rebuilt", skey))
+
+    @staticmethod
+    def _wrap(b, shared) -> GpuStream:
+        w = GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
+                      skin_entries=b.skin_entries)
+        w.shared = shared
+        return w
 
     def create_morph_stream(self, primitive, base_stream, weights):
         """A stream drawing ``base_stream`` with the deltas composed in the vertex shader."""
@@ -332,6 +365,21 @@ class GpuBackend(RuntimeBackend):
 
     def release_stream(self, stream) -> None:
         if stream is not None:
+            shared = getattr(stream, "shared", None)
+            if shared is not None:
+                stream.shared = None
+                kind, k = shared
+                if kind == "base":
+                    if self._users.get(k, 0) > 1:
+                        self._users[k] -= 1
+                    else:
+                        self._users.pop(k, None)
+                else:
+                    hit = self._rebuilt.get(k)
+                    if hit is not None:
+                        hit[2] -= 1
+                        if hit[2] <= 0:
+                            del self._rebuilt[k]
             stream.batch = None
             stream.vbo = None
             stream.static_vbo = None
@@ -343,9 +391,11 @@ class GpuBackend(RuntimeBackend):
         """Release the cached static buffers and morph textures of every primitive not in
         ``primitives`` (called after a re-import, so replaced assets do not pile up)."""
         keep = {tuple(id(a) for a in self._geometry(p)) for p in primitives}
-        for table in (self._static, self._morph, self._base):
+        for table in (self._static, self._morph, self._base, self._users):
             for k in [k for k in table if k not in keep]:
                 del table[k]
+        for k in [k for k in self._rebuilt if k[0] not in keep]:
+            del self._rebuilt[k]
 
     @property
     def cached_primitive_count(self) -> int:
@@ -356,11 +406,16 @@ class GpuBackend(RuntimeBackend):
         self._static.pop(key, None)
         self._morph.pop(key, None)
         self._base.pop(key, None)
+        self._users.pop(key, None)
+        for k in [k for k in self._rebuilt if k[0] == key]:
+            del self._rebuilt[k]
 
     def release_all(self) -> None:
         self._static.clear()
         self._morph.clear()
         self._base.clear()
+        self._users.clear()
+        self._rebuilt.clear()
 
 
 _identity_palette = None
