@@ -471,3 +471,13 @@ def test_session_sync_marks_bakes_dirty(crig, bakes):
     assert seen, "no depsgraph update was reported"
     got, why = bakes.BAKES.lookup(arm.name, act.name)
     assert got is None and "changed" in why, why
+
+
+def test_check_fails_when_a_bake_fails(crig, capsys, monkeypatch, bakes):
+    """tools/check_deform.py: a clip whose bake fails is a failure, with the message."""
+    def broken(*a, **k):
+        raise bakes.BakeError("baking action 'RigAction' on 'CRig' failed: test")
+
+    monkeypatch.setattr(bakes, "bake_action", broken)
+    rc, out, f = _run(capsys)
+    assert rc == 1 and "bake failed: clip 'RigAction' on 'CRig'" in out, out

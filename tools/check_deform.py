@@ -225,6 +225,7 @@ class Checker:
         self.results = {}      # (object, mode) -> dict(verts, err, path); mode "between": reported only
         self.skipped = []
         self.baked = []        # (clip, target, frames, seconds) of the clips baked for player mode
+        self.bake_failures = []   # (clip, target, message): the check fails
         self.between_frames = BETWEEN_FRAMES
 
     def _record(self, mode, name, verts, err, path, nerr=0.0, nmed=0.0):
@@ -375,13 +376,18 @@ class Checker:
                 scene.frame_set(import_frame)
                 _bake.isolate(owner, action)
                 baked = None
+                played = self._played_by(clip.target_object)
                 if ob.type == "ARMATURE" and _bake.BAKES.reasons(ob.name):
                     # what the preview's Play does: bake the clip through Blender's evaluation
-                    baked = _bake.BAKES.ensure(ob, clip.name, clip.action_name or None)
+                    try:
+                        baked = _bake.BAKES.ensure(ob, clip.name, clip.action_name or None)
+                    except _bake.BakeError as ex:   # the preview cannot play it: a failure
+                        print(f"  bake failed: clip '{clip.name}' on '{clip.target_object}': {ex}")
+                        self.bake_failures.append((clip.name, clip.target_object, str(ex)))
+                        continue
                     self.baked.append((clip.name, clip.target_object, baked.frame_count, baked.seconds))
                     print(f"  baked: clip '{clip.name}' on '{clip.target_object}' ({baked.frame_count} frames, "
                           f"{baked.seconds:.2f} s): {'; '.join(baked.reasons)}")
-                played = self._played_by(clip.target_object)
                 n_frames = int(round(clip.duration_seconds * clip.fps)) + 1
                 frames = [int(round(clip.frame_start)) + k for k in range(n_frames)]
                 frames = frames[::max(1, int(step))]
@@ -475,6 +481,7 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
             failed |= not (r["nmed"] <= NORMAL_TOLERANCE)
         print(f"  {m:8s} {name}: verts={r['verts']} max_rel_error={r['err']:.3e} "
               f"normal_error_median={r['nmed']:.3e} normal_error_p90={r['nerr']:.3e} path={r['path']}")
+    failed |= bool(checker.bake_failures)
     if checker.session.import_error:
         print(f"  import error: {checker.session.import_error}")
     checker.session.free()
