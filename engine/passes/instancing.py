@@ -70,7 +70,11 @@ class FrameInstances:
         self.rows = rows
         limit = int(gpu.capabilities.max_texture_size_get())
         # instancing needs every palette in one texture (rows <= the texture limit)
-        self.enabled = bool(enabled) and ENABLED and n > 1 and pal_next <= limit
+        self.limit = limit
+        from .shader_lib import MORPH_TEX_WIDTH
+
+        self.enabled = (bool(enabled) and ENABLED and n > 1 and pal_next <= limit
+                        and w_next <= MORPH_TEX_WIDTH * limit)
         self._pal_rows, self._w_rows = pal_rows, w_rows
         self._palette_tex = self._weights_tex = None
 
@@ -118,6 +122,11 @@ class FrameInstances:
                 shader.uniform_int("object_id", int(getattr(first, "object_id", 0)))
             bind_deform(shader, first)
             batch.draw(shader)
+            return
+        if len(group) > self.limit:             # one instance_data row per instance: split
+            self.draw_calls -= 1
+            for k in range(0, len(group), self.limit):
+                self.draw_group(shader, group[k:k + self.limit], object_id)
             return
         self.instanced_draws += 1
         idx = np.fromiter((i for i, _ in group), np.int64, len(group))
