@@ -441,6 +441,12 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
             seen.add(round(t, 6))
             _time.sleep(0.01)
         assert len(seen) >= 5       # the clock moved
+        # paused: nothing is written, recomputed or uploaded
+        st.commands.append(("pause",))
+        frame()
+        version = s.runtime.pose.version
+        frame()
+        assert s.runtime.stats.palette_uploads == 0 and s.runtime.pose.version == version
     finally:
         s.free()
 
