@@ -14,7 +14,7 @@ from stylized_renderer.engine import importer
 from stylized_renderer.engine.runtime.backend import CpuBackend
 from stylized_renderer.engine.runtime.palette import SkinningPalette
 from stylized_renderer.engine.world.scene_runtime import SceneRuntime
-from tools import scenes
+from tools import bench_runtime, scenes
 
 COPIES = 6
 FRAMES = (4, 13)
@@ -27,23 +27,12 @@ def build_crowd(scene, n=COPIES):
     arm, body, hat, _ring = scenes.build_character(scene)
     names = [arm.name]
     for k in range(1, n):
-        a2 = arm.copy()
-        a2.location = (1.5 * k, 0.3 * k, 0.0)
+        a2 = bench_runtime.duplicate_character(scene, arm, (body, hat), (1.5 * k, 0.3 * k, 0.0))
         if k == 2:
             a2.rotation_euler = (0.0, 0.0, 0.7)
             a2.scale = (1.2, 1.2, 1.2)
-        scene.collection.objects.link(a2)
         if k == 3:
             a2.pose.bones["Unused"].rotation_quaternion = (0.9, 0.0, 0.0, 0.43)
-        for ob in (body, hat):
-            o2 = ob.copy()
-            o2.parent = a2 if ob.parent is not None else None
-            if ob.parent is None:
-                o2.location = a2.location
-            for md in o2.modifiers:
-                if md.type == "ARMATURE":
-                    md.object = a2
-            scene.collection.objects.link(o2)
         names.append(a2.name)
     scenes.finish()
     return names

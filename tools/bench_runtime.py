@@ -172,20 +172,32 @@ def build_crowd(n: int, spacing: float = 1.2) -> list:
     cols = max(1, int(math.ceil(math.sqrt(n))))
     names = [arm.name]
     for k in range(1, n):
-        a2 = arm.copy()                    # shares the armature data; the action stays assigned
-        a2.location.x += spacing * (k % cols)
-        a2.location.y += spacing * (k // cols)
-        scene.collection.objects.link(a2)
-        for ob in parts:
-            o2 = ob.copy()                 # a linked duplicate: the same mesh datablock
-            o2.parent = a2
-            for md in o2.modifiers:
-                if md.type == "ARMATURE":
-                    md.object = a2
-            scene.collection.objects.link(o2)
-        names.append(a2.name)
+        loc = arm.location.copy()
+        loc.x += spacing * (k % cols)
+        loc.y += spacing * (k // cols)
+        names.append(duplicate_character(scene, arm, parts, loc).name)
     scenes.finish()
     return names
+
+
+def duplicate_character(scene, arm, parts, location):
+    """A copy of the rig object ``arm`` (sharing its armature data; its action stays assigned)
+    at ``location``, and linked duplicates of ``parts`` (sharing their mesh data) deformed by
+    the copy: parented to it when the original is parented, armature modifiers pointed at it
+    (unparented parts are moved to ``location``).  Returns the new rig object."""
+    a2 = arm.copy()
+    a2.location = location
+    scene.collection.objects.link(a2)
+    for ob in parts:
+        o2 = ob.copy()
+        o2.parent = a2 if ob.parent is not None else None
+        if ob.parent is None:
+            o2.location = location
+        for md in o2.modifiers:
+            if md.type == "ARMATURE":
+                md.object = a2
+        scene.collection.objects.link(o2)
+    return a2
 
 
 def measure_crowd(n: int, frames: int = 40) -> dict:

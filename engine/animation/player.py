@@ -475,23 +475,17 @@ class AnimationPlayer:
 
     def _in_place_rows(self, tv, scene) -> None:
         """``_keep_root_in_place`` on the sampled translation rows (one per translation track)."""
-        if self._root_slot == -1:
-            self._find_root(scene)
-        if self._root_slot < 0:
-            return
-        k = self._root_track
-        travel = self._root_pre @ (tv[k] - self._root_start)
-        travel[2] = 0.0
-        tv[k] = tv[k] - self._root_pre_inv @ travel
+        self._keep_root_in_place(tv, scene, by_track=True)
 
-    def _keep_root_in_place(self, t, scene) -> None:
+    def _keep_root_in_place(self, t, scene, by_track: bool = False) -> None:
         """Remove the root's horizontal travel since time 0: the parent-space X/Y of
-        ``pre @ T`` are held at their start values (Z, rotation and scale play as keyed)."""
+        ``pre @ T`` are held at their start values (Z, rotation and scale play as keyed).
+        ``t``: rows aligned with ``_nodes``, or with the translation tracks (``by_track``)."""
         if self._root_slot == -1:
             self._find_root(scene)
         if self._root_slot < 0:
             return
-        r = self._root_slot
+        r = self._root_track if by_track else self._root_slot
         travel = self._root_pre @ (t[r] - self._root_start)
         travel[2] = 0.0
         t[r] = t[r] - self._root_pre_inv @ travel
