@@ -20,7 +20,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ..assets.types import NODE_BONE, compose_trs
+from ..assets.types import NODE_BONE
 from . import inherit as _inh
 from .sampling import decompose_matrices, normalize_quaternions
 
@@ -114,6 +114,7 @@ class ScenePose:
         self._version = 0
         self._plan = None          # cached [(level_nodes, level_parents), ...]
         self._world_plan = None    # cached segment plan of update_world_matrices (_build_world_plan)
+        self._inh_levels = None    # (active bones, per-level indices) of _update_with_inheritance
         self._parents_safe = np.zeros(0, dtype=np.int64)   # parents, -1 for roots (set with the plan)
         self.last_error: Optional[str] = None
 
@@ -134,6 +135,7 @@ class ScenePose:
         self._resolution_states = np.zeros(n, dtype=np.uint8)
         self._plan = None
         self._world_plan = None
+        self._inh_levels = None
         err = self._init_inheritance(scene_asset)
         if err is not None:
             self.last_error = err
@@ -267,7 +269,7 @@ class ScenePose:
         self._s[idx] = s
         self._trs_stale[idx] = False
         self._from_matrix[idx] = False
-        self._local[idx] = np.matmul(self._pre[idx], compose_trs(t, q, s, normalized=True))
+        self._local[idx] = np.matmul(self._pre[idx], compose_trs_fast(t, q, s))
         self._dirty = True
         return True
 
@@ -404,6 +406,7 @@ class ScenePose:
                 return False
             self._plan = plan
             self._world_plan = None
+            self._inh_levels = None
         if self._any_special:
             active = self._special & ~self._from_matrix
             if active.any():
@@ -513,26 +516,44 @@ class ScenePose:
         ap = np.empty((n + 1, 4, 4))
         ap[n] = np.eye(4)
         local = self._local
-        is_bone = self._is_bone
-        bpar = np.where(self._bone_parent, self._parents, -1)
-        for nodes, parents in self._plan:
-            par = np.where((parents >= 0) & (parents < n), parents, -1)
+        for nodes, par, b, bp, s, bps, arm, pre_s, arm_rest_s, flags in self._inheritance_levels(active):
             world[nodes] = np.matmul(world[par], local[nodes])
-            b = nodes[is_bone[nodes]]
-            if b.size == 0:
+            if b is None:
                 continue
-            ap[b] = np.matmul(ap[bpar[b]], local[b])
-            s = b[active[b]]
-            if s.size == 0:
+            ap[b] = np.matmul(ap[bp], local[b])
+            if s is None:
                 continue
-            chan = compose_trs(self._t[s], self._q[s], self._s[s], normalized=True)
-            rs, loc, post = _inh.parent_transforms(self._pre[s], self._arm_rest[bpar[s]], ap[bpar[s]],
-                                                   self._bone_parent[s], self._inh_rot[s], self._inh_mode[s],
-                                                   self._inh_loc[s])
+            chan = compose_trs_fast(self._t[s], self._q[s], self._s[s])
+            rs, loc, post = _inh.parent_transforms(pre_s, arm_rest_s, ap[bps], *flags)
             pose = _inh.apply_parent_transforms(rs, loc, post, chan)
             ap[s] = pose
-            world[s] = np.matmul(world[self._arm_node[s]], pose)
+            world[s] = np.matmul(world[arm], pose)
         self._world[:] = world[:n]
+
+    def _inheritance_levels(self, active: np.ndarray) -> list:
+        """Per hierarchy level, what ``_update_with_inheritance`` indexes with (cached per set of
+        active bones): nodes, parents (-1: the identity row), bones and their bone parents, the
+        active bones, their bone parents, armature nodes, rest offsets, parents' rest and flags."""
+        key = active.tobytes()
+        cache = self._inh_levels
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        n = self._n
+        is_bone = self._is_bone
+        bpar = np.where(self._bone_parent, self._parents, -1)
+        levels = []
+        for nodes, parents in self._plan:
+            par = np.where((parents >= 0) & (parents < n), parents, -1)
+            b = nodes[is_bone[nodes]]
+            s = b[active[b]] if b.size else b
+            if s.size:
+                flags = (self._bone_parent[s], self._inh_rot[s], self._inh_mode[s], self._inh_loc[s])
+                levels.append((nodes, par, b, bpar[b], s, bpar[s], self._arm_node[s], self._pre[s],
+                               self._arm_rest[bpar[s]], flags))
+            else:
+                levels.append((nodes, par, b if b.size else None, bpar[b], None, None, None, None, None, None))
+        self._inh_levels = (key, levels)
+        return levels
 
     def basis_from_worlds(self, worlds: np.ndarray):
         """The TRS basis per node that reproduces ``worlds`` (N,4,4, every node's world matrix,
