@@ -162,6 +162,10 @@ def test_crowd_bad_targets_are_refused_with_a_clear_message(empty_scene):
     assert not rt.set_clip(clip, targets=[names[0], other.name])
     assert f"'{other.name}'" in rt.last_error and "skeleton" in rt.last_error
     assert not rt.player.set_targets(np.zeros((2, 1), np.int64))      # wrong width
+    # the targets a UI would offer: every rig with the clip's skeleton, the clip's own first
+    assert rt.armatures_sharing_skeleton(names[1]) == [names[1], names[0]]
+    assert rt.armatures_sharing_skeleton(other.name) == [other.name]
+    assert rt.armatures_sharing_skeleton("Body") == []
     # a good selection after the refusals plays; a plain set_clip drops the targets
     assert rt.set_clip(clip, targets=names) and rt.player.target_count == 2
     assert rt.set_clip(clip) and rt.player.target_count == 1 and rt.crowd_targets == []

@@ -218,17 +218,34 @@ class SceneRuntime:
                     self._clip_bindings.append((inst.primitives[pi].morph_state, ch[keep], t_keep))
         return True
 
+    def _skeleton(self, armature: str) -> dict:
+        """{bone name: parent bone name or None} of an armature object's bone nodes."""
+        sc = self.scene
+        return {nd.bone_name: (sc.nodes[nd.parent].bone_name if nd.parent >= 0 else None)
+                for nd in sc.nodes if nd.object_name == armature and nd.bone_name is not None}
+
+    def armatures_sharing_skeleton(self, armature: str) -> List[str]:
+        """Names of the armature objects of the scene with the same bones (names and parents)
+        as ``armature``, itself first: the crowd targets a clip of ``armature`` can play on
+        (``set_clip(clip, targets=...)``).  Empty when ``armature`` has no bones."""
+        own = self._skeleton(armature)
+        if not own:
+            return []
+        names = []
+        for nd in self.scene.nodes:
+            obj = nd.object_name
+            if nd.bone_name is None and obj not in names and (obj == armature or self._skeleton(obj) == own):
+                names.append(obj)
+        names.sort(key=lambda x: x != armature)
+        return names
+
     def _crowd_maps(self, clip, targets):
         """(node maps (M, C) for AnimationPlayer.set_targets, target names, error or None).
         Set-up only (loops over targets and bones once per clip selection)."""
         sc = self.scene
         src = clip.target_object
         index = {(nd.object_name, nd.bone_name): i for i, nd in enumerate(sc.nodes)}
-
-        def skeleton(obj):
-            return {nd.bone_name: (sc.nodes[nd.parent].bone_name if nd.parent >= 0 else None)
-                    for nd in sc.nodes if nd.object_name == obj and nd.bone_name is not None}
-
+        skeleton = self._skeleton
         names = []
         for t in targets:
             if isinstance(t, (int, np.integer)):
