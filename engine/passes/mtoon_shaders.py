@@ -5,9 +5,13 @@ Uniform design: everything per frame (camera, up to 16 lights, shadow matrix and
 world/GI colours, time) lives in one std140 block ``fr`` (FrameBlock); every material is one
 std140 block ``mt`` (MToonMaterial, 304 bytes; its ``pad0`` int is the flags word: vertex colour,
 vertex alpha, unlit) made once per frame; per draw only the push
-constants ``model`` (mat4), ``object_id`` and the skinning include's ``skin_influences`` change
-(72 bytes, under Blender's 128-byte push-constant budget).  Normal matrices are computed in the
-vertex shader from ``model`` (cofactor, shared with skinning.glsl).
+constants ``model`` (mat4), ``object_id`` and the skinning include's ``skin_influences``,
+``morph_mode`` and ``instance_mode`` change (84 bytes with the shadow pass's ``shadow_cascade``,
+under Blender's 128-byte push-constant budget).  Normal matrices are computed in the vertex shader
+from the model matrix (cofactor, shared with skinning.glsl).  Instanced draws
+(engine/passes/instancing.py) take the model matrix and object id per instance from the include's
+``instance_data`` (``instance_model``, ``instance_info``); the object id reaches the fragment
+stage as the flat ``v_object_id``.
 """
 from __future__ import annotations
 

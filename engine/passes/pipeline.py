@@ -13,6 +13,9 @@ Passes, in order (each consumes the same RenderItems: vertex stream, palette, bo
 5. PostProcessPass       FXAA; the result stays linear (Blender colour-manages it).
 
 View-frustum culling uses each item's dynamic ``world_bounds``; culled casters still cast.
+Draws are grouped (engine/passes/instancing.py): items that share a batch, material, mirroring
+and deformation layout (linked duplicates) are one instanced draw per pass; ``stats`` counts
+``draw_calls``, ``instanced_draws`` and ``batches_drawn``.
 ``stats`` records per-pass CPU submission times (ms) of the last frame.  Blender's Python ``gpu``
 module has neither timer queries nor glFinish, so these are not GPU times; the whole-frame GPU cost
 shows up in the session's read-back time.
