@@ -200,13 +200,16 @@ def sample_time_after(player, delta_time: float) -> float:
 
 
 def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time: float,
-                   before_update: Optional[Callable] = None) -> None:
+                   before_update: Optional[Callable] = None, after_sample: Optional[Callable] = None) -> None:
     """Drain ``state.commands`` into ``runtime.player`` (set_clip through ``runtime.set_clip``),
     then, when the preview drives the pose (``state.active``), run ``runtime.update(delta)`` with
     ``delta`` = ``delta_time`` while playing (0 otherwise: nothing is resampled or uploaded unless
     a seek/stop/clip change asks for it) and write the clock and upload counts back.
     ``before_update(player, delta)``, when given, runs after the drain and before the update
-    (the session feeds a bake's B-Bone segments for the time about to be sampled)."""
+    (the session feeds a bake's B-Bone segments for the time about to be sampled).
+    ``after_sample()``, when given, runs inside the update after the player sampled and before
+    the uploads (the session pushes the morph weights there: VRM expressions from the player's
+    channels, the same frame)."""
     player = runtime.player
     while state.commands:
         cmd = state.commands.pop(0)
@@ -246,7 +249,8 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
             dt = 0.0
         if before_update is not None:
             before_update(player, dt)
-        if not runtime.update(dt):
+        ok = runtime.update(dt) if after_sample is None else runtime.update(dt, after_sample=after_sample)
+        if not ok:
             state.last_error = runtime.last_error or player.last_error
     state.time = float(player.current_time)
     state.duration = float(player.duration)

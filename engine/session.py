@@ -129,6 +129,7 @@ class _BakeFeed:
         self.samples = None
         self.time = None
         self.fade_from = None
+        self.relations = None
 
     def _write(self, t: float, player) -> bool:
         b = self.baked
@@ -143,8 +144,10 @@ class _BakeFeed:
             self.fade_from = None
         ok = pose.set_local_matrices(b.inner_nodes, m)
         if b.bbone_nodes:
-            seg, rest = b.bbone_segments(t)
-            ok = self.runtime.palette_set.set_bbone_segments(seg, rest) and ok
+            ps = self.runtime.palette_set
+            if self.relations is None:
+                self.relations = b.relation_table(ps.segment_keys)
+            ok = ps.set_bbone_relations(b.bbone_relations(self.relations, t)) and ok
         return ok
 
     def __call__(self, player, dt) -> None:
@@ -406,17 +409,23 @@ class StylizedSession:
                     preview_state.playing = False
                     return self._update_timeline(depsgraph)
                 clips, before = baked
-            # shape keys not driven by the clip follow the file's current values (expressions
-            # panel); keys the clip drives keep the player's sampled values
-            if self.reader is not None:
-                player = self.runtime.player
-                for node, w in self.reader.read_morph_weights(None).items():
+            player = self.runtime.player
+
+            def push_morphs():
+                # after the player sampled, before the uploads: shape keys not driven by the clip
+                # follow the file's current values (expressions panel), keys the clip drives keep
+                # the player's sampled values, VRM-bound keys take the expressions with the clip's
+                # expression channels at the player's time (docs/vrm.md)
+                for node, w in self.reader.read_morph_weights(
+                        None, expression_values=(player.morph_keys, player.morph_values)).items():
                     slots, chans = self._clip_key_slots(player, node)
                     if slots.size:
                         w = w.copy()
                         w[slots] = np.asarray(player.morph_values)[chans]
                     self.runtime.set_node_morph_weights(node, w)
-            _preview.apply_commands(preview_state, self.runtime, clips, dt, before)
+
+            _preview.apply_commands(preview_state, self.runtime, clips, dt, before,
+                                    after_sample=push_morphs if self.reader is not None else None)
             if before is not None:
                 before.after(self.runtime)
             return True

@@ -191,3 +191,39 @@ def test_segment_entry_point_and_rest_relation(empty_scene):
     assert rt2.initialize(), rt2.last_error
     assert rt2.palette_set.segment_table.shape[0] == 0 and rt2.palette_set.bbone_nodes == []
     assert TimelineReader(asset2, rt2)._bbone_bind == []
+
+
+def test_relations_entry_point_equals_segments(empty_scene):
+    """SkinningPaletteSet.set_bbone_relations (the preview bake's entry point): a table of
+    relations gives the same palette as set_bbone_segments with the segments they came from;
+    a wrong shape or a non-finite value is refused and the next update uses the rest relation."""
+    build_bbone_rig()
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    bpy.context.scene.frame_set(7)
+    dg = bpy.context.evaluated_depsgraph_get()
+    asset = importer.import_scene(dg)
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    ps = rt.palette_set
+    reader = TimelineReader(asset, rt)
+    nodes, mats, w = reader.read(dg)          # reads and sets this frame's segments
+    assert rt.update_timeline(nodes, mats, w)
+    want = ps.palette_groups[0].palette.matrices.astype(np.float64).copy()
+    table = np.array(ps.segment_table, np.float64)
+    assert np.abs(table - np.eye(4)).max() > 1e-2   # the frame's relations really bend
+    # the rest relation first, so a palette equal to ``want`` can only come from the table
+    ps.last_pose_version = -1
+    assert rt.update_timeline(nodes, mats, w)
+    assert np.abs(ps.palette_groups[0].palette.matrices - want).max() > 1e-3
+    assert ps.set_bbone_relations(table)
+    assert rt.update_timeline(nodes, mats, w)
+    assert np.abs(ps.palette_groups[0].palette.matrices - want).max() < 1e-6
+    assert not ps.set_bbone_relations(table[:-1])
+    assert "B-Bone segment relations" in ps.last_error and not ps.segment_fresh
+    bad = table.copy()
+    bad[0, 0, 0] = np.nan
+    assert not ps.set_bbone_relations(bad)

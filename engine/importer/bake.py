@@ -627,6 +627,27 @@ class BakedPose:
         i, a = self._where(time_seconds)
         return self._lerp(self.inner_locals if inner_only else self.locals, i, a)
 
+    def relation_table(self, segment_keys: np.ndarray) -> np.ndarray:
+        """(F,R,4,4) segment deform relations ``pose[a] @ inverse(rest[a])`` per baked frame,
+        one per row of the palettes' ``segment_keys`` ((R,2) bone node, segment index); rows of
+        bones not baked stay at the rest relation (identity).  Linear in the pose, so a lerp of
+        these equals the relations of the lerped segments."""
+        keys = np.asarray(segment_keys, np.int64).reshape(-1, 2)
+        nf = self.times.size
+        out = np.tile(np.eye(4), (nf, keys.shape[0], 1, 1))
+        start = {n: sl.start for n, sl in zip(self.bbone_nodes, self._slices)}
+        width = {n: sl.stop - sl.start for n, sl in zip(self.bbone_nodes, self._slices)}
+        ok = np.array([int(n) in start and 0 <= int(a) < width[int(n)] for n, a in keys], bool)
+        if ok.any():
+            cols = np.array([start[int(n)] + int(a) for n, a in keys[ok]], np.int64)
+            rest = np.concatenate([self.rest[n] for n in self.bbone_nodes])[cols]
+            out[:, ok] = self.bbone_table[:, cols] @ np.linalg.inv(rest)[None]
+        return out
+
+    def bbone_relations(self, table: np.ndarray, time_seconds: float) -> np.ndarray:
+        i, a = self._where(time_seconds)
+        return self._lerp(table, i, a)
+
     def bbone_segments(self, time_seconds: float):
         """``(pose, rest)`` dicts for ``set_bbone_segments`` at ``time_seconds``."""
         i, a = self._where(time_seconds)

@@ -575,6 +575,23 @@ class SkinningPaletteSet:
         self.last_pose_version = -1   # force the next update to recompute
         return True
 
+    def set_bbone_relations(self, table) -> bool:
+        """This frame's segment deform relations ``bbone_pose[a] @ inverse(bbone_rest[a])``
+        directly, one (4,4) per row of ``segment_keys`` ((R,4,4)): the entry point for pose
+        sources that have them ready (a preview bake).  Applies to the next ``update`` only, as
+        ``set_bbone_segments``.  False (and ``last_error``) on a wrong shape or non-finite
+        values; the table then stays at the rest relation."""
+        t = np.asarray(table, np.float64)
+        if t.shape != (self.segment_keys.shape[0], 4, 4) or not np.isfinite(t).all():
+            self.last_error = (f"B-Bone segment relations: expected finite ({self.segment_keys.shape[0]}, 4, 4), "
+                               f"got {t.shape}")
+            self.segment_fresh = False
+            return False
+        self.segment_table = t
+        self.segment_fresh = True
+        self.last_pose_version = -1   # force the next update to recompute
+        return True
+
     # ---------------------------------------------------------------- queries
     def find(self, node_index: int, primitive_index: int) -> Optional[SkinningPalette]:
         if not (0 <= node_index < len(self.palette_lookup)):

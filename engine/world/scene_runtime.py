@@ -321,8 +321,10 @@ class SceneRuntime:
                         p.morph_state.reset()
 
     # ---------------------------------------------------------------- frames
-    def update(self, delta_time: float = 0.0) -> bool:
-        """Preview-player frame: player -> palettes -> morph instances."""
+    def update(self, delta_time: float = 0.0, after_sample=None) -> bool:
+        """Preview-player frame: player -> palettes -> morph instances.  ``after_sample()``, when
+        given, runs after the player sampled (and its shape-key channels were pushed) and before
+        the palettes and morph streams are uploaded: weights it sets are drawn this frame."""
         if not self._initialized:
             return False
         t0 = time.perf_counter()
@@ -332,6 +334,8 @@ class SceneRuntime:
             vals = self.player.morph_values
             for state, ch, targets in self._clip_bindings:
                 state.set_weights(targets, vals[ch])
+        if after_sample is not None:
+            after_sample()
         t1 = time.perf_counter()
         return self._finish_frame(ok, t0, t1)
 
