@@ -14,6 +14,12 @@ same process, and prints one line per N:
   bench-crowd-render: n=N f12_ratio=A anim_ratio=B ms_per_character=C
 (C: the Stylized F12 cost per added character, (t_N - t_1) / (N - 1) against the N = 1 scene of
 the same run; for N = 1 the F12 time itself.)
+Skinning cost (``--skin-cost``, issue 14 "Rendering cost"): the demo (or --crowd N's first N) is
+rendered with Profile GPU on (each pass waits for the GPU) and every item drawn alone, alternating
+the real skinning with the
+same frame drawn unskinned (the identity palette bound, so every pass skips the skin matrices;
+the picture is the rest pose, only the timing matters), and prints per pass
+  bench-skin-cost: pass=P skinned_ms=A unskinned_ms=B skin_share=(A-B)/A
 This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
@@ -244,6 +250,49 @@ def run_crowd(args):
               f"ms_per_character={per_char:.2f}", flush=True)
 
 
+def run_skin_cost(args):
+    """Per-pass time with and without the vertex shaders' skinning (see the module docstring)."""
+    import bpy
+
+    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.passes import instancing
+    from stylized_renderer.engine.runtime import gpu_backend
+
+    n = (args.crowd or [1])[0]
+    scene, kind = build_scene()
+    if n > 1:
+        add_linked_duplicates(scene, n - 1)
+    scene.render.resolution_x, scene.render.resolution_y = args.width, args.height
+    scene.render.resolution_percentage = 100
+    st = scene.stylized
+    st.shadows = st.outlines = True
+    st.profile_gpu = True
+    scene.render.engine = "STYLIZED"
+    real = gpu_backend.bind_skinning
+
+    def unskinned(shader, palette, influences):
+        real(shader, None, 0)
+
+    bpy.ops.render.render(scene=scene.name)
+    times = {True: [], False: []}
+    try:
+        for _ in range(args.runs):
+            for skinned in (True, False):
+                gpu_backend.bind_skinning = real if skinned else unskinned
+                instancing.ENABLED = False          # every item drawn alone, through bind_skinning
+                bpy.ops.render.render(scene=scene.name)
+                times[skinned].append(dict(render_engine.last_render["stats"]["gpu_ms"]))
+    finally:
+        gpu_backend.bind_skinning = real
+        instancing.ENABLED = True
+    print(f"skinning cost: {kind}, {n} character(s), {args.width}x{args.height}, {args.runs} alternations")
+    for name in ("shadow", "forward", "outline_mask"):
+        a = statistics.median(t.get(name, 0.0) for t in times[True])
+        b = statistics.median(t.get(name, 0.0) for t in times[False])
+        print(f"bench-skin-cost: pass={name} skinned_ms={a:.1f} unskinned_ms={b:.1f} "
+              f"skin_share={(a - b) / a if a > 0 else float('nan'):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -252,6 +301,8 @@ def main():
     ap.add_argument("--crowd", type=int, nargs="*", default=None, metavar="N",
                     help="crowd mode: N characters (the demo and N - 1 linked duplicates); "
                          "without a value N = 1 6 36")
+    ap.add_argument("--skin-cost", action="store_true",
+                    help="per-pass time with and without skinning (with --crowd N: N characters)")
     ap.add_argument("--anim-frames", type=int, default=4,
                     help="crowd mode: frames of the Ctrl+F12 animation render (the first is not counted)")
     ap.add_argument("--eevee-runs", type=int, default=1,
@@ -259,11 +310,14 @@ def main():
     ap.add_argument("--skip-eevee", action="store_true", help="report eevee_s=nan (slow software GL)")
     args = ap.parse_args()
     _bootstrap.load()
-    if args.crowd is not None:
+    if args.crowd is not None and not args.skin_cost:
         run_crowd(args)
         return
     args.width = args.width or 1280
     args.height = args.height or 720
+    if args.skin_cost:
+        run_skin_cost(args)
+        return
     scene, kind = build_scene()
     scene.render.resolution_x = args.width
     scene.render.resolution_y = args.height
