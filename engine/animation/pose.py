@@ -292,7 +292,10 @@ class ScenePose:
         self._trs_stale[nodes] = False
         self._from_matrix[nodes] = False
         trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
-        self._local[nodes] = np.matmul(self._pre[nodes], trs)
+        if isinstance(nodes, slice):
+            np.matmul(self._pre[nodes], trs, out=self._local[nodes])
+        else:
+            self._local[nodes] = np.matmul(self._pre[nodes], trs)
         self._dirty = True
 
     def set_local_matrices(self, nodes, matrices) -> bool:

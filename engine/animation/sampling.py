@@ -76,7 +76,8 @@ class TrackSet:
         alpha = self._base + rel
         alpha -= sl
         alpha /= dt
-        np.clip(alpha, 0.0, 1.0, out=alpha)
+        np.maximum(alpha, 0.0, out=alpha)
+        np.minimum(alpha, 1.0, out=alpha)
         alpha[step] = 1.0
         return left, right, alpha
 
