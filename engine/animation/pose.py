@@ -129,7 +129,7 @@ class ScenePose:
         n = scene_asset.node_count
         self._n = n
         self._parents = np.array(scene_asset.parents, dtype=np.int64)
-        self._pre = np.array(scene_asset.pre_matrices, dtype=np.float64)
+        self._pre = np.asarray(scene_asset.pre_matrices, dtype=np.float64)   # the asset's (read-only)
         self._pre_inv = None
         self._world = np.tile(np.eye(4), (n, 1, 1))
         self._resolution_states = np.zeros(n, dtype=np.uint8)
@@ -178,7 +178,8 @@ class ScenePose:
         self._special = special
         self._any_special = bool(special.any())
         self._arm_node = np.full(n, -1, np.int64)
-        self._arm_rest = np.tile(np.eye(4), (n, 1, 1))
+        # rest arm_mat per node: only rigs with flagged bones use it
+        self._arm_rest = np.tile(np.eye(4), (n, 1, 1)) if self._any_special else np.zeros((0, 4, 4))
         if self._any_special:
             # armature node and rest arm_mat of every bone, root bones first (parents-first order
             # is not assumed: iterate until every bone is resolved; once per scene)
