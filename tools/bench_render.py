@@ -13,7 +13,7 @@ the median per-frame time of the frames after the first) with Stylized and with 
 same process, and prints one line per N:
   bench-crowd-render: n=N f12_ratio=A anim_ratio=B ms_per_character=C
 (C: the Stylized F12 cost per added character, (t_N - t_1) / (N - 1) against the N = 1 scene of
-the same run; for N = 1 the F12 time itself.)
+the same run; for N = 1, or a run without N = 1, the F12 time over N.)
 Skinning cost (``--skin-cost``, issue 14 "Rendering cost"): the demo (or --crowd N's first N) is
 rendered with Profile GPU on (each pass waits for the GPU) and every item drawn alone, alternating
 the real skinning with the
@@ -239,9 +239,10 @@ def run_crowd(args):
         scene.frame_set(scene.frame_start)
         sty_a0, sty_a = time_animation(scene, "STYLIZED", args.anim_frames, out_dir)
         wb_a0, wb_a = time_animation(scene, "BLENDER_WORKBENCH", args.anim_frames, out_dir)
-        if base is None or n == 1:
-            base = (n, sty)
-        per_char = sty * 1e3 if n == base[0] else (sty - base[1]) * 1e3 / max(n - base[0], 1)
+        if n == 1:
+            base = sty
+        # the slope against the N = 1 scene of this run; without one, the F12 time over N
+        per_char = (sty - base) * 1e3 / (n - 1) if (base is not None and n > 1) else sty * 1e3 / n
         print(f"  n={n}: STYLIZED F12 {sty:.3f} s (first {sty_warm:.3f} s, items={stats.get('items')}, "
               f"draws={pipe.get('draw_calls')}, batches={pipe.get('batches_drawn')}) anim first "
               f"{sty_a0:.3f} s then {sty_a:.3f} s/frame | WORKBENCH F12 {wb:.3f} s (first {wb_warm:.3f} s) "
