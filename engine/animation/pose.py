@@ -425,9 +425,10 @@ class ScenePose:
         if wp is None:
             wp = self._world_plan = self._build_world_plan()
         perm, seg_steps, roots, anchor_steps, rest = wp
-        seg = self._local[perm]     # plan order: every step below works on one slice
-        for a, b, parents in seg_steps:
-            np.matmul(seg[parents], seg[a:b], out=seg[a:b])
+        local = self._local[perm]   # plan order: every step below works on one slice
+        seg = local.copy()
+        for a, b, parents in seg_steps:     # reads other blocks of seg: no overlap, no temporary
+            np.matmul(seg[parents], local[a:b], out=seg[a:b])
         world = np.empty_like(seg)
         world[roots[0]:roots[1]] = seg[roots[0]:roots[1]]
         for a, b, anchors in anchor_steps:
