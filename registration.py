@@ -91,6 +91,9 @@ def register():
 
 
 def unregister():
+    from .engine import render_engine
+
+    render_engine.free_final_session()   # the F12 session kept between renders holds GPU memory
     _remove_compat()
     for mod in reversed(_submodules()):
         mod.unregister()

@@ -36,7 +36,12 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
                        if not name.startswith("_") and isinstance(getattr(bpy.app.handlers, name), list)}
     panels = registration.compat_panels()
     assert panels, "no built-in panel got STYLIZED"
+    from stylized_renderer.engine import render_engine
+
+    kept = render_engine._final_session(bpy.context.scene)   # what an F12 keeps between renders
+    assert render_engine._final["session"] is kept
     ext.unregister()
+    assert render_engine._final["session"] is None, "the kept F12 session outlived the add-on"
     C.set_registered(False)
     try:
         assert not StylizedRenderEngine.is_registered
