@@ -83,6 +83,11 @@ def test_crowd_matches_each_character_alone_and_blender(empty_scene):
         # one batched step: every palette is a view of one array computed for all characters
         bases = {id(g.palette.matrices.base) for g in rt.palette_set.palette_groups}
         assert len(bases) == 1 and rt.stats.palette_uploads == 2 * COPIES
+        rows, first = rt.palette_set.texel_rows()         # that array, as one texture's rows
+        for g in rt.palette_set.palette_groups:
+            j = g.skin.joint_count
+            got = rows[16 * first[id(g.palette)]:16 * (first[id(g.palette)] + j)]
+            assert np.array_equal(got, g.palette.matrices.transpose(0, 2, 1).ravel())
         moved = 0
         for name, r in zip(names, alone):
             seek_frame(r, clip_of(asset, name), frame)

@@ -289,6 +289,7 @@ class _PaletteBatch:
         self.seg_table_rows = np.concatenate([g.seg_rows for g in groups]).astype(np.intp)
         self._skin_t = None
         self._scales = None
+        self.texels = None                       # (T,4,4) float32 texel rows of the last update
         # per group: (palette, first row, end row, lazy scale source), plain Python values
         self._slots = [(g.palette, int(o), int(o + c), (self, gi))
                        for gi, (g, o, c) in enumerate(zip(groups, self.offsets, self.counts))]
@@ -376,7 +377,9 @@ class _PaletteBatch:
             hi[self.still_groups] = np.maximum(hi[self.still_groups], self.still_max)
         lo.flags.writeable = False
         hi.flags.writeable = False
-        mats = skin_t.astype(np.float32).transpose(0, 2, 1)
+        texels = skin_t.astype(np.float32)             # (T,4,4): row j = the 4 columns of palette row j
+        self.texels = texels
+        mats = texels.transpose(0, 2, 1)
         ok = []
         for (pal, a, b, src), l, h in zip(self._slots, lo, hi):   # per palette: views, upload
             pal.matrices = mats[a:b]
@@ -591,6 +594,17 @@ class SkinningPaletteSet:
         self.segment_fresh = True
         self.last_pose_version = -1   # force the next update to recompute
         return True
+
+    def texel_rows(self):
+        """Every palette of the last batched update in one float32 array and where each starts:
+        ``(rows (T*16,), {id(palette): first row})``, row j holding the 4 columns of a skin
+        matrix (the layout of a palette texture, ``gpu_backend.matrix_rows``).  For a pass that
+        draws many palettes from one texture (grouped draws) without concatenating them again.
+        None before the first update or after a per-group (fallback) update."""
+        b = self._batch
+        if b is None or b.texels is None or any(g.palette.matrices.base is not b.texels for g in b.groups):
+            return None
+        return b.texels.reshape(-1), {id(g.palette): int(o) for g, o in zip(b.groups, b.offsets)}
 
     # ---------------------------------------------------------------- queries
     def find(self, node_index: int, primitive_index: int) -> Optional[SkinningPalette]:
