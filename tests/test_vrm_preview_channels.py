@@ -374,3 +374,29 @@ def test_vrm1_presets_and_custom_expressions_are_channels(vrm_addon):
     w = dict(zip(rt.morph_key_names(node),
                  reader.read_morph_weights(None, expression_values=(keys, np.array([0.0, 1.0, 0.0])))[node]))
     assert w["blink_left"] == pytest.approx(1.0) and w["blink_right"] == pytest.approx(1.0) and w["look_up"] == 0.0
+
+
+@needs_godette
+def test_check_deform_player_mode_plays_the_face_slot(vrm_addon, capsys, monkeypatch):
+    """tools/check_deform.py in player mode on a clip that keys an expression: Blender's side
+    evaluates the action's ARMATURE slot on the armature data too (the add-on turns the preview
+    into shape-key values), so the keyed face matches; without that slot the check fails."""
+    from stylized_renderer.engine.importer import bake
+    from tools import check_deform
+
+    open_godette()
+    arm = bpy.data.objects["Armature"]
+    _make_clip(arm, "HappyClip", JOY, 0.5)
+
+    def run():
+        rc = check_deform.run_checks("1-25:12", "player", player_step=12)
+        out = capsys.readouterr().out
+        last = [ln for ln in out.splitlines() if ln.startswith("deform-check:")][-1]
+        return rc, dict(kv.split("=") for kv in last.split()[1:]), out
+
+    rc, f, out = run()
+    assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert "frames=4" in out, out                       # HappyClip, the only clip: 2 objects x 2 frames
+    monkeypatch.setattr(bake, "_isolate_data_slot", lambda owner, action: None)
+    rc, f, out = run()
+    assert rc != 0 and float(f["max_rel_error"]) > check_deform.TOLERANCE, out

@@ -374,7 +374,7 @@ class Checker:
                 # Blender's side: the file's state at import, then that action alone
                 _bake.restore_animation(saved)
                 scene.frame_set(import_frame)
-                _bake.isolate(owner, action)
+                _bake.isolate(owner, action, with_data=True)
                 baked = None
                 played = self._played_by(clip.target_object)
                 if ob.type == "ARMATURE" and _bake.BAKES.reasons(ob.name):

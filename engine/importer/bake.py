@@ -147,9 +147,9 @@ def restore_animation(saved) -> None:
                 tr.mute = mute
 
 
-def isolate(owner, action, slot=None) -> None:
+def isolate(owner, action, slot=None, with_data: bool = False) -> None:
     """Unassign every action and mute every NLA track, then assign ``action`` (and ``slot``) to
-    ``owner`` alone."""
+    ``owner`` alone (``with_data``: its data's slot too, see ``_isolate_data_slot``)."""
     for idb in animated_ids():
         ad = idb.animation_data
         if ad.action is not None:
@@ -166,6 +166,27 @@ def isolate(owner, action, slot=None) -> None:
                 ad.action_slot = slot
             except Exception:
                 pass
+    if with_data:
+        _isolate_data_slot(owner, action)
+
+
+def _isolate_data_slot(owner, action) -> None:
+    """An armature's action can also key its data (the VRM Add-on's expression previews live on
+    the armature data, in the action's ARMATURE slot): assign that slot to the data too, so the
+    isolated evaluation plays the whole clip. Only where the data already has animation data
+    (nothing is created on the user's data)."""
+    data = getattr(owner, "data", None)
+    dad = getattr(data, "animation_data", None)
+    if dad is None or not hasattr(dad, "action_slot"):
+        return
+    slots = [s for s in getattr(action, "slots", ()) if s.target_id_type == "ARMATURE"]
+    if not slots:
+        return
+    dad.action = action
+    try:
+        dad.action_slot = slots[0]
+    except Exception:
+        pass
 
 
 # ------------------------------------------------------------------------------------------------
