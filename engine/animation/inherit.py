@@ -38,8 +38,10 @@ _FLT_EPSILON = 1.1920928955078125e-07
 
 def _safe_normalize(v: np.ndarray):
     """(K,3) -> (unit vectors, lengths); zero vectors stay zero (Blender's normalize_v3_v3)."""
-    n = np.linalg.norm(v, axis=-1)
+    n = np.sqrt(np.einsum("ki,ki->k", v, v))
     ok = n > 1e-35
+    if ok.all():                     # the usual case: no masking
+        return v / n[:, None], n
     out = np.where(ok[:, None], v / np.where(ok, n, 1.0)[:, None], 0.0)
     return out, np.where(ok, n, 0.0)
 
@@ -48,21 +50,52 @@ def _dot(a, b):
     return np.einsum("ki,ki->k", a, b)
 
 
-def orthogonalize_stable_y(m: np.ndarray, normalize: bool) -> np.ndarray:
+def _cross(a, b):
+    """(K,3) x (K,3) row by row, written out by component (np.cross's generic axis handling costs
+    more than the products on these small batches)."""
+    out = np.empty_like(a)
+    out[:, 0] = a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1]
+    out[:, 1] = a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2]
+    out[:, 2] = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return out
+
+
+def orthogonalize_stable_y(m: np.ndarray, normalize) -> np.ndarray:
     """Blender's ``orthogonalize_m4_stable(m, 1, normalize)`` on (K,4,4): the Y axis is kept, X and
     Z are projected off it and then turned symmetrically to a right angle (volume kept unless
-    ``normalize``).  Returns a new array; the translation column is untouched."""
+    ``normalize``).  ``normalize``: one bool for every matrix, or a (K,) bool array per matrix (so
+    rows of different inherit_scale modes take one call).  Returns a new array; the translation
+    column is untouched."""
     out = np.array(m, dtype=np.float64, copy=True)
+    k = out.shape[0]
+    norm = np.asarray(normalize, dtype=bool)
+    if norm.ndim == 0:
+        all_norm = bool(norm)
+        any_norm = all_norm
+        norm = np.full(k, all_norm)
+    else:
+        if norm.shape != (k,):
+            raise ValueError(f"orthogonalize_stable_y: normalize has shape {norm.shape}, expected ({k},)")
+        all_norm = bool(norm.all())
+        any_norm = bool(norm.any())
     v1 = out[:, :3, 1].copy()
     v2 = out[:, :3, 0].copy()
     v3 = out[:, :3, 2].copy()
     l1 = _dot(v1, v1)
     pos = l1 > 0.0
-    safe_l1 = np.where(pos, l1, 1.0)
-    v2 = np.where(pos[:, None], v2 - v1 * (_dot(v2, v1) / safe_l1)[:, None], v2)
-    v3 = np.where(pos[:, None], v3 - v1 * (_dot(v3, v1) / safe_l1)[:, None], v3)
-    if normalize:
-        v1 = np.where(pos[:, None], v1 / np.sqrt(safe_l1)[:, None], v1)
+    if pos.all():                    # the usual case: no zero-length Y axis, no masking
+        v2 = v2 - v1 * (_dot(v2, v1) / l1)[:, None]
+        v3 = v3 - v1 * (_dot(v3, v1) / l1)[:, None]
+        if all_norm:
+            v1 = v1 / np.sqrt(l1)[:, None]
+        elif any_norm:
+            v1 = np.where(norm[:, None], v1 / np.sqrt(l1)[:, None], v1)
+    else:
+        safe_l1 = np.where(pos, l1, 1.0)
+        v2 = np.where(pos[:, None], v2 - v1 * (_dot(v2, v1) / safe_l1)[:, None], v2)
+        v3 = np.where(pos[:, None], v3 - v1 * (_dot(v3, v1) / safe_l1)[:, None], v3)
+        if any_norm:
+            v1 = np.where((pos & norm)[:, None], v1 / np.sqrt(safe_l1)[:, None], v1)
     n2, len2 = _safe_normalize(v2)
     n3, len3 = _safe_normalize(v3)
     c = _dot(n2, n3)
@@ -74,17 +107,22 @@ def orthogonalize_stable_y(m: np.ndarray, normalize: bool) -> np.ndarray:
         angle = np.arccos(np.clip(cf, -1.0, 1.0))
         target = angle + (np.pi / 2 - angle) / 2
         a2 = n2[f] - n3[f] * cf[:, None]
-        a2 = a2 * (np.sin(target) / np.linalg.norm(a2, axis=1))[:, None] + n3[f] * np.cos(target)[:, None]
-        tmp = np.cross(a2, n3[f])
-        a3, _ = _safe_normalize(np.cross(tmp, a2))
+        a2 = a2 * (np.sin(target) / np.sqrt(_dot(a2, a2)))[:, None] + n3[f] * np.cos(target)[:, None]
+        tmp = _cross(a2, n3[f])
+        a3, _ = _safe_normalize(_cross(tmp, a2))
         n2[f] = a2
         n3[f] = a3
-        if not normalize:
-            sf = np.sqrt(np.sin(angle))
-            v2[f] = a2 * (len2[f] * sf)[:, None]
-            v3[f] = a3 * (len3[f] * sf)[:, None]
-    if normalize:
+        if not all_norm:
+            keep = ~norm[f]
+            fk = f[keep]
+            sf = np.sqrt(np.sin(angle[keep]))
+            v2[fk] = a2[keep] * (len2[fk] * sf)[:, None]
+            v3[fk] = a3[keep] * (len3[fk] * sf)[:, None]
+    if all_norm:
         v2, v3 = n2, n3
+    elif any_norm:
+        v2 = np.where(norm[:, None], n2, v2)
+        v3 = np.where(norm[:, None], n3, v3)
     out[:, :3, 1] = v1
     out[:, :3, 0] = v2
     out[:, :3, 2] = v3
@@ -137,15 +175,18 @@ def parent_transforms(offs, parent_arm, parent_pose, has_parent, use_rotation, m
     if full.any():
         rs[full] = P[full] @ offs[full]
     if part.any():
-        tmat = np.where(use_rotation[:, None, None], P, np.asarray(parent_arm, dtype=np.float64)).copy()
+        tmat = np.where(use_rotation[:, None, None], P, np.asarray(parent_arm, dtype=np.float64))
         rot = part & use_rotation
         hinge = part & ~use_rotation
-        m = rot & ((mode == NONE) | (mode == AVERAGE))
+        # NONE / AVERAGE (normalised) and ALIGNED (volume kept, lengths -> post_scale): one call
+        m = rot & ((mode == NONE) | (mode == AVERAGE) | (mode == ALIGNED))
         if m.any():
-            tmat[m] = orthogonalize_stable_y(tmat[m], True)
-        m = rot & (mode == ALIGNED)
-        if m.any():
-            tmat[m], post[m] = _normalize_columns(orthogonalize_stable_y(tmat[m], False))
+            aligned = mode[m] == ALIGNED
+            o = orthogonalize_stable_y(tmat[m], ~aligned)
+            if aligned.any():
+                a = np.flatnonzero(m)[aligned]
+                o[aligned], post[a] = _normalize_columns(o[aligned])
+            tmat[m] = o
         m = rot & (mode == NONE_LEGACY)
         if m.any():
             tmat[m] = _normalize_columns(tmat[m])[0]
