@@ -20,8 +20,11 @@ last_render = {}
 # Final renders of one scene share one session across F12 calls.  Blender makes a new engine
 # instance for every F12, so a session owned by the instance re-imported the whole scene, rebuilt
 # every GPU stream and recreated the render targets each time.  The shared session syncs in full
-# on every render (``sync(depsgraph)`` without updates: the content-keyed asset cache verifies
-# every asset, so an edit between renders is never stale) and keeps what did not change.  Keyed by
+# on every F12 (``sync(depsgraph)`` without updates: Blender gives each F12 a new depsgraph, whose
+# updates name everything, and the content-keyed asset cache verifies every asset, so an edit
+# between renders is never stale) and keeps what did not change.  The later frames of an
+# animation render come from the same engine instance and depsgraph: they sync from its updates
+# (``StylizedSession.sync_render_step``), re-importing only when something we hold changed.  Keyed by
 # the scene's ``session_uid`` (never reused within a Blender session, unlike its name or
 # pointer); only the last rendered scene's session is kept.
 _final = {"key": None, "session": None}
@@ -76,6 +79,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         super().__init__(*args, **kwargs)
         self.session = None
         self.view_session = None
+        self._drawn_from = None     # the depsgraph this instance's last final render drew from
 
     def __del__(self):
         # Engine instances are freed by Blender; GPU objects are released with the session (the
@@ -118,7 +122,15 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         try:
             if self.session is None:
                 self.session = _final_session(scene)
-            self.session.sync(depsgraph)
+            # Blender keeps one engine instance and one depsgraph for every frame of an
+            # animation render (a new instance for each F12): a later frame reads the
+            # depsgraph's updates instead of re-importing (sync_render_step)
+            drawn_from = (depsgraph.as_pointer(), id(self.session))
+            if self._drawn_from == drawn_from and self.session is _final["session"]:
+                self.session.sync_render_step(depsgraph)
+            else:
+                self.session.sync(depsgraph)
+            self._drawn_from = None
             _follow_default_policy(self.session)
             if self.test_break():
                 return
@@ -132,6 +144,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             raise
         if self.test_break():
             return
+        self._drawn_from = drawn_from
         self.update_progress(0.9)
         result = self.begin_result(0, 0, width, height)
         layer = result.layers[0].passes["Combined"]

@@ -196,7 +196,10 @@ class StylizedSession:
         self.viewport = viewport
         self.verify_imports = not viewport
         self.want_clips = viewport      # the preview player's clips; final renders need none
-        self.runtime_reuses = 0          # re-imports that found nothing changed (runtime kept)
+        self.runtime_reuses = 0          # syncs that found nothing changed and kept the runtime
+        self.render_steps = 0            # of those, animation-render frames that imported nothing
+        self._structure_key = None       # importer.structure_key of the last import (final renders)
+        self._remember_after_import = False
         self.pipeline = None
         self.backend = None
         self.scene_asset = None
@@ -321,6 +324,88 @@ class StylizedSession:
                 if known.objects_changed(scene):
                     self._reimport("objects added, removed or renamed")
 
+    def sync_render_step(self, depsgraph) -> None:
+        """A later frame of the animation render (Ctrl+F12) whose earlier frame this session drew
+        from the same depsgraph: its updates name what Blender re-evaluated since then.  Nothing
+        is re-imported when the scene's structure is unchanged: the timeline reader reads the
+        new pose, shape-key values and matrices, and the passes read the materials anew.  The
+        full verified re-import (``sync`` without updates) runs instead when
+
+        * the node structure differs (``importer.structure_key``: objects, types, data,
+          parents, parent inverses, bones), or a datablock was removed;
+        * a held object's structure signature, a held shape-key layout or a held armature's
+          rest data changed (all read every frame: cheap, and no depsgraph tag is trusted);
+        * a collection or the scene reports a geometry (relations) update;
+        * a mesh we hold reports a geometry update and its content fingerprint differs (the
+          content-keyed cache is the safety net; an animated shape key re-checks its mesh).
+        """
+        if self.runtime is None or self.scene_asset is None or self._need_import or self.viewport:
+            self.sync(depsgraph)
+            return
+        import bpy
+
+        from . import importer, materials
+
+        t0 = time.perf_counter()
+        scene = depsgraph.scene
+        self._synced_frame = (scene.frame_current, round(float(scene.frame_subframe), 6))
+        reasons = self._structure_changes(depsgraph)
+        meshes = set()
+        self.assets.begin_check()
+        for u in depsgraph.updates if not reasons else ():
+            try:
+                idb = getattr(u.id, "original", u.id)
+                name = idb.name
+            except ReferenceError:
+                reasons.append("a datablock was removed")
+                break
+            if isinstance(idb, bpy.types.Mesh):
+                if u.is_updated_geometry and self.assets.holds_mesh(name):
+                    meshes.add(name)
+            elif isinstance(idb, bpy.types.Material):
+                materials.invalidate(name)
+            elif isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
+                reasons.append(f"{type(idb).__name__.lower()} '{name}' changed its relations")
+        for name in sorted(meshes) if not reasons else ():
+            why = self.assets.mesh_content_changed(name)
+            if why:
+                reasons.append(why)
+        self.stats["step_ms"] = (time.perf_counter() - t0) * 1e3
+        if not reasons:
+            self.render_steps += 1
+            self.runtime_reuses += 1
+            return
+        for why in reasons:
+            self._reimport(why)
+        self._remember_after_import = True
+        _mark_bakes_dirty()
+
+    def _structure_changes(self, depsgraph) -> list:
+        """Why the held runtime's structure no longer matches the scene (empty: it does)."""
+        import bpy
+
+        from . import importer
+
+        known = self.assets.known
+        _scene, view_layer = importer.resolve_scene(depsgraph)
+        key = importer.structure_key(importer.collect_objects(view_layer))
+        if key is None or key != self._structure_key:
+            return ["objects, parents or bones changed"]
+        out = []
+        for name in known.objects:
+            ob = bpy.data.objects.get(name)
+            if ob is None or known.object_structure_changed(ob):
+                out.append(f"object '{name}' changed its structure")
+        for name in known.keys:
+            key = bpy.data.shape_keys.get(name)
+            if key is None or known.key_layout_changed(key):
+                out.append(f"shape keys '{name}' changed their layout")
+        for name in known.armatures:
+            arm = bpy.data.armatures.get(name)
+            if arm is None or known.armature_changed(arm):
+                out.append(f"armature '{name}' edited")
+        return out
+
     def _reimport(self, reason: str) -> None:
         self._need_import = True
         self.reimport_reasons.append(reason)
@@ -349,13 +434,20 @@ class StylizedSession:
             error = str(ex)
         else:
             error = None
+        if error is None and not self.viewport:
+            _scene, view_layer = importer.resolve_scene(depsgraph)
+            self._structure_key = importer.structure_key(importer.collect_objects(view_layer))
         if error is None and self.runtime is not None and importer.same_structure(
                 self.scene_asset, asset, compare_bind_pose=self.viewport):
             # nothing changed (every asset came back from the cache): keep the runtime and its
             # GPU streams (a frame of an animation render pays the check, not a rebuild)
             self.runtime_reuses += 1
             self.problems = list(problems)
+            if self._remember_after_import:
+                self.assets.known.remember(asset, depsgraph.scene)
+            self._remember_after_import = False
             return
+        self._remember_after_import = False
         if self.runtime is not None:
             self.runtime.release()
         self.runtime = None
@@ -567,7 +659,7 @@ class StylizedSession:
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
             import_count=self.import_count, last_import_reason=self.last_import_reason,
-            runtime_reuses=self.runtime_reuses,
+            runtime_reuses=self.runtime_reuses, render_steps=self.render_steps,
             animation_ms=rs.animation_ms if rs else 0.0, skinning_ms=rs.skinning_ms if rs else 0.0,
             morph_ms=rs.morph_ms if rs else 0.0, palette_uploads=rs.palette_uploads if rs else 0,
             morph_uploads=rs.morph_uploads if rs else 0, morph_uploads_total=rs.morph_uploads_total if rs else 0,

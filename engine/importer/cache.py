@@ -151,6 +151,34 @@ class AssetCache:
         self.stats = stats
         self._content_memo = {}
 
+    def holds_mesh(self, mesh_name: str) -> bool:
+        """Whether an asset was made from the mesh datablock called ``mesh_name``."""
+        return any(e.mesh_name == mesh_name for e in self.meshes.values())
+
+    def mesh_content_changed(self, mesh_name: str) -> Optional[str]:
+        """Why the assets made from the mesh datablock ``mesh_name`` no longer match its data
+        (an object gone or renamed, its content fingerprint changed), or None when they all
+        still do.  Fingerprints are computed once per datablock between ``begin_import`` /
+        ``begin_check`` calls (linked duplicates share one)."""
+        import bpy
+
+        from .meshes import mesh_fallbacks, weights_matter
+
+        for obj_name, e in self.meshes.items():
+            if e.mesh_name != mesh_name:
+                continue
+            obj = bpy.data.objects.get(obj_name)
+            if obj is None or obj.type != "MESH" or obj.data is None or obj.data.name != mesh_name:
+                return f"object '{obj_name}' no longer uses mesh '{mesh_name}'"
+            _reasons, am, arm = mesh_fallbacks(obj)
+            if self.content_of(obj, weights_matter(obj, am, arm)) != e.content:
+                return f"mesh '{mesh_name}' edited"
+        return None
+
+    def begin_check(self) -> None:
+        """A new round of ``mesh_content_changed`` checks: fingerprints are read anew."""
+        self._content_memo = {}
+
     def find_shared(self, mesh_name: str, shared: tuple, content: Optional[str]):
         """An entry another object made from the same mesh datablock with the same shared
         structure and content (a linked duplicate), or None."""

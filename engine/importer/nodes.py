@@ -220,6 +220,43 @@ def collect_objects(view_layer) -> list:
     return list(include.values())
 
 
+def structure_key(objects) -> tuple:
+    """What of ``objects`` (``collect_objects``) the node array of ``build_nodes`` depends on,
+    read cheaply: each object's name, type, data, parent, parent type, parent bone and parent
+    inverse, and each armature datablock's bones (names, parents, rest matrices, lengths,
+    inheritance flags).  Two equal keys give the same nodes, parents and pre-matrices; the bind
+    pose is not in it (a final render reads the evaluated pose every frame).  ``None`` when an
+    object's parent offset is not a constant of these (vertex, lattice or curve parents)."""
+    out = []
+    arms = {}
+    for o in sorted(objects, key=lambda o: o.name):
+        data = o.data
+        par = o.parent
+        if par is not None and o.parent_type not in ("OBJECT", "ARMATURE", "BONE"):
+            return None
+        mpi = np.array(o.matrix_parent_inverse, np.float64).tobytes() if par is not None else None
+        out.append((o.name, o.type, data.as_pointer() if data is not None else 0,
+                    par.name if par is not None else None, o.parent_type, o.parent_bone, mpi))
+        if o.type == "ARMATURE" and data is not None and data.as_pointer() not in arms:
+            arms[data.as_pointer()] = _bones_key(data.bones)
+    return tuple(out), tuple(sorted(arms.items()))
+
+
+def _bones_key(bones) -> tuple:
+    n = len(bones)
+    ml = np.empty(n * 16, np.float32)
+    length = np.empty(n, np.float32)
+    inh_rot = np.empty(n, bool)
+    local_loc = np.empty(n, bool)
+    if n:
+        bones.foreach_get("matrix_local", ml)
+        bones.foreach_get("length", length)
+        bones.foreach_get("use_inherit_rotation", inh_rot)
+        bones.foreach_get("use_local_location", local_loc)
+    return (tuple((b.name, b.parent.name if b.parent else None, b.inherit_scale) for b in bones),
+            ml.tobytes(), length.tobytes(), inh_rot.tobytes(), local_loc.tobytes())
+
+
 def node_world_matrices(scene_asset: SceneAsset) -> np.ndarray:
     """(N,4,4) bind world matrices, bone inheritance flags included (through ScenePose); an
     invalid scene falls back to world = parent_world @ bind_local (nodes are stored parents-first)."""

@@ -1,0 +1,195 @@
+"""F12 / Ctrl+F12 re-sync fast path (issue 15, item 1): the later frames of an animation render
+read what changes per frame (pose, shape-key values, matrices, materials) without re-importing
+the scene, yet an edit made between frames is drawn, and every frame equals a fresh session's
+render of the same frame.
+
+Everything goes through ``bpy.ops.render.render`` (Ctrl+F12 with ``animation=True`` and a
+``frame_change_pre`` handler that edits, as a script or a driver would), and the reference is a
+new session (``free_final_session``) rendering the same frame of the same data."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+from conftest import add_camera, add_sun, cube_geometry, render_scene
+from stylized_renderer.engine import render_engine
+from stylized_renderer.engine.importer import scene as importer_scene
+from stylized_renderer.engine.render_engine import last_render
+from test_trust import _edit_positions, _skinned_grid, mask_of, render_animation
+
+
+def _animated_grid(scene):
+    """The trust tests' skinned sheet with its upper bone keyed: frame 1 bent one way, frames 2
+    and later the other (constant from 2 on, so frame 3 differs from frame 2 only by an edit),
+    and its shape key keyed too (Blender re-evaluates the mesh every frame)."""
+    arm, ob = _skinned_grid(scene)
+    pb = arm.pose.bones["Top"]
+    for frame, angle in ((1, 0.8), (2, -0.7)):
+        pb.rotation_euler = (0.0, angle, 0.0)
+        pb.keyframe_insert("rotation_euler", frame=frame)
+    kb = ob.data.shape_keys.key_blocks["Wide"]
+    for frame, value in ((1, 1.0), (2, 0.5)):
+        kb.value = value
+        kb.keyframe_insert("value", frame=frame)
+    for fc in _fcurves(arm.animation_data.action) + _fcurves(ob.data.shape_keys.animation_data.action):
+        for kp in fc.keyframe_points:
+            kp.interpolation = "CONSTANT"
+    scene.frame_start, scene.frame_end = 1, 3
+    scene.frame_set(1)
+    return arm, ob
+
+
+def _fcurves(action):
+    """The action's F-curves, slotted (4.4+ layered actions) or legacy."""
+    fcs = list(getattr(action, "fcurves", ()) or ())
+    if fcs:
+        return fcs
+    out = []
+    for layer in getattr(action, "layers", ()):
+        for strip in layer.strips:
+            for bag in strip.channelbags:
+                out.extend(bag.fcurves)
+    return out
+
+
+@pytest.fixture
+def anim_scene(empty_scene, tmp_path):
+    scene = empty_scene
+    add_camera(scene, location=(0.0, -7.0, 1.0))
+    add_sun(scene, rotation=(0.6, 0.2, 0.0))
+    arm, ob = _animated_grid(scene)
+    scene.render.filepath = str(tmp_path / "f")
+    render_engine.free_final_session()
+    yield scene, arm, ob
+    render_engine.free_final_session()
+
+
+@pytest.fixture
+def build_nodes_calls(monkeypatch):
+    """How many times the importer built the node array (once per scene import)."""
+    calls = []
+    real = importer_scene.build_nodes
+
+    def counting(objects):
+        calls.append(len(objects))
+        return real(objects)
+
+    monkeypatch.setattr(importer_scene, "build_nodes", counting)
+    return calls
+
+
+def _animate(scene, edit=None, edit_frame=3):
+    """Ctrl+F12 over the scene's frames; ``edit(scene)`` runs before ``edit_frame`` is evaluated.
+    Returns {frame: (pixels, stats, build_nodes calls so far)}."""
+    frames = {}
+
+    def before(sc, *_):
+        if edit is not None and sc.frame_current == edit_frame:
+            edit(sc)
+
+    def grab(sc, *_):
+        frames[sc.frame_current] = (last_render["pixels"].copy(), dict(last_render["stats"]))
+
+    render_animation(scene, before, grab)
+    return frames
+
+
+def _fresh(scene, frame):
+    """The frame rendered by a new session (nothing kept from the animation render)."""
+    render_engine.free_final_session()
+    scene.frame_set(frame)
+    return render_scene(scene).copy()
+
+
+def test_second_frame_does_not_reimport_but_shows_the_new_pose(anim_scene, build_nodes_calls):
+    scene, arm, ob = anim_scene
+    frames = _animate(scene)
+    assert sorted(frames) == [1, 2, 3]
+    (p1, s1), (p2, s2), (p3, s3) = frames[1], frames[2], frames[3]
+    # frame 1 imports; frames 2 and 3 import nothing (one node build for the whole animation)
+    assert len(build_nodes_calls) == 1, build_nodes_calls
+    assert s1["import_count"] == s2["import_count"] == s3["import_count"] == 1
+    assert (s1["render_steps"], s2["render_steps"], s3["render_steps"]) == (0, 1, 2)
+    assert (s1["runtime_reuses"], s2["runtime_reuses"], s3["runtime_reuses"]) == (0, 1, 2)
+    assert s2["fallbacks"] == [] and s2["gpu_items"] >= 1
+    # the new pose is drawn: frame 2 bends the other way
+    assert (mask_of(p1) != mask_of(p2)).sum() > 40
+    # every frame is the picture a new session makes of it
+    for frame, px in ((2, p2), (1, p1)):
+        ref = _fresh(scene, frame)
+        assert np.abs(px - ref).max() <= 1e-6, f"frame {frame} differs from a fresh session's render"
+
+
+def _move_vertices(scene):
+    _edit_positions(bpy.data.objects["Rig"], bpy.data.objects["Sheet"])
+
+
+def _recolour(scene):
+    mat = bpy.data.materials["SheetMat"]
+    mat.diffuse_color = (0.1, 0.3, 0.9, 1.0)
+    if mat.node_tree is not None:
+        for node in mat.node_tree.nodes:
+            if node.type == "BSDF_PRINCIPLED":
+                node.inputs["Base Color"].default_value = (0.1, 0.3, 0.9, 1.0)
+
+
+def _add_object(scene):
+    v, f = cube_geometry()
+    me = bpy.data.meshes.new("Added")
+    me.from_pydata([tuple(x * 0.4 for x in p) for p in v], [], f)
+    me.update()
+    ob = bpy.data.objects.new("Added", me)
+    ob.location = (1.6, 0.0, 1.2)
+    scene.collection.objects.link(ob)
+
+
+def _rename_key(scene):
+    bpy.data.objects["Sheet"].data.shape_keys.key_blocks["Wide"].name = "Wider"
+
+
+def _change_modifier(scene):
+    md = bpy.data.objects["Sheet"].modifiers["Armature"]
+    md.show_viewport = False
+    md.show_render = False
+
+
+EDITS = [("move a vertex", _move_vertices, True, True), ("material colour", _recolour, False, True),
+         ("add an object", _add_object, True, True), ("rename a shape key", _rename_key, True, False),
+         ("change a modifier", _change_modifier, True, True)]
+
+
+@pytest.mark.parametrize("what,edit,reimports,visible", EDITS, ids=[e[0] for e in EDITS])
+def test_an_edit_between_frames_is_drawn(anim_scene, build_nodes_calls, what, edit, reimports, visible):
+    scene, arm, ob = anim_scene
+    frames = _animate(scene, edit, edit_frame=3)
+    assert sorted(frames) == [1, 2, 3]
+    (p2, s2), (p3, s3) = frames[2], frames[3]
+    assert s2["import_count"] == 1 and s2["render_steps"] == 1, "frame 2 re-imported an unchanged scene"
+    if reimports:
+        assert s3["import_count"] == 2, f"the {what} edit did not re-import"
+        assert len(build_nodes_calls) == 2
+        assert s3["render_steps"] == 1
+    else:
+        assert s3["import_count"] == 1 and s3["render_steps"] == 2
+    if visible:
+        # the pose is the same on frames 2 and 3: only the edit changes the picture
+        assert np.abs(p3 - p2).max() > 0.05, f"the {what} edit is not drawn"
+    ref = _fresh(scene, 3)
+    assert np.abs(p3 - ref).max() <= 1e-6, f"after the {what} edit, frame 3 differs from a fresh session's render"
+
+
+def test_f12_after_an_untagged_edit_still_verifies(anim_scene):
+    """F12 gets a new engine and depsgraph each time: it syncs in full (the content-keyed cache
+    verifies every mesh), so even an edit Blender was not told about is drawn."""
+    scene, arm, ob = anim_scene
+    scene.frame_set(2)
+    before = render_scene(scene).copy()
+    steps = last_render["stats"]["render_steps"]
+    co = np.empty(len(ob.data.vertices) * 3, np.float32)
+    ob.data.vertices.foreach_get("co", co)
+    ob.data.vertices.foreach_set("co", co * 0.6)          # no ob.data.update()
+    after = render_scene(scene).copy()
+    assert last_render["stats"]["render_steps"] == steps, "an F12 took the animation-frame path"
+    assert (mask_of(before) != mask_of(after)).sum() > 40
+    assert np.abs(after - _fresh(scene, 2)).max() <= 1e-6
