@@ -89,18 +89,25 @@ def character_objects(scene):
     return rig, [ob for ob in scene.objects if ob.parent is rig]
 
 
-def duplicate_linked(rig, offset, suffix: str):
+def duplicate_linked(rig, offset, suffix: str = "", parts=None, collection=None):
     """A linked duplicate of ``rig`` and every object below it (objects copied, their data, the
-    armature, meshes, shape keys and actions shared), parents, bone parents and armature
-    modifiers pointing at the copies; the copy's rig moved by ``offset``.  Returns (rig, objects)."""
+    armature, meshes, shape keys and actions shared), parents, bone parents (parent type, bone
+    and parent inverse) and armature modifiers pointing at the copies; the copy's rig moved by
+    ``offset``.  ``suffix`` is appended to the copies' names (empty: Blender's own ``.001``
+    names).  ``parts``: copy only these objects with the rig (default: every object below it);
+    a part whose parent is not copied (e.g. a body deformed by the rig but not parented to it) is
+    copied unparented and moved by ``offset``.  ``collection``: where the copies are linked
+    (default: the rig's first collection).  Returns (rig, objects)."""
     from mathutils import Vector
 
-    coll = rig.users_collection[0]
+    coll = collection if collection is not None else rig.users_collection[0]
+    wanted = None if parts is None else set(parts)
     copies = {}
 
     def copy(ob, parent):
         c = ob.copy()                              # shares ob.data (and the action)
-        c.name = f"{ob.name}{suffix}"
+        if suffix:
+            c.name = f"{ob.name}{suffix}"
         if parent is not None:
             c.parent = parent                      # (assigning the parent resets its type)
             c.parent_type = ob.parent_type
@@ -109,11 +116,17 @@ def duplicate_linked(rig, offset, suffix: str):
         coll.objects.link(c)
         copies[ob] = c
         for child in ob.children:
-            copy(child, c)
+            if wanted is None or child in wanted:
+                copy(child, c)
         return c
 
     new_rig = copy(rig, None)
     new_rig.location = rig.location + Vector(offset)
+    for ob in parts or ():
+        if ob not in copies and (ob.parent is None or ob.parent not in wanted):
+            c = copy(ob, None)                     # (its wanted children follow, parented to it)
+            c.parent = None
+            c.location = ob.location + Vector(offset)
     for ob, c in copies.items():
         for m in c.modifiers:
             if m.type == "ARMATURE" and m.object in copies:

@@ -34,6 +34,8 @@ How memory is measured:
               vertices x 12 bytes, the basis included).  Not counted, so the ratio errs against
               us: the evaluated mesh the depsgraph keeps, Blender's normal/triangle caches, its
               GPU batches, the armature and the action.
+Last, the Rigify character of tools/bench_bake.py (preview player vs frame_set, bake cost per frame):
+  bench-rigify: frame_set_ms=A player_ms=B ratio_player=R bake_ms_per_frame=C
 This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
@@ -183,20 +185,15 @@ def build_crowd(n: int, spacing: float = 1.2) -> list:
 def duplicate_character(scene, arm, parts, location):
     """A copy of the rig object ``arm`` (sharing its armature data; its action stays assigned)
     at ``location``, and linked duplicates of ``parts`` (sharing their mesh data) deformed by
-    the copy: parented to it when the original is parented, armature modifiers pointed at it
-    (unparented parts are moved to ``location``).  Returns the new rig object."""
-    a2 = arm.copy()
-    a2.location = location
-    scene.collection.objects.link(a2)
-    for ob in parts:
-        o2 = ob.copy()
-        o2.parent = a2 if ob.parent is not None else None
-        if ob.parent is None:
-            o2.location = location
-        for md in o2.modifiers:
-            if md.type == "ARMATURE":
-                md.object = a2
-        scene.collection.objects.link(o2)
+    the copy, linked to the scene's collection: parented to it as the originals are (bone
+    parents keep their bone and parent inverse), armature modifiers pointed at it, unparented
+    parts moved with it (tools/bench_render.duplicate_linked).  Returns the new rig object."""
+    from mathutils import Vector
+
+    from bench_render import duplicate_linked
+
+    a2, _objects = duplicate_linked(arm, Vector(location) - arm.location, parts=parts,
+                                    collection=scene.collection)
     return a2
 
 
@@ -426,6 +423,11 @@ def main() -> int:
     print_memory(measure_memory())
     print("crowd: N linked duplicates of the demo character playing its clip (preview update vs frame_set)")
     print_crowd([measure_crowd(n) for n in (1, 6, 36)])
+    import bench_bake   # the Rigify character (tools/bench_bake.py): preview player vs frame_set, bake cost
+
+    r = bench_bake.measure()
+    print(f"bench-rigify: frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "
+          f"ratio_player={r['ratio_player']:.3f} bake_ms_per_frame={r['bake_ms_per_frame']:.3f}")
     return 0
 
 
