@@ -20,11 +20,12 @@ last_render = {}
 # Final renders of one scene share one session across F12 calls.  Blender makes a new engine
 # instance for every F12, so a session owned by the instance re-imported the whole scene, rebuilt
 # every GPU stream and recreated the render targets each time.  The shared session syncs in full
-# on every F12 (``sync(depsgraph)`` without updates: Blender gives each F12 a new depsgraph, whose
-# updates name everything, and the content-keyed asset cache verifies every asset, so an edit
-# between renders is never stale) and keeps what did not change.  The later frames of an
-# animation render come from the same engine instance and depsgraph: they sync from its updates
-# (``StylizedSession.sync_render_step``), re-importing only when something we hold changed.  Keyed by
+# on every F12 (Blender gives each F12 a new depsgraph, whose updates name everything): the
+# structure is compared and every held mesh's content fingerprint verified, so an edit between
+# renders is never stale, and only a change re-imports (through the content-keyed asset cache,
+# which keeps what did not change).  The later frames of an animation render come from the same
+# engine instance and depsgraph: they sync from its updates (``StylizedSession.sync_render_step``),
+# fingerprinting only the meshes Blender re-evaluated.  Keyed by
 # the scene's ``session_uid`` (never reused within a Blender session, unlike its name or
 # pointer); only the last rendered scene's session is kept.
 _final = {"key": None, "session": None}
@@ -129,7 +130,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             if self._drawn_from == drawn_from and self.session is _final["session"]:
                 self.session.sync_render_step(depsgraph)
             else:
-                self.session.sync(depsgraph)
+                self.session.sync_render_step(depsgraph, verify_all=True)
             self._drawn_from = None
             _follow_default_policy(self.session)
             if self.test_break():

@@ -197,9 +197,10 @@ class StylizedSession:
         self.verify_imports = not viewport
         self.want_clips = viewport      # the preview player's clips; final renders need none
         self.runtime_reuses = 0          # syncs that found nothing changed and kept the runtime
-        self.render_steps = 0            # of those, animation-render frames that imported nothing
+        self.render_steps = 0            # of those, final renders that imported nothing (sync_render_step)
         self._structure_key = None       # importer.structure_key of the last import (final renders)
         self._remember_after_import = False
+        self.last_sync = ""              # how the last final-render sync went (import / a step)
         self.pipeline = None
         self.backend = None
         self.scene_asset = None
@@ -324,20 +325,25 @@ class StylizedSession:
                 if known.objects_changed(scene):
                     self._reimport("objects added, removed or renamed")
 
-    def sync_render_step(self, depsgraph) -> None:
-        """A later frame of the animation render (Ctrl+F12) whose earlier frame this session drew
-        from the same depsgraph: its updates name what Blender re-evaluated since then.  Nothing
-        is re-imported when the scene's structure is unchanged: the timeline reader reads the
-        new pose, shape-key values and matrices, and the passes read the materials anew.  The
-        full verified re-import (``sync`` without updates) runs instead when
+    def sync_render_step(self, depsgraph, verify_all: bool = False) -> None:
+        """A final render that re-imports nothing while the scene's structure is unchanged: the
+        timeline reader reads the new pose, shape-key values and matrices, and the passes read
+        the materials anew.  Without ``verify_all``: a later frame of the animation render
+        (Ctrl+F12) whose earlier frame this session drew from the same depsgraph, whose updates
+        name what Blender re-evaluated since then.  With ``verify_all`` (F12: a new depsgraph,
+        whose updates name everything, and edits Blender was not told about must show): every
+        held mesh's content fingerprint is checked, as the full import would, but the nodes,
+        the assets and their validation are not rebuilt.  The full verified re-import (``sync``
+        without updates) runs instead when
 
         * the node structure differs (``importer.structure_key``: objects, types, data,
           parents, parent inverses, bones), or a datablock was removed;
         * a held object's structure signature, a held shape-key layout or a held armature's
           rest data changed (all read every frame: cheap, and no depsgraph tag is trusted);
         * a collection or the scene reports a geometry (relations) update;
-        * a mesh we hold reports a geometry update and its content fingerprint differs (the
-          content-keyed cache is the safety net; an animated shape key re-checks its mesh).
+        * a mesh we hold reports a geometry update (``verify_all``: any mesh we hold) and its
+          content fingerprint differs (the content-keyed cache is the safety net; an animated
+          shape key re-checks its mesh).
         """
         if self.runtime is None or self.scene_asset is None or self._need_import or self.viewport:
             self.sync(depsgraph)
@@ -350,7 +356,7 @@ class StylizedSession:
         scene = depsgraph.scene
         self._synced_frame = (scene.frame_current, round(float(scene.frame_subframe), 6))
         reasons = self._structure_changes(depsgraph)
-        meshes = set()
+        meshes = {e.mesh_name for e in self.assets.meshes.values()} if verify_all else set()
         self.assets.begin_check()
         for u in depsgraph.updates if not reasons else ():
             try:
@@ -371,14 +377,18 @@ class StylizedSession:
             if why:
                 reasons.append(why)
         self.stats["step_ms"] = (time.perf_counter() - t0) * 1e3
+        if verify_all:
+            _mark_bakes_dirty()         # as a full sync does: the preview's bakes re-check
         if not reasons:
             self.render_steps += 1
             self.runtime_reuses += 1
+            self.last_sync = "verified, nothing re-imported" if verify_all else "depsgraph updates, nothing re-imported"
             return
         for why in reasons:
             self._reimport(why)
         self._remember_after_import = True
-        _mark_bakes_dirty()
+        if not verify_all:
+            _mark_bakes_dirty()
 
     def _structure_changes(self, depsgraph) -> list:
         """Why the held runtime's structure no longer matches the scene (empty: it does)."""
@@ -423,6 +433,7 @@ class StylizedSession:
 
         self._need_import = False
         self.import_count += 1
+        self.last_sync = "import"
         self.last_import_reason = "; ".join(dict.fromkeys(self.reimport_reasons)) or "first import"
         self.reimport_reasons = []
         try:
@@ -501,6 +512,17 @@ class StylizedSession:
                     preview_state.playing = False
                     return self._update_timeline(depsgraph)
                 clips, before = baked
+                if preview_state.crowd:
+                    from .importer import bake as _bake
+
+                    why = _preview.crowd_bake_conflict(preview_state, self.runtime, _bake.BAKES.reasons)
+                    if why is not None:
+                        # a bake drives its own armature's bones only: never play a wrong pose
+                        # on the other characters; timeline mode until crowd mode is turned off
+                        preview_state.last_error = why
+                        preview_state.active = False
+                        preview_state.playing = False
+                        return self._update_timeline(depsgraph)
             player = self.runtime.player
 
             def push_morphs():
@@ -659,7 +681,7 @@ class StylizedSession:
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
             import_count=self.import_count, last_import_reason=self.last_import_reason,
-            runtime_reuses=self.runtime_reuses, render_steps=self.render_steps,
+            runtime_reuses=self.runtime_reuses, render_steps=self.render_steps, last_sync=self.last_sync,
             animation_ms=rs.animation_ms if rs else 0.0, skinning_ms=rs.skinning_ms if rs else 0.0,
             morph_ms=rs.morph_ms if rs else 0.0, palette_uploads=rs.palette_uploads if rs else 0,
             morph_uploads=rs.morph_uploads if rs else 0, morph_uploads_total=rs.morph_uploads_total if rs else 0,

@@ -176,7 +176,9 @@ class AssetCache:
         return None
 
     def begin_check(self) -> None:
-        """A new round of ``mesh_content_changed`` checks: fingerprints are read anew."""
+        """A new round of ``mesh_content_changed`` checks: fingerprints are read anew (their
+        time goes to a new ``stats``)."""
+        self.stats = {}
         self._content_memo = {}
 
     def find_shared(self, mesh_name: str, shared: tuple, content: Optional[str]):
