@@ -8,6 +8,11 @@ Commands (FIFO ``state.commands``):
     ("clip", name) ("play",) ("pause",) ("stop",) ("seek", seconds) ("speed", s) ("loop", bool)
     ("fade", seconds): crossfade duration of the next clip change while playing (0: switch at once)
     ("in_place", bool): root motion "In place" (the root's horizontal travel kept out)
+    ("crowd", bool): play the clip on every armature sharing the previewed armature's skeleton
+        (linked duplicates: ``SceneRuntime.armatures_sharing_skeleton``), in one batched update;
+        off: only the previewed armature plays (the others keep their bind pose).  The clip
+        keeps its time.  ``state.crowd`` is the wish (the Scene property mirrors it),
+        ``state.crowd_count`` the characters the player drives after the last drain.
 
 ``state.active`` True = the preview player drives the pose (the scene timeline does not move and
 the depsgraph is not re-evaluated per frame); False = timeline mode.  ``play``/``stop``/``seek``/
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
@@ -36,6 +42,8 @@ class PreviewState:
     speed: float = 1.0
     fade: float = DEFAULT_FADE
     in_place: bool = False
+    crowd: bool = False
+    crowd_count: int = 0
     fading: bool = False
     time: float = 0.0
     duration: float = 0.0
@@ -43,6 +51,7 @@ class PreviewState:
     last_palette_uploads: int = 0
     last_morph_uploads: int = 0
     last_error: Optional[str] = None
+    _crowd_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
 
     def push(self, *command) -> None:
         self.commands.append(tuple(command))
@@ -148,10 +157,30 @@ def get_state(scene, context_object=None) -> PreviewState:
     st = _states.get(key)
     if st is None:
         st = _states[key] = PreviewState()
+        st.crowd = scene_crowd_flag(scene)
         arm = armature_of(context_object) or _first_armature(scene)
         if arm is not None:
             select_armature(st, arm)
     return st
+
+
+def scene_crowd_flag(scene) -> bool:
+    """The scene's stored "Play on All Characters" choice (``Scene.stylized_preview.crowd``;
+    False where the property is not registered)."""
+    return bool(getattr(getattr(scene, "stylized_preview", None), "crowd", False))
+
+
+def set_crowd(state: PreviewState, flag: bool) -> bool:
+    """Ask for crowd mode on or off (queues ``("crowd", flag)`` when it changes).  Returns
+    whether it changed; turning it off clears a crowd refusal message."""
+    flag = bool(flag)
+    if not flag and state.last_error and state.last_error.startswith(CROWD_ERROR_PREFIX):
+        state.last_error = None
+    if state.crowd == flag:
+        return False
+    state.crowd = flag
+    state.push("crowd", flag)
+    return True
 
 
 def peek_state(scene) -> Optional[PreviewState]:
@@ -180,6 +209,39 @@ def pending_clip_name(state: PreviewState) -> Optional[str]:
         if cmd and cmd[0] == "clip":
             return cmd[1] if len(cmd) > 1 else None
     return state.clip_name
+
+
+CROWD_ERROR_PREFIX = "Play on All Characters"
+
+
+def crowd_targets(state: PreviewState, runtime) -> Optional[list]:
+    """The armatures a clip of ``state.armature`` plays on: None when ``state.crowd`` is off,
+    else ``runtime.armatures_sharing_skeleton(state.armature)`` (the previewed armature first),
+    computed once per runtime, scene asset and armature (set-up work, not per frame)."""
+    if not state.crowd:
+        return None
+    ref, key, names = state._crowd_cache
+    if ref is None or ref() is not runtime or key != (id(runtime.scene), state.armature):
+        names = list(runtime.armatures_sharing_skeleton(state.armature))
+        state._crowd_cache = (weakref.ref(runtime), (id(runtime.scene), state.armature), names)
+    return list(names) or None
+
+
+def crowd_bake_conflict(state: PreviewState, runtime, reasons_of: Callable) -> Optional[str]:
+    """Why crowd mode cannot play (a message), or None: a crowd writes the clip's sampled
+    tracks to every target, while a rig that needs Blender's evaluation (``reasons_of(name)``:
+    constraints, IK, drivers, B-Bones; ``engine.importer.bake``) is previewed from a bake of its
+    own armature only, so no character of such a crowd would get its exact pose."""
+    names = crowd_targets(state, runtime)
+    if not names:
+        return None
+    for name in names:          # cached reasons: one dict lookup per character
+        why = reasons_of(name)
+        if why:
+            return (f"{CROWD_ERROR_PREFIX}: '{name}' needs a baked preview ({'; '.join(why)}); a bake "
+                    f"plays on its own armature only. Turn Play on All Characters off to preview "
+                    f"'{state.armature}' alone")
+    return None
 
 
 def sample_time_after(player, delta_time: float) -> float:
@@ -217,10 +279,20 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
         if op == "clip":
             name = cmd[1] if len(cmd) > 1 else None
             clip = clips_by_name.get(name) if name is not None else None
-            runtime.set_clip(clip)
+            if not runtime.set_clip(clip, targets=crowd_targets(state, runtime) if clip is not None else None):
+                state.last_error = runtime.last_error
             state.clip_name = clip.name if clip is not None else None
             if name is not None and clip is None:
                 state.last_error = f"clip '{name}' is not compatible with '{state.armature}'"
+        elif op == "crowd":
+            # the same clip on the new set of characters, at the same time
+            t = float(player.current_time)
+            clip = player.clip
+            targets = crowd_targets(state, runtime) if bool(cmd[1]) and clip is not None else None
+            if not runtime.set_clip(clip, targets=targets):
+                state.last_error = runtime.last_error
+            elif clip is not None:
+                player.seek(t)
         elif op == "play":
             player.play()
             state.active = True
@@ -258,6 +330,7 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
     state.looping = bool(player.is_looping)
     state.speed = float(player.playback_speed)
     state.fading = bool(player.is_fading)
+    state.crowd_count = len(runtime.crowd_targets) if runtime.crowd_targets else int(player.clip is not None)
     st = runtime.stats
     state.last_palette_uploads = int(st.palette_uploads) if state.active else 0
     state.last_morph_uploads = int(st.morph_uploads) if state.active else 0
@@ -362,7 +435,22 @@ def _make_handlers():
     def stylized_preview_frame_change_pre(scene, *_args):
         hand_back_to_timeline(scene)
 
-    return stylized_preview_load_post, stylized_preview_frame_change_pre
+    @bpy.app.handlers.persistent
+    def stylized_preview_undo_post(*_args):
+        sync_crowd_from_scenes()
+
+    return stylized_preview_load_post, stylized_preview_frame_change_pre, stylized_preview_undo_post
+
+
+def sync_crowd_from_scenes() -> None:
+    """Undo/redo restored the scenes' stored "Play on All Characters" values (their update
+    callbacks do not run): queue the matching ``crowd`` command for every state that differs."""
+    import bpy
+
+    for name, st in list(_states.items()):
+        scene = bpy.data.scenes.get(name)
+        if scene is not None:
+            set_crowd(st, scene_crowd_flag(scene))
 
 
 _handlers: list = []
@@ -371,10 +459,12 @@ _handlers: list = []
 def register() -> None:
     import bpy
 
-    load_post, frame_pre = _make_handlers()
-    bpy.app.handlers.load_post.append(load_post)
-    bpy.app.handlers.frame_change_pre.append(frame_pre)
-    _handlers[:] = [(bpy.app.handlers.load_post, load_post), (bpy.app.handlers.frame_change_pre, frame_pre)]
+    load_post, frame_pre, undo_post = _make_handlers()
+    h = bpy.app.handlers
+    _handlers[:] = [(h.load_post, load_post), (h.frame_change_pre, frame_pre),
+                    (h.undo_post, undo_post), (h.redo_post, undo_post)]
+    for lst, fn in _handlers:
+        lst.append(fn)
 
 
 def unregister() -> None:

@@ -158,6 +158,12 @@ def _set_in_place(self, value):
     _redraw()
 
 
+def _update_crowd(self, context):
+    st, _ = state_for(context)
+    preview.set_crowd(st, self.crowd)
+    _redraw()
+
+
 def _get_time(self):
     st = preview.peek_state(self.id_data)
     return 0.0 if st is None else float(st.time)
@@ -193,6 +199,12 @@ def _set_substeps(self, value):
 
 
 class StylizedPreviewProps(bpy.types.PropertyGroup):
+    # stored in the scene (saved, undoable); the viewport state follows it (update callback,
+    # engine.preview's undo/redo handler)
+    crowd: BoolProperty(
+        name="Play on All Characters", default=False, update=_update_crowd,
+        description="Play the clip on every armature that shares this armature's skeleton (linked "
+                    "duplicates), in one batched update")
     clip: EnumProperty(
         name="Clip", items=_clip_items, get=_get_clip, set=_set_clip,
         description="Action previewed on this armature (only actions whose channels match its bones)")

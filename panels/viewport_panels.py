@@ -117,6 +117,11 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
         row = layout.row(align=True)
         row.prop(props, "fade")
         row.prop(props, "in_place", toggle=True, icon="CON_LOCLIKE")
+        row = layout.row(align=True)
+        row.prop(props, "crowd", toggle=True, icon="COMMUNITY")
+        if props.crowd:
+            n = st.crowd_count if st.active else 0
+            row.label(text=f"{n} characters" if n else "starts with Play")
         mode = ("Preview playing" if st.playing else "Preview paused") if st.active else "Timeline"
         if st.active and st.fading:
             mode += " (crossfading)"

@@ -9,6 +9,12 @@ shader-morph item's weights into one R32F texture; per group, a small RGBA32F ``
 texture holds each instance's model matrix, object id and those two offsets
 (glsl/skinning.glsl ``instance_mode`` 1).  A group of one item is drawn as before (push
 constants, its own palette and weights), so single objects take exactly the old path.
+
+The palette texture is made from the texel rows of the frame's batched palette update as they
+are (``SkinningPaletteSet.texel_rows``, passed as ``palette_rows``: every palette's uploaded rows
+are a view of them), not from a concatenation; without them, or for palettes outside them (a
+per-group update), the drawn palettes are concatenated.  Palettes drawn alone make their own
+texture on first use (``gpu_backend.palette_texture``); grouped ones make none.
 """
 from __future__ import annotations
 
@@ -23,10 +29,35 @@ ENABLED = True
 INSTANCE_TEXELS = 5          # per instance: 4 model columns, (object id, palette row, weight base, 0)
 
 
+def palette_layout(pal_rows, pal_first, palette_rows, limit: int):
+    """``(shared, first, count)`` for one palette texture holding every array of ``pal_rows``
+    ((J*16,) float32 each, one per palette drawn).  ``palette_rows``: the frame's batched palette
+    update (``SkinningPaletteSet.texel_rows()``: ``(rows, {id(palette): first row})``) or None;
+    ``pal_first``: the first row ``palette_rows`` gives each of ``pal_rows`` (-1: not in it).
+    When every array is a view of that update's rows (it fits ``limit``), ``shared`` is those
+    rows as they are and ``first`` = ``pal_first``; otherwise ``shared`` is None and the texture
+    is the concatenation of ``pal_rows`` in order.  ``count``: the texture's rows."""
+    if not pal_rows:
+        return None, np.zeros(0, np.intp), 0
+    if palette_rows is not None and palette_rows[0] is not None:
+        shared = palette_rows[0]
+        first = np.asarray(pal_first, np.intp)
+        base = shared.base if shared.base is not None else shared
+        if (shared.size // 16 <= limit and bool((first >= 0).all())
+                and all(r.base is base for r in pal_rows)):
+            return shared, first, shared.size // 16
+    sizes = np.fromiter((r.size // 16 for r in pal_rows), np.intp, len(pal_rows))
+    first = np.zeros(len(pal_rows), np.intp)
+    np.cumsum(sizes[:-1], out=first[1:])
+    return None, first, int(sizes.sum())
+
+
 class FrameInstances:
     """The per-frame instance data of ``items`` (every item any pass of the frame draws)."""
 
-    def __init__(self, items, enabled: bool = True):
+    def __init__(self, items, enabled: bool = True, palette_rows=None):
+        """``palette_rows``: ``SkinningPaletteSet.texel_rows()`` of the frame's runtime (the
+        palette texture is then those rows as they are); None concatenates the drawn palettes."""
         import gpu
 
         items = list(items)
@@ -44,21 +75,22 @@ class FrameInstances:
         rows[:, 4, 0] = [float(int(getattr(it, "object_id", 0))) for it in items]
         # deformation layout per item (what bind_skinning / bind_morph would bind alone)
         self.influences = np.zeros(n, np.int64)
-        pal_rows, pal_at, pal_next = [], {}, 0
+        pal_rows, pal_at, pal_items, pal_first = [], {}, [], []
+        known = palette_rows[1] if palette_rows is not None and palette_rows[0] is not None else {}
         w_rows, w_at, w_next = [], {}, 0
         for i, it in enumerate(items):
             infl = int(getattr(it, "influences", 0) or 0)
             h = palette_handle(it.palette) if infl else None
-            ready = (h is not None and getattr(h, "texture", None) is not None and getattr(h, "rows", None) is not None
+            ready = (h is not None and getattr(h, "rows", None) is not None
                      and getattr(it.palette, "is_gpu_ready", lambda: True)())
             if ready:
                 self.influences[i] = infl
                 key = id(h)
                 if key not in pal_at:
-                    pal_at[key] = pal_next
+                    pal_at[key] = len(pal_rows)
                     pal_rows.append(h.rows)
-                    pal_next += h.rows.size // 16
-                rows[i, 4, 1] = pal_at[key]
+                    pal_first.append(known.get(id(it.palette), -1))
+                pal_items.append((i, pal_at[key]))
             w = getattr(it.stream, "morph_weights", None)
             if getattr(it.stream, "morph", None) is not None and w is not None:
                 key = id(w)
@@ -67,8 +99,12 @@ class FrameInstances:
                     w_rows.append(w)
                     w_next += w.size
                 rows[i, 4, 2] = w_at[key]
-        self.rows = rows
         limit = int(gpu.capabilities.max_texture_size_get())
+        self.palette_shared, first, pal_next = palette_layout(pal_rows, pal_first, palette_rows, limit)
+        if pal_items:
+            at = np.array(pal_items, np.intp)
+            rows[at[:, 0], 4, 1] = first[at[:, 1]]
+        self.rows = rows
         # instancing needs every palette in one texture (rows <= the texture limit)
         self.limit = limit
         from .shader_lib import MORPH_TEX_WIDTH
@@ -82,7 +118,8 @@ class FrameInstances:
     @property
     def palette_texture(self):
         if self._palette_tex is None and self._pal_rows:
-            self._palette_tex = rows_texture(np.concatenate(self._pal_rows))
+            shared = self.palette_shared
+            self._palette_tex = rows_texture(shared if shared is not None else np.concatenate(self._pal_rows))
         return self._palette_tex
 
     @property

@@ -55,9 +55,12 @@ def matrices_to_texture(matrices: np.ndarray):
 
 
 class GpuPaletteBuffer:
-    """A palette's GPU storage: an RGBA32F texture, replaced on each upload.  ``rows`` keeps the
-    uploaded texels ((J*16,) float32, column-major per joint) so instanced draws can put the
-    palettes of many instances into one texture (engine/passes/instancing.py)."""
+    """A palette's GPU storage.  An upload keeps the texels in ``rows`` ((J*16,) float32,
+    column-major per joint; after a batched palette update a view of the batch's one texel
+    array, no copy) and drops the texture: ``palette_texture`` makes the RGBA32F texture on the
+    first draw of the palette alone, and instanced draws put the palettes of many instances into
+    one texture (engine/passes/instancing.py), so a crowd drawn grouped makes no texture per
+    palette per frame."""
 
     __slots__ = ("joint_count", "texture", "uploads", "rows")
 
@@ -243,7 +246,7 @@ class GpuBackend(RuntimeBackend):
         if handle is None or not handle.valid or matrices.shape[0] != handle.joint_count:
             return False
         handle.rows = matrix_rows(matrices)
-        handle.texture = rows_texture(handle.rows)
+        handle.texture = None          # made when drawn alone (palette_texture)
         handle.uploads += 1
         self.palette_uploads += 1
         return True
@@ -444,8 +447,13 @@ def palette_handle(palette):
 
 
 def palette_texture(palette):
-    """The texture of a runtime SkinningPalette (None when not GPU-ready)."""
-    return getattr(palette_handle(palette), "texture", None)
+    """The texture of a runtime SkinningPalette (None when not GPU-ready): made from the
+    uploaded rows on first use after an upload and kept until the next one."""
+    h = palette_handle(palette)
+    tex = getattr(h, "texture", None)
+    if tex is None and getattr(h, "rows", None) is not None:
+        tex = h.texture = rows_texture(h.rows)
+    return tex
 
 
 def bind_morph(shader, stream) -> None:

@@ -1,0 +1,387 @@
+"""Crowd preview (issue 15): "Play on All Characters" in the Animation panel plays the previewed
+clip on every armature that shares the previewed armature's skeleton (linked duplicates), through
+the real user path: the Scene property, the PreviewState command queue and the viewport
+session's ``update_frame``.  Checked against Blender's evaluated pose with the action on every
+rig; turning it off leaves only the previewed armature playing; a rig that needs a baked
+preview refuses crowd mode with a message; undo restores the choice.
+
+Lazy palette textures: a palette upload keeps the texels and makes no texture; a palette drawn
+alone makes its texture on first use; grouped draws make none per palette and can draw from the
+batched update's texel rows as they are (``SkinningPaletteSet.texel_rows``)."""
+from __future__ import annotations
+
+import types
+
+import bpy
+import numpy as np
+import pytest
+
+from conftest import render_scene
+from stylized_renderer.engine import preview, render_engine
+from stylized_renderer.engine.passes import instancing
+from stylized_renderer.panels import viewport_panels as vp
+from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
+from test_render_speed_paths import _character_crowd, _pipeline
+from test_viewport_ui import Ctx, draw_panel
+from tools import bench_runtime, rigify_rig
+
+TOL = 1e-4
+
+
+class Clock:
+    """The session's frame clock (``time.perf_counter`` in engine/session.py), advanced by hand."""
+
+    def __init__(self):
+        import time
+
+        self.now = 1000.0
+        self._time = time
+
+    def perf_counter(self):
+        return self.now
+
+    def __getattr__(self, name):
+        return getattr(self._time, name)
+
+
+@pytest.fixture
+def bakes():
+    from stylized_renderer.engine.importer import bake
+
+    bake.BAKES.clear()
+    bake.BAKES.substeps = 1
+    yield bake
+    bake.BAKES.clear()
+    bake.BAKES.substeps = 1
+
+
+@pytest.fixture
+def view(monkeypatch, ext, bakes):
+    """A viewport session (as view_draw uses it) whose preview clock is driven by hand."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine import session as session_mod
+
+    # the reference frame_set calls must not hand the preview back to the timeline (a real
+    # viewport draw does not change the frame)
+    monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
+    clock = Clock()
+    monkeypatch.setattr(session_mod, "time", clock)
+    preview.clear_states()
+    s = session_mod.StylizedSession(viewport=True)
+
+    def update(state, dt=0.0):
+        clock.now += dt
+        dg = bpy.context.evaluated_depsgraph_get()
+
+        def task():
+            s._ensure_gpu()
+            s._ensure_runtime(dg)
+            return s.update_frame(dg, state)
+        assert gpu_util.run_in_gpu_context(task)
+        return s.runtime
+
+    yield types.SimpleNamespace(session=s, update=update)
+    gpu_util.run_in_gpu_context(s.free)
+    session_mod._last_viewport_session = None
+    preview.stop_timer()
+    preview.clear_states()
+
+
+def set_crowd(scene, arm, flag):
+    """What clicking the panel's toggle does: the Scene property, with the armature active."""
+    with bpy.context.temp_override(active_object=arm, object=arm):
+        scene.stylized_preview.crowd = flag
+
+
+def bone_nodes(asset, name):
+    return [(i, nd.bone_name) for i, nd in enumerate(asset.nodes)
+            if nd.object_name == name and nd.bone_name is not None]
+
+
+def blender_worlds(frame, names, asset):
+    """{node: armature world @ pose bone matrix} of every bone of ``names`` at ``frame``."""
+    bpy.context.scene.frame_set(frame)
+    dg = bpy.context.evaluated_depsgraph_get()
+    out = {}
+    for name in names:
+        arm = bpy.data.objects[name].evaluated_get(dg)
+        aw = np.array(arm.matrix_world)
+        for i, bone in bone_nodes(asset, name):
+            out[i] = aw @ np.array(arm.pose.bones[bone].matrix)
+    return out
+
+
+def blender_palette(frame_worlds, asset, node, pi):
+    """Skin matrices of (node, primitive) from Blender's evaluated bone worlds."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    skin = asset.meshes[asset.nodes[node].mesh_index].primitives[pi].skin
+    mw = np.array(bpy.data.objects[asset.nodes[node].object_name].evaluated_get(dg).matrix_world)
+    return np.array([np.linalg.inv(mw) @ frame_worlds[j] @ skin.inverse_bind_matrices[k]
+                     for k, j in enumerate(skin.joint_node_indices)])
+
+
+def frame_of(clip, t):
+    return clip.frame_start + t * clip.fps
+
+
+# ------------------------------------------------------------------------------------------------
+# the real path: Scene property -> PreviewState -> session.update_frame
+# ------------------------------------------------------------------------------------------------
+
+def test_crowd_preview_plays_every_character_as_blender(empty_scene, view):
+    scene = empty_scene
+    names = build_crowd(scene)                          # 6 rigs sharing armature data and action
+    arm = bpy.data.objects[names[0]]
+    st = preview.get_state(scene, arm)
+    assert not st.crowd and not scene.stylized_preview.crowd
+    set_crowd(scene, arm, True)
+    assert st.crowd and ("crowd", True) in st.commands
+    clip_name = st.clip_name
+    st.active = True
+    rt = view.update(st)
+    asset = view.session.scene_asset
+    clip = next(c for c in asset.animations if c.name == clip_name and c.target_object == names[0])
+    assert rt.player.clip is clip and rt.crowd_targets == names and rt.player.target_count == COPIES
+    assert st.crowd_count == COPIES and st.last_error is None
+    pairs = {name: skinned_nodes(asset, name) for name in names}
+    bind = np.array(rt.pose.world_matrices)
+
+    # seek to frame 4, then play 9 frames' worth of time: frame 13
+    preview.set_crowd(st, True)                         # unchanged: nothing queued
+    assert not any(c[0] == "crowd" for c in st.commands)
+    t0 = (4 - clip.frame_start) / clip.fps
+    st.push("seek", t0)
+    view.update(st)
+    st.push("play")
+    view.update(st, 0.0)
+    rt = view.update(st, 9.0 / clip.fps)
+    assert st.playing and st.time == pytest.approx(t0 + 9.0 / clip.fps)
+    assert frame_of(clip, st.time) == pytest.approx(13.0)
+    ref = blender_worlds(13, names, asset)
+    moved = set()
+    for name in names:
+        for i, bone in bone_nodes(asset, name):
+            assert np.allclose(rt.pose.world_matrix(i), ref[i], atol=TOL), (name, bone)
+            if not np.allclose(bind[i], ref[i], atol=1e-3):
+                moved.add(name)
+        for node, pi in pairs[name]:
+            got = rt.palette_set.find(node, pi).matrices
+            assert np.allclose(got, blender_palette(ref, asset, node, pi), atol=TOL), (name, node)
+    assert moved == set(names)                          # every character really plays
+
+    # the panel: the toggle and the number of characters it drives
+    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    assert ("crowd" in [p[1] for p in lay.props()]) and f"{COPIES} characters" in lay.labels()
+
+    # off: the clip keeps its time on the previewed armature only
+    t = st.time
+    set_crowd(scene, arm, False)
+    assert not st.crowd and ("crowd", False) in st.commands
+    st.push("pause")
+    rt = view.update(st, 0.0)
+    assert st.time == pytest.approx(t) and rt.crowd_targets == [] and rt.player.target_count == 1
+    assert st.crowd_count == 1 and st.last_error is None
+    st.push("play")
+    rt = view.update(st, 0.0)
+    worlds_a = np.array(rt.pose.world_matrices)
+    rt = view.update(st, 5.0 / clip.fps)
+    assert frame_of(clip, st.time) == pytest.approx(18.0)
+    ref = blender_worlds(18, names, asset)
+    others_moving = 0
+    for name in names:
+        nodes = [i for i, _b in bone_nodes(asset, name)]
+        if name == names[0]:
+            for i in nodes:
+                assert np.allclose(rt.pose.world_matrix(i), ref[i], atol=TOL)
+            assert not np.allclose(worlds_a[nodes], rt.pose.world_matrices[nodes], atol=1e-3)
+        else:
+            # not playing: their bind pose, frame after frame (Blender's frame 18 differs)
+            assert np.array_equal(worlds_a[nodes], rt.pose.world_matrices[nodes]), name
+            assert np.allclose(rt.pose.world_matrices[nodes], bind[nodes], atol=1e-9), name
+            others_moving += not np.allclose(rt.pose.world_matrices[nodes], np.array([ref[i] for i in nodes]),
+                                             atol=1e-3)
+    assert others_moving == COPIES - 1
+    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    assert not any(l.endswith(" characters") for l in lay.labels())
+
+
+def test_crowd_turned_on_while_playing_keeps_the_time(empty_scene, view):
+    """The clip switched to the crowd mid-play continues from the same time on every character."""
+    scene = empty_scene
+    names = build_crowd(scene, 3)
+    arm = bpy.data.objects[names[0]]
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("play")
+    rt = view.update(st)
+    clip = rt.player.clip
+    rt = view.update(st, 6.0 / clip.fps)
+    t = st.time
+    assert rt.player.target_count == 1 and t > 0.0
+    set_crowd(scene, arm, True)
+    rt = view.update(st, 0.0)
+    assert st.time == pytest.approx(t) and rt.player.target_count == 3 and st.crowd_count == 3
+    ref = blender_worlds(round(frame_of(clip, t)), names, view.session.scene_asset)
+    for i, w in ref.items():
+        assert np.allclose(rt.pose.world_matrix(i), w, atol=TOL)
+
+
+def test_crowd_property_tooltip_and_undo(empty_scene, view):
+    from stylized_renderer.operators import preview_ops
+
+    prop = preview_ops.StylizedPreviewProps.bl_rna.properties["crowd"]
+    assert prop.description == ("Play the clip on every armature that shares this armature's skeleton "
+                                "(linked duplicates), in one batched update")
+    assert not prop.is_skip_save
+    scene = empty_scene
+    names = build_crowd(scene, 2)
+    arm = bpy.data.objects[names[0]]
+    st = preview.get_state(scene, arm)
+    bpy.ops.ed.undo_push(message="before")
+    set_crowd(scene, arm, True)
+    bpy.ops.ed.undo_push(message="Play on All Characters")
+    assert st.crowd
+    st.commands.clear()
+    bpy.ops.ed.undo()
+    assert not bpy.context.scene.stylized_preview.crowd
+    assert not st.crowd and st.commands == [("crowd", False)]      # the viewport follows the undo
+    bpy.ops.ed.redo()
+    assert bpy.context.scene.stylized_preview.crowd and st.crowd and st.commands[-1] == ("crowd", True)
+    # a new state (a reloaded file) starts from the scene's stored choice
+    preview.clear_states()
+    assert preview.get_state(bpy.context.scene, bpy.data.objects[names[0]]).crowd
+
+
+# ------------------------------------------------------------------------------------------------
+# rigs previewed from a bake refuse crowd mode
+# ------------------------------------------------------------------------------------------------
+
+def test_baked_rig_refuses_crowd(empty_scene, view, bakes):
+    scene = empty_scene
+    arm, ob, act = rigify_rig.build_constraint_rig(scene)
+    dup = bench_runtime.duplicate_character(scene, arm, (ob,), (3.0, 0.0, 0.0))
+    bpy.context.view_layer.update()
+    bakes.BAKES.ensure(arm, act.name)
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("clip", act.name)
+    st.push("seek", 0.2)
+    rt = view.update(st)
+    assert st.active and st.last_error is None and rt.player.clip is not None    # alone: baked, plays
+    set_crowd(scene, arm, True)
+    view.update(st)
+    assert not st.active and not st.playing                              # timeline mode, no wrong pose
+    assert st.last_error.startswith(preview.CROWD_ERROR_PREFIX) and f"'{arm.name}'" in st.last_error
+    assert "IK" in st.last_error and "Turn Play on All Characters off" in st.last_error
+    assert rt.player.target_count == 1
+    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    assert st.last_error in lay.labels()
+    # off again: the message goes and the baked preview plays the previewed rig
+    set_crowd(scene, arm, False)
+    assert st.last_error is None
+    st.active = True
+    rt = view.update(st)
+    assert st.active and st.last_error is None and rt.player.target_count == 1
+    assert dup.name in rt.armatures_sharing_skeleton(arm.name)
+
+
+def test_crowd_refused_when_a_duplicate_needs_a_bake(empty_scene, view, bakes):
+    """The previewed rig plays from its clip, but a copy has a constraint of its own: the clip's
+    tracks would not give that copy Blender's pose, so crowd mode is refused, naming it."""
+    scene = empty_scene
+    names = build_crowd(scene, 3)
+    arm = bpy.data.objects[names[0]]
+    other = bpy.data.objects[names[2]]
+    con = other.pose.bones["Head"].constraints.new("COPY_ROTATION")
+    con.target, con.subtarget = other, "Unused"
+    bpy.context.view_layer.update()
+    bakes.BAKES.mark_dirty()
+    st = preview.get_state(scene, arm)
+    st.active = True
+    set_crowd(scene, arm, True)
+    view.update(st)
+    assert not st.active and st.last_error and f"'{other.name}'" in st.last_error, st.last_error
+    set_crowd(scene, arm, False)
+    st.active = True
+    rt = view.update(st)
+    assert st.active and st.last_error is None and rt.player.clip is not None
+
+
+# ------------------------------------------------------------------------------------------------
+# lazy palette textures
+# ------------------------------------------------------------------------------------------------
+
+def _handles(session):
+    from stylized_renderer.engine.runtime.gpu_backend import palette_handle
+
+    return [palette_handle(g.palette) for g in session.runtime.palette_set.palette_groups]
+
+
+def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, monkeypatch):
+    scene = empty_scene
+    scene.render.resolution_x, scene.render.resolution_y = 320, 160
+    _character_crowd(scene, 4)
+    # grouped draws from the batched update's texel rows as they are
+    from stylized_renderer.engine.passes import pipeline
+
+    made = []
+    real = pipeline.FrameInstances
+
+    def with_texel_rows(items, enabled=True, palette_rows=None):
+        rows = render_engine._final["session"].runtime.palette_set.texel_rows()
+        inst = real(items, enabled, palette_rows=rows)
+        made.append((inst, rows))
+        return inst
+
+    monkeypatch.setattr(pipeline, "FrameInstances", with_texel_rows)
+    grouped = render_scene(scene).copy()
+    stats = _pipeline()
+    session = render_engine._final["session"]
+    handles = _handles(session)
+    assert len(handles) >= 4 and all(h.rows is not None for h in handles)
+    assert stats["instanced_draws"] > 0
+    assert all(h.texture is None for h in handles)                 # no texture per palette
+    inst, (rows, first) = next((i, r) for i, r in made if i.palette_shared is not None)
+    assert inst.palette_shared is rows                             # not a concatenation
+    for g, h in zip(session.runtime.palette_set.palette_groups, handles):
+        off = first[id(g.palette)]                                 # each palette's rows at its first row
+        assert np.shares_memory(h.rows, rows) and np.array_equal(rows[16 * off:16 * off + h.rows.size], h.rows)
+    # every item drawn alone: each palette makes its texture once, the same pixels
+    monkeypatch.setattr(pipeline, "FrameInstances", real)
+    monkeypatch.setattr(instancing, "ENABLED", False)
+    single = render_scene(scene).copy()
+    assert _pipeline()["instanced_draws"] == 0
+    handles = _handles(render_engine._final["session"])
+    assert all(h.texture is not None for h in handles)
+    assert np.abs(grouped - single).max() <= 1e-6
+    # and the default path (the drawn palettes concatenated) gives them too
+    monkeypatch.setattr(instancing, "ENABLED", True)
+    concat = render_scene(scene).copy()
+    assert np.abs(concat - single).max() <= 1e-6
+
+
+def test_palette_texture_follows_the_upload(empty_scene):
+    """The lazily made texture holds the last uploaded rows, and an upload drops the old one."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend, palette_texture
+
+    def task():
+        be = GpuBackend()
+        h = be.create_palette_buffer(2)
+        pal = types.SimpleNamespace(gpu_buffer=h)
+        m = np.tile(np.eye(4, dtype=np.float32), (2, 1, 1))
+        m[1, 0, 3] = 2.5
+        assert be.upload_palette(h, m) and h.texture is None and be.palette_uploads == 1
+        tex = palette_texture(pal)
+        assert tex is not None and palette_texture(pal) is tex          # made once
+        got = np.array(tex.read().to_list(), np.float32).reshape(2, 4, 4)
+        assert np.array_equal(got.transpose(0, 2, 1), m)
+        m2 = m.copy()
+        m2[0, 1, 3] = -1.0
+        assert be.upload_palette(h, m2) and h.texture is None
+        got = np.array(palette_texture(pal).read().to_list(), np.float32).reshape(2, 4, 4)
+        assert np.array_equal(got.transpose(0, 2, 1), m2)
+        be.release_palette(h)
+        assert palette_texture(pal) is None
+
+    gpu_util.run_in_gpu_context(task)
