@@ -32,6 +32,7 @@ import numpy as np
 #: Bone.inherit_scale values, in the order of the codes ScenePose stores.
 INHERIT_SCALE_MODES = ("FULL", "FIX_SHEAR", "ALIGNED", "AVERAGE", "NONE", "NONE_LEGACY")
 FULL, FIX_SHEAR, ALIGNED, AVERAGE, NONE, NONE_LEGACY = range(6)
+_MODE_CODES = np.arange(len(INHERIT_SCALE_MODES))
 
 _FLT_EPSILON = 1.1920928955078125e-07
 
@@ -170,7 +171,8 @@ def parent_transforms(offs, parent_arm, parent_pose, has_parent, use_rotation, m
     rs = offs.copy()
     loc = offs.copy()
     post = np.ones((k, 3))
-    full = has_parent & use_rotation & (mode == FULL)
+    eq = mode[:, None] == _MODE_CODES              # (K,6): one mask per inherit_scale mode
+    full = has_parent & use_rotation & eq[:, FULL]
     part = has_parent & ~full
     if full.any():
         rs[full] = P[full] @ offs[full]
@@ -178,33 +180,38 @@ def parent_transforms(offs, parent_arm, parent_pose, has_parent, use_rotation, m
         tmat = np.where(use_rotation[:, None, None], P, np.asarray(parent_arm, dtype=np.float64))
         rot = part & use_rotation
         hinge = part & ~use_rotation
+        # which modes occur among the rotation-inheriting and the hinge bones (two reductions)
+        rot_eq = eq & rot[:, None]
+        hinge_eq = eq & hinge[:, None]
+        in_rot = rot_eq.any(axis=0).tolist()
+        in_hinge = hinge_eq.any(axis=0).tolist()
         # NONE / AVERAGE (normalised) and ALIGNED (volume kept, lengths -> post_scale): one call
-        m = rot & ((mode == NONE) | (mode == AVERAGE) | (mode == ALIGNED))
-        if m.any():
-            aligned = mode[m] == ALIGNED
+        if in_rot[NONE] or in_rot[AVERAGE] or in_rot[ALIGNED]:
+            m = rot_eq[:, NONE] | rot_eq[:, AVERAGE] | rot_eq[:, ALIGNED]
+            aligned = eq[m, ALIGNED]
             o = orthogonalize_stable_y(tmat[m], ~aligned)
-            if aligned.any():
+            if in_rot[ALIGNED]:
                 a = np.flatnonzero(m)[aligned]
                 o[aligned], post[a] = _normalize_columns(o[aligned])
             tmat[m] = o
-        m = rot & (mode == NONE_LEGACY)
-        if m.any():
+        if in_rot[NONE_LEGACY]:
+            m = rot_eq[:, NONE_LEGACY]
             tmat[m] = _normalize_columns(tmat[m])[0]
-        m = hinge & (mode == FULL)
-        if m.any():
+        if in_hinge[FULL]:
+            m = hinge_eq[:, FULL]
             tmat[m, :3, :3] *= column_sizes(P[m])[:, None, :]
-        m = hinge & (mode == FIX_SHEAR)
-        if m.any():
+        if in_hinge[FIX_SHEAR]:
+            m = hinge_eq[:, FIX_SHEAR]
             tmat[m, :3, :3] *= sizes_fix_shear(P[m])[:, None, :]
-        m = hinge & (mode == ALIGNED)
-        if m.any():
+        if in_hinge[ALIGNED]:
+            m = hinge_eq[:, ALIGNED]
             post[m] = sizes_fix_shear(P[m])
-        m = part & (mode == AVERAGE)
-        if m.any():
+        if in_rot[AVERAGE] or in_hinge[AVERAGE]:
+            m = part & eq[:, AVERAGE]
             tmat[m, :3, :3] *= np.cbrt(np.abs(np.linalg.det(P[m, :3, :3])))[:, None, None]
         rs[part] = tmat[part] @ offs[part]
-        m = part & (mode == FIX_SHEAR)
-        if m.any():
+        if in_rot[FIX_SHEAR] or in_hinge[FIX_SHEAR]:
+            m = part & eq[:, FIX_SHEAR]
             rs[m] = orthogonalize_stable_y(rs[m], False)
     # loc matrix
     nll = has_parent & ~local_location
