@@ -12,10 +12,12 @@ and, for the same heavy rig, the memory line
   bench-memory: engine_mb=X blender_mb=Y memory_ratio=Z
 with a breakdown of the largest engine arrays (``--memory`` runs only that part), and the crowd
 (N linked duplicates of the demo character, N = 1, 6, 36; ``--crowd N ...`` runs only that part):
-  bench-crowd: n=N frame_set_ms=A player_ms=B ratio=R ms_per_character=C
+  bench-crowd: n=N frame_set_ms=A player_ms=B ratio=R ms_per_character=C session_ms=S session_ratio=Q
   bench-crowd-slope: update_ms_per_added_character=... frame_set_ms_per_added_character=...
 where B is SceneRuntime.update of all N characters playing the demo's clip (set_clip with every
-rig as a target) and A Blender's scene.frame_set of the same scene (every rig has the action).
+rig as a target), S the same through the user path (the viewport session's update_frame with a
+PreviewState playing the clip with "Play on All Characters" on: the command drain, the shape-key
+push and the update) and A Blender's scene.frame_set of the same scene (every rig has the action).
 
 How memory is measured:
   engine_mb   the bytes of every numpy array reachable from our assets and runtime state after a
@@ -236,8 +238,26 @@ def measure_crowd(n: int, frames: int = 40) -> dict:
         rt.release()
         return r
 
+    def session_task():
+        # the user path: the viewport session's update_frame with "Play on All Characters" on
+        from stylized_renderer.engine import preview
+        from stylized_renderer.engine.session import StylizedSession
+
+        s = StylizedSession(viewport=True)
+        dg = bpy.context.evaluated_depsgraph_get()
+        s._ensure_gpu()
+        s._ensure_runtime(dg)
+        st = preview.PreviewState(armature=names[0], active=True, crowd=True)
+        for cmd in (("loop", True), ("clip", clip.name), ("play",)):
+            st.push(*cmd)
+        s.update_frame(dg, st)
+        assert s.runtime.crowd_targets == names and st.last_error is None, st.last_error
+        ms = median_ms(lambda i: s.update_frame(dg, st), frames)
+        s.free()
+        return ms
+
     r = gpu_util.run_in_gpu_context(task)
-    r.update(n=n, frame_set_ms=fs, import_ms=import_ms)
+    r.update(n=n, frame_set_ms=fs, import_ms=import_ms, session_ms=gpu_util.run_in_gpu_context(session_task))
     return r
 
 
@@ -246,6 +266,7 @@ def print_crowd(rows) -> None:
         n = r["n"]
         print(f"bench-crowd: n={n} frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "
               f"ratio={r['player_ms'] / r['frame_set_ms']:.3f} ms_per_character={r['player_ms'] / n:.4f}"
+              f" session_ms={r['session_ms']:.3f} session_ratio={r['session_ms'] / r['frame_set_ms']:.3f}"
               f"  (nodes {r['nodes']}, palettes {r['palettes']}, uploads {r['palette_uploads']}, "
               f"import {r['import_ms']:.0f} ms)")
     if len(rows) >= 2:
