@@ -207,3 +207,22 @@ def test_crowd_root_motion_in_place_matches_alone(empty_scene, in_place):
         assert not np.allclose(rt.pose.world_matrix(spine), bind[spine], atol=1e-3)    # it plays
         r.release()
     rt.release()
+
+
+def test_duplicate_character_keeps_bone_parents():
+    """bench_runtime.duplicate_character keeps a bone-parented part on its bone (parent type, bone
+    and parent inverse), against Blender's evaluated world matrices of the original, per rig."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    arm, sword, gem = scenes.build_bone_parented_prop(scene)
+    arm.pose.bones["Hand"].rotation_mode = "XYZ"
+    arm.pose.bones["Hand"].rotation_euler = (0.4, -0.2, 0.6)
+    a2 = bench_runtime.duplicate_character(scene, arm, (sword, gem), (3.0, -1.0, 0.5))
+    bpy.context.view_layer.update()
+    s2 = next(o for o in a2.children if o.data is sword.data)
+    g2 = next(o for o in s2.children if o.data is gem.data)
+    assert (s2.parent_type, s2.parent_bone) == ("BONE", "Hand")
+    rel = lambda rig, ob: np.linalg.inv(np.array(rig.matrix_world)) @ np.array(ob.matrix_world)
+    for orig, dup in ((sword, s2), (gem, g2)):
+        assert np.allclose(rel(a2, dup), rel(arm, orig), atol=1e-5), orig.name
+    assert np.allclose(np.array(a2.matrix_world.translation), (3.0, -1.0, 0.5))
