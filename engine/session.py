@@ -529,14 +529,24 @@ class StylizedSession:
                 # after the player sampled, before the uploads: shape keys not driven by the clip
                 # follow the file's current values (expressions panel), keys the clip drives keep
                 # the player's sampled values, VRM-bound keys take the expressions with the clip's
-                # expression channels at the player's time (docs/vrm.md)
+                # expression channels at the player's time (docs/vrm.md).  A node's weights are
+                # pushed again only when they differ from its last push, or when any morph weight
+                # changed since that push (MorphState.epoch: a timeline frame, a clip's channels)
+                from .animation.morph import MorphState
+
+                last = getattr(self, "_morph_push", None)
+                last = last[2] if last is not None and last[0] is self.runtime and last[1] == MorphState.epoch else {}
+                pushed = {}
                 for node, w in self.reader.read_morph_weights(
                         None, expression_values=(player.morph_keys, player.morph_values)).items():
                     slots, chans = self._clip_key_slots(player, node)
                     if slots.size:
                         w = w.copy()
                         w[slots] = np.asarray(player.morph_values)[chans]
-                    self.runtime.set_node_morph_weights(node, w)
+                    prev = last.get(node)
+                    if (prev is not None and np.array_equal(prev, w)) or self.runtime.set_node_morph_weights(node, w):
+                        pushed[node] = w
+                self._morph_push = (self.runtime, MorphState.epoch, pushed)
 
             _preview.apply_commands(preview_state, self.runtime, clips, dt, before,
                                     after_sample=push_morphs if self.reader is not None else None)

@@ -252,6 +252,67 @@ def test_crowd_property_tooltip_and_undo(empty_scene, view):
     assert preview.get_state(bpy.context.scene, bpy.data.objects[names[0]]).crowd
 
 
+def test_crowd_preview_pushes_shape_keys_only_when_they_change(empty_scene, view, monkeypatch):
+    """The preview pushes the file's shape-key values (expressions panel) of every character each
+    frame; unchanged values are not pushed again, an edit is drawn at the next frame on every
+    linked duplicate, and a timeline frame in between is followed by a full push."""
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    scene = empty_scene
+    names = build_crowd(scene, 3)
+    body = bpy.data.objects["Body"]
+    body.shape_key_add(name="Basis", from_mix=False)
+    smile = body.shape_key_add(name="Smile", from_mix=False)
+    for v in smile.data:
+        v.co.z += 0.05
+    smile.value = 0.25
+    arm = bpy.data.objects[names[0]]
+    calls = []
+    real = SceneRuntime.set_node_morph_weights
+
+    def counted(self, node, values):
+        calls.append(int(node))
+        return real(self, node, values)
+
+    monkeypatch.setattr(SceneRuntime, "set_node_morph_weights", counted)
+    st = preview.get_state(scene, arm)
+    st.active = True
+    set_crowd(scene, arm, True)
+    st.push("play")
+    rt = view.update(st)
+    asset = view.session.scene_asset
+    bodies = sorted(i for i, nd in enumerate(asset.nodes)
+                    if nd.mesh_index >= 0 and bpy.data.objects[nd.object_name].data == body.data)
+    assert len(bodies) == 3 and sorted(calls) == bodies
+
+    def smile_weights():
+        out = []
+        for node in bodies:
+            for p in rt.mesh_instances[node].primitives:
+                if p.morph_state is not None:
+                    k = [t.name for t in p.primitive.morph_targets].index("Smile")
+                    out.append(float(p.morph_state.weights[k]))
+        return out
+
+    assert smile_weights() and all(w == pytest.approx(0.25) for w in smile_weights())
+    calls.clear()
+    for _ in range(3):
+        view.update(st, 1.0 / 24.0)
+    assert calls == [] and st.playing                   # nothing changed: nothing pushed
+    smile.value = 0.75                                  # the expressions panel
+    view.update(st, 1.0 / 24.0)
+    assert sorted(calls) == bodies and all(w == pytest.approx(0.75) for w in smile_weights())
+    # a timeline frame writes Blender's values; back in the preview everything is pushed again
+    smile.value = 0.5
+    st.active = False
+    view.update(st)
+    smile.value = 0.75
+    calls.clear()
+    st.active = True
+    view.update(st, 1.0 / 24.0)
+    assert sorted(calls) == bodies and all(w == pytest.approx(0.75) for w in smile_weights())
+
+
 # ------------------------------------------------------------------------------------------------
 # rigs previewed from a bake refuse crowd mode
 # ------------------------------------------------------------------------------------------------
