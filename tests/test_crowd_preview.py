@@ -20,39 +20,14 @@ from conftest import render_scene
 from stylized_renderer.engine import preview, render_engine
 from stylized_renderer.engine.passes import instancing
 from stylized_renderer.panels import viewport_panels as vp
+from test_bake import bakes  # noqa: F401  (fixture)
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_render_speed_paths import _character_crowd, _pipeline
 from test_viewport_ui import Ctx, draw_panel
+from test_vrm_preview_channels import Clock
 from tools import bench_runtime, rigify_rig
 
 TOL = 1e-4
-
-
-class Clock:
-    """The session's frame clock (``time.perf_counter`` in engine/session.py), advanced by hand."""
-
-    def __init__(self):
-        import time
-
-        self.now = 1000.0
-        self._time = time
-
-    def perf_counter(self):
-        return self.now
-
-    def __getattr__(self, name):
-        return getattr(self._time, name)
-
-
-@pytest.fixture
-def bakes():
-    from stylized_renderer.engine.importer import bake
-
-    bake.BAKES.clear()
-    bake.BAKES.substeps = 1
-    yield bake
-    bake.BAKES.clear()
-    bake.BAKES.substeps = 1
 
 
 @pytest.fixture
