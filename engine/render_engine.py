@@ -80,7 +80,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         super().__init__(*args, **kwargs)
         self.session = None
         self.view_session = None
-        self._drawn_from = None     # the depsgraph this instance's last final render drew from
+        self._drawn_from = None     # (depsgraph, session, frame) of this instance's last final render
 
     def __del__(self):
         # Engine instances are freed by Blender; GPU objects are released with the session (the
@@ -125,9 +125,12 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
                 self.session = _final_session(scene)
             # Blender keeps one engine instance and one depsgraph for every frame of an
             # animation render (a new instance for each F12): a later frame reads the
-            # depsgraph's updates instead of re-importing (sync_render_step)
+            # depsgraph's updates instead of re-importing (sync_render_step).  The same frame
+            # again (an engine kept with Persistent Data) verifies everything, as an F12 does.
+            frame = (scene.frame_current, float(scene.frame_subframe))
             drawn_from = (depsgraph.as_pointer(), id(self.session))
-            if self._drawn_from == drawn_from and self.session is _final["session"]:
+            if (self._drawn_from is not None and self._drawn_from[:2] == drawn_from
+                    and self._drawn_from[2] != frame and self.session is _final["session"]):
                 self.session.sync_render_step(depsgraph)
             else:
                 self.session.sync_render_step(depsgraph, verify_all=True)
@@ -145,7 +148,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             raise
         if self.test_break():
             return
-        self._drawn_from = drawn_from
+        self._drawn_from = drawn_from + (frame,)
         self.update_progress(0.9)
         result = self.begin_result(0, 0, width, height)
         layer = result.layers[0].passes["Combined"]

@@ -195,10 +195,13 @@ def test_repeated_f12_verifies_without_rebuilding(anim_scene, build_nodes_calls)
     assert np.abs(again - _fresh(scene, 2)).max() <= 1e-6
 
 
-def test_f12_after_an_untagged_edit_still_verifies(anim_scene):
+@pytest.mark.parametrize("persistent", [False, True], ids=["", "persistent data"])
+def test_f12_after_an_untagged_edit_still_verifies(anim_scene, persistent):
     """An edit Blender was not told about (``foreach_set`` without ``update()``) between two F12
-    renders is found by the content fingerprint and drawn."""
+    renders is found by the content fingerprint and drawn, also when Blender keeps the engine
+    and its depsgraph between renders (Persistent Data)."""
     scene, arm, ob = anim_scene
+    scene.render.use_persistent_data = persistent
     scene.frame_set(2)
     before = render_scene(scene).copy()
     imports = last_render["stats"]["import_count"]
