@@ -348,34 +348,13 @@ class StylizedSession:
         if self.runtime is None or self.scene_asset is None or self._need_import or self.viewport:
             self.sync(depsgraph)
             return
-        import bpy
-
-        from . import importer, materials
-
         t0 = time.perf_counter()
         scene = depsgraph.scene
         self._synced_frame = (scene.frame_current, round(float(scene.frame_subframe), 6))
-        reasons = self._structure_changes(depsgraph)
-        meshes = {e.mesh_name for e in self.assets.meshes.values()} if verify_all else set()
-        self.assets.begin_check()
-        for u in depsgraph.updates if not reasons else ():
-            try:
-                idb = getattr(u.id, "original", u.id)
-                name = idb.name
-            except ReferenceError:
-                reasons.append("a datablock was removed")
-                break
-            if isinstance(idb, bpy.types.Mesh):
-                if u.is_updated_geometry and self.assets.holds_mesh(name):
-                    meshes.add(name)
-            elif isinstance(idb, bpy.types.Material):
-                materials.invalidate(name)
-            elif isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
-                reasons.append(f"{type(idb).__name__.lower()} '{name}' changed its relations")
-        for name in sorted(meshes) if not reasons else ():
-            why = self.assets.mesh_content_changed(name)
-            if why:
-                reasons.append(why)
+        try:
+            reasons = self._step_changes(depsgraph, verify_all)
+        except Exception as ex:     # unexpected data: the full import names what is wrong
+            reasons = [f"the re-sync check failed ({type(ex).__name__}: {ex})"]
         self.stats["step_ms"] = (time.perf_counter() - t0) * 1e3
         if verify_all:
             _mark_bakes_dirty()         # as a full sync does: the preview's bakes re-check
@@ -389,6 +368,38 @@ class StylizedSession:
         self._remember_after_import = True
         if not verify_all:
             _mark_bakes_dirty()
+
+    def _step_changes(self, depsgraph, verify_all: bool) -> list:
+        """Why ``sync_render_step`` must re-import (empty: nothing we hold changed)."""
+        import bpy
+
+        from . import materials
+
+        reasons = self._structure_changes(depsgraph)
+        if reasons:
+            return reasons
+        meshes = {e.mesh_name for e in self.assets.meshes.values()} if verify_all else set()
+        self.assets.begin_check()
+        for u in depsgraph.updates:
+            try:
+                idb = getattr(u.id, "original", u.id)
+                name = idb.name
+            except ReferenceError:
+                return ["a datablock was removed"]
+            if isinstance(idb, bpy.types.Mesh):
+                if u.is_updated_geometry and self.assets.holds_mesh(name):
+                    meshes.add(name)
+            elif isinstance(idb, bpy.types.Material):
+                materials.invalidate(name)
+            elif isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
+                reasons.append(f"{type(idb).__name__.lower()} '{name}' changed its relations")
+        if reasons:
+            return reasons
+        for name in sorted(meshes):
+            why = self.assets.mesh_content_changed(name)
+            if why:
+                reasons.append(why)
+        return reasons
 
     def _structure_changes(self, depsgraph) -> list:
         """Why the held runtime's structure no longer matches the scene (empty: it does)."""
