@@ -143,6 +143,9 @@ class _BakeFeed:
         else:
             self.fade_from = None
         ok = pose.set_local_matrices(b.inner_nodes, m)
+        if ok and not player.is_fading and b.anchors is not None:
+            # the same pose as root-relative matrices: the worlds in one step per flat level
+            pose.set_world_shortcut(b.inner_nodes, b.anchors, b.relative_matrices(t))
         if b.bbone_nodes:
             ps = self.runtime.palette_set
             if self.relations is None:
@@ -695,7 +698,8 @@ class StylizedSession:
         t3 = time.perf_counter()
         settings = settings_from_scene(scene, width, height, film_transparent)
         frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
-                          materials=self._materials(items))
+                          materials=self._materials(items),
+                          palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
         rs = self.runtime.stats if self.runtime is not None else None
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
                                | set(self.fallbacks.items()))

@@ -364,9 +364,10 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     real = pipeline.FrameInstances
 
     def with_texel_rows(items, enabled=True, palette_rows=None):
-        rows = render_engine._final["session"].runtime.palette_set.texel_rows()
-        inst = real(items, enabled, palette_rows=rows)
-        made.append((inst, rows))
+        # the session hands the pipeline the batched update's rows (FrameData.palette_rows)
+        assert palette_rows is not None
+        inst = real(items, enabled, palette_rows=palette_rows)
+        made.append((inst, palette_rows))
         return inst
 
     monkeypatch.setattr(pipeline, "FrameInstances", with_texel_rows)
@@ -390,8 +391,10 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     handles = _handles(render_engine._final["session"])
     assert all(h.texture is not None for h in handles)
     assert np.abs(grouped - single).max() <= 1e-6
-    # and the default path (the drawn palettes concatenated) gives them too
+    # and the grouped path without the rows (the drawn palettes concatenated) gives them too
     monkeypatch.setattr(instancing, "ENABLED", True)
+    monkeypatch.setattr(pipeline, "FrameInstances",
+                        lambda items, enabled=True, palette_rows=None: real(items, enabled))
     concat = render_scene(scene).copy()
     assert np.abs(concat - single).max() <= 1e-6
 

@@ -83,3 +83,6 @@ class FrameData:
     lights: list
     settings: FrameSettings
     materials: dict = field(default_factory=dict)   # material name -> resolved material params
+    # every palette of the frame as one float32 texel array (SkinningPaletteSet.texel_rows()):
+    # grouped draws read their palette texture from it instead of concatenating the palettes
+    palette_rows: object = None

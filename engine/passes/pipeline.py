@@ -243,7 +243,7 @@ class FramePipeline:
         visible = frustum_visible(items, frame.camera.view_projection)
         # instance data of every item the passes may draw; items sharing a batch, material and
         # deformation layout are drawn with one instanced call (engine/passes/instancing.py)
-        self._instances = FrameInstances(items)
+        self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
         shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
                                               sun_i if shadows_on else -1))
