@@ -250,20 +250,25 @@ class TimelineReader:
 
         out = {}
         muted = {}
+        blocks = {}     # shape-key datablock -> (values, mute): linked duplicates share one, read once
         for node, ob_name, idx in self.morph_bindings:
             ob = bpy.data.objects.get(ob_name)
             key = ob.data.shape_keys if ob is not None else None
             if key is None:
                 continue
-            if depsgraph is not None:
-                key = key.evaluated_get(depsgraph)
-            n = len(key.key_blocks)
-            vals = np.empty(n, np.float32)
-            mute = np.zeros(n, bool)
-            key.key_blocks.foreach_get("value", vals)
-            key.key_blocks.foreach_get("mute", mute)
-            vals = np.where(mute, 0.0, vals)
-            safe = np.clip(idx, 0, max(n - 1, 0))
+            hit = blocks.get(key.name)
+            if hit is None:
+                if depsgraph is not None:
+                    key = key.evaluated_get(depsgraph)
+                n = len(key.key_blocks)
+                vals = np.empty(n, np.float32)
+                mute = np.zeros(n, bool)
+                key.key_blocks.foreach_get("value", vals)
+                key.key_blocks.foreach_get("mute", mute)
+                hit = blocks[key.name] = (np.where(mute, 0.0, vals), mute)
+            vals, mute = hit
+            n = vals.shape[0]
+            safe = np.minimum(np.maximum(idx, 0), max(n - 1, 0))
             w = np.where(idx >= 0, vals[safe], 0.0) if n else np.zeros(idx.shape[0])
             out[node] = w.astype(np.float64)
             muted[node] = (idx >= 0) & mute[safe] if n else np.zeros(idx.shape[0], bool)
