@@ -150,7 +150,8 @@ class _BakeFeed:
             ps = self.runtime.palette_set
             if self.relations is None:
                 self.relations = b.relation_table(ps.segment_keys)
-            ok = ps.set_bbone_relations(b.bbone_relations(self.relations, t)) and ok
+            i, a = b.frame_at(t)
+            ok = ps.set_bbone_relation_frame(self.relations, i, a) and ok
         return ok
 
     def __call__(self, player, dt) -> None:

@@ -116,6 +116,9 @@ class ScenePose:
         self._world_plan = None    # cached segment plan of update_world_matrices (_build_world_plan)
         self._inh_levels = None    # (active bones, per-level indices) of _update_with_inheritance
         self._parents_safe = np.zeros(0, dtype=np.int64)   # parents, -1 for roots (set with the plan)
+        self._shortcut = None      # (nodes, anchors, rel) of set_world_shortcut, for the next world update
+        self._shortcut_mask = np.zeros(0, dtype=bool)
+        self._flat_plans = {}      # (nodes, anchors) bytes -> level plan of the shortcut's hierarchy
         self.last_error: Optional[str] = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -136,6 +139,9 @@ class ScenePose:
         self._plan = None
         self._world_plan = None
         self._inh_levels = None
+        self._shortcut = None
+        self._shortcut_mask = np.zeros(n, dtype=bool)
+        self._flat_plans = {}
         err = self._init_inheritance(scene_asset)
         if err is not None:
             self.last_error = err
@@ -208,6 +214,7 @@ class ScenePose:
         self._local = np.array(sc.bind_locals, dtype=np.float64)
         self._trs_stale = np.zeros(self._n, dtype=bool)
         self._from_matrix = np.zeros(self._n, dtype=bool)
+        self._clear_shortcut()
         self._dirty = True
         return True
 
@@ -265,6 +272,8 @@ class ScenePose:
         if not (np.isfinite(t).all() and np.isfinite(q).all() and np.isfinite(s).all()):
             return False
         q = normalize_quaternions(q)
+        if self._shortcut is not None and self._shortcut_mask[idx].any():
+            self._clear_shortcut()
         self._t[idx] = t
         self._q[idx] = q
         self._s[idx] = s
@@ -284,6 +293,8 @@ class ScenePose:
         checks."""
         if self._trs_stale.any():
             self._refresh_trs(np.arange(self._n)[nodes])
+        if self._shortcut is not None and self._shortcut_mask[nodes].any():
+            self._clear_shortcut()
         if t is not None:
             self._t[t_nodes] = t
         if q is not None:
@@ -317,6 +328,7 @@ class ScenePose:
             return True
         if not np.isfinite(m).all():
             return False
+        self._clear_shortcut()
         if np.array_equal(self._local[idx], m) and (not self._any_special or self._from_matrix[idx].all()):
             return True     # nothing changed: the pose stays clean, its version (and uploads) too
         self._local[idx] = m
@@ -324,6 +336,89 @@ class ScenePose:
         self._from_matrix[idx] = True
         self._dirty = True
         return True
+
+    def set_world_shortcut(self, nodes, anchors, relative) -> bool:
+        """For the next ``update_world_matrices`` only: ``world[nodes] = world[anchors] @ relative``
+        instead of chaining their locals (a preview bake: every baked bone relative to its root
+        bone, Blender's ``inverse(root pose) @ pose``, so the worlds take one step per level of a
+        flat hierarchy instead of one per bone level).  ``anchors`` must be ancestors of
+        ``nodes`` and not in ``nodes``; nodes below ``nodes`` (bone-parented objects) chain as
+        usual.  The locals of ``nodes`` are not changed: the caller writes the same pose there
+        (``set_local_matrices``) first.  Dropped by any later write to ``nodes`` (or
+        ``set_local_matrices``, ``reset_to_bind_pose``), and ignored while bones with non-default
+        inheritance take the inheritance path.  False on bad input (no shortcut then)."""
+        self._clear_shortcut()
+        hit = self._flat_plans.get((id(nodes), id(anchors)))
+        if hit is not None and hit[0] is nodes and hit[1] is anchors:
+            idx, plan = hit[2], hit[3]        # the same arrays as before (a bake's, per frame)
+        else:
+            idx = self._valid_nodes(nodes)
+            anc = self._valid_nodes(anchors)
+            if idx is None or anc is None or anc.shape != idx.shape:
+                return False
+            plan = self._build_flat_plan(idx, anc) if idx.size else None
+            if plan is None:
+                return idx.size == 0
+            if len(self._flat_plans) > 8:
+                self._flat_plans.clear()
+            self._flat_plans[(id(nodes), id(anchors))] = (nodes, anchors, idx, plan)
+        try:
+            rel = np.asarray(relative, dtype=np.float64).reshape(idx.shape[0], 4, 4)
+        except ValueError:
+            return False
+        self._shortcut = (plan, rel)
+        self._shortcut_mask[idx] = True
+        self._dirty = True
+        return True
+
+    def _clear_shortcut(self) -> None:
+        if self._shortcut is not None:
+            self._shortcut = None
+            self._shortcut_mask[:] = False
+
+    def _build_flat_plan(self, idx: np.ndarray, anc: np.ndarray):
+        """(order, positions of the shortcut nodes in it, levels as (start, stop, parent
+        positions)) of the hierarchy where each shortcut node hangs from its anchor; None when an
+        anchor is not an ancestor of its node or is itself a shortcut node.  Once per set."""
+        n = self._n
+        par = np.array(self._parents, np.int64)
+        par[(par < 0) | (par >= n)] = -1
+        inset = np.zeros(n, bool)
+        inset[idx] = True
+        if inset[anc].any() or np.unique(idx).size != idx.size:
+            return None
+        up = par[idx].copy()                      # anchors must be proper ancestors
+        found = np.zeros(idx.size, bool)
+        for _ in range(n):
+            found |= up == anc
+            live = (up >= 0) & ~found
+            if not live.any():
+                break
+            up[live] = par[up[live]]
+        if not found.all():
+            return None
+        par[idx] = anc
+        depth = np.full(n, -1, np.int64)
+        depth[par < 0] = 0
+        for d in range(1, n + 1):                 # init only: one step per flat level
+            nxt = (depth < 0) & (par >= 0)
+            nxt[nxt] = depth[par[nxt]] == d - 1
+            if not nxt.any():
+                break
+            depth[nxt] = d
+        if (depth < 0).any():
+            return None
+        perm = np.argsort(depth, kind="stable").astype(np.intp)
+        pos = np.empty(n, np.intp)
+        pos[perm] = np.arange(n)
+        ds = depth[perm]
+        levels = []
+        for d in range(1, int(ds.max()) + 1 if n else 1):
+            a, b = int(np.searchsorted(ds, d, "left")), int(np.searchsorted(ds, d, "right"))
+            if b > a:
+                levels.append((a, b, pos[par[perm[a:b]]]))
+        roots = int(np.searchsorted(ds, 1, "left"))
+        return perm, pos[idx], roots, levels
 
     # ---------------------------------------------------------------- reads
     def _refresh_trs(self, idx: np.ndarray) -> None:
@@ -414,10 +509,22 @@ class ScenePose:
         if self._any_special:
             active = self._special & ~self._from_matrix
             if active.any():
+                self._clear_shortcut()
                 self._update_with_inheritance(active)
                 self._dirty = False
                 self._version = next_version(self._version)
                 return True
+        if self._shortcut is not None:
+            (perm, at, roots, levels), rel = self._shortcut
+            self._clear_shortcut()
+            local = self._local[perm]
+            local[at] = rel
+            for a, b, parents in levels:     # parents lie in earlier levels: no overlap
+                np.matmul(local[parents], local[a:b], out=local[a:b])
+            self._world[perm] = local
+            self._dirty = False
+            self._version = next_version(self._version)
+            return True
         # The plan was resolved (and checked for cycles, with the three resolution states) when
         # it was built.  Worlds by segments (_build_world_plan): about 2 matrix products per node
         # in about 2 * sqrt(depth) vectorised steps.

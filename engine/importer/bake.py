@@ -606,8 +606,13 @@ class BakedPose:
     (``SkinningPaletteSet.set_bbone_segments``)."""
 
     def __init__(self, times: np.ndarray, nodes: np.ndarray, locals_: np.ndarray, root: np.ndarray,
-                 bbone_nodes: List[int], bbone_pose: List[np.ndarray], bbone_rest: List[np.ndarray]):
+                 bbone_nodes: List[int], bbone_pose: List[np.ndarray], bbone_rest: List[np.ndarray],
+                 anchors: Optional[np.ndarray] = None, relative: Optional[np.ndarray] = None):
         self.times = np.asarray(times, np.float64)
+        # (B',) root bone node of each inner node and (F,B',4,4) ``inverse(root pose) @ pose``:
+        # the worlds of the inner bones in one step from their root's (set_world_shortcut)
+        self.anchors = None if anchors is None else np.asarray(anchors, np.intp)
+        self.relative = None if relative is None else np.ascontiguousarray(relative, np.float64)
         self._times = self.times.tolist()
         self.nodes = np.asarray(nodes, np.int64)
         self.locals = locals_
@@ -664,6 +669,24 @@ class BakedPose:
             rest = np.concatenate([self.rest[n] for n in self.bbone_nodes])[cols]
             out[:, ok] = self.bbone_table[:, cols] @ np.linalg.inv(rest)[None]
         return out
+
+    def frame_at(self, time_seconds: float):
+        """(i, a): ``time_seconds`` lies between baked frames i and i + 1, at blend ``a`` (clamped
+        to the baked range; ``a`` is 0 at i, and i + 1 exists whenever ``a`` > 0)."""
+        i, a = self._where(time_seconds)
+        if self.times.size == 1 or a <= 0.0:
+            return i, 0.0
+        if a >= 1.0:
+            return i + 1, 0.0
+        return i, a
+
+    def relative_matrices(self, time_seconds: float) -> Optional[np.ndarray]:
+        """(B',4,4) inner bones relative to their root bones at ``time_seconds`` (lerped: exact
+        at the baked frames), aligned with ``inner_nodes`` / ``anchors``; None without them."""
+        if self.relative is None:
+            return None
+        i, a = self._where(time_seconds)
+        return self._lerp(self.relative, i, a)
 
     def bbone_relations(self, table: np.ndarray, time_seconds: float) -> np.ndarray:
         i, a = self._where(time_seconds)
@@ -745,7 +768,21 @@ def baked_clip(bake: Bake, scene_asset, template=None):
             bnodes.append(node)
             bpose.append(arr)
             brest.append(bake.bbone_rest[name])
-    return clip, BakedPose(times, bones, locals_, root, bnodes, bpose, brest)
+    # each bone relative to its root bone (the topmost baked ancestor): ScenePose.set_world_shortcut
+    top = np.arange(bones.size)
+    for _ in range(bones.size):                  # one step per bone level, all bones at once (bake time)
+        up = ppos[top]
+        if not (up >= 0).any():
+            break
+        top = np.where(up >= 0, up, top)
+    pose_arm = bake.pose[:, has]
+    try:
+        top_inv = np.linalg.inv(pose_arm[:, top[child]])
+    except np.linalg.LinAlgError:
+        top_inv = np.linalg.pinv(pose_arm[:, top[child]])
+    relative = top_inv @ pose_arm[:, child]
+    return clip, BakedPose(times, bones, locals_, root, bnodes, bpose, brest,
+                           anchors=bones[top[child]], relative=relative)
 
 
 # ------------------------------------------------------------------------------------------------

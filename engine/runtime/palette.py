@@ -13,6 +13,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..assets.types import Bounds, SkinAsset
+from . import dquat as _dquat
 
 # bytes of one mat4; the seed checks jointCount * sizeof(mat4) for overflow
 MATRIX_BYTES = 64
@@ -158,7 +159,8 @@ def skin_definitions_equal(a: SkinAsset, b: SkinAsset) -> bool:
     """Exact joint-index sequence, B-Bone segment slots and element-wise inverse-bind equality
     (no epsilon)."""
     sa, sb = _segments(a), _segments(b)
-    return ((sa is None) == (sb is None)
+    return (bool(getattr(a, "preserve_volume", False)) == bool(getattr(b, "preserve_volume", False))
+            and (sa is None) == (sb is None)
             and (sa is None or (sa.shape == sb.shape and bool(np.array_equal(sa, sb))))
             and a.joint_node_indices.shape == b.joint_node_indices.shape
             and bool(np.array_equal(a.joint_node_indices, b.joint_node_indices))
@@ -174,7 +176,8 @@ def merge_joint_bounds(a: SkinAsset, b: SkinAsset) -> SkinAsset:
                      np.minimum(a.joint_bounds_min, b.joint_bounds_min),
                      np.maximum(a.joint_bounds_max, b.joint_bounds_max),
                      armature_node=a.armature_node, unweighted_bounds=still,
-                     armature_relation=a.armature_relation, joint_segments=a.joint_segments)
+                     armature_relation=a.armature_relation, joint_segments=a.joint_segments,
+                     preserve_volume=a.preserve_volume)
 
 
 class SkinningPaletteGroup:
@@ -192,6 +195,7 @@ class SkinningPaletteGroup:
         self.palette = SkinningPalette()
         self.members: List[tuple] = []   # (node_index, primitive_index)
         self.armature_node = int(getattr(skin, "armature_node", -1))
+        self.dq = bool(getattr(skin, "preserve_volume", False))   # Preserve Volume: engine/runtime/dquat.py
         self.rel_bind_inv = None
         rel = getattr(skin, "armature_relation", None)
         if self.armature_node >= 0 and rel is None and bind_worlds is not None:
@@ -235,6 +239,8 @@ class SkinningPaletteGroup:
             # jointWorld @ bbone_pose[a] @ inverse(bbone_rest[a]) (Blender's b_bone_mats[a + 1]
             # = chan_mat @ arm_mat @ b_bone[a] @ inv(b_bone_rest[a]) @ inv(arm_mat))
             joints[self.seg_slots] = np.matmul(joints[self.seg_slots], segment_table[self.seg_rows])
+        if self.dq:
+            return _dquat.update_group(self, world_matrices, joints, ibm)
         return self.palette.update(world_matrices[self.mesh_node_index], joints,
                                    ibm, self.box_center, self.box_half, self.box_joints, self.still_bounds)
 
@@ -295,6 +301,8 @@ class _PaletteBatch:
                        for gi, (g, o, c) in enumerate(zip(groups, self.offsets, self.counts))]
         self._mesh_w = self._mesh_inv = self._minv_rows = None     # last mesh worlds, their inverses
         self._rel_key = None                     # last armature and mesh worlds of the relations
+        self.ibm_epoch = 0                       # bumped whenever ibm_t_eff changes (folds redo)
+        self._fold = None                        # (relation frames, epoch, (F,T,4,4) folded rows)
 
     def refresh_segments(self) -> None:
         self.seg_table_rows = np.concatenate([g.seg_rows for g in self.groups]).astype(np.intp)
@@ -320,11 +328,31 @@ class _PaletteBatch:
             o, c = self.offsets[gi], self.counts[gi]
             eff[o:o + c] = np.matmul(self.groups[gi].inverse_binds, corr[k]).transpose(0, 2, 1)   # (ibm @ corr)^T
         self.corr = corr
+        self.ibm_epoch += 1
         return True
 
-    def update(self, world: np.ndarray, segment_table: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    def folded(self, frames: np.ndarray) -> np.ndarray:
+        """(F,T,4,4) ``(segment relation @ ibm @ corr)^T`` of every palette row for each frame of
+        ``frames`` ((F,R,4,4) segment relations, rows of the set's ``segment_keys``); rows without
+        a segment slot hold ``(ibm @ corr)^T``.  A lerp of these is the fold of the lerped
+        relations (linear).  Made once per relation table and armature relation."""
+        f = self._fold
+        if f is not None and f[0] is frames and f[1] == self.ibm_epoch:
+            return f[2]
+        out = np.broadcast_to(self.ibm_t_eff, (frames.shape[0],) + self.ibm_t_eff.shape).copy()
+        rows = self.seg_rows_global
+        if rows.size:
+            out[:, rows] = np.matmul(self.ibm_t_eff[rows][None], frames[:, self.seg_table_rows].transpose(0, 1, 3, 2))
+        self._fold = (frames, self.ibm_epoch, out)
+        return out
+
+    def update(self, world: np.ndarray, segment_table: Optional[np.ndarray],
+               frames=None) -> Optional[np.ndarray]:
         """Compute every group's palette, bounds and (lazily) scale bound; upload each.  Returns
-        the per-group upload results, or None when a singular matrix needs the per-group path."""
+        the per-group upload results, or None when a singular matrix needs the per-group path.
+        ``frames``: ``(relation frames, i, a)`` instead of ``segment_table``: the relations are
+        ``lerp(frames[i], frames[i + 1], a)``, taken from the folded rows (``folded``) in one
+        product per row."""
         mesh_w = world[self.mesh_nodes]
         if self._mesh_w is not None and np.array_equal(mesh_w, self._mesh_w):
             mesh_inv = self._mesh_inv                     # the meshes did not move
@@ -342,11 +370,23 @@ class _PaletteBatch:
             jt = world[self.joint_run].transpose(0, 2, 1)  # jointWorld^T, a view
         else:
             jt = world[self.joints].transpose(0, 2, 1)    # jointWorld^T, a fresh (T,4,4) gather
-        if segment_table is not None and self.seg_rows_global.size:
-            jt = jt.copy()
-            rows = self.seg_rows_global
-            jt[rows] = np.matmul(segment_table[self.seg_table_rows].transpose(0, 2, 1), jt[rows])
-        x = np.matmul(self.ibm_t_eff, jt)                 # (jointWorld @ ibm)^T
+        if frames is not None:
+            table, i, a = frames
+            fold = self.folded(table)
+            if a <= 0.0 or fold.shape[0] == 1:
+                eff = fold[i]
+            elif a >= 1.0:
+                eff = fold[i + 1]
+            else:
+                eff = fold[i] * (1.0 - a)
+                eff += fold[i + 1] * a
+            x = np.matmul(eff, jt)                        # (jointWorld @ rel @ ibm @ corr)^T
+        else:
+            if segment_table is not None and self.seg_rows_global.size:
+                jt = jt.copy()
+                rows = self.seg_rows_global
+                jt[rows] = np.matmul(segment_table[self.seg_table_rows].transpose(0, 2, 1), jt[rows])
+            x = np.matmul(self.ibm_t_eff, jt)             # (jointWorld @ ibm)^T
         t = x.shape[0]
         if len(self.groups) == 1:
             skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(t, 4, 4)
@@ -440,6 +480,8 @@ class SkinningPaletteSet:
         self.segment_keys = np.zeros((0, 2), np.int64)   # (R,2) bone node, segment index
         self.segment_table = np.zeros((0, 4, 4))         # (R,4,4) deform relations (identity: rest)
         self.segment_fresh = False
+        self._segment_frames = None                      # (relation frames, i, a) of set_bbone_relation_frame
+        self._checked_frames = None                      # the last relation frames that passed the checks
         self._segment_rows = {}                          # bone node -> (S+1,) rows of the table
         self.palette_lookup: List[List[Optional[SkinningPalette]]] = []
         self.palette_groups: List[SkinningPaletteGroup] = []
@@ -450,6 +492,7 @@ class SkinningPaletteSet:
         self.last_error: Optional[str] = None
         self._scene = None
         self._batch: Optional[_PaletteBatch] = None
+        self._dq_groups: List[SkinningPaletteGroup] = []
 
     # ---------------------------------------------------------------- lifecycle
     def initialize(self, scene, backend) -> bool:
@@ -484,7 +527,8 @@ class SkinningPaletteSet:
                 g.members.append((node, pi))
                 member_groups.append((node, pi, g))
         for g in groups:
-            if not g.palette.initialize(backend, g.skin.joint_count):
+            rows = _dquat.palette_rows(g.skin.joint_count) if g.dq else g.skin.joint_count
+            if not g.palette.initialize(backend, rows):
                 self.last_error = f"palette buffer creation failed for node '{scene.nodes[g.mesh_node_index].name}'"
                 for h in groups:
                     h.palette.release()
@@ -494,7 +538,9 @@ class SkinningPaletteSet:
         self._init_segments(groups)
         self.palette_lookup = lookup
         self.palette_groups = groups
-        self._batch = _PaletteBatch(groups) if groups else None
+        self._dq_groups = [g for g in groups if g.dq]            # Preserve Volume: per group
+        linear = [g for g in groups if not g.dq]
+        self._batch = _PaletteBatch(linear) if linear else None
         self.palette_count = len(groups)
         self.joint_matrix_count = int(sum(g.skin.joint_count for g in groups))
         self._scene = scene
@@ -511,6 +557,7 @@ class SkinningPaletteSet:
         self.last_pose_version = 0
         self._scene = None
         self._batch = None
+        self._dq_groups = []
 
     release = clear
 
@@ -574,6 +621,7 @@ class SkinningPaletteSet:
                 return False
             table[mask] = rel
         self.segment_table = table
+        self._segment_frames = None
         self.segment_fresh = True
         self.last_pose_version = -1   # force the next update to recompute
         return True
@@ -591,6 +639,32 @@ class SkinningPaletteSet:
             self.segment_fresh = False
             return False
         self.segment_table = t
+        self._segment_frames = None
+        self.segment_fresh = True
+        self.last_pose_version = -1   # force the next update to recompute
+        return True
+
+    def set_bbone_relation_frame(self, frames, i: int, a: float) -> bool:
+        """Like ``set_bbone_relations`` with ``lerp(frames[i], frames[i + 1], a)``, ``frames`` being
+        (F,R,4,4) relations per baked frame (a preview bake's ``relation_table``): the batched
+        update folds the inverse binds into the frames once per table (and armature relation) and
+        then makes each palette row in one product.  Checked once per table: False (and
+        ``last_error``) on a wrong shape, non-finite values or a frame out of range."""
+        if frames is not self._checked_frames:
+            f = np.asarray(frames)
+            if (f.ndim != 4 or f.shape[1:] != (self.segment_keys.shape[0], 4, 4)
+                    or f.dtype != np.float64 or not np.isfinite(f).all()):
+                self.last_error = (f"B-Bone segment relation frames: expected finite float64 (F, "
+                                   f"{self.segment_keys.shape[0]}, 4, 4), got {f.shape}")
+                self.segment_fresh = False
+                return False
+            self._checked_frames = frames
+        i = int(i)
+        if not (0 <= i < frames.shape[0]) or (a > 0.0 and i + 1 >= frames.shape[0]):
+            self.last_error = f"B-Bone segment relation frames: frame {i} (+{a:g}) out of range"
+            self.segment_fresh = False
+            return False
+        self._segment_frames = (frames, i, float(a))
         self.segment_fresh = True
         self.last_pose_version = -1   # force the next update to recompute
         return True
@@ -602,7 +676,7 @@ class SkinningPaletteSet:
         draws many palettes from one texture (grouped draws) without concatenating them again.
         None before the first update or after a per-group (fallback) update."""
         b = self._batch
-        if b is None or b.texels is None or any(g.palette.matrices.base is not b.texels for g in b.groups):
+        if b is None or b.texels is None or self._dq_groups or any(g.palette.matrices.base is not b.texels for g in b.groups):
             return None
         return b.texels.reshape(-1), {id(g.palette): int(o) for g, o in zip(b.groups, b.offsets)}
 
@@ -636,12 +710,24 @@ class SkinningPaletteSet:
             self.last_error = "pose world matrices are dirty"
             return False
         ok = True
-        seg = self.segment_table if self.segment_fresh and self.segment_table.shape[0] else None
+        frames = self._segment_frames if self.segment_fresh else None
+        self._segment_frames = None
+        seg = None
+        if frames is None and self.segment_fresh and self.segment_table.shape[0]:
+            seg = self.segment_table
         self.segment_fresh = False
-        done = self._batch.update(world, seg) if self._batch is not None else None
+        done = self._batch.update(world, seg, frames) if self._batch is not None else None
+        if frames is not None and done is None:
+            tab, i, a = frames                  # the per-group path below takes the lerped table
+            seg = self.segment_table = tab[i] if a <= 0.0 else tab[i] * (1.0 - a) + tab[i + 1] * a
         if done is not None:
             self.last_upload_count += int(np.count_nonzero(done))
             ok = bool(done.all())
+            for g in self._dq_groups:
+                if g.update(world, seg):
+                    self.last_upload_count += 1
+                else:
+                    ok = False
         else:
             # a singular mesh world or armature relation: group by group (those groups fail)
             for g in self.palette_groups:
