@@ -27,6 +27,14 @@
  * base direction when the sum degenerates, exactly as the CPU rebuild does.
  * The palette holds mesh-local skin matrices: inverse(meshWorld) * jointWorld * inverseBind.
  * A vertex whose weights are all zero stays where it is, as in Blender.
+ *
+ * Preserve Volume (dual quaternion skinning, engine/runtime/dquat.py): a palette whose texel
+ * (0, first row).w is 2.0 holds, instead of skin matrices, the mesh -> armature matrix (row 0,
+ * marker aside), its inverse (row 1) and per joint j a scale matrix (row 2 + 2j) and the dual
+ * quaternion (row 3 + 2j: real, dual).  skin_matrix_at blends them per vertex exactly as
+ * Blender's add_weighted_dq_dq_pivot / normalize_dq / mul_v3m3_dq, in armature space, and
+ * returns the equivalent affine matrix at the vertex (its 3x3 part is Blender's deform matrix
+ * of the vertex, used for normals and tangents).
  */
 
 ivec2 morph_texel(int i)
@@ -174,6 +182,111 @@ mat4 skin_matrix()
   return m;
 }
 
+/* Preserve Volume: add joint ``joint`` with weight ``w`` at armature-space point ``co``
+ * (add_weighted_dq_dq_pivot without the full deform matrix: the scale acts through the
+ * translation it induces at the vertex; a rotation pointing away from the running sum adds
+ * negated).  ``ss`` sums w * scale matrix (normals only). */
+void dq_add(int base, uint joint, float w, vec3 co, inout vec4 sq, inout vec4 st, inout mat3 ss,
+            inout float total)
+{
+  if (w == 0.0) {
+    return;
+  }
+  int row = base + 2 + 2 * int(joint);
+  mat4 s = mat4(texelFetch(skin_palette, ivec2(0, row), 0),
+                texelFetch(skin_palette, ivec2(1, row), 0),
+                texelFetch(skin_palette, ivec2(2, row), 0),
+                texelFetch(skin_palette, ivec2(3, row), 0));
+  vec4 q = texelFetch(skin_palette, ivec2(0, row + 1), 0); /* (w, x, y, z) */
+  vec4 t = texelFetch(skin_palette, ivec2(1, row + 1), 0);
+  vec3 d = (s * vec4(co, 1.0)).xyz - co;
+  t.x -= 0.5 * (q.y * d.x + q.z * d.y + q.w * d.z);
+  t.y += 0.5 * (q.x * d.x + q.z * d.z - q.w * d.y);
+  t.z += 0.5 * (q.x * d.y + q.w * d.x - q.y * d.z);
+  t.w += 0.5 * (q.x * d.z + q.y * d.y - q.z * d.x);
+  float ws = (dot(q, sq) < 0.0) ? -w : w;
+  sq += ws * q;
+  st += ws * t;
+  ss += w * mat3(s);
+  total += w;
+}
+
+/* Preserve Volume: the affine matrix that takes this mesh-local vertex where Blender's dual
+ * quaternion deform does (palette at row ``base``). */
+mat4 skin_dq_matrix(int base, vec3 position)
+{
+  vec4 p0 = texelFetch(skin_palette, ivec2(0, base), 0);
+  mat4 pre = mat4(vec4(p0.xyz, 0.0),
+                  texelFetch(skin_palette, ivec2(1, base), 0),
+                  texelFetch(skin_palette, ivec2(2, base), 0),
+                  texelFetch(skin_palette, ivec2(3, base), 0));
+  mat4 post = mat4(texelFetch(skin_palette, ivec2(0, base + 1), 0),
+                   texelFetch(skin_palette, ivec2(1, base + 1), 0),
+                   texelFetch(skin_palette, ivec2(2, base + 1), 0),
+                   texelFetch(skin_palette, ivec2(3, base + 1), 0));
+  vec3 co = (pre * vec4(position, 1.0)).xyz;
+  vec4 sq = vec4(0.0), st = vec4(0.0);
+  mat3 ss = mat3(0.0);
+  float total = 0.0;
+  if (skin_influences > 8) {
+    int first = int(joints.x);
+    int count = int(joints.y);
+    for (int k = 0; k < count; k++) {
+      vec4 e = texelFetch(skin_entries, morph_texel(first + k), 0);
+      dq_add(base, uint(e.x + 0.5), e.y, co, sq, st, ss, total);
+    }
+  }
+  else {
+    dq_add(base, joints.x, weights.x, co, sq, st, ss, total);
+    dq_add(base, joints.y, weights.y, co, sq, st, ss, total);
+    dq_add(base, joints.z, weights.z, co, sq, st, ss, total);
+    dq_add(base, joints.w, weights.w, co, sq, st, ss, total);
+    if (skin_influences > 4) {
+      dq_add(base, joints_hi.x, weights_hi.x, co, sq, st, ss, total);
+      dq_add(base, joints_hi.y, weights_hi.y, co, sq, st, ss, total);
+      dq_add(base, joints_hi.z, weights_hi.z, co, sq, st, ss, total);
+      dq_add(base, joints_hi.w, weights_hi.w, co, sq, st, ss, total);
+    }
+  }
+  if (total <= 0.0) {
+    return mat4(1.0);
+  }
+  /* normalize_dq, then mul_v3m3_dq */
+  sq /= total;
+  st /= total;
+  ss /= total;
+  float w = sq.x, x = sq.y, y = sq.z, z = sq.w;
+  mat3 m;
+  m[0][0] = w * w + x * x - y * y - z * z;
+  m[1][0] = 2.0 * (x * y - w * z);
+  m[2][0] = 2.0 * (x * z + w * y);
+  m[0][1] = 2.0 * (x * y + w * z);
+  m[1][1] = w * w + y * y - x * x - z * z;
+  m[2][1] = 2.0 * (y * z - w * x);
+  m[0][2] = 2.0 * (x * z - w * y);
+  m[1][2] = 2.0 * (y * z + w * x);
+  m[2][2] = w * w + z * z - x * x - y * y;
+  float len2 = dot(sq, sq);
+  len2 = (len2 > 0.0) ? 1.0 / len2 : 0.0;
+  vec3 t = 2.0 * vec3(-st.x * x + w * st.y - st.z * z + y * st.w,
+                      -st.x * y + st.y * z - x * st.w + w * st.z,
+                      -st.x * z + x * st.z + w * st.w - st.y * y);
+  vec3 moved = (post * vec4((m * co + t) * len2, 1.0)).xyz;
+  mat3 a = mat3(post) * (len2 * m) * ss * mat3(pre);
+  return mat4(vec4(a[0], 0.0), vec4(a[1], 0.0), vec4(a[2], 0.0), vec4(moved - a * position, 1.0));
+}
+
+/* The skin matrix of this vertex at its (morphed) mesh-local ``position``: linear blending, or
+ * the Preserve Volume equivalent matrix when the palette carries the marker. */
+mat4 skin_matrix_at(vec3 position)
+{
+  int base = int(instance_info().y + 0.5);
+  if (texelFetch(skin_palette, ivec2(0, base), 0).w > 1.5) {
+    return skin_dq_matrix(base, position);
+  }
+  return skin_matrix();
+}
+
 /* Cofactor matrix: transforms normals correctly under non-uniform scale (up to length). */
 mat3 skin_normal_matrix(mat3 m)
 {
@@ -187,7 +300,7 @@ void skin_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
   if (skin_influences == 0) {
     return;
   }
-  mat4 m = skin_matrix();
+  mat4 m = skin_matrix_at(position);
   position = (m * vec4(position, 1.0)).xyz;
   mat3 m3 = mat3(m);
   vec3 n = skin_normal_matrix(m3) * normal;
@@ -203,7 +316,7 @@ float skin_vertex_handed(inout vec3 position, inout vec3 normal, inout vec3 tang
   if (skin_influences == 0) {
     return 1.0;
   }
-  mat4 m = skin_matrix();
+  mat4 m = skin_matrix_at(position);
   position = (m * vec4(position, 1.0)).xyz;
   mat3 m3 = mat3(m);
   vec3 n = skin_normal_matrix(m3) * normal;
@@ -219,5 +332,5 @@ vec3 skin_position(vec3 position)
   if (skin_influences == 0) {
     return position;
   }
-  return (skin_matrix() * vec4(position, 1.0)).xyz;
+  return (skin_matrix_at(position) * vec4(position, 1.0)).xyz;
 }

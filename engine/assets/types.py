@@ -210,6 +210,9 @@ class SkinAsset:
     # bone; a vertex's weight on the bone is split between two adjacent segment slots).  None: no
     # bendy bones in this skin.
     joint_segments: Optional[np.ndarray] = None
+    # Preserve Volume (the Armature modifier's ``use_deform_preserve_volume``): dual quaternion
+    # skinning, palette layout in engine/runtime/dquat.py
+    preserve_volume: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "joint_node_indices", _ro(self.joint_node_indices, np.int64))

@@ -40,8 +40,6 @@ def mesh_fallbacks(obj) -> Tuple[list, Optional[object], Optional[object]]:
     if am is not None:
         if relevant[0] is not am:
             reasons.append(f"Armature modifier '{am.name}' is not the first modifier")
-        if am.use_deform_preserve_volume:
-            reasons.append(f"Armature modifier '{am.name}' uses preserve volume")
         if am.use_bone_envelopes:
             reasons.append(f"Armature modifier '{am.name}' uses bone envelopes")
         if am.use_multi_modifier:
@@ -211,7 +209,8 @@ def _rebind(entry, obj, arm, nb: NodeBuilder, mesh_world, force: bool = False) -
     old = p0.skin
     skin = SkinAsset(jn, ibm, old.joint_bounds_min, old.joint_bounds_max,
                      armature_node=nb.index[(arm.name, None)], unweighted_bounds=old.unweighted_bounds,
-                     armature_relation=_relation(arm, nb, mesh_world), joint_segments=old.joint_segments)
+                     armature_relation=_relation(arm, nb, mesh_world), joint_segments=old.joint_segments,
+                     preserve_volume=old.preserve_volume)
     prims = [dataclasses.replace(p, skin=skin) if p.skin is not None else p for p in asset.primitives]
     return dataclasses.replace(asset, primitives=prims)
 
@@ -269,8 +268,9 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         tv, tj, tw = vi[sel], bj[sel], wi[sel]
         # B-Bones: a bone's weight is split between two adjacent segment slots; joint ids
         # >= len(bones) stand for (bone, segment) pairs (``seg_keys``)
+        src = _skin.source_order(arm, tj) if am.use_deform_preserve_volume else None
         tv, tj, tw, seg_keys = _skin.split_bbone_weights(obj, arm, base_co, tv, tj, tw)
-        infl = _skin.select_influences(tv, tj, tw, nv)
+        infl = _skin.select_influences(tv, tj, tw, nv, order=src)
         used = np.unique(infl.joints[infl.weights > 0.0])
         if used.size == 0:
             infl = None
@@ -302,7 +302,8 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         still_bounds = Bounds.from_points(base_co[still]) if still.any() else None
         skin_asset = SkinAsset(jn, ibm, lo, hi, armature_node=nb.index[(arm.name, None)],
                                unweighted_bounds=still_bounds, armature_relation=_relation(arm, nb, mesh_world),
-                               joint_segments=joint_segments)
+                               joint_segments=joint_segments,
+                               preserve_volume=bool(am.use_deform_preserve_volume))
     stats["skin_s"] = stats.get("skin_s", 0.0) + time.perf_counter() - t1
 
     # --- morph targets ------------------------------------------------------------------------

@@ -47,17 +47,24 @@ class Influences:
     k: int                    # 4, 8, or the largest count (> 8: every influence is kept)
 
 
-def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: float = ZERO_CONTRIB) -> Influences:
+def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: float = ZERO_CONTRIB,
+                      order=None) -> Influences:
     """Seed weight rules: merge duplicate (vertex, joint) pairs, keep the largest 4 (or 8 when any
     vertex has more than 4 nonzero influences), normalise. Vertices whose total weight is
     <= ``zero_contrib`` keep all-zero weights (they stay in place, as in Blender).  When a vertex
     has more than 8, every influence is kept (K = the largest count), normalised by the sum of
-    all of them: exactly Blender's Armature modifier (the GPU reads them as per-vertex spans)."""
+    all of them: exactly Blender's Armature modifier (the GPU reads them as per-vertex spans).
+    ``order`` (one key per triple, e.g. ``source_order``): the slots of a vertex follow it
+    instead of descending weight (Preserve Volume: Blender sums the dual quaternions in the
+    vertex's own group order, and that sum depends on the order; K >= the largest count, so no
+    influence is ever dropped either way)."""
     vertex = np.asarray(vertex, np.int64).ravel()
     joint = np.asarray(joint, np.int64).ravel()
     weight = np.asarray(weight, np.float64).ravel()
     keep = weight > 0.0
     vertex, joint, weight = vertex[keep], joint[keep], weight[keep]
+    if order is not None:
+        order = np.asarray(order, np.int64).ravel()[keep]
     if vertex.size:
         # merge duplicates
         jmax = int(joint.max()) + 1
@@ -65,6 +72,10 @@ def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: fl
         uk, inv = np.unique(key, return_inverse=True)
         weight = np.bincount(inv.ravel(), weights=weight, minlength=uk.size)
         vertex, joint = uk // jmax, uk % jmax
+        if order is not None:
+            first = np.full(uk.size, np.iinfo(np.int64).max)
+            np.minimum.at(first, inv.ravel(), order)
+            order = first
     counts = np.bincount(vertex, minlength=vertex_count) if vertex.size else np.zeros(vertex_count, np.int64)
     max_inf = int(counts.max()) if counts.size else 0
     k = 4 if max_inf <= 4 else (8 if max_inf <= 8 else max_inf)
@@ -73,8 +84,8 @@ def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: fl
     if vertex.size:
         total = np.bincount(vertex, weights=weight, minlength=vertex_count)
         # sort by vertex, then weight descending, then joint (stable tie-break)
-        order = np.lexsort((joint, -weight, vertex))
-        v, j, w = vertex[order], joint[order], weight[order]
+        srt = np.lexsort((joint, -weight, vertex)) if order is None else np.lexsort((joint, order, vertex))
+        v, j, w = vertex[srt], joint[srt], weight[srt]
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         rank = np.arange(v.size) - start[v]
         sel = rank < k
@@ -184,6 +195,23 @@ def split_bbone_weights(obj, arm, base_co, vertex, joint, weight):
     out_j += [lo, lo + 1]
     out_w += [bw * (1.0 - blend), bw * blend]
     return np.concatenate(out_v), np.concatenate(out_j), np.concatenate(out_w), seg_keys
+
+
+def source_order(arm, joint) -> np.ndarray:
+    """One order key per triple that ``split_bbone_weights`` returns for these ``joint`` (bone
+    index) triples given in the vertices' own group order: the triple's position there, a
+    B-Bone's pair as two consecutive keys (lower segment first), following the layout of that
+    function's output (kept triples, then the lower, then the upper segment triples).  Blender's
+    Preserve Volume sums in this order (armature_deform.cc: the vertex's groups in order, a
+    B-Bone adding segment ``index`` then ``index + 1``)."""
+    joint = np.asarray(joint, np.int64)
+    rank = 2 * np.arange(joint.size, dtype=np.int64)
+    bones = arm.data.bones
+    bendy = [int(b) for b in np.unique(joint) if bones[int(b)].bbone_segments > 1]
+    if not bendy:
+        return rank
+    is_bb = np.isin(joint, np.array(bendy, np.int64))
+    return np.concatenate([rank[~is_bb], rank[is_bb], rank[is_bb] + 1])
 
 
 def _evaluated_pose_bone(obj, arm, bone_name):

@@ -723,6 +723,9 @@ class SkinningPaletteSet:
         if done is not None:
             self.last_upload_count += int(np.count_nonzero(done))
             ok = bool(done.all())
+            if self._dq_groups and frames is not None:   # Preserve Volume groups: the lerped table
+                tab, i, a = frames
+                seg = tab[i] if a <= 0.0 else tab[i] * (1.0 - a) + tab[i + 1] * a
             for g in self._dq_groups:
                 if g.update(world, seg):
                     self.last_upload_count += 1
