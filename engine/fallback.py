@@ -1,7 +1,7 @@
 """Blender's evaluated mesh as draw items, for everything the GPU path does not draw itself.
 
-Objects the GPU path cannot reproduce (other modifiers, Preserve Volume, curves, text, surfaces,
-metaballs, instances...) are drawn from the depsgraph's evaluated mesh through the same passes.
+Objects the GPU path cannot reproduce (other modifiers, bone envelopes, curves, text, surfaces,
+metaballs, instances...; Preserve Volume runs on the GPU, engine/runtime/dquat.py) are drawn from the depsgraph's evaluated mesh through the same passes.
 ``FallbackDrawer`` keeps one set of GPU streams per drawn instance and re-creates them only when
 the evaluated mesh changed (a SHA-1 of the arrays read), so a redraw of an unchanged scene
 creates no GPU objects, and streams of instances no longer drawn are released the same frame.

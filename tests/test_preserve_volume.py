@@ -153,3 +153,41 @@ def test_candy_wrapper_only_without_preserve_volume(empty_scene, tmp_path):
         save_png(px, tmp_path / f"{name}.png")
     w_pv, w_lin = _neck_width(with_pv), _neck_width(without)
     assert w_pv >= 1.5 * w_lin, (w_pv, w_lin)
+
+
+def test_preserve_volume_bbones_and_object_transforms(empty_scene, capsys):
+    """B-Bones with Preserve Volume (Blender's dual quaternion per segment matrix), the armature
+    and the mesh object moved, turned and scaled non-uniformly (the modifier's armature space):
+    both modes within 1e-4, no fallback."""
+    from test_bbones import build_bbone_rig
+
+    arm, ob = build_bbone_rig()
+    ob.modifiers["Armature"].use_deform_preserve_volume = True
+    arm.location, arm.rotation_euler, arm.scale = (0.4, -0.2, 0.3), (0.3, 0.1, -0.4), (1.2, 1.2, 1.2)
+    ob.location, ob.rotation_euler, ob.scale = (0.1, 0.2, 0.0), (0.0, 0.2, 0.5), (1.0, 0.8, 1.3)
+    scenes.finish()
+    rc, out, fields = _run(capsys, frames="1-10", mode="both")
+    assert rc == 0, out
+    assert "path=gpu" in out and int(fields["fallbacks"]) == 0 and int(fields["skipped"]) == 0, out
+    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+
+
+def test_preserve_volume_many_influences(empty_scene, capsys):
+    """Vertices with 2, 9, 12 and 20 influences (per-vertex spans) with Preserve Volume, bones
+    turning and scaling: timeline within 1e-4, no fallback."""
+    arm, ob = scenes.build_many_influences(counts=(2, 9, 12, 20))
+    ob.modifiers["Armature"].use_deform_preserve_volume = True
+    pb = arm.pose.bones
+    for f in (1, 4):
+        for k, b in enumerate(pb):
+            b.rotation_mode = "XYZ"
+            b.rotation_euler = (0.15 * k * (f > 1), 0.1 * (k % 3) * (f > 1), -0.05 * k * (f > 1))
+            b.scale = (1.0, 1.0 + 0.05 * (k % 4) * (f > 1), 1.0)
+            b.keyframe_insert("rotation_euler", frame=f)
+            b.keyframe_insert("scale", frame=f)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 4
+    scenes.finish()
+    rc, out, fields = _run(capsys, frames="1-4", mode="timeline")
+    assert rc == 0, out
+    assert "path=gpu" in out and int(fields["fallbacks"]) == 0, out
+    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
