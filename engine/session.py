@@ -130,6 +130,8 @@ class _BakeFeed:
         self.time = None
         self.fade_from = None
         self.relations = None
+        self.joints = None       # bake.joint_table for the palette set's rows, False: not every joint baked
+        self.checked = None      # the pose that accepted the bake's nodes (later writes skip the checks)
 
     def _write(self, t: float, player) -> bool:
         b = self.baked
@@ -142,14 +144,25 @@ class _BakeFeed:
             m = self.fade_from * w_out + m * w_in
         else:
             self.fade_from = None
-        ok = pose.set_local_matrices(b.inner_nodes, m)
+        if self.checked is not pose:      # the bake's nodes and matrices, once per pose
+            ok = pose.set_local_matrices(b.inner_nodes, m)
+            self.checked = pose if ok and b.finite else None
+        else:
+            pose.write_local_matrices(b.inner_nodes, m)
+            ok = True
         if ok and not player.is_fading and b.anchors is not None:
             # the same pose as root-relative matrices: the worlds in one step per flat level
-            pose.set_world_shortcut(b.inner_nodes, b.anchors, b.relative_matrices(t))
-        if b.bbone_nodes:
-            ps = self.runtime.palette_set
-            if self.relations is None:
-                self.relations = b.relation_table(ps.segment_keys)
+            pose.set_world_shortcut(b.inner_nodes, b.anchors, b.relative_matrices_t(t))
+        ps = self.runtime.palette_set
+        if b.bbone_nodes and self.relations is None:
+            self.relations = b.relation_table(ps.segment_keys)
+        if self.joints is None:
+            self.joints = b.joint_table(ps.joint_rows) or False
+        if self.joints and not player.is_fading:
+            # the palettes straight from the baked joints and their root bones' worlds
+            i, a = b.frame_at(t)
+            ok = ps.set_baked_joints(*self.joints, self.relations if b.bbone_nodes else None, i, a) and ok
+        elif b.bbone_nodes:
             i, a = b.frame_at(t)
             ok = ps.set_bbone_relation_frame(self.relations, i, a) and ok
         return ok

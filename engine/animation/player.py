@@ -49,6 +49,7 @@ class AnimationPlayer:
         # flattened clip data
         self._nodes = np.zeros(0, dtype=np.int64)     # unique animated nodes
         self._t_tracks = self._r_tracks = self._s_tracks = None
+        self._shared_keys = False
         self._t_slot = self._r_slot = self._s_slot = np.zeros(0, dtype=np.int64)
         self._nodes_ip = self._t_nodes = self._r_nodes = self._s_nodes = np.zeros(0, dtype=np.intp)
         self._crowd = None             # set_targets: (every node, (nodes, rows) per track kind)
@@ -162,6 +163,7 @@ class AnimationPlayer:
         if clip is None:
             self._nodes = np.zeros(0, dtype=np.int64)
             self._t_tracks = self._r_tracks = self._s_tracks = self._m_tracks = None
+            self._shared_keys = False
             self._morph_keys = []
             self._morph_values = np.zeros(0)
             self._own_morph_count = 0
@@ -183,6 +185,14 @@ class AnimationPlayer:
         self._t_tracks, self._t_slot = build("translation_times", "translation_values", 3)
         self._r_tracks, self._r_slot = build("rotation_times", "rotation_values", 4)
         self._s_tracks, self._s_slot = build("scale_times", "scale_values", 3)
+        tt, rt, st = self._t_tracks, self._r_tracks, self._s_tracks
+        # translation, rotation and scale keyed at the same times per channel (a bake's clip,
+        # many glTF clips): one key search serves all three
+        self._shared_keys = bool(tt.count and rt.count == tt.count and st.count == tt.count
+                                 and np.array_equal(self._t_slot, self._r_slot)
+                                 and np.array_equal(self._t_slot, self._s_slot)
+                                 and np.array_equal(tt.counts, rt.counts) and np.array_equal(tt.counts, st.counts)
+                                 and np.array_equal(tt.times, rt.times) and np.array_equal(tt.times, st.times))
         ip = self._nodes.astype(np.intp)
         self._nodes_ip = _as_slice(ip)      # a slice when the nodes are consecutive (no gathers)
         self._t_nodes = _as_slice(ip[self._t_slot])
@@ -387,9 +397,17 @@ class AnimationPlayer:
             # the sampled tracks straight into the pose (a validated clip: finite keys, unit
             # quaternions from the sampler); a crowd: sampled once, scattered to every target
             tt, rt, st = self._t_tracks, self._r_tracks, self._s_tracks
-            tv = tt.sample_linear(time) if tt is not None and tt.count else None
-            qv = rt.sample_rotation(time) if rt is not None and rt.count else None
-            sv = st.sample_linear(time) if st is not None and st.count else None
+            if self._shared_keys:
+                left, right, alpha = tt.locate(time)
+                a = alpha[:, None]
+                tl, sl = tt.values[left], st.values[left]
+                tv = tl + (tt.values[right] - tl) * a
+                qv = slerp(rt.values[left], rt.values[right], alpha)
+                sv = sl + (st.values[right] - sl) * a
+            else:
+                tv = tt.sample_linear(time) if tt is not None and tt.count else None
+                qv = rt.sample_rotation(time) if rt is not None and rt.count else None
+                sv = st.sample_linear(time) if st is not None and st.count else None
             if tv is not None and self._in_place:
                 self._in_place_rows(tv, pose.scene)
             crowd = self._crowd

@@ -337,16 +337,29 @@ class ScenePose:
         self._dirty = True
         return True
 
-    def set_world_shortcut(self, nodes, anchors, relative) -> bool:
+    def write_local_matrices(self, nodes: np.ndarray, matrices: np.ndarray) -> None:
+        """``set_local_matrices`` for a per-frame source whose matrices were checked once (a
+        preview bake's finite matrices): ``nodes`` a valid intp array, ``matrices`` (k,4,4)
+        float64; no copies, checks or equality test (the pose always turns dirty)."""
+        self._clear_shortcut()
+        self._local[nodes] = matrices
+        self._trs_stale[nodes] = True
+        self._from_matrix[nodes] = True
+        self._dirty = True
+
+    def set_world_shortcut(self, nodes, anchors, relative_t) -> bool:
         """For the next ``update_world_matrices`` only: ``world[nodes] = world[anchors] @ relative``
-        instead of chaining their locals (a preview bake: every baked bone relative to its root
-        bone, Blender's ``inverse(root pose) @ pose``, so the worlds take one step per level of a
-        flat hierarchy instead of one per bone level).  ``anchors`` must be ancestors of
-        ``nodes`` and not in ``nodes``; nodes below ``nodes`` (bone-parented objects) chain as
-        usual.  The locals of ``nodes`` are not changed: the caller writes the same pose there
-        (``set_local_matrices``) first.  Dropped by any later write to ``nodes`` (or
-        ``set_local_matrices``, ``reset_to_bind_pose``), and ignored while bones with non-default
-        inheritance take the inheritance path.  False on bad input (no shortcut then)."""
+        instead of chaining their locals, ``relative_t`` being the (k,4,4) *transposed* relative
+        matrices (a preview bake: every baked bone relative to its root bone, Blender's
+        ``inverse(root pose) @ pose``).  The worlds then take one step per level of a flat
+        hierarchy, and a run of at least 8 consecutive nodes with the same anchor one matrix
+        product (``relative^T @ anchor^T`` as one (4k,4) x (4,4) product).  ``anchors`` must be
+        proper ancestors of ``nodes`` and not in ``nodes``; nodes below ``nodes`` (bone-parented
+        objects) chain as usual.  The locals of ``nodes`` are not changed: the caller writes the
+        same pose there (``set_local_matrices``) first.  Dropped by any later write to ``nodes``
+        (or ``set_local_matrices``, ``reset_to_bind_pose``), and ignored while bones with
+        non-default inheritance take the inheritance path.  False on bad input (no shortcut
+        then); the matrices are the caller's finite values (not checked per call)."""
         self._clear_shortcut()
         hit = self._flat_plans.get((id(nodes), id(anchors)))
         if hit is not None and hit[0] is nodes and hit[1] is anchors:
@@ -362,11 +375,13 @@ class ScenePose:
             if len(self._flat_plans) > 8:
                 self._flat_plans.clear()
             self._flat_plans[(id(nodes), id(anchors))] = (nodes, anchors, idx, plan)
-        try:
-            rel = np.asarray(relative, dtype=np.float64).reshape(idx.shape[0], 4, 4)
-        except ValueError:
-            return False
-        self._shortcut = (plan, rel)
+        rel_t = relative_t
+        if not isinstance(rel_t, np.ndarray) or rel_t.shape != (idx.shape[0], 4, 4) or rel_t.dtype != np.float64:
+            try:
+                rel_t = np.asarray(relative_t, dtype=np.float64).reshape(idx.shape[0], 4, 4)
+            except ValueError:
+                return False
+        self._shortcut = (plan, rel_t)
         self._shortcut_mask[idx] = True
         self._dirty = True
         return True
@@ -377,18 +392,23 @@ class ScenePose:
             self._shortcut_mask[:] = False
 
     def _build_flat_plan(self, idx: np.ndarray, anc: np.ndarray):
-        """(order, positions of the shortcut nodes in it, levels as (start, stop, parent
-        positions)) of the hierarchy where each shortcut node hangs from its anchor; None when an
-        anchor is not an ancestor of its node or is itself a shortcut node.  Once per set."""
+        """The hierarchy where each shortcut node hangs from its anchor, level by level:
+        ``(order, positions of the chained shortcut nodes in it, their rows in the input,
+        levels)``, each level ``(start, stop, parent positions, runs)``: positions start..stop of
+        the order are chained (``parent world @ local``), each run ``(dst start, dst stop, anchor
+        position, src start, src stop)`` is one product from the input rows src start..stop.
+        None when an anchor is not a proper ancestor of its node or is itself a shortcut node.
+        Once per set of nodes."""
         n = self._n
+        k = idx.shape[0]
         par = np.array(self._parents, np.int64)
         par[(par < 0) | (par >= n)] = -1
         inset = np.zeros(n, bool)
         inset[idx] = True
-        if inset[anc].any() or np.unique(idx).size != idx.size:
+        if inset[anc].any() or np.unique(idx).size != k:
             return None
         up = par[idx].copy()                      # anchors must be proper ancestors
-        found = np.zeros(idx.size, bool)
+        found = np.zeros(k, bool)
         for _ in range(n):
             found |= up == anc
             live = (up >= 0) & ~found
@@ -408,17 +428,38 @@ class ScenePose:
             depth[nxt] = d
         if (depth < 0).any():
             return None
-        perm = np.argsort(depth, kind="stable").astype(np.intp)
+        # runs: >= 8 consecutive input rows with one anchor (one product each)
+        brk = np.flatnonzero(np.diff(anc)) + 1
+        starts = np.concatenate([[0], brk])
+        stops = np.concatenate([brk, [k]])
+        long_runs = [(int(a), int(b)) for a, b in zip(starts, stops) if b - a >= 8]
+        in_run = np.zeros(n, bool)
+        for a, b in long_runs:
+            in_run[idx[a:b]] = True
+        # order: by depth; in each level the chained nodes, then the runs' nodes in input order
+        run_key = np.full(n, -1, np.int64)
+        for r, (a, b) in enumerate(long_runs):
+            run_key[idx[a:b]] = r
+        within = np.zeros(n, np.int64)
+        within[idx] = np.arange(k)
+        perm = np.lexsort((within, run_key, depth)).astype(np.intp)
         pos = np.empty(n, np.intp)
         pos[perm] = np.arange(n)
         ds = depth[perm]
         levels = []
         for d in range(1, int(ds.max()) + 1 if n else 1):
-            a, b = int(np.searchsorted(ds, d, "left")), int(np.searchsorted(ds, d, "right"))
-            if b > a:
-                levels.append((a, b, pos[par[perm[a:b]]]))
-        roots = int(np.searchsorted(ds, 1, "left"))
-        return perm, pos[idx], roots, levels
+            lo, hi = int(np.searchsorted(ds, d, "left")), int(np.searchsorted(ds, d, "right"))
+            if hi <= lo:
+                continue
+            chained = perm[lo:hi][~in_run[perm[lo:hi]]]
+            c = chained.size
+            runs = []
+            for a, b in long_runs:
+                if depth[idx[a]] == d:
+                    runs.append((int(pos[idx[a]]), int(pos[idx[a]]) + b - a, int(pos[anc[a]]), a, b))
+            levels.append((lo, lo + c, pos[par[chained]], runs))
+        chained_sc = ~in_run[idx]
+        return perm, pos[idx[chained_sc]], np.flatnonzero(chained_sc), levels
 
     # ---------------------------------------------------------------- reads
     def _refresh_trs(self, idx: np.ndarray) -> None:
@@ -515,13 +556,17 @@ class ScenePose:
                 self._version = next_version(self._version)
                 return True
         if self._shortcut is not None:
-            (perm, at, roots, levels), rel = self._shortcut
+            (perm, at, src, levels), rel_t = self._shortcut
             self._clear_shortcut()
-            local = self._local[perm]
-            local[at] = rel
-            for a, b, parents in levels:     # parents lie in earlier levels: no overlap
-                np.matmul(local[parents], local[a:b], out=local[a:b])
-            self._world[perm] = local
+            w = self._local[perm]
+            if src.size:
+                w[at] = rel_t[src].transpose(0, 2, 1)
+            for a, b, parents, runs in levels:     # parents lie in earlier levels: no overlap
+                if b > a:
+                    np.matmul(w[parents], w[a:b], out=w[a:b])
+                for da, db, p, sa, sb in runs:     # world^T = relative^T @ anchor^T, one product
+                    w[da:db] = np.dot(rel_t[sa:sb].reshape(-1, 4), w[p].T).reshape(-1, 4, 4).transpose(0, 2, 1)
+            self._world[perm] = w
             self._dirty = False
             self._version = next_version(self._version)
             return True

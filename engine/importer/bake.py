@@ -609,16 +609,26 @@ class BakedPose:
                  bbone_nodes: List[int], bbone_pose: List[np.ndarray], bbone_rest: List[np.ndarray],
                  anchors: Optional[np.ndarray] = None, relative: Optional[np.ndarray] = None):
         self.times = np.asarray(times, np.float64)
-        # (B',) root bone node of each inner node and (F,B',4,4) ``inverse(root pose) @ pose``:
-        # the worlds of the inner bones in one step from their root's (set_world_shortcut)
-        self.anchors = None if anchors is None else np.asarray(anchors, np.intp)
-        self.relative = None if relative is None else np.ascontiguousarray(relative, np.float64)
         self._times = self.times.tolist()
         self.nodes = np.asarray(nodes, np.int64)
         self.locals = locals_
         self.root = np.asarray(root, bool)
-        self.inner_nodes = self.nodes[~self.root]
-        self.inner_locals = np.ascontiguousarray(locals_[:, ~self.root])    # (F,B',4,4), per-frame reads
+        inner = np.flatnonzero(~self.root)
+        # anchors (B',): the root bone node of each inner node; relative_t (F,B',4,4): the
+        # transposed ``inverse(root pose) @ pose`` (ScenePose.set_world_shortcut).  The inner
+        # nodes are ordered by anchor, so each root's bones are one run (one product a frame).
+        self.anchors = self.relative_t = None
+        if anchors is not None and relative is not None:
+            anchors = np.asarray(anchors, np.intp)
+            order = np.argsort(anchors, kind="stable")
+            inner = inner[order]
+            self.anchors = anchors[order]
+            self.relative_t = np.ascontiguousarray(np.asarray(relative, np.float64)[:, order].transpose(0, 1, 3, 2))
+        self.inner_nodes = self.nodes[inner].astype(np.intp)
+        self.inner_locals = np.ascontiguousarray(locals_[:, inner], np.float64)    # (F,B',4,4), per-frame reads
+        # every per-frame matrix finite: the preview writes them without per-frame checks
+        self.finite = bool(np.isfinite(self.inner_locals).all()
+                           and (self.relative_t is None or np.isfinite(self.relative_t).all()))
         self.bbone_nodes = list(bbone_nodes)
         self._slices = []
         o = 0
@@ -680,13 +690,34 @@ class BakedPose:
             return i + 1, 0.0
         return i, a
 
-    def relative_matrices(self, time_seconds: float) -> Optional[np.ndarray]:
-        """(B',4,4) inner bones relative to their root bones at ``time_seconds`` (lerped: exact
-        at the baked frames), aligned with ``inner_nodes`` / ``anchors``; None without them."""
-        if self.relative is None:
+    def joint_table(self, joint_rows: Optional[np.ndarray]):
+        """``(joints_t (F,T,4,4), anchors (T,))`` for ``SkinningPaletteSet.set_baked_joints``:
+        per baked frame and palette row (``joint_rows``: each row's joint node) the transposed
+        joint matrix relative to its root bone (identity for a root bone, its own anchor).  None
+        when a row's joint is not a baked bone (or there are no rows / root-relative matrices)."""
+        if joint_rows is None or self.relative_t is None or not len(joint_rows):
+            return None
+        rows = np.asarray(joint_rows, np.int64)
+        nf = self.times.size
+        where = {int(n): k for k, n in enumerate(self.inner_nodes.tolist())}
+        roots = set(self.nodes[self.root].tolist())
+        if any(int(n) not in where and int(n) not in roots for n in rows.tolist()):
+            return None                  # once per bake and palette set, not per frame
+        inner = np.array([where.get(int(n), -1) for n in rows.tolist()], np.int64)
+        out = np.tile(np.eye(4), (nf, rows.size, 1, 1))
+        hit = inner >= 0
+        out[:, hit] = self.relative_t[:, inner[hit]]
+        anchors = np.where(hit, self.anchors[np.maximum(inner, 0)], rows).astype(np.intp)
+        return out, anchors
+
+    def relative_matrices_t(self, time_seconds: float) -> Optional[np.ndarray]:
+        """(B',4,4) transposed matrices of the inner bones relative to their root bones at
+        ``time_seconds`` (lerped: exact at the baked frames), aligned with ``inner_nodes`` /
+        ``anchors``; None without them."""
+        if self.relative_t is None:
             return None
         i, a = self._where(time_seconds)
-        return self._lerp(self.relative, i, a)
+        return self._lerp(self.relative_t, i, a)
 
     def bbone_relations(self, table: np.ndarray, time_seconds: float) -> np.ndarray:
         i, a = self._where(time_seconds)

@@ -303,6 +303,8 @@ class _PaletteBatch:
         self._rel_key = None                     # last armature and mesh worlds of the relations
         self.ibm_epoch = 0                       # bumped whenever ibm_t_eff changes (folds redo)
         self._fold = None                        # (relation frames, epoch, (F,T,4,4) folded rows)
+        self._fold_j = None                      # (relation frames, joint frames, epoch, folded_joints)
+        self._runs = None                        # (anchors, runs) of _baked_runs
 
     def refresh_segments(self) -> None:
         self.seg_table_rows = np.concatenate([g.seg_rows for g in self.groups]).astype(np.intp)
@@ -346,13 +348,45 @@ class _PaletteBatch:
         self._fold = (frames, self.ibm_epoch, out)
         return out
 
+    def _baked_runs(self, anchors: np.ndarray):
+        """Runs of consecutive rows with one (group, anchor): ``[(start, stop, anchor node,
+        group)]``, cached per anchors array."""
+        c = self._runs
+        if c is not None and c[0] is anchors:
+            return c[1]
+        key = anchors.astype(np.int64) * (len(self.groups) + 1) + self.group_of_joint
+        brk = np.flatnonzero(np.diff(key)) + 1
+        starts = np.concatenate([[0], brk]).astype(np.int64)
+        stops = np.concatenate([brk, [key.shape[0]]]).astype(np.int64)
+        runs = [(int(a), int(b), int(anchors[a]), int(self.group_of_joint[a])) for a, b in zip(starts, stops)]
+        self._runs = (anchors, runs)
+        return runs
+
+    def folded_joints(self, frames, joints_t) -> np.ndarray:
+        """(F,T,4,4) ``K^T = (jointRelative @ segment relation @ ibm @ corr)^T`` per baked frame
+        and palette row (``joints_t``: (F,T,4,4) transposed joint matrices relative to their
+        anchors; ``frames``: segment relations as for ``folded``, or None): the skin matrix of a
+        row is then ``inverse(meshWorld) @ anchorWorld @ K``.  Linear in the baked matrices, so a
+        lerp of these is the fold of the lerped inputs.  Once per table and armature relation."""
+        f = self._fold_j
+        if f is not None and f[0] is frames and f[1] is joints_t and f[2] == self.ibm_epoch:
+            return f[3]
+        eff = (self.folded(frames) if frames is not None
+               else np.broadcast_to(self.ibm_t_eff, (joints_t.shape[0],) + self.ibm_t_eff.shape))
+        out = np.matmul(eff, joints_t)
+        self._fold_j = (frames, joints_t, self.ibm_epoch, out)
+        return out
+
     def update(self, world: np.ndarray, segment_table: Optional[np.ndarray],
-               frames=None) -> Optional[np.ndarray]:
+               frames=None, baked=None) -> Optional[np.ndarray]:
         """Compute every group's palette, bounds and (lazily) scale bound; upload each.  Returns
         the per-group upload results, or None when a singular matrix needs the per-group path.
         ``frames``: ``(relation frames, i, a)`` instead of ``segment_table``: the relations are
         ``lerp(frames[i], frames[i + 1], a)``, taken from the folded rows (``folded``) in one
-        product per row."""
+        product per row.  ``baked``: ``(joints_t, anchors)`` (``folded_joints``; ``i``, ``a``
+        from ``frames``, which holds None as its table when there are no segment rows): the skin
+        matrices from the baked joint matrices and the anchors' worlds, one product per run of
+        rows sharing a mesh and an anchor; the other joints' worlds are not read."""
         mesh_w = world[self.mesh_nodes]
         if self._mesh_w is not None and np.array_equal(mesh_w, self._mesh_w):
             mesh_inv = self._mesh_inv                     # the meshes did not move
@@ -366,11 +400,32 @@ class _PaletteBatch:
                                else None)         # inverse(meshWorld)^T per joint row (crowds)
         if not self._relations(world):
             return None
-        if self.joint_run is not None:
-            jt = world[self.joint_run].transpose(0, 2, 1)  # jointWorld^T, a view
-        else:
-            jt = world[self.joints].transpose(0, 2, 1)    # jointWorld^T, a fresh (T,4,4) gather
-        if frames is not None:
+        if baked is None:
+            if self.joint_run is not None:
+                jt = world[self.joint_run].transpose(0, 2, 1)  # jointWorld^T, a view
+            else:
+                jt = world[self.joints].transpose(0, 2, 1)    # jointWorld^T, a fresh (T,4,4) gather
+        if baked is not None:
+            table, i, a = frames
+            joints_t, anchors = baked
+            fold = self.folded_joints(table, joints_t)
+            if a <= 0.0 or fold.shape[0] == 1:
+                kt = fold[i]
+            else:
+                kt = fold[i] * (1.0 - a)
+                kt += fold[i + 1] * a
+            runs = self._baked_runs(anchors)
+            if len(runs) <= 32:
+                skin_t = np.empty_like(kt)
+                for r0, r1, anchor, gi in runs:            # per (mesh, root bone): a few
+                    pt = np.dot(world[anchor].T, mesh_inv[gi].T)       # (meshInv @ anchorWorld)^T
+                    np.dot(kt[r0:r1].reshape(-1, 4), pt, out=skin_t[r0:r1].reshape(-1, 4))
+            else:                                          # many short runs: one product a row
+                pt = np.matmul(world[anchors].transpose(0, 2, 1),
+                               mesh_inv.transpose(0, 2, 1)[self.group_of_joint])
+                skin_t = np.matmul(kt, pt)
+            x = None
+        elif frames is not None:
             table, i, a = frames
             fold = self.folded(table)
             if a <= 0.0 or fold.shape[0] == 1:
@@ -387,9 +442,10 @@ class _PaletteBatch:
                 rows = self.seg_rows_global
                 jt[rows] = np.matmul(segment_table[self.seg_table_rows].transpose(0, 2, 1), jt[rows])
             x = np.matmul(self.ibm_t_eff, jt)             # (jointWorld @ ibm)^T
-        t = x.shape[0]
-        if len(self.groups) == 1:
-            skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(t, 4, 4)
+        if x is None:
+            pass
+        elif len(self.groups) == 1:
+            skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(x.shape[0], 4, 4)
         else:
             skin_t = np.matmul(x, self._minv_rows)
         self._skin_t = skin_t
@@ -482,6 +538,8 @@ class SkinningPaletteSet:
         self.segment_fresh = False
         self._segment_frames = None                      # (relation frames, i, a) of set_bbone_relation_frame
         self._checked_frames = None                      # the last relation frames that passed the checks
+        self._baked_joints = None                        # (joints_t, anchors) of set_baked_joints
+        self._checked_joints = None                      # the last joint frames that passed the checks
         self._segment_rows = {}                          # bone node -> (S+1,) rows of the table
         self.palette_lookup: List[List[Optional[SkinningPalette]]] = []
         self.palette_groups: List[SkinningPaletteGroup] = []
@@ -665,8 +723,54 @@ class SkinningPaletteSet:
             self.segment_fresh = False
             return False
         self._segment_frames = (frames, i, float(a))
+        self._baked_joints = None
         self.segment_fresh = True
         self.last_pose_version = -1   # force the next update to recompute
+        return True
+
+    @property
+    def joint_rows(self) -> Optional[np.ndarray]:
+        """(T,) the joint node of each row of the batched update (every linear-blend palette's
+        rows, in palette order): the rows ``set_baked_joints`` takes; None without a batch."""
+        return None if self._batch is None else self._batch.joints
+
+    def set_baked_joints(self, joints_t, anchors, frames, i: int, a: float) -> bool:
+        """For the next update only, with the B-Bone relations of ``set_bbone_relation_frame``
+        (``frames`` may be None where there are no segment rows): the batched palettes straight
+        from baked joint matrices, ``joints_t`` (F,T,4,4) per baked frame and row of
+        ``joint_rows`` the *transposed* joint matrix relative to its anchor (``anchors`` (T,): a
+        node whose world the pose computes, e.g. the joint's root bone), lerped between frames
+        i and i + 1 at ``a``.  The skin matrix of a row is ``inverse(meshWorld) @ anchorWorld @
+        lerp(relative @ segment relation @ ibm @ corr)``: exact at the baked frames (the inverse
+        binds folded in once per table and armature relation).  Checked once per table: False
+        (and ``last_error``) on a wrong shape or non-finite values; nothing is set then."""
+        b = self._batch
+        if b is None:
+            self.last_error = "baked joints: no batched palettes"
+            return False
+        if joints_t is not self._checked_joints:
+            j = np.asarray(joints_t)
+            an = np.asarray(anchors)
+            if (j.ndim != 4 or j.shape[1:] != (b.joints.shape[0], 4, 4) or j.dtype != np.float64
+                    or not np.isfinite(j).all() or an.shape != (b.joints.shape[0],)
+                    or (an.size and (an.min() < 0 or an.max() >= len(self.palette_lookup)))
+                    or (frames is not None and frames.shape[0] != j.shape[0])):
+                self.last_error = (f"baked joints: expected finite float64 (F, {b.joints.shape[0]}, 4, 4) and "
+                                   f"({b.joints.shape[0]},) anchors, got {j.shape} and {an.shape}")
+                return False
+            self._checked_joints = joints_t
+        if frames is not None:
+            if not self.set_bbone_relation_frame(frames, i, a):
+                return False
+        else:
+            i = int(i)
+            if not (0 <= i < joints_t.shape[0]) or (a > 0.0 and i + 1 >= joints_t.shape[0]):
+                self.last_error = f"baked joints: frame {i} (+{a:g}) out of range"
+                return False
+            self._segment_frames = (None, i, float(a))
+            self.segment_fresh = True
+            self.last_pose_version = -1
+        self._baked_joints = (joints_t, anchors)
         return True
 
     def texel_rows(self):
@@ -711,12 +815,15 @@ class SkinningPaletteSet:
             return False
         ok = True
         frames = self._segment_frames if self.segment_fresh else None
-        self._segment_frames = None
+        baked = self._baked_joints if frames is not None else None
+        self._segment_frames = self._baked_joints = None
         seg = None
         if frames is None and self.segment_fresh and self.segment_table.shape[0]:
             seg = self.segment_table
         self.segment_fresh = False
-        done = self._batch.update(world, seg, frames) if self._batch is not None else None
+        done = self._batch.update(world, seg, frames, baked) if self._batch is not None else None
+        if frames is not None and frames[0] is None:
+            frames = None                       # baked joints without segment rows
         if frames is not None and done is None:
             tab, i, a = frames                  # the per-group path below takes the lerped table
             seg = self.segment_table = tab[i] if a <= 0.0 else tab[i] * (1.0 - a) + tab[i + 1] * a
