@@ -252,3 +252,26 @@ def test_preserve_volume_with_shape_keys(empty_scene, capsys):
         assert "path=gpu" in out and int(fields["fallbacks"]) == 0 and int(fields["skipped"]) == 0, out
         assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
         assert f"{morph}=0" not in out, out
+
+
+def test_preserve_volume_bounds_hold_blenders_mesh(empty_scene):
+    """The dual quaternion palette's mesh-local bounds (culling, shadow fitting) hold every vertex
+    of Blender's evaluated mesh at every frame, and stay within twice its extent."""
+    from stylized_renderer.engine import render_engine
+
+    scene = empty_scene
+    arm, ob = build_arm()
+    add_camera(scene, location=(0.0, -6.0, 1.25), rotation=(math.radians(90), 0.0, 0.0))
+    for f in range(1, 9):
+        scene.frame_set(f)
+        render_scene(scene)
+        groups = render_engine._final["session"].runtime.palette_set.palette_groups
+        assert len(groups) == 1 and groups[0].dq
+        b = groups[0].palette.current_local_bounds
+        ev = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+        co = np.empty(len(ev.vertices) * 3)
+        ev.vertices.foreach_get("co", co)
+        co = co.reshape(-1, 3)
+        lo, hi = co.min(axis=0), co.max(axis=0)
+        assert (b.minimum <= lo + 1e-6).all() and (b.maximum >= hi - 1e-6).all(), (f, b, lo, hi)
+        assert ((b.maximum - b.minimum) <= 2.0 * (hi - lo).max()).all(), (f, b, lo, hi)
