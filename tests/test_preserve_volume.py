@@ -275,3 +275,48 @@ def test_preserve_volume_bounds_hold_blenders_mesh(empty_scene):
         lo, hi = co.min(axis=0), co.max(axis=0)
         assert (b.minimum <= lo + 1e-6).all() and (b.maximum >= hi - 1e-6).all(), (f, b, lo, hi)
         assert ((b.maximum - b.minimum) <= 2.0 * (hi - lo).max()).all(), (f, b, lo, hi)
+
+
+def _build_sheared_arm():
+    """build_arm with non-uniform scale keyed on the upper and lower arm too: the children
+    inherit it turned, so their deform matrices shear (Blender's orthogonalisation matters)."""
+    arm, ob = build_arm()
+    pb = arm.pose.bones
+    for f, s in ((1, (1.0, 1.0, 1.0)), (4, (1.4, 1.0, 0.6)), (8, (0.7, 1.3, 1.5))):
+        pb["lower"].scale = s
+        pb["lower"].keyframe_insert("scale", frame=f)
+        pb["upper"].scale = (s[2], s[0], s[1])
+        pb["upper"].keyframe_insert("scale", frame=f)
+    scenes.finish()
+    return arm, ob
+
+
+def test_preserve_volume_sheared_bones(empty_scene, capsys):
+    """Inherited non-uniform scale (sheared deform matrices): both modes within 1e-4."""
+    _build_sheared_arm()
+    rc, out, fields = _run(capsys, mode="both")
+    assert rc == 0, out
+    assert "path=gpu" in out and int(fields["fallbacks"]) == 0, out
+
+
+def test_gram_schmidt_rotation_split_fails(empty_scene, capsys, monkeypatch):
+    """Negative control: splitting the rotation off a sheared matrix by plain Gram-Schmidt
+    against Y (X and Z each orthogonalised to Y only) instead of Blender's orthogonalize_m4
+    exceeds the tolerance."""
+    from stylized_renderer.engine.runtime import dquat
+
+    def gram_schmidt(m3):
+        size = np.linalg.norm(m3, axis=1)
+        y = m3[:, :, 1] / size[:, 1:2]
+        out = np.empty_like(m3)
+        out[:, :, 1] = y
+        for c in (0, 2):
+            v = m3[:, :, c] - y * (m3[:, :, c] * y).sum(axis=1, keepdims=True)
+            out[:, :, c] = v / np.linalg.norm(v, axis=1, keepdims=True)
+        return out * size[:, None, :]
+
+    monkeypatch.setattr(dquat, "_orthogonalize_y", gram_schmidt)
+    _build_sheared_arm()
+    rc, out, fields = _run(capsys, frames="4-8:4")
+    assert "path=gpu" in out, out
+    assert rc == 1 and float(fields["max_rel_error"]) > check_deform.TOLERANCE, out

@@ -101,19 +101,15 @@ def quat_to_mat3(q: np.ndarray) -> np.ndarray:
 
 
 def _orthogonalize_y(m3: np.ndarray) -> np.ndarray:
-    """Blender's ``orthogonalize_m4(m, 1)`` on the 3x3 part: the Y column normalised, X and Z
-    each made orthogonal to it and normalised (not to each other), lengths restored."""
+    """Blender's ``orthogonalize_m4(m, 1)`` on the 3x3 part (the usual branch, X not parallel to
+    Y): Y normalised, Z = normalize(X x Y), X = Y x Z, each column scaled back to its length."""
     size = np.linalg.norm(m3, axis=1)                      # (K,3) column lengths
-    y = m3[:, :, 1] / np.where(size[:, 1:2] > 0, size[:, 1:2], 1.0)
-    out = np.empty_like(m3)
-    out[:, :, 1] = y
-    for c in (0, 2):
-        v = m3[:, :, c]
-        d = (v * y).sum(axis=1, keepdims=True)
-        v = v - y * d
-        n = np.linalg.norm(v, axis=1, keepdims=True)
-        out[:, :, c] = v / np.where(n > 0, n, 1.0)
-    return out * size[:, None, :]
+    y = m3[:, :, 1] / np.where(size[:, 1:2] > 0, size[:, 1:2], 1.0)[:, :]
+    z = np.cross(m3[:, :, 0], y)
+    n = np.linalg.norm(z, axis=1, keepdims=True)
+    z = z / np.where(n > 0, n, 1.0)
+    x = np.cross(y, z)
+    return np.stack([x, y, z], axis=2) * size[:, None, :]
 
 
 def mat4_to_dquat(base: np.ndarray, mat: np.ndarray):
