@@ -320,3 +320,23 @@ def test_gram_schmidt_rotation_split_fails(empty_scene, capsys, monkeypatch):
     rc, out, fields = _run(capsys, frames="4-8:4")
     assert "path=gpu" in out, out
     assert rc == 1 and float(fields["max_rel_error"]) > check_deform.TOLERANCE, out
+
+
+def test_preserve_volume_next_to_linear_mesh_baked(empty_scene, capsys):
+    """One rig deforming a Preserve Volume mesh and a linear-blend mesh (batched palettes next
+    to a per-group dual quaternion one), its B-Bone clip baked for the player: both meshes
+    within 1e-4 in both modes."""
+    from test_bbones import build_bbone_rig
+
+    arm, ob = build_bbone_rig()
+    twin = ob.copy()
+    twin.data = ob.data.copy()
+    twin.name = "BStripLinear"
+    bpy.context.scene.collection.objects.link(twin)
+    twin.location = (0.8, 0.0, 0.0)
+    ob.modifiers["Armature"].use_deform_preserve_volume = True
+    scenes.finish()
+    rc, out, fields = _run(capsys, frames="1-10", mode="both")
+    assert rc == 0, out
+    assert int(fields["objects"]) == 2 and int(fields["fallbacks"]) == 0 and int(fields["baked"]) >= 1, out
+    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
