@@ -399,7 +399,6 @@ def _skinned_cube(name="Skinned"):
 
 
 @pytest.mark.parametrize("setup,needle", [
-    (lambda arm, ob: setattr(ob.modifiers[0], "use_deform_preserve_volume", True), "preserve volume"),
     (lambda arm, ob: setattr(ob.modifiers[0], "use_bone_envelopes", True), "envelopes"),
     (lambda arm, ob: setattr(ob.modifiers[0], "use_multi_modifier", True), "multi modifier"),
     (lambda arm, ob: setattr(ob.modifiers[0], "vertex_group", "A"), "masked by vertex group"),
