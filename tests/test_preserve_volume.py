@@ -340,3 +340,31 @@ def test_preserve_volume_next_to_linear_mesh_baked(empty_scene, capsys):
     assert rc == 0, out
     assert int(fields["objects"]) == 2 and int(fields["fallbacks"]) == 0 and int(fields["baked"]) >= 1, out
     assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+
+
+def test_player_check_restores_the_file_between_clips(empty_scene, capsys):
+    """check_deform's player mode checks an armature clip and then a shape-key clip of a rig that
+    has no action assigned: the armature clip's evaluation must not leave the rig posed (nor
+    leave it animation data) for the next clip's reference, which starts from the file's pose as
+    the preview's does.  (Before, the second clip failed at 0.66 of the object size.)"""
+    arm, ob = build_arm(preserve_volume=False)
+    ob.shape_key_add(name="Basis")
+    kb = ob.shape_key_add(name="Swell")
+    co = np.array([v.co for v in ob.data.vertices])
+    new = co.copy()
+    new[:, :2] *= 1.0 + 0.6 * np.exp(-((co[:, 2] - 1.0) / 0.3) ** 2)[:, None]
+    kb.data.foreach_set("co", new.ravel())
+    for f, v in ((1, 0.0), (4, 1.0), (8, 0.5)):
+        kb.value = v
+        kb.keyframe_insert("value", frame=f)
+    arm.animation_data_clear()            # the rig's action stays in the file, unassigned
+    scenes.finish()
+    pose_before = [tuple(pb.matrix_basis.col[3]) + tuple(pb.rotation_euler) for pb in arm.pose.bones]
+    rc = check_deform.run_checks("1-8", "player", "shader")
+    out = capsys.readouterr().out
+    last = [ln for ln in out.splitlines() if ln.startswith("deform-check:")][-1]
+    f = dict(kv.split("=") for kv in last.split()[1:])
+    assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert int(f["frames"]) == 16, out    # both clips checked
+    assert arm.animation_data is None
+    assert [tuple(pb.matrix_basis.col[3]) + tuple(pb.rotation_euler) for pb in arm.pose.bones] == pose_before

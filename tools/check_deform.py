@@ -54,6 +54,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402
 
 _bake = None     # engine.importer.bake, bound by Checker (after the extension is loaded)
+_actions = None  # engine.importer.actions, likewise
 
 TOLERANCE = 1e-4
 NORMAL_TOLERANCE = 0.5         # median 1 - cos(angle): 60 degrees = inverted/unskinned/unmorphed normals
@@ -212,10 +213,10 @@ class Checker:
 
         from stylized_renderer.engine.session import StylizedSession
 
-        global _bake
-        from stylized_renderer.engine.importer import bake
+        global _bake, _actions
+        from stylized_renderer.engine.importer import actions, bake
 
-        _bake = bake
+        _bake, _actions = bake, actions
         self.morph_policy = morph_policy
         self.morph_paths = {"rebuild": 0, "shader": 0}
         self.bpy = bpy
@@ -356,8 +357,11 @@ class Checker:
         if asset is None:
             return 0
         saved = _bake.save_animation()
+        written = []      # the pose / key values the last checked action wrote (restored after it)
         try:
             for clip in asset.animations:
+                _bake._restore_values(written)
+                written = []
                 reason = self._skip_reason(clip)
                 if reason:
                     self.skipped.append((clip.name, clip.target_object, reason))
@@ -374,6 +378,11 @@ class Checker:
                 # Blender's side: the file's state at import, then that action alone
                 _bake.restore_animation(saved)
                 scene.frame_set(import_frame)
+                # evaluating an action writes its values into the user's data (pose bones, key
+                # values): put them back after the clip, so the next clip's reference starts from
+                # the file's pose as the preview's does
+                written = [w for idb in ((owner, ob.data) if ob.type == "ARMATURE" else (owner,))
+                           for w in _bake._written_values(idb, action, _actions.pick_slot(action, idb.id_type))]
                 _bake.isolate(owner, action, with_data=True)
                 baked = None
                 played = self._played_by(clip.target_object)
@@ -428,6 +437,7 @@ class Checker:
                     gpu_util.run_in_gpu_context(task)
                     frames_done += sub == 0.0
         finally:
+            _bake._restore_values(written)
             _bake.restore_animation(saved)
             scene.frame_set(import_frame)
         return frames_done

@@ -131,6 +131,12 @@ def save_animation() -> list:
 
 
 def restore_animation(saved) -> None:
+    """Put back what ``save_animation`` recorded; animation data created since (``isolate`` on an
+    ID that had none) is removed again."""
+    held = {idb.as_pointer() for idb, _a, _s, _t in saved}
+    for idb in animated_ids():
+        if idb.as_pointer() not in held:
+            idb.animation_data_clear()
     for idb, action, slot, tracks in saved:
         ad = idb.animation_data
         if ad is None:
