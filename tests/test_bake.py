@@ -487,3 +487,111 @@ def test_check_fails_when_a_bake_fails(crig, capsys, monkeypatch, bakes):
     monkeypatch.setattr(bakes, "bake_action", broken)
     rc, out, f = _run(capsys)
     assert rc == 1 and "bake failed: clip 'RigAction' on 'CRig'" in out, out
+
+
+# ------------------------------------------------------------------------------------------------
+# the baked preview's fast paths (issue 11, Speed): root-relative worlds, palettes from the bake
+# ------------------------------------------------------------------------------------------------
+
+def _reference_frame(s, feed):
+    """The same pose by the general path: worlds chained from the locals the feed wrote, palettes
+    from those worlds with the B-Bone relations of the same baked interval."""
+    pose, ps = s.runtime.pose, s.runtime.palette_set
+    t = float(s.runtime.player.current_time)
+    pose._dirty = True
+    assert pose.update_world_matrices()
+    world = np.array(pose.world_matrices)
+    i, a = feed.baked.frame_at(t)
+    assert ps.set_bbone_relation_frame(feed.relations, i, a)
+    assert ps.update(pose)
+    g = ps.palette_groups[0]
+    b = g.palette.current_local_bounds
+    return world, np.array(g.palette.matrices, np.float64), np.array([b.minimum, b.maximum])
+
+
+def test_rigify_fast_paths_match_the_general_path(rigify_scene, bakes):
+    """Playing a baked Rigify clip takes the fast paths (worlds from root-relative baked matrices,
+    palettes straight from the baked joints) and, at the baked frames, gives the worlds, skin
+    matrices and bounds of the general path (chained locals, per-row segment relations); between
+    frames both are interpolations of the same bake and stay close."""
+    from stylized_renderer.engine import gpu_util
+
+    rig, _body = rigify_scene
+    act = rig.animation_data.action
+    bakes.BAKES.ensure(rig, act.name)
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    s, st, frame = _preview_session(rig, act, 0.0)
+    try:
+        assert frame()[0] and st.active, st.last_error
+        feed = s._bake_clip_cache[1][(rig.name, act.name)][2]
+        pose, ps = s.runtime.pose, s.runtime.palette_set
+        size = float(np.abs(feed.baked.locals[..., :3, 3]).max()) + 1.0
+        for seek, exact in ((2.0 / fps, True), (5.0 / fps, True), (3.5 / fps, False)):
+            st.push("seek", seek)
+            before = (pose.shortcut_updates, ps.baked_updates)
+            ok, _clip, t = frame()
+            assert ok and abs(t - seek) < 1e-9
+            assert pose.shortcut_updates > before[0] and ps.baked_updates > before[1]   # the fast paths ran
+            g = ps.palette_groups[0]
+            fast_world = np.array(pose.world_matrices)
+            fast_skin = np.array(g.palette.matrices, np.float64)
+            b = g.palette.current_local_bounds
+            fast_box = np.array([b.minimum, b.maximum])
+            world, skin, box = gpu_util.run_in_gpu_context(lambda: _reference_frame(s, feed))
+            tol = 1e-9 * size if exact else 0.05 * size
+            assert np.abs(fast_world - world).max() <= tol, (seek, np.abs(fast_world - world).max())
+            assert np.abs(fast_skin - skin).max() <= (2e-6 * size if exact else 0.05 * size)
+            if exact:
+                assert np.abs(fast_box - box).max() <= 2e-6 * size
+    finally:
+        s.free()
+
+
+def test_world_shortcut_checks_its_input(crig):
+    """ScenePose.set_world_shortcut: anchors that are not ancestors are refused; a later write to
+    a shortcut node drops it (the chained locals win); the result equals the chained worlds."""
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.animation.pose import ScenePose
+
+    arm, _ob, _act = crig
+    bpy.context.scene.frame_set(3)
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    pose = ScenePose()
+    assert pose.initialize(asset) and pose.update_world_matrices()
+    bones = [asset.node_index(arm.name, b.name) for b in arm.data.bones]
+    roots = [asset.node_index(arm.name, b.name) for b in arm.data.bones if b.parent is None]
+    root_of = {}
+    for b in arm.data.bones:
+        top = b
+        while top.parent is not None:
+            top = top.parent
+        root_of[asset.node_index(arm.name, b.name)] = asset.node_index(arm.name, top.name)
+    inner = np.array([n for n in bones if n not in roots], np.intp)
+    anchors = np.array([root_of[int(n)] for n in inner], np.intp)
+    # a posed local for every inner bone, then the chained worlds as reference
+    rng = np.random.default_rng(3)
+    locals_ = np.array(pose.local_matrices)[inner]
+    locals_[:, :3, 3] += rng.normal(scale=0.1, size=(inner.size, 3))
+    assert pose.set_local_matrices(inner, locals_) and pose.update_world_matrices()
+    want = np.array(pose.world_matrices)
+    rel_t = (np.linalg.inv(want[anchors]) @ want[inner]).transpose(0, 2, 1)
+    pose.set_local_matrices(inner, np.array(pose.local_matrices)[inner] * 1.0)
+    # wrong anchors (a bone as its own anchor, a non-ancestor) are refused
+    assert not pose.set_world_shortcut(inner, inner, rel_t)
+    assert not pose.set_world_shortcut(inner[:1].copy(), inner[-1:].copy(), rel_t[:1])
+    # a shifted relative matrix shows up in the worlds, so the shortcut is really used
+    shifted = rel_t.copy()
+    shifted[:, 3, :3] += 1.0
+    n0 = pose.shortcut_updates
+    assert pose.set_world_shortcut(inner, anchors, shifted) and pose.update_world_matrices()
+    assert pose.shortcut_updates == n0 + 1
+    assert np.abs(np.array(pose.world_matrices)[inner] - want[inner]).max() > 0.5
+    # the true relatives give the chained worlds
+    assert pose.set_world_shortcut(inner, anchors, rel_t) and pose.update_world_matrices()
+    np.testing.assert_allclose(np.array(pose.world_matrices), want, atol=1e-12)
+    # a TRS write to a shortcut node drops it: the chained locals again
+    assert pose.set_world_shortcut(inner, anchors, shifted)
+    t, q, sc = pose.local_trs(inner[:1])
+    assert pose.set_local_trs(inner[:1], t, q, sc) and pose.update_world_matrices()
+    assert pose.shortcut_updates == n0 + 2
+    np.testing.assert_allclose(np.array(pose.world_matrices), want, atol=1e-9)

@@ -118,7 +118,8 @@ class ScenePose:
         self._parents_safe = np.zeros(0, dtype=np.int64)   # parents, -1 for roots (set with the plan)
         self._shortcut = None      # (nodes, anchors, rel) of set_world_shortcut, for the next world update
         self._shortcut_mask = np.zeros(0, dtype=bool)
-        self._flat_plans = {}      # (nodes, anchors) bytes -> level plan of the shortcut's hierarchy
+        self._flat_plans = {}      # (id(nodes), id(anchors)) -> (nodes, anchors, indices, flat plan)
+        self.shortcut_updates = 0  # world updates that took a set_world_shortcut (tests, profiling)
         self.last_error: Optional[str] = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -428,7 +429,8 @@ class ScenePose:
             depth[nxt] = d
         if (depth < 0).any():
             return None
-        # runs: >= 8 consecutive input rows with one anchor (one product each)
+        # runs: >= 32 consecutive input rows with one anchor (one product each; shorter ones
+        # cost less as rows of their level's batched product)
         brk = np.flatnonzero(np.diff(anc)) + 1
         starts = np.concatenate([[0], brk])
         stops = np.concatenate([brk, [k]])
@@ -567,6 +569,7 @@ class ScenePose:
                 for da, db, p, sa, sb in runs:     # world^T = relative^T @ anchor^T, one product
                     w[da:db] = np.dot(rel_t[sa:sb].reshape(-1, 4), w[p].T).reshape(-1, 4, 4).transpose(0, 2, 1)
             self._world[perm] = w
+            self.shortcut_updates += 1
             self._dirty = False
             self._version = next_version(self._version)
             return True

@@ -304,6 +304,7 @@ class _PaletteBatch:
         self.ibm_epoch = 0                       # bumped whenever ibm_t_eff changes (folds redo)
         self._fold = None                        # (relation frames, epoch, (F,T,4,4) folded rows)
         self._fold_j = None                      # (relation frames, joint frames, epoch, folded_joints)
+        self._fold_c = None                      # (F,T,4) joint-box centres through folded_joints
         self._runs = None                        # (anchors, runs) of _baked_runs
 
     def refresh_segments(self) -> None:
@@ -374,6 +375,11 @@ class _PaletteBatch:
         eff = (self.folded(frames) if frames is not None
                else np.broadcast_to(self.ibm_t_eff, (joints_t.shape[0],) + self.ibm_t_eff.shape))
         out = np.matmul(eff, joints_t)
+        # each row's joint-box centre (1 in w) through K: the box centres per frame, linear in K
+        c4 = np.zeros((out.shape[1], 4))
+        c4[:, 3] = 1.0
+        c4[self.box_rows, :3] = self.box_center
+        self._fold_c = np.einsum("tk,ftki->fti", c4, out)
         self._fold_j = (frames, joints_t, self.ibm_epoch, out)
         return out
 
@@ -405,6 +411,7 @@ class _PaletteBatch:
                 jt = world[self.joint_run].transpose(0, 2, 1)  # jointWorld^T, a view
             else:
                 jt = world[self.joints].transpose(0, 2, 1)    # jointWorld^T, a fresh (T,4,4) gather
+        centres = None
         if baked is not None:
             table, i, a = frames
             joints_t, anchors = baked
@@ -414,16 +421,21 @@ class _PaletteBatch:
             else:
                 kt = fold[i] * (1.0 - a)
                 kt += fold[i + 1] * a
+            cfold = self._fold_c
+            ck = cfold[i] if a <= 0.0 or fold.shape[0] == 1 else cfold[i] * (1.0 - a) + cfold[i + 1] * a
             runs = self._baked_runs(anchors)
             if len(runs) <= 32:
                 skin_t = np.empty_like(kt)
+                centres = np.empty((kt.shape[0], 3))
                 for r0, r1, anchor, gi in runs:            # per (mesh, root bone): a few
                     pt = np.dot(world[anchor].T, mesh_inv[gi].T)       # (meshInv @ anchorWorld)^T
                     np.dot(kt[r0:r1].reshape(-1, 4), pt, out=skin_t[r0:r1].reshape(-1, 4))
+                    np.dot(ck[r0:r1], pt[:, :3], out=centres[r0:r1])
             else:                                          # many short runs: one product a row
                 pt = np.matmul(world[anchors].transpose(0, 2, 1),
                                mesh_inv.transpose(0, 2, 1)[self.group_of_joint])
                 skin_t = np.matmul(kt, pt)
+                centres = None
             x = None
         elif frames is not None:
             table, i, a = frames
@@ -454,9 +466,11 @@ class _PaletteBatch:
         lo = hi = None
         if self.box_rows.shape[0]:
             m = skin_t if self.all_boxes else skin_t[self.box_rows]
-            r_t = m[:, :3, :3]
-            c = np.einsum("nk,nki->ni", self.box_center, r_t)
-            c += m[:, 3, :3]
+            if centres is not None:                    # the baked path's (same centres, linear)
+                c = centres if self.all_boxes else centres[self.box_rows]
+            else:
+                c = np.einsum("nk,nki->ni", self.box_center, m[:, :3, :3])
+                c += m[:, 3, :3]
             h = np.einsum("nk,nki->ni", self.box_half, np.abs(m)[:, :3, :3])   # abs of the whole block: faster
             lo = np.minimum.reduceat(c - h, self.box_starts, axis=0)
             hi = np.maximum.reduceat(c + h, self.box_starts, axis=0)
@@ -529,8 +543,11 @@ class SkinningPaletteSet:
     not preceded by a ``set_bbone_segments`` since the previous one uses the *rest segment relation*
     (identity: every segment slot moves rigidly with its bone, as a non-bendy bone would).  The
     timeline reader (engine/timeline.py) sets it every frame from Blender's evaluated segments;
-    the preview player does not (yet), so preview frames get the rest relation.  Rigs without
-    B-Bones have no table and pay nothing."""
+    a preview bake gives its relations per baked frame (``set_bbone_relation_frame``), or the
+    whole palette rows from its baked joints (``set_baked_joints``: per baked frame the rows
+    relative to the joints' root bones, inverse binds folded in once; per frame one lerp and one
+    product per run of rows sharing a mesh and a root bone).  Rigs without B-Bones have no table
+    and pay nothing."""
 
     def __init__(self):
         self.segment_keys = np.zeros((0, 2), np.int64)   # (R,2) bone node, segment index
@@ -539,6 +556,7 @@ class SkinningPaletteSet:
         self._segment_frames = None                      # (relation frames, i, a) of set_bbone_relation_frame
         self._checked_frames = None                      # the last relation frames that passed the checks
         self._baked_joints = None                        # (joints_t, anchors) of set_baked_joints
+        self.baked_updates = 0                           # batched updates made from baked joints
         self._checked_joints = None                      # the last joint frames that passed the checks
         self._segment_rows = {}                          # bone node -> (S+1,) rows of the table
         self.palette_lookup: List[List[Optional[SkinningPalette]]] = []
@@ -822,6 +840,8 @@ class SkinningPaletteSet:
             seg = self.segment_table
         self.segment_fresh = False
         done = self._batch.update(world, seg, frames, baked) if self._batch is not None else None
+        if baked is not None and done is not None:
+            self.baked_updates += 1
         if frames is not None and frames[0] is None:
             frames = None                       # baked joints without segment rows
         if frames is not None and done is None:
