@@ -136,21 +136,28 @@ class _BakeFeed:
     def _write(self, t: float, player) -> bool:
         b = self.baked
         pose = self.runtime.pose
-        m = b.local_matrices(t, inner_only=True)
-        if player.is_fading:
-            if self.fade_from is None or self.fade_from.shape != m.shape:
-                self.fade_from = np.array(pose.local_matrices[b.inner_nodes])
-            w_out, w_in = player.fade_weights
-            m = self.fade_from * w_out + m * w_in
-        else:
+        fast = not player.is_fading and b.anchors is not None
+        if self.checked is pose and fast:
+            # the worlds come from the shortcut below: the locals are made only if read
+            pose.defer_local_matrices(b.inner_nodes, lambda: b.local_matrices(t, inner_only=True))
             self.fade_from = None
-        if self.checked is not pose:      # the bake's nodes and matrices, once per pose
-            ok = pose.set_local_matrices(b.inner_nodes, m)
-            self.checked = pose if ok and b.finite else None
-        else:
-            pose.write_local_matrices(b.inner_nodes, m)
             ok = True
-        if ok and not player.is_fading and b.anchors is not None:
+        else:
+            m = b.local_matrices(t, inner_only=True)
+            if player.is_fading:
+                if self.fade_from is None or self.fade_from.shape != m.shape:
+                    self.fade_from = np.array(pose.local_matrices[b.inner_nodes])
+                w_out, w_in = player.fade_weights
+                m = self.fade_from * w_out + m * w_in
+            else:
+                self.fade_from = None
+            if self.checked is not pose:      # the bake's nodes and matrices, once per pose
+                ok = pose.set_local_matrices(b.inner_nodes, m)
+                self.checked = pose if ok and b.finite else None
+            else:
+                pose.write_local_matrices(b.inner_nodes, m)
+                ok = True
+        if ok and fast:
             # the same pose as root-relative matrices: the worlds in one step per flat level
             pose.set_world_shortcut(b.inner_nodes, b.anchors, b.relative_matrices_t(t))
         ps = self.runtime.palette_set

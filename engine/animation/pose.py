@@ -120,6 +120,8 @@ class ScenePose:
         self._shortcut_mask = np.zeros(0, dtype=bool)
         self._flat_plans = {}      # (id(nodes), id(anchors)) -> (nodes, anchors, indices, flat plan)
         self.shortcut_updates = 0  # world updates that took a set_world_shortcut (tests, profiling)
+        self._pending = None       # (nodes, make) of defer_local_matrices: locals made when read
+        self._pending_mask = np.zeros(0, dtype=bool)
         self.last_error: Optional[str] = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -142,6 +144,8 @@ class ScenePose:
         self._inh_levels = None
         self._shortcut = None
         self._shortcut_mask = np.zeros(n, dtype=bool)
+        self._pending = None
+        self._pending_mask = np.zeros(n, dtype=bool)
         self._flat_plans = {}
         err = self._init_inheritance(scene_asset)
         if err is not None:
@@ -216,6 +220,7 @@ class ScenePose:
         self._trs_stale = np.zeros(self._n, dtype=bool)
         self._from_matrix = np.zeros(self._n, dtype=bool)
         self._clear_shortcut()
+        self._drop_pending()
         self._dirty = True
         return True
 
@@ -275,6 +280,8 @@ class ScenePose:
         q = normalize_quaternions(q)
         if self._shortcut is not None and self._shortcut_mask[idx].any():
             self._clear_shortcut()
+        if self._pending is not None:
+            self._materialize()
         self._t[idx] = t
         self._q[idx] = q
         self._s[idx] = s
@@ -292,10 +299,12 @@ class ScenePose:
         nodes: intp arrays, or slices for runs of consecutive nodes), then ``local = pre @ T @ R @ S``
         for ``nodes``.  Same result as ``local_trs`` + ``set_local_trs``, without the copies and
         checks."""
-        if self._trs_stale.any():
+        if self._trs_stale[nodes].any():
             self._refresh_trs(np.arange(self._n)[nodes])
         if self._shortcut is not None and self._shortcut_mask[nodes].any():
             self._clear_shortcut()
+        if self._pending is not None and self._pending_mask[nodes].any():
+            self._materialize()
         if t is not None:
             self._t[t_nodes] = t
         if q is not None:
@@ -330,6 +339,8 @@ class ScenePose:
         if not np.isfinite(m).all():
             return False
         self._clear_shortcut()
+        if self._pending is not None:
+            self._materialize()
         if np.array_equal(self._local[idx], m) and (not self._any_special or self._from_matrix[idx].all()):
             return True     # nothing changed: the pose stays clean, its version (and uploads) too
         self._local[idx] = m
@@ -343,10 +354,41 @@ class ScenePose:
         preview bake's finite matrices): ``nodes`` a valid intp array, ``matrices`` (k,4,4)
         float64; no copies, checks or equality test (the pose always turns dirty)."""
         self._clear_shortcut()
+        if self._pending is not None:
+            self._materialize()
         self._local[nodes] = matrices
         self._trs_stale[nodes] = True
         self._from_matrix[nodes] = True
         self._dirty = True
+
+    def defer_local_matrices(self, nodes: np.ndarray, make) -> None:
+        """``write_local_matrices(nodes, make())``, with ``make()`` called only when something
+        reads or writes the locals (or chains worlds from them) before the next write of
+        ``nodes`` replaces them: a preview bake whose worlds come from ``set_world_shortcut``
+        does not pay for locals nobody reads.  ``nodes`` a valid intp array; ``make()`` returns
+        (k,4,4) finite float64 matrices."""
+        self._clear_shortcut()
+        if self._pending is not None:
+            if self._pending[0] is nodes:
+                self._pending = None                  # replaced before anyone read it
+            else:
+                self._materialize()
+        self._pending = (nodes, make)
+        self._pending_mask[nodes] = True
+        self._trs_stale[nodes] = True
+        self._from_matrix[nodes] = True
+        self._dirty = True
+
+    def _materialize(self) -> None:
+        nodes, make = self._pending
+        self._pending = None
+        self._pending_mask[:] = False
+        self._local[nodes] = make()
+
+    def _drop_pending(self) -> None:
+        if self._pending is not None:
+            self._pending = None
+            self._pending_mask[:] = False
 
     def set_world_shortcut(self, nodes, anchors, relative_t) -> bool:
         """For the next ``update_world_matrices`` only: ``world[nodes] = world[anchors] @ relative``
@@ -468,6 +510,8 @@ class ScenePose:
         stale = idx[self._trs_stale[idx]]
         if stale.size == 0:
             return
+        if self._pending is not None:
+            self._materialize()
         stale = np.unique(stale)
         if self._pre_inv is None:
             try:
@@ -494,10 +538,14 @@ class ScenePose:
             return None
         i = int(node)
         self._refresh_trs(np.array([i]))
+        if self._pending is not None:
+            self._materialize()
         return LocalTransform(self._t[i].copy(), self._q[i].copy(), self._s[i].copy(), self._local[i].copy())
 
     @property
     def local_matrices(self) -> np.ndarray:
+        if self._pending is not None:
+            self._materialize()
         return _ro_view(self._local)
 
     def world_matrix(self, node: int) -> Optional[np.ndarray]:
@@ -549,10 +597,15 @@ class ScenePose:
             self._plan = plan
             self._world_plan = None
             self._inh_levels = None
+        if self._pending is not None and (self._shortcut is None
+                                          or (self._pending_mask & ~self._shortcut_mask).any()):
+            self._materialize()      # locals that the shortcut does not replace are chained
         if self._any_special:
             active = self._special & ~self._from_matrix
             if active.any():
                 self._clear_shortcut()
+                if self._pending is not None:
+                    self._materialize()
                 self._update_with_inheritance(active)
                 self._dirty = False
                 self._version = next_version(self._version)
