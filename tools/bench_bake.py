@@ -16,11 +16,17 @@ and prints
 This is a benchmark, not a test: it asserts nothing.  Goal: ratio_player <= 0.10.
 
 Measured (2 CPU cores shared with other jobs, llvmpipe; 706 bones, 160 deform, 48.6k vertices,
-5 bones a vertex): frame_set 2.28-2.33 ms on quiet runs (up to 8.5 ms under load; Blender's rig
-evaluation ~0.7 ms, its Armature modifier the rest), player 1.13-1.21 ms, ratio 0.50-0.53: not at
-the goal.  ~0.8 ms of the player is ``SkinningPaletteSet.set_bbone_segments`` (a per-bone loop
-that inverts each bone's constant rest segments on every call); without that call the player
-takes 0.38-0.42 ms (ratio ~0.17 against 2.3 ms).
+5 bones a vertex, 668 palette rows of which 560 B-Bone segment rows): frame_set 2.2-2.4 ms on quiet
+runs (up to 8.5 ms under load; Blender's rig evaluation ~0.7 ms, its Armature modifier the rest),
+player 0.21 ms, ratio ~0.09: at the goal.  What makes the player cheap on a baked clip
+(engine/session.py ``_BakeFeed``): the inner bones' worlds from the bake's root-relative matrices
+(``ScenePose.set_world_shortcut``: one (4k,4) x (4,4) product per root bone instead of one
+batched product per bone level), their locals made only if read (``defer_local_matrices``), and
+the palettes straight from the baked joints (``SkinningPaletteSet.set_baked_joints``: per baked
+frame each row's root-relative joint @ B-Bone relation @ inverse bind folded once, per frame one
+lerp and one product per run of rows sharing a mesh and a root bone).  Before these (player
+~0.41 ms, ratio ~0.17) the bone-level world chain (~110 us), the per-row segment and inverse-bind
+products (~100 us) and the root-channel sampling (~75 us) made most of it.
 """
 from __future__ import annotations
 

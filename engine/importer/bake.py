@@ -609,7 +609,13 @@ class BakedPose:
     crossfade act on them) and the session writes these matrices for the others around the
     player's sample: exact at the baked frames, linear in between.
     ``bbone_table`` (F,R,4,4) and ``rest``: the B-Bone segment matrices of the weighted B-Bones
-    (``SkinningPaletteSet.set_bbone_segments``)."""
+    (``SkinningPaletteSet.set_bbone_segments``).
+    ``anchors`` / ``relative_t``: each inner bone's root bone and its transposed matrix relative
+    to it per frame, for the per-frame fast path (``ScenePose.set_world_shortcut`` and, through
+    ``joint_table``, ``SkinningPaletteSet.set_baked_joints``): exact at the baked frames; between
+    them these lerp the root-relative matrices instead of each local, a different interpolation
+    of the same bake (Rigify half frames: 2.75e-2 of the object size against Blender, 2.62e-2
+    with lerped locals; both are linear interpolations of a 1-sample-per-frame bake)."""
 
     def __init__(self, times: np.ndarray, nodes: np.ndarray, locals_: np.ndarray, root: np.ndarray,
                  bbone_nodes: List[int], bbone_pose: List[np.ndarray], bbone_rest: List[np.ndarray],

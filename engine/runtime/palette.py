@@ -305,6 +305,8 @@ class _PaletteBatch:
         self._fold = None                        # (relation frames, epoch, (F,T,4,4) folded rows)
         self._fold_j = None                      # (relation frames, joint frames, epoch, folded_joints)
         self._fold_c = None                      # (F,T,4) joint-box centres through folded_joints
+        self._prev_epoch = -1                    # ibm_epoch at the previous update
+        self._epoch_stable = False               # ibm_epoch unchanged since the previous update
         self._runs = None                        # (anchors, runs) of _baked_runs
 
     def refresh_segments(self) -> None:
@@ -342,12 +344,23 @@ class _PaletteBatch:
         f = self._fold
         if f is not None and f[0] is frames and f[1] == self.ibm_epoch:
             return f[2]
+        out = self._fold_segments(frames)
+        self._fold = (frames, self.ibm_epoch, out)
+        return out
+
+    def _fold_segments(self, frames: np.ndarray) -> np.ndarray:
         out = np.broadcast_to(self.ibm_t_eff, (frames.shape[0],) + self.ibm_t_eff.shape).copy()
         rows = self.seg_rows_global
         if rows.size:
             out[:, rows] = np.matmul(self.ibm_t_eff[rows][None], frames[:, self.seg_table_rows].transpose(0, 1, 3, 2))
-        self._fold = (frames, self.ibm_epoch, out)
         return out
+
+    def _fold_stale(self, cached, *tables) -> bool:
+        """True when ``cached`` (a fold entry) is of these tables but an older armature relation
+        and that relation also changed at the previous update (it moves frame to frame): fold
+        the frame's lerped inputs alone then, instead of every baked frame each time."""
+        return (cached is not None and all(c is t for c, t in zip(cached, tables))
+                and cached[len(tables)] != self.ibm_epoch and not self._epoch_stable)
 
     def _baked_runs(self, anchors: np.ndarray):
         """Runs of consecutive rows with one (group, anchor): ``[(start, stop, anchor node,
@@ -372,16 +385,21 @@ class _PaletteBatch:
         f = self._fold_j
         if f is not None and f[0] is frames and f[1] is joints_t and f[2] == self.ibm_epoch:
             return f[3]
-        eff = (self.folded(frames) if frames is not None
-               else np.broadcast_to(self.ibm_t_eff, (joints_t.shape[0],) + self.ibm_t_eff.shape))
+        out, self._fold_c = self._fold_joints(self.folded(frames) if frames is not None else None, joints_t)
+        self._fold_j = (frames, joints_t, self.ibm_epoch, out)
+        return out
+
+    def _fold_joints(self, eff, joints_t):
+        """(K^T (F,T,4,4), joint-box centres through K (F,T,4)) from folded segment rows
+        ``eff`` (None: no segment rows) and the joint table."""
+        if eff is None:
+            eff = np.broadcast_to(self.ibm_t_eff, (joints_t.shape[0],) + self.ibm_t_eff.shape)
         out = np.matmul(eff, joints_t)
         # each row's joint-box centre (1 in w) through K: the box centres per frame, linear in K
         c4 = np.zeros((out.shape[1], 4))
         c4[:, 3] = 1.0
         c4[self.box_rows, :3] = self.box_center
-        self._fold_c = np.einsum("tk,ftki->fti", c4, out)
-        self._fold_j = (frames, joints_t, self.ibm_epoch, out)
-        return out
+        return out, np.einsum("tk,ftki->fti", c4, out)
 
     def update(self, world: np.ndarray, segment_table: Optional[np.ndarray],
                frames=None, baked=None) -> Optional[np.ndarray]:
@@ -406,6 +424,8 @@ class _PaletteBatch:
                                else None)         # inverse(meshWorld)^T per joint row (crowds)
         if not self._relations(world):
             return None
+        self._epoch_stable = self.ibm_epoch == self._prev_epoch
+        self._prev_epoch = self.ibm_epoch
         if baked is None:
             if self.joint_run is not None:
                 jt = world[self.joint_run].transpose(0, 2, 1)  # jointWorld^T, a view
@@ -415,14 +435,19 @@ class _PaletteBatch:
         if baked is not None:
             table, i, a = frames
             joints_t, anchors = baked
-            fold = self.folded_joints(table, joints_t)
-            if a <= 0.0 or fold.shape[0] == 1:
-                kt = fold[i]
+            if self._fold_stale(self._fold_j, table, joints_t):
+                one, ck = self._fold_joints(None if table is None else self._fold_segments(_lerp1(table, i, a)),
+                                            _lerp1(joints_t, i, a))
+                kt, ck = one[0], ck[0]
             else:
-                kt = fold[i] * (1.0 - a)
-                kt += fold[i + 1] * a
-            cfold = self._fold_c
-            ck = cfold[i] if a <= 0.0 or fold.shape[0] == 1 else cfold[i] * (1.0 - a) + cfold[i + 1] * a
+                fold = self.folded_joints(table, joints_t)
+                cfold = self._fold_c
+                if a <= 0.0 or fold.shape[0] == 1:
+                    kt, ck = fold[i], cfold[i]
+                else:
+                    kt = fold[i] * (1.0 - a)
+                    kt += fold[i + 1] * a
+                    ck = cfold[i] * (1.0 - a) + cfold[i + 1] * a
             runs = self._baked_runs(anchors)
             if len(runs) <= 32:
                 skin_t = np.empty_like(kt)
@@ -439,7 +464,10 @@ class _PaletteBatch:
             x = None
         elif frames is not None:
             table, i, a = frames
-            fold = self.folded(table)
+            if self._fold_stale(self._fold, table):
+                fold, i, a = self._fold_segments(_lerp1(table, i, a)), 0, 0.0
+            else:
+                fold = self.folded(table)
             if a <= 0.0 or fold.shape[0] == 1:
                 eff = fold[i]
             elif a >= 1.0:
@@ -511,6 +539,11 @@ class _PaletteBatch:
                 scales[self.still_groups] = np.maximum(scales[self.still_groups], 1.0)
             self._scales = scales
         return float(self._scales[gi])
+
+
+def _lerp1(table: np.ndarray, i: int, a: float) -> np.ndarray:
+    """(1, ...) ``table[i]`` lerped toward ``table[i + 1]`` by ``a``."""
+    return (table[i] if a <= 0.0 else table[i] * (1.0 - a) + table[i + 1] * a)[None]
 
 
 def _bind_worlds(scene) -> np.ndarray:
