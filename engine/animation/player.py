@@ -402,7 +402,7 @@ class AnimationPlayer:
                 a = alpha[:, None]
                 tl, sl = tt.values[left], st.values[left]
                 tv = tl + (tt.values[right] - tl) * a
-                qv = _slerp_near(rt.values[left], rt.values[right], alpha, a)
+                qv = slerp(rt.values[left], rt.values[right], alpha)
                 sv = sl + (st.values[right] - sl) * a
             else:
                 tv = tt.sample_linear(time) if tt is not None and tt.count else None
@@ -531,22 +531,6 @@ class AnimationPlayer:
             np.add.at(vals, idx, (1.0 - a) * np.asarray(fm, np.float64))
         self._morph_values = vals
         return True
-
-
-def _slerp_near(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray, a_col: np.ndarray) -> np.ndarray:
-    """``sampling.slerp`` with its branch for keys closer than its threshold (|dot| > 0.9995:
-    normalised lerp, the right key in the left key's hemisphere) taken without the
-    trigonometry when every pair is that close (consecutive baked frames); the same values."""
-    d = np.einsum("ij,ij->i", ql, qr)
-    if not (np.abs(d) > 0.9995).all():
-        return slerp(ql, qr, alpha)
-    out = ql * (1.0 - a_col)
-    out += qr * np.where(d < 0.0, -alpha, alpha)[:, None]
-    n2 = np.einsum("ij,ij->i", out, out)
-    if (n2 < 1e-24).any():
-        return slerp(ql, qr, alpha)
-    out /= np.sqrt(n2)[:, None]
-    return out
 
 
 class _Fade:
