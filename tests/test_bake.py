@@ -510,13 +510,9 @@ def _reference_frame(s, feed):
     return world, np.array(g.palette.matrices, np.float64), np.array([b.minimum, b.maximum])
 
 
-def test_rigify_fast_paths_match_the_general_path(rigify_scene, bakes):
-    """Playing a baked Rigify clip takes the fast paths (worlds from root-relative baked matrices,
-    palettes straight from the baked joints) and, at the baked frames, gives the worlds, skin
-    matrices and bounds of the general path (chained locals, per-row segment relations); between
-    frames both are interpolations of the same bake and stay close."""
-    from stylized_renderer.engine import gpu_util
-
+def _rigify_playing(rigify_scene, bakes):
+    """(session, state, frame, feed, fps, size) of a preview showing the baked Rigify clip (its
+    first frame already made); ``size``: a length scale of the rig for tolerances."""
     rig, _body = rigify_scene
     act = rig.animation_data.action
     bakes.BAKES.ensure(rig, act.name)
@@ -524,9 +520,23 @@ def test_rigify_fast_paths_match_the_general_path(rigify_scene, bakes):
     s, st, frame = _preview_session(rig, act, 0.0)
     try:
         assert frame()[0] and st.active, st.last_error
-        feed = s._bake_clip_cache[1][(rig.name, act.name)][2]
-        pose, ps = s.runtime.pose, s.runtime.palette_set
-        size = float(np.abs(feed.baked.locals[..., :3, 3]).max()) + 1.0
+    except BaseException:
+        s.free()
+        raise
+    feed = s._bake_clip_cache[1][(rig.name, act.name)][2]
+    return s, st, frame, feed, fps, float(np.abs(feed.baked.locals[..., :3, 3]).max()) + 1.0
+
+
+def test_rigify_fast_paths_match_the_general_path(rigify_scene, bakes):
+    """Playing a baked Rigify clip takes the fast paths (worlds from root-relative baked matrices,
+    palettes straight from the baked joints) and, at the baked frames, gives the worlds, skin
+    matrices and bounds of the general path (chained locals, per-row segment relations); between
+    frames both are interpolations of the same bake and stay close."""
+    from stylized_renderer.engine import gpu_util
+
+    s, st, frame, feed, fps, size = _rigify_playing(rigify_scene, bakes)
+    pose, ps = s.runtime.pose, s.runtime.palette_set
+    try:
         for seek, exact in ((2.0 / fps, True), (5.0 / fps, True), (3.5 / fps, False)):
             st.push("seek", seek)
             before = (pose.shortcut_updates, ps.baked_updates)
@@ -650,18 +660,11 @@ def test_rigify_fast_paths_follow_a_moving_mesh(rigify_scene, bakes):
     equal the general path at the baked frames."""
     from stylized_renderer.engine import gpu_util
 
-    rig, body = rigify_scene
-    act = rig.animation_data.action
-    bakes.BAKES.ensure(rig, act.name)
-    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
-    s, st, frame = _preview_session(rig, act, 0.0)
+    s, st, frame, feed, fps, size = _rigify_playing(rigify_scene, bakes)
+    pose, ps = s.runtime.pose, s.runtime.palette_set
     try:
-        assert frame()[0] and st.active, st.last_error
-        feed = s._bake_clip_cache[1][(rig.name, act.name)][2]
-        pose, ps = s.runtime.pose, s.runtime.palette_set
-        mesh = s.scene_asset.node_index(body.name)
+        mesh = s.scene_asset.node_index(rigify_scene[1].name)
         base = np.array(pose.local_matrices[mesh])
-        size = float(np.abs(feed.baked.locals[..., :3, 3]).max()) + 1.0
         for k, f in enumerate((2, 3, 4, 5)):
             moved = base.copy()
             moved[:3, 3] += (0.1 * (k + 1), -0.05 * k, 0.02)
