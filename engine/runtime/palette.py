@@ -385,7 +385,8 @@ class _PaletteBatch:
         f = self._fold_j
         if f is not None and f[0] is frames and f[1] is joints_t and f[2] == self.ibm_epoch:
             return f[3]
-        out, self._fold_c = self._fold_joints(self.folded(frames) if frames is not None else None, joints_t)
+        # the segment fold is an intermediate here (not kept: a crossfade's path makes its own)
+        out, self._fold_c = self._fold_joints(self._fold_segments(frames) if frames is not None else None, joints_t)
         self._fold_j = (frames, joints_t, self.ibm_epoch, out)
         return out
 
