@@ -249,3 +249,47 @@ def test_unknown_mode_is_rejected_with_the_bone_name():
     pose = ScenePose()
     assert not pose.initialize(SceneAsset(nodes, good.meshes))
     assert "Arm/B2" in pose.last_error and "SIDEWAYS" in pose.last_error
+
+
+def test_connected_bone_location_is_ignored_like_blender(empty_scene):
+    """Blender ignores a connected bone's location (keyed or set in the pose): the bind pose and
+    the preview player's clip must too.  Without it the forearm below flies 0.5 off."""
+    from stylized_renderer.engine.animation import AnimationPlayer
+
+    ob = scenes.make_armature("Conn", [("upper", None, (0, 0, 0), (0, 0, 1)),
+                                        ("lower", "upper", (0, 0, 1), (0, 0, 2)),
+                                        ("hand", "lower", (0, 0, 2.2), (0, 0, 2.6))])
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.object.mode_set(mode="EDIT")
+    ob.data.edit_bones["lower"].use_connect = True      # hand stays unconnected (a 0.2 gap)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert ob.data.bones["lower"].use_connect and not ob.data.bones["hand"].use_connect
+    scenes.new_action("Reach", ob)
+    lower, hand = ob.pose.bones["lower"], ob.pose.bones["hand"]
+    lower.rotation_mode = hand.rotation_mode = "XYZ"
+    for f, loc, ang in ((1, (0, 0, 0), 0.0), (9, (0.5, 0.3, 0.2), 0.8)):
+        for pb in (lower, hand):
+            pb.location = loc
+            pb.rotation_euler = (ang, 0, 0)
+            pb.keyframe_insert("location", frame=f)
+            pb.keyframe_insert("rotation_euler", frame=f)
+    scene = bpy.context.scene
+    scene.frame_set(5)                                   # the pose the import reads: mid-clip
+    asset = importer.import_scene(scene)
+    clip = next(c for c in asset.animations if c.target_object == "Conn")
+    pose = ScenePose()
+    assert pose.initialize(asset) and pose.update_world_matrices()
+    ref = blender_worlds(asset, ob)
+    assert max(rel_err(pose.world_matrices[i], ref[i], 2.6) for i in range(asset.node_count)) <= 1e-5
+    player = AnimationPlayer()
+    player.set_clip(clip)
+    for f in (1, 4, 9):
+        scene.frame_set(f)
+        ref = blender_worlds(asset, ob)
+        player.seek((f - clip.frame_start) / clip.fps)
+        assert player.update(0.0, asset, pose), player.last_error
+        err = max(rel_err(pose.world_matrices[i], ref[i], 2.6) for i in range(asset.node_count))
+        assert err <= 1e-5, (f, err)
+    # the unconnected hand's location is honoured (Blender moves it)
+    assert np.abs(ref[asset.node_index("Conn", "hand")][:3, 3]
+                  - (np.array(ob.matrix_world) @ np.array(ob.data.bones["hand"].matrix_local))[:3, 3]).max() > 0.1

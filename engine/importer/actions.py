@@ -134,6 +134,9 @@ class NodeTarget:
     delta_location: Optional[np.ndarray] = None
     delta_rotation: Optional[np.ndarray] = None   # wxyz
     delta_scale: Optional[np.ndarray] = None
+    # a connected bone: Blender ignores its location (the bone starts at its parent's tail), so
+    # location keys give no channel and the base translation is zero
+    ignore_location: bool = False
 
 
 def _used_curves(target: NodeTarget, curves: Dict[Tuple[str, int], object]):
@@ -154,7 +157,7 @@ def _bake_node(target: NodeTarget, sampled: Dict[Tuple[str, int], np.ndarray], n
                 arr[:, i] = vals
         return arr
 
-    t = comps("location", target.location)
+    t = None if target.ignore_location else comps("location", target.location)
     if t is not None:
         if target.delta_location is not None:
             t = t + target.delta_location
@@ -225,7 +228,7 @@ def bake_inputs_signature(action, slot, object_target: Optional[NodeTarget], bon
                 free.append(tuple(float(base[i]) for i in range(base.shape[0]) if (prop, i) not in keyed))
         deltas = tuple(None if d is None else np.asarray(d, np.float64).tobytes()
                        for d in (target.delta_location, target.delta_rotation, target.delta_scale))
-        out.append((target.index, target.rotation_mode, tuple(free), deltas))
+        out.append((target.index, target.rotation_mode, tuple(free), deltas, target.ignore_location))
     return tuple(out)
 
 

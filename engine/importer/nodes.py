@@ -143,11 +143,15 @@ def _add_object(nb: NodeBuilder, obj) -> None:
 def bone_target(pb, idx: int) -> "_actions.NodeTarget":
     """The baker's target of a pose bone.  Its basis values are the rig's own pose: the bind
     (and the preview's base) pose, so channels a clip does not key keep them, exactly as timeline
-    playback of that clip would.  No pose bone: the rest pose."""
+    playback of that clip would.  No pose bone: the rest pose.  A connected bone's location is
+    ignored, as Blender ignores it (keyed or not)."""
     if pb is None:
         return _actions.NodeTarget(idx, "QUATERNION", np.zeros(3), BONE_REST_ROT, np.ones(3))
-    return _actions.NodeTarget(idx, pb.rotation_mode, np.array(pb.location, np.float64),
-                               _object_rotation_values(pb), np.array(pb.scale, np.float64))
+    connected = bool(pb.bone.use_connect)
+    return _actions.NodeTarget(idx, pb.rotation_mode,
+                               np.zeros(3) if connected else np.array(pb.location, np.float64),
+                               _object_rotation_values(pb), np.array(pb.scale, np.float64),
+                               ignore_location=connected)
 
 
 def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> None:
@@ -248,13 +252,15 @@ def _bones_key(bones) -> tuple:
     length = np.empty(n, np.float32)
     inh_rot = np.empty(n, bool)
     local_loc = np.empty(n, bool)
+    connect = np.empty(n, bool)
     if n:
         bones.foreach_get("matrix_local", ml)
         bones.foreach_get("length", length)
         bones.foreach_get("use_inherit_rotation", inh_rot)
         bones.foreach_get("use_local_location", local_loc)
+        bones.foreach_get("use_connect", connect)
     return (tuple((b.name, b.parent.name if b.parent else None, b.inherit_scale) for b in bones),
-            ml.tobytes(), length.tobytes(), inh_rot.tobytes(), local_loc.tobytes())
+            ml.tobytes(), length.tobytes(), inh_rot.tobytes(), local_loc.tobytes(), connect.tobytes())
 
 
 def node_world_matrices(scene_asset: SceneAsset) -> np.ndarray:
