@@ -251,6 +251,26 @@ class GpuBackend(RuntimeBackend):
         self.palette_uploads += 1
         return True
 
+    def upload_palette_slices(self, handles, texels: np.ndarray, slices) -> list:
+        """``upload_palette`` of many palettes whose texels are row ranges of one (T,4,4) float32
+        C-contiguous array ``texels`` (a batched palette update): ``slices[k] = (a, b)`` are the
+        rows of ``handles[k]``.  Each handle keeps a view of ``texels`` (no copy, no per-palette
+        transpose); one Python step per palette.  Returns the per-handle results."""
+        flat = texels.reshape(-1)
+        ok = []
+        n = 0
+        for h, (a, b) in zip(handles, slices):
+            if h is None or h.joint_count <= 0 or b - a != h.joint_count:
+                ok.append(False)
+                continue
+            h.rows = flat[16 * a:16 * b]
+            h.texture = None
+            h.uploads += 1
+            n += 1
+            ok.append(True)
+        self.palette_uploads += n
+        return ok
+
     def release_palette(self, handle) -> None:
         if handle is not None:
             handle.texture = None

@@ -299,6 +299,8 @@ class _PaletteBatch:
         # per group: (palette, first row, end row, lazy scale source), plain Python values
         self._slots = [(g.palette, int(o), int(o + c), (self, gi))
                        for gi, (g, o, c) in enumerate(zip(groups, self.offsets, self.counts))]
+        self._slot_rows = [(a, b) for _p, a, b, _s in self._slots]
+        self._slot_pals = [s[0] for s in self._slots]
         self._mesh_w = self._mesh_inv = self._minv_rows = None     # last mesh worlds, their inverses
         self._rel_key = None                     # last armature and mesh worlds of the relations
         self.ibm_epoch = 0                       # bumped whenever ibm_t_eff changes (folds redo)
@@ -519,12 +521,24 @@ class _PaletteBatch:
         texels = skin_t.astype(np.float32)             # (T,4,4): row j = the 4 columns of palette row j
         self.texels = texels
         mats = texels.transpose(0, 2, 1)
-        ok = []
-        for (pal, a, b, src), l, h in zip(self._slots, lo, hi):   # per palette: views, upload
+        pals = self._slot_pals
+        backend = pals[0]._backend if pals else None
+        batch = getattr(backend, "upload_palette_slices", None)
+        for (pal, a, b, src), l, h in zip(self._slots, lo, hi):   # per palette: views, bounds
             pal.matrices = mats[a:b]
             pal.current_local_bounds = bounds_of(l, h)
             pal._scale_source = src
-            ok.append(pal.upload())
+            if pal._backend is not backend or pal.gpu_buffer is None or pal.joint_capacity != b - a:
+                batch = None
+        if batch is None:                               # palette by palette
+            return np.array([p.upload() for p in pals], bool)
+        # one backend call: every palette's buffer takes its rows of the one texel array
+        try:
+            ok = batch([p.gpu_buffer for p in pals], texels, self._slot_rows)
+        except Exception:
+            ok = [False] * len(pals)
+        for p, u in zip(pals, ok):
+            p.uploaded = u
         return np.array(ok, bool)
 
     def linear_scale(self, gi: int) -> float:
