@@ -572,14 +572,18 @@ class StylizedSession:
                 last = getattr(self, "_morph_push", None)
                 last = last[2] if last is not None and last[0] is self.runtime and last[1] == MorphState.epoch else {}
                 pushed = {}
-                for node, w in self.reader.read_morph_weights(
-                        None, expression_values=(player.morph_keys, player.morph_values)).items():
-                    slots, chans = self._clip_key_slots(player, node)
+                read = self.reader.read_morph_weights(None, expression_values=(player.morph_keys, player.morph_values))
+                table = self._clip_slot_table(player)
+                for node, w in read.items():
+                    hit = table.get(node)
+                    slots, chans = hit if hit is not None else self._clip_key_slots(player, node)
                     if slots.size:
                         w = w.copy()
                         w[slots] = np.asarray(player.morph_values)[chans]
                     prev = last.get(node)
-                    if (prev is not None and np.array_equal(prev, w)) or self.runtime.set_node_morph_weights(node, w):
+                    # the reader returns the same array while the values are unchanged: identity first
+                    if (prev is not None and (prev is w or np.array_equal(prev, w))) \
+                            or self.runtime.set_node_morph_weights(node, w):
                         pushed[node] = w
                 self._morph_push = (self.runtime, MorphState.epoch, pushed)
 
@@ -654,18 +658,24 @@ class StylizedSession:
         """(slots into morph_key_names(node), player morph channel indices) for the keys the
         current clip drives; computed once per clip, so the per-frame path stays vectorised."""
         clip = getattr(player, "clip", None)
-        cache = getattr(self, "_clip_slot_cache", None)
-        if cache is None or cache[0] is not clip:
-            cache = (clip, {})
-            self._clip_slot_cache = cache
-        hit = cache[1].get(node)
+        table = self._clip_slot_table(player)
+        hit = table.get(node)
         if hit is None:
             names = self.runtime.morph_key_names(node)
             keys = list(getattr(player, "morph_keys", []) or []) if clip is not None else []
             pairs = [(names.index(k), c) for c, (n, k) in enumerate(keys) if n == node and k in names]
             hit = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
-            cache[1][node] = hit
+            table[node] = hit
         return hit
+
+    def _clip_slot_table(self, player) -> dict:
+        """{node: _clip_key_slots result} of the player's current clip (emptied on a clip change)."""
+        clip = getattr(player, "clip", None)
+        cache = getattr(self, "_clip_slot_cache", None)
+        if cache is None or cache[0] is not clip:
+            cache = (clip, {})
+            self._clip_slot_cache = cache
+        return cache[1]
 
     # ------------------------------------------------------------------------------------------
     def _fallback_items(self, depsgraph, skip_objects: set) -> list:

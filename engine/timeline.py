@@ -52,6 +52,8 @@ class TimelineReader:
         self.vrm = None              # VrmMorphSource when an armature carries VRM expressions
         self._vrm_mesh_keys = {}
         self._vrm_checked = time.monotonic()
+        self._key_reads = {}           # read_morph_weights: key name -> (values, mute, processed) last read
+        self._node_weights = {}        # read_morph_weights: node -> (processed read, idx, weights, muted)
         self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
         self._vrm_channel_cache = None   # (player keys, source, channel positions, expression columns)
         parents = scene.parents
@@ -251,12 +253,18 @@ class TimelineReader:
         out = {}
         muted = {}
         blocks = {}     # shape-key datablock -> (values, mute): linked duplicates share one, read once
+        # values read unchanged since the last call keep their last result (the same arrays, so
+        # the per-node weights below and the caller's change checks are identity checks); the
+        # returned arrays are shared between calls: callers copy before writing (VRM: below)
+        reads = self._key_reads
+        nodes = self._node_weights
         for node, ob_name, idx in self.morph_bindings:
             ob = bpy.data.objects.get(ob_name)
             key = ob.data.shape_keys if ob is not None else None
             if key is None:
                 continue
-            hit = blocks.get(key.name)
+            name = key.name
+            hit = blocks.get(name)
             if hit is None:
                 if depsgraph is not None:
                     key = key.evaluated_get(depsgraph)
@@ -265,13 +273,26 @@ class TimelineReader:
                 mute = np.zeros(n, bool)
                 key.key_blocks.foreach_get("value", vals)
                 key.key_blocks.foreach_get("mute", mute)
-                hit = blocks[key.name] = (np.where(mute, 0.0, vals), mute)
+                last = reads.get(name)
+                if (last is not None and np.array_equal(last[0], vals) and np.array_equal(last[1], mute)):
+                    hit = last[2]
+                else:
+                    hit = (np.where(mute, 0.0, vals), mute)
+                    reads[name] = (vals, mute, hit)
+                blocks[name] = hit
+            last = nodes.get(node)
+            if last is not None and last[0] is hit and last[1] is idx:
+                out[node], muted[node] = last[2], last[3]
+                continue
             vals, mute = hit
             n = vals.shape[0]
             safe = np.minimum(np.maximum(idx, 0), max(n - 1, 0))
             w = np.where(idx >= 0, vals[safe], 0.0) if n else np.zeros(idx.shape[0])
-            out[node] = w.astype(np.float64)
-            muted[node] = (idx >= 0) & mute[safe] if n else np.zeros(idx.shape[0], bool)
+            out[node] = w = w.astype(np.float64)
+            muted[node] = m = (idx >= 0) & mute[safe] if n else np.zeros(idx.shape[0], bool)
+            w.flags.writeable = False
+            m.flags.writeable = False
+            nodes[node] = (hit, idx, w, m)
         if depsgraph is None or getattr(depsgraph, "mode", "RENDER") != "RENDER":
             now = time.monotonic()
             if now - self._vrm_checked >= VRM_REFRESH_SECONDS:
@@ -282,6 +303,9 @@ class TimelineReader:
             # session kept between F12s never draws expressions, rules or binds edited since
             self.refresh_vrm()
         if self.vrm is not None:
+            for node in self.vrm.bound:
+                if node in out:
+                    out[node] = out[node].copy()     # written below; the cached array stays as read
             self._apply_vrm(out, muted, depsgraph, expression_values)
         else:
             from .materials import vrm_binds
