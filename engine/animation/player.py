@@ -416,7 +416,7 @@ class AnimationPlayer:
             else:
                 every, (tn, ti), (rn, ri), (sn, si) = crowd
                 pose.write_sampled(every, tn, None if tv is None else tv[ti], rn, None if qv is None else qv[ri],
-                                   sn, None if sv is None else sv[si])
+                                   sn, None if sv is None else sv[si], targets=self._crowd_count)
         elif nodes.size:
             t, q, s = pose.local_trs(nodes)   # missing tracks keep the current pose values
             self._sample_trs(time, t, q, s, pose.scene)

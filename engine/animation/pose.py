@@ -99,6 +99,7 @@ class ScenePose:
         self._n = 0
         self._parents = np.zeros(0, dtype=np.int64)
         self._pre = np.zeros((0, 4, 4))
+        self._crowd_pre = None      # _write_crowd: (nodes, pre, every column shares one rest)
         self._pre_inv = None
         self._t = np.zeros((0, 3))
         self._q = np.zeros((0, 4))
@@ -292,7 +293,7 @@ class ScenePose:
         return True
 
     def write_sampled(self, nodes: np.ndarray, t_nodes=None, t=None, q_nodes=None, q=None, s_nodes=None,
-                      s=None) -> None:
+                      s=None, targets: int = 1) -> None:
         """The preview player's per-frame write: the sampled tracks of a clip, already checked
         (finite keys of a validated clip; ``q`` unit quaternions from the sampler), into the TRS of
         ``t_nodes`` / ``q_nodes`` / ``s_nodes`` (each a subset of ``nodes``, the clip's animated
@@ -313,12 +314,36 @@ class ScenePose:
             self._s[s_nodes] = s
         self._trs_stale[nodes] = False
         self._from_matrix[nodes] = False
+        if targets > 1 and not isinstance(nodes, slice) and self._write_crowd(nodes, targets):
+            self._dirty = True
+            return
         trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
         if isinstance(nodes, slice):
             np.matmul(self._pre[nodes], trs, out=self._local[nodes])
         else:
             self._local[nodes] = np.matmul(self._pre[nodes], trs)
         self._dirty = True
+
+    def _write_crowd(self, nodes: np.ndarray, targets: int) -> bool:
+        """``write_sampled`` of a crowd: ``nodes`` = ``targets`` rows of the same clip nodes.  When
+        every column (one clip node on each target) has one rest (``pre``) and one TRS, the local
+        matrices are composed for the first target and copied to the others (one set of products
+        instead of one per target); False (nothing written) otherwise."""
+        if nodes.shape[0] % targets:
+            return False
+        grid = nodes.reshape(targets, -1)
+        hit = self._crowd_pre
+        if hit is None or hit[0] is not nodes or hit[1] is not self._pre:
+            pre = self._pre[grid]
+            hit = self._crowd_pre = (nodes, self._pre, bool((pre == pre[0]).all()))
+        if not hit[2]:
+            return False
+        t, q, s = self._t[grid], self._q[grid], self._s[grid]
+        if not ((t == t[0]).all() and (q == q[0]).all() and (s == s[0]).all()):
+            return False
+        first = grid[0]
+        self._local[grid] = np.matmul(self._pre[first], compose_trs_fast(t[0], q[0], s[0]))
+        return True
 
     def set_local_matrices(self, nodes, matrices) -> bool:
         """Batch write of full local matrices (Blender's evaluated parent-relative matrices).
