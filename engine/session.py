@@ -569,15 +569,21 @@ class StylizedSession:
                 # changed since that push (MorphState.epoch: a timeline frame, a clip's channels)
                 from .animation.morph import MorphState
 
-                last = getattr(self, "_morph_push", None)
-                last = last[2] if last is not None and last[0] is self.runtime and last[1] == MorphState.epoch else {}
-                pushed = {}
-                read = self.reader.read_morph_weights(None, expression_values=(player.morph_keys, player.morph_values))
+                push = getattr(self, "_morph_push", None)
+                same = push is not None and push[0] is self.runtime and push[1] == MorphState.epoch
+                last = push[2] if same else {}
+                reader = self.reader
+                read = reader.read_morph_weights(None, expression_values=(player.morph_keys, player.morph_values))
                 table = self._clip_slot_table(player)
+                if same and push[3] == (reader.weights_version, id(table)):
+                    return      # the same weights as the last push, every node pushed, no clip-driven key
+                pushed = {}
+                clip_keys = False
                 for node, w in read.items():
                     hit = table.get(node)
                     slots, chans = hit if hit is not None else self._clip_key_slots(player, node)
                     if slots.size:
+                        clip_keys = True
                         w = w.copy()
                         w[slots] = np.asarray(player.morph_values)[chans]
                     prev = last.get(node)
@@ -585,7 +591,10 @@ class StylizedSession:
                     if (prev is not None and (prev is w or np.array_equal(prev, w))) \
                             or self.runtime.set_node_morph_weights(node, w):
                         pushed[node] = w
-                self._morph_push = (self.runtime, MorphState.epoch, pushed)
+                # what lets the next frame skip this loop: nothing here depends on the player's values
+                # and every node took its weights
+                settled = None if clip_keys or len(pushed) != len(read) else (reader.weights_version, id(table))
+                self._morph_push = (self.runtime, MorphState.epoch, pushed, settled, table)
 
             _preview.apply_commands(preview_state, self.runtime, clips, dt, before,
                                     after_sample=push_morphs if self.reader is not None else None)

@@ -54,6 +54,8 @@ class TimelineReader:
         self._vrm_checked = time.monotonic()
         self._key_reads = {}           # read_morph_weights: key name -> (values, mute, processed) last read
         self._node_weights = {}        # read_morph_weights: node -> (processed read, idx, weights, muted)
+        self._last_weights = None      # read_morph_weights: (bindings, key names, reads, result, muted)
+        self.weights_version = 0       # bumped when read_morph_weights' result may differ from the last
         self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
         self._vrm_channel_cache = None   # (player keys, source, channel positions, expression columns)
         parents = scene.parents
@@ -250,54 +252,64 @@ class TimelineReader:
         here (the caller merges them)."""
         import bpy
 
-        out = {}
-        muted = {}
-        blocks = {}     # shape-key datablock -> (values, mute): linked duplicates share one, read once
-        # values read unchanged since the last call keep their last result (the same arrays, so
-        # the per-node weights below and the caller's change checks are identity checks); the
-        # returned arrays are shared between calls: callers copy before writing (VRM: below)
         reads = self._key_reads
         nodes = self._node_weights
+        bindings = self.morph_bindings
         objects = bpy.data.objects
-        if len(self.morph_bindings) > 4:
+        if len(bindings) > 4:
             # one pass over the objects instead of a name search per binding (crowds: ~2 us a
             # look-up); the first object of a name wins, as with ``get``
             objects = dict(reversed(objects.items()))
-        for node, ob_name, idx in self.morph_bindings:
-            ob = objects.get(ob_name)
-            key = ob.data.shape_keys if ob is not None else None
-            if key is None:
+        keys = [getattr(ob, "data", None) for ob in [objects.get(b[1]) for b in bindings]]
+        keys = [me.shape_keys if me is not None else None for me in keys]
+        names = [k.name if k is not None else None for k in keys]
+        # values read unchanged since the last call keep their last result (the same arrays, so
+        # the per-node weights below and the caller's change checks are identity checks); the
+        # returned arrays are shared between calls: callers copy before writing (VRM: below)
+        blocks = {}     # shape-key datablock -> (values, mute): linked duplicates share one, read once
+        for name, key in zip(names, keys):
+            if name is None or name in blocks:
                 continue
-            name = key.name
-            hit = blocks.get(name)
-            if hit is None:
-                if depsgraph is not None:
-                    key = key.evaluated_get(depsgraph)
-                n = len(key.key_blocks)
-                vals = np.empty(n, np.float32)
-                mute = np.zeros(n, bool)
-                key.key_blocks.foreach_get("value", vals)
-                key.key_blocks.foreach_get("mute", mute)
-                last = reads.get(name)
-                if (last is not None and np.array_equal(last[0], vals) and np.array_equal(last[1], mute)):
-                    hit = last[2]
-                else:
-                    hit = (np.where(mute, 0.0, vals), mute)
-                    reads[name] = (vals, mute, hit)
-                blocks[name] = hit
-            last = nodes.get(node)
-            if last is not None and last[0] is hit and last[1] is idx:
-                out[node], muted[node] = last[2], last[3]
-                continue
-            vals, mute = hit
-            n = vals.shape[0]
-            safe = np.minimum(np.maximum(idx, 0), max(n - 1, 0))
-            w = np.where(idx >= 0, vals[safe], 0.0) if n else np.zeros(idx.shape[0])
-            out[node] = w = w.astype(np.float64)
-            muted[node] = m = (idx >= 0) & mute[safe] if n else np.zeros(idx.shape[0], bool)
-            w.flags.writeable = False
-            m.flags.writeable = False
-            nodes[node] = (hit, idx, w, m)
+            if depsgraph is not None:
+                key = key.evaluated_get(depsgraph)
+            n = len(key.key_blocks)
+            vals = np.empty(n, np.float32)
+            mute = np.zeros(n, bool)
+            key.key_blocks.foreach_get("value", vals)
+            key.key_blocks.foreach_get("mute", mute)
+            last = reads.get(name)
+            if last is not None and np.array_equal(last[0], vals) and np.array_equal(last[1], mute):
+                hit = last[2]
+            else:
+                hit = (np.where(mute, 0.0, vals), mute)
+                reads[name] = (vals, mute, hit)
+            blocks[name] = hit
+        whole = self._last_weights
+        if (whole is not None and whole[0] is bindings and whole[1] == names and whole[2].keys() == blocks.keys()
+                and all(whole[2][k] is v for k, v in blocks.items())):
+            out, muted = dict(whole[3]), whole[4]       # every read unchanged: the last result
+        else:
+            out = {}
+            muted = {}
+            for (node, _ob_name, idx), name in zip(bindings, names):
+                if name is None:
+                    continue
+                hit = blocks[name]
+                last = nodes.get(node)
+                if last is not None and last[0] is hit and last[1] is idx:
+                    out[node], muted[node] = last[2], last[3]
+                    continue
+                vals, mute = hit
+                n = vals.shape[0]
+                safe = np.minimum(np.maximum(idx, 0), max(n - 1, 0))
+                w = np.where(idx >= 0, vals[safe], 0.0) if n else np.zeros(idx.shape[0])
+                out[node] = w = w.astype(np.float64)
+                muted[node] = m = (idx >= 0) & mute[safe] if n else np.zeros(idx.shape[0], bool)
+                w.flags.writeable = False
+                m.flags.writeable = False
+                nodes[node] = (hit, idx, w, m)
+            self._last_weights = (bindings, names, blocks, dict(out), muted)
+            self.weights_version += 1
         if depsgraph is None or getattr(depsgraph, "mode", "RENDER") != "RENDER":
             now = time.monotonic()
             if now - self._vrm_checked >= VRM_REFRESH_SECONDS:
@@ -308,6 +320,7 @@ class TimelineReader:
             # session kept between F12s never draws expressions, rules or binds edited since
             self.refresh_vrm()
         if self.vrm is not None:
+            self.weights_version += 1            # the expressions may move every frame
             for node in self.vrm.bound:
                 if node in out:
                     out[node] = out[node].copy()     # written below; the cached array stays as read
