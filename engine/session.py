@@ -278,6 +278,8 @@ class StylizedSession:
         * Actions and armatures edited re-import; new or deleted objects re-import; a changed
           material refreshes its cached values.
         """
+        if self.reader is not None:
+            self.reader.sync_token += 1      # its cached object -> shape-key look-ups are re-made
         scene = getattr(depsgraph, "scene", None)
         frame = (scene.frame_current, round(float(scene.frame_subframe), 6)) if scene is not None else None
         animated = updates is not None and self._synced_frame is not None and frame != self._synced_frame

@@ -56,6 +56,8 @@ class TimelineReader:
         self._node_weights = {}        # read_morph_weights: node -> (processed read, idx, weights, muted)
         self._last_weights = None      # read_morph_weights: (bindings, key names, reads, result, muted)
         self.weights_version = 0       # bumped when read_morph_weights' result may differ from the last
+        self._key_map = None           # read_morph_weights (crowds): (bindings, sync token, object names, key names, distinct)
+        self.sync_token = 0            # the owner bumps it on every depsgraph update it hears of (session.sync)
         self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
         self._vrm_channel_cache = None   # (player keys, source, channel positions, expression columns)
         parents = scene.parents
@@ -256,13 +258,32 @@ class TimelineReader:
         nodes = self._node_weights
         bindings = self.morph_bindings
         objects = bpy.data.objects
-        if len(bindings) > 4:
-            # one pass over the objects instead of a name search per binding (crowds: ~2 us a
-            # look-up); the first object of a name wins, as with ``get``
+        names = keys = None
+        crowd = len(bindings) > 4
+        if crowd and depsgraph is None:
+            # crowds, preview player (the file's values): the objects' key names are kept while no
+            # depsgraph update reached the session (``sync_token``) and no object was added,
+            # removed or renamed; the keys are then looked up by name (a few).  Else one pass
+            # over the objects instead of a name search per binding (~2 us a look-up; the first
+            # object of a name wins, as with ``get``)
+            obnames = objects.keys()
+            kmap = self._key_map
+            if kmap is not None and kmap[0] is bindings and kmap[1] == self.sync_token and kmap[2] == obnames:
+                names = kmap[3]
+                found = {n: bpy.data.shape_keys.get(n) for n in kmap[4]}
+                if all(k is not None for k in found.values()):
+                    keys = [found.get(n) for n in names]
+                else:
+                    names = None
+        if crowd and names is None:
             objects = dict(reversed(objects.items()))
-        keys = [getattr(ob, "data", None) for ob in [objects.get(b[1]) for b in bindings]]
-        keys = [me.shape_keys if me is not None else None for me in keys]
-        names = [k.name if k is not None else None for k in keys]
+        if names is None:
+            keys = [getattr(ob, "data", None) for ob in [objects.get(b[1]) for b in bindings]]
+            keys = [me.shape_keys if me is not None else None for me in keys]
+            names = [k.name if k is not None else None for k in keys]
+            if crowd and depsgraph is None:
+                self._key_map = (bindings, self.sync_token, obnames, names,
+                                 [n for n in dict.fromkeys(names) if n is not None])
         # values read unchanged since the last call keep their last result (the same arrays, so
         # the per-node weights below and the caller's change checks are identity checks); the
         # returned arrays are shared between calls: callers copy before writing (VRM: below)
