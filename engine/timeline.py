@@ -280,7 +280,10 @@ class TimelineReader:
         if names is None:
             keys = [getattr(ob, "data", None) for ob in [objects.get(b[1]) for b in bindings]]
             keys = [me.shape_keys if me is not None else None for me in keys]
-            names = [k.name if k is not None else None for k in keys]
+            # a datablock's identity: its name and library (a linked character's "Key" is not
+            # the local "Key"); bpy collections look the pair up directly
+            names = [(k.name, k.library.filepath if k.library is not None else None) if k is not None else None
+                     for k in keys]
             if crowd and depsgraph is None:
                 self._key_map = (bindings, self.sync_token, obnames, names,
                                  [n for n in dict.fromkeys(names) if n is not None])

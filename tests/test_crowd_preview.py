@@ -424,3 +424,49 @@ def test_palette_texture_follows_the_upload(empty_scene):
         assert palette_texture(pal) is None
 
     gpu_util.run_in_gpu_context(task)
+
+
+@pytest.mark.parametrize("count", [2, 6])      # the per-object path and the crowd (> 4 meshes) path
+def test_linked_library_keys_are_not_mixed_with_local_ones(empty_scene, tmp_path, count):
+    """A character linked from a library has a shape-key datablock named "Key" like a local mesh's:
+    the reader must read each one's own values (keyed by name and library), every frame."""
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    def keyed_plane(name, value):
+        me = bpy.data.meshes.new(name)
+        me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+        ob = bpy.data.objects.new(name, me)
+        bpy.context.scene.collection.objects.link(ob)
+        ob.shape_key_add(name="Basis")
+        kb = ob.shape_key_add(name="Up")
+        kb.data[0].co = (0, 0, 1)
+        kb.value = value
+        return ob
+
+    lib_path = tmp_path / "lib.blend"
+    lib = keyed_plane("LibPlane", 0.8)
+    assert lib.data.shape_keys.name == "Key"
+    bpy.data.libraries.write(str(lib_path), {lib})
+    me = lib.data
+    bpy.data.objects.remove(lib)
+    bpy.data.meshes.remove(me)               # its Key goes with it: the local one is "Key" again
+    locals_ = [keyed_plane(f"Local{i}", 0.1 * (i + 1)) for i in range(count - 1)]
+    assert locals_[0].data.shape_keys.name == "Key"
+    with bpy.data.libraries.load(str(lib_path), link=True) as (src, dst):
+        dst.objects = ["LibPlane"]
+    linked = dst.objects[0]
+    bpy.context.scene.collection.objects.link(linked)
+    assert linked.library is not None and linked.data.shape_keys.name == "Key"
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    reader = TimelineReader(asset, rt)
+    for _ in range(2):                       # the first read and the cached one
+        w = reader.read_morph_weights(None)
+        got = {asset.nodes[n].object_name: float(v[rt.morph_key_names(n).index("Up")]) for n, v in w.items()}
+        assert got["LibPlane"] == pytest.approx(0.8)
+        for i, ob in enumerate(locals_):
+            assert got[ob.name] == pytest.approx(0.1 * (i + 1)), got
