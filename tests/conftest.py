@@ -201,3 +201,12 @@ def render_eevee(scene, path):
     scene.render.engine = "STYLIZED"
     scene.render.image_settings.file_format = "PNG"
     return a
+
+
+def run_deform_check(capsys, frames=None, mode="both", morph="auto", player_step: int = 1):
+    """tools/check_deform.py on the open scene: (exit status, printed output, summary fields)."""
+    from tools import check_deform
+
+    rc = check_deform.run_checks(frames, mode, morph, player_step)
+    out = capsys.readouterr().out
+    return rc, out, check_deform.summary_fields(out)

@@ -68,11 +68,7 @@ def build_bbone_rig(scene=None):
 
 
 def _run(capsys, frames="1-10", mode="timeline"):
-    rc = check_deform.run_checks(frames, mode)
-    out = capsys.readouterr().out
-    last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
-    fields = dict(kv.split("=") for kv in last.split()[1:])
-    return rc, out, fields
+    return C.run_deform_check(capsys, frames, mode)
 
 
 def test_bbone_import_has_segment_slots(empty_scene):
@@ -141,25 +137,35 @@ def test_rest_segment_relation_without_segments(empty_scene, capsys, monkeypatch
     assert rc == 1 and float(fields["max_rel_error"]) > check_deform.TOLERANCE, out
 
 
-def test_segment_entry_point_and_rest_relation(empty_scene):
-    """SkinningPaletteSet.set_bbone_segments (the entry point for pose sources): the segment slots
-    get jointWorld @ pose[a] @ inv(rest[a]) for one update, then the rest relation again (the
-    slot equals its bone's plain skinning matrix); malformed input is refused with a message
-    naming the bone node; a rig without B-Bones has no segment table."""
+def _timeline_runtime(frame=7):
+    """The B-Bone rig at ``frame``, imported, with a CPU SceneRuntime and a TimelineReader:
+    (arm, ob, depsgraph, asset, runtime, reader)."""
     arm, ob = build_bbone_rig()
     from stylized_renderer.engine import importer
     from stylized_renderer.engine.runtime.backend import CpuBackend
     from stylized_renderer.engine.timeline import TimelineReader
     from stylized_renderer.engine.world.scene_runtime import SceneRuntime
 
-    dg = bpy.context.evaluated_depsgraph_get()
-    bpy.context.scene.frame_set(7)
+    bpy.context.scene.frame_set(frame)
     dg = bpy.context.evaluated_depsgraph_get()
     asset = importer.import_scene(dg)
     rt = SceneRuntime(asset, CpuBackend())
     assert rt.initialize(), rt.last_error
+    return arm, ob, dg, asset, rt, TimelineReader(asset, rt)
+
+
+def test_segment_entry_point_and_rest_relation(empty_scene):
+    """SkinningPaletteSet.set_bbone_segments (the entry point for pose sources): the segment slots
+    get jointWorld @ pose[a] @ inv(rest[a]) for one update, then the rest relation again (the
+    slot equals its bone's plain skinning matrix); malformed input is refused with a message
+    naming the bone node; a rig without B-Bones has no segment table."""
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+
+    arm, ob, dg, asset, rt, reader = _timeline_runtime()
     ps = rt.palette_set
-    reader = TimelineReader(asset, rt)
     mid = asset.node_index("BRig", "mid")
     assert mid in ps.bbone_nodes
     nodes, mats, w = reader.read(dg)
@@ -197,19 +203,8 @@ def test_relations_entry_point_equals_segments(empty_scene):
     """SkinningPaletteSet.set_bbone_relations (the preview bake's entry point): a table of
     relations gives the same palette as set_bbone_segments with the segments they came from;
     a wrong shape or a non-finite value is refused and the next update uses the rest relation."""
-    build_bbone_rig()
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.timeline import TimelineReader
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
-
-    bpy.context.scene.frame_set(7)
-    dg = bpy.context.evaluated_depsgraph_get()
-    asset = importer.import_scene(dg)
-    rt = SceneRuntime(asset, CpuBackend())
-    assert rt.initialize(), rt.last_error
+    _arm, _ob, dg, asset, rt, reader = _timeline_runtime()
     ps = rt.palette_set
-    reader = TimelineReader(asset, rt)
     nodes, mats, w = reader.read(dg)          # reads and sets this frame's segments
     assert rt.update_timeline(nodes, mats, w)
     want = ps.palette_groups[0].palette.matrices.astype(np.float64).copy()

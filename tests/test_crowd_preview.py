@@ -24,7 +24,7 @@ from test_bake import bakes  # noqa: F401  (fixture)
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_render_speed_paths import _character_crowd, _pipeline
 from test_viewport_ui import Ctx, draw_panel
-from test_vrm_preview_channels import Clock
+from test_vrm_preview_channels import clocked_session
 from tools import bench_runtime, rigify_rig
 
 TOL = 1e-4
@@ -32,34 +32,9 @@ TOL = 1e-4
 
 @pytest.fixture
 def view(monkeypatch, ext, bakes):
-    """A viewport session (as view_draw uses it) whose preview clock is driven by hand."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine import session as session_mod
-
-    # the reference frame_set calls must not hand the preview back to the timeline (a real
-    # viewport draw does not change the frame)
-    monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
-    clock = Clock()
-    monkeypatch.setattr(session_mod, "time", clock)
-    preview.clear_states()
-    s = session_mod.StylizedSession(viewport=True)
-
-    def update(state, dt=0.0):
-        clock.now += dt
-        dg = bpy.context.evaluated_depsgraph_get()
-
-        def task():
-            s._ensure_gpu()
-            s._ensure_runtime(dg)
-            return s.update_frame(dg, state)
-        assert gpu_util.run_in_gpu_context(task)
-        return s.runtime
-
-    yield types.SimpleNamespace(session=s, update=update)
-    gpu_util.run_in_gpu_context(s.free)
-    session_mod._last_viewport_session = None
-    preview.stop_timer()
-    preview.clear_states()
+    """A viewport session (as view_draw uses it) whose preview clock is driven by hand; the
+    refusal tests read ``last_error`` themselves."""
+    yield from clocked_session(monkeypatch, strict=False)
 
 
 def set_crowd(scene, arm, flag):

@@ -15,11 +15,7 @@ TESTDATA_FILES = sorted(C.TESTDATA.glob("*.blend")) if C.TESTDATA.is_dir() else 
 
 
 def _run(capsys, frames=None, mode="both"):
-    rc = check_deform.run_checks(frames, mode)
-    out = capsys.readouterr().out
-    last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
-    fields = dict(kv.split("=") for kv in last.split()[1:])
-    return rc, out, fields
+    return C.run_deform_check(capsys, frames, mode)
 
 
 @pytest.mark.skipif(not TESTDATA_FILES, reason="../shared/testdata is absent (a user's clone does not have it)")
@@ -153,8 +149,7 @@ def test_check_deform_detects_wrong_skinning(empty_scene, capsys, monkeypatch):
 
 
 def _morph_paths(out):
-    line = [l for l in out.splitlines() if l.startswith("morph-paths:")][-1]
-    return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+    return {k: int(v) for k, v in check_deform.summary_fields(out, "morph-paths:").items()}
 
 
 @pytest.mark.parametrize("policy", ["shader", "rebuild"])
@@ -175,10 +170,7 @@ def test_both_morph_paths_match_blender(empty_scene, capsys, policy):
 
 
 def _run_policy(capsys, frames, policy, mode="both"):
-    rc = check_deform.run_checks(frames, mode, policy)
-    out = capsys.readouterr().out
-    last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
-    return rc, out, dict(kv.split("=") for kv in last.split()[1:])
+    return C.run_deform_check(capsys, frames, mode, policy)
 
 
 def test_shader_morph_on_skinned_driven_keys(empty_scene, capsys):

@@ -74,11 +74,7 @@ def build_arm(preserve_volume=True, frames=8):
 
 
 def _run(capsys, frames="1-8", mode="timeline"):
-    rc = check_deform.run_checks(frames, mode)
-    out = capsys.readouterr().out
-    last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
-    fields = dict(kv.split("=") for kv in last.split()[1:])
-    return rc, out, fields
+    return C.run_deform_check(capsys, frames, mode)
 
 
 def test_import_flags_preserve_volume(empty_scene):
@@ -244,10 +240,7 @@ def test_preserve_volume_with_shape_keys(empty_scene, capsys):
         kb.keyframe_insert("value", frame=f)
     scenes.finish()
     for morph in ("shader", "rebuild"):
-        rc = check_deform.run_checks("1-8", "timeline", morph)
-        out = capsys.readouterr().out
-        last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
-        fields = dict(kv.split("=") for kv in last.split()[1:])
+        rc, out, fields = C.run_deform_check(capsys, "1-8", "timeline", morph)
         assert rc == 0, (morph, out)
         assert "path=gpu" in out and int(fields["fallbacks"]) == 0 and int(fields["skipped"]) == 0, out
         assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
@@ -360,10 +353,7 @@ def test_player_check_restores_the_file_between_clips(empty_scene, capsys):
     arm.animation_data_clear()            # the rig's action stays in the file, unassigned
     scenes.finish()
     pose_before = [tuple(pb.matrix_basis.col[3]) + tuple(pb.rotation_euler) for pb in arm.pose.bones]
-    rc = check_deform.run_checks("1-8", "player", "shader")
-    out = capsys.readouterr().out
-    last = [ln for ln in out.splitlines() if ln.startswith("deform-check:")][-1]
-    f = dict(kv.split("=") for kv in last.split()[1:])
+    rc, out, f = C.run_deform_check(capsys, "1-8", "player", "shader")
     assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
     assert int(f["frames"]) == 16, out    # both clips checked
     assert arm.animation_data is None

@@ -15,9 +15,7 @@ REAL = sorted((C.TESTDATA / "real").glob("*.blend")) + sorted((C.TESTDATA / "vrm
     if C.TESTDATA.is_dir() else []
 
 
-def _fields(out):
-    last = [l for l in out.splitlines() if l.startswith("deform-check:")][-1]
-    return dict(kv.split("=") for kv in last.split()[1:])
+_fields = check_deform.summary_fields
 
 
 @pytest.mark.skipif(not REAL, reason="../shared/testdata/real and vrm are absent (only in the project workspace)")

@@ -458,6 +458,13 @@ def main(argv=None) -> int:
     return run_checks(args.frames, args.mode, args.morph, args.player_step)
 
 
+def summary_fields(out: str, prefix: str = "deform-check:") -> dict:
+    """{field: text} of the last line of ``out`` that starts with ``prefix``: the closing summary
+    (``deform-check: objects=N ...``) or another ``name: k=v ...`` line (``morph-paths:``)."""
+    last = [ln for ln in out.splitlines() if ln.startswith(prefix)][-1]
+    return dict(kv.split("=") for kv in last.split()[1:])
+
+
 def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1) -> int:
     import bpy
 
