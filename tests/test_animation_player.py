@@ -4,10 +4,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import test_runtime_rigs as R
 from stylized_renderer.engine.animation import AnimationPlayer, ScenePose, TrackSet, slerp
-from stylized_renderer.engine.assets import MorphWeightChannelAsset, NodeAnimationChannelAsset
+from stylized_renderer.engine.assets import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
 
 
 def setup(channels, duration=2.0, morph_channels=()):
@@ -249,6 +250,81 @@ def test_trackset_searches_all_tracks_at_once_and_matches_a_reference():
                 a = 1.0 if dt < 1e-6 else min(max((time - t[i - 1]) / dt, 0.0), 1.0)
                 ref = v[i - 1] + (v[i] - v[i - 1]) * a
             assert np.allclose(got[c], ref), (time, c)
+
+
+def _reference_tracks(times_list, values_list, time, rotation):
+    """Per track, the seed's lower_bound sample: the key itself outside the range, else the
+    lerp (or ``slerp``) of the two keys around ``time``."""
+    out = []
+    for t, v in zip(times_list, values_list):
+        i = int(np.searchsorted(t, time, side="left"))
+        if i == 0 or i == len(t):
+            q = v[0] if i == 0 else v[-1]
+            out.append(q / np.linalg.norm(q) if rotation else q)
+            continue
+        dt = t[i] - t[i - 1]
+        a = 1.0 if dt < 1e-6 else min(max((time - t[i - 1]) / dt, 0.0), 1.0)
+        if rotation:
+            out.append(slerp(v[i - 1][None], v[i][None], np.array([a]))[0])
+        else:
+            out.append(v[i - 1] + (v[i] - v[i - 1]) * a)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_trackset_rotation_and_linear_sampling_match_the_per_track_reference(uniform):
+    """Tracks keyed at one set of times (one search for all, the slerp terms of each key pair
+    made once) and tracks with their own times sample as the per-track slerp / lerp, at keys,
+    between keys, before the first and after the last; opposite-hemisphere and nearly equal
+    neighbours included."""
+    rng = np.random.default_rng(11)
+    shared = np.array([0.0, 0.25, 0.25 + 1e-9, 0.7, 1.0, 2.0])
+    times_list, rot_list, lin_list = [], [], []
+    for c in range(30):
+        t = shared if uniform else np.sort(rng.uniform(0.0, 2.0, int(rng.integers(1, 7))))
+        q = rng.normal(size=(len(t), 4))
+        q /= np.linalg.norm(q, axis=1)[:, None]
+        if len(t) > 2:
+            q[2] = -q[1] if c % 3 == 0 else q[1] + 1e-5     # flipped / nearly equal neighbours
+            q[2] /= np.linalg.norm(q[2])
+        times_list.append(t)
+        rot_list.append(q)
+        lin_list.append(rng.normal(size=(len(t), 3)))
+    rot = TrackSet(times_list, rot_list, 4)
+    lin = TrackSet(times_list, lin_list, 3)
+    assert (rot._uniform is not None) == uniform      # the path under test is the one taken
+    for time in list(np.linspace(-0.5, 2.5, 49)) + list(shared) + [0.25 + 5e-10]:
+        assert np.allclose(rot.sample_rotation(time), _reference_tracks(times_list, rot_list, time, True),
+                           atol=1e-12), time
+        assert np.allclose(lin.sample_linear(time), _reference_tracks(times_list, lin_list, time, False),
+                           atol=1e-12), time
+        left, right, alpha = rot.locate(time)
+        assert np.allclose(rot.slerp_at(left, right, alpha), rot.sample_rotation(time), atol=1e-12)
+    assert np.allclose(rot.times, np.concatenate(times_list))
+
+
+def test_clip_tracks_are_packed_and_the_player_views_them():
+    """An AnimationClipAsset keeps each kind of key values in one array (the channels hold
+    views of it, with the same values), and the player's flattened tracks view that array
+    instead of copying it."""
+    rng = np.random.default_rng(5)
+    qs = [rng.normal(size=(3, 4)) for _ in range(4)]
+    qs = [q / np.linalg.norm(q, axis=1)[:, None] for q in qs]
+    chans = [NodeAnimationChannelAsset(i + 1, rotation_times=[0.0, 0.5, 1.0], rotation_values=q)
+             for i, q in enumerate(qs)]
+    clip = AnimationClipAsset("c", 1.0, chans)
+    base = clip.channels[0].rotation_values.base
+    assert base is not None and not base.flags.writeable
+    for c, q in zip(clip.channels, qs):
+        assert c.rotation_values.base is base and np.array_equal(c.rotation_values, q)
+    player = AnimationPlayer()
+    player._flatten(clip)
+    assert player._r_tracks.values.base is base
+    assert np.array_equal(player._r_tracks.values, np.concatenate(qs))
+    # tracks that are not consecutive rows of one array are copied
+    other = TrackSet([c.rotation_times for c in clip.channels[::-1]],
+                     [c.rotation_values for c in clip.channels[::-1]], 4)
+    assert other.values.base is not base and np.array_equal(other.values, np.concatenate(qs[::-1]))
 
 
 def test_morph_channels_are_sampled_into_weights():

@@ -93,3 +93,30 @@ def test_shader_composed_morph_matches_cpu_rebuild_in_every_pass(empty_scene, re
     assert np.mean(diff > 2.0 / 255.0) < 0.002, f"max diff {diff.max():.4f}"
     changed = np.abs(plain[..., :3] - rebuilt[..., :3]).max(axis=2) > 0.05
     assert changed.mean() > 0.03          # the key really changes the picture
+
+
+def test_equal_morph_weights_share_one_texture(empty_scene):
+    """Streams drawing the same weights (the primitives of one mesh, a crowd at one expression)
+    share one weights texture; other weights get their own, holding their values; the backend
+    keeps the last WEIGHT_TEXTURES distinct sets."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.runtime import gpu_backend
+    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
+
+    def task():
+        be = GpuBackend()
+        a = np.array([0.25, 0.0, 1.0], np.float32)
+        ta = be._weights_texture(a)
+        assert be._weights_texture(a.copy()) is ta
+        b = np.array([0.25, 0.5, 1.0], np.float32)
+        tb = be._weights_texture(b)
+        assert tb is not ta
+        for w, tex in ((a, ta), (b, tb)):
+            got = np.array(tex.read().to_list(), np.float32).reshape(-1)[:3]
+            assert np.array_equal(got, w)
+        for i in range(gpu_backend.WEIGHT_TEXTURES):
+            be._weights_texture(np.array([i, 0.0, 0.0], np.float32))
+        assert len(be._weights) == gpu_backend.WEIGHT_TEXTURES
+        assert be._weights_texture(a) is not ta        # evicted: made again
+
+    gpu_util.run_in_gpu_context(task)

@@ -402,7 +402,7 @@ class AnimationPlayer:
                 a = alpha[:, None]
                 tl, sl = tt.values[left], st.values[left]
                 tv = tl + (tt.values[right] - tl) * a
-                qv = slerp(rt.values[left], rt.values[right], alpha)
+                qv = rt.slerp_at(left, right, alpha)
                 sv = sl + (st.values[right] - sl) * a
             else:
                 tv = tt.sample_linear(time) if tt is not None and tt.count else None

@@ -7,6 +7,7 @@ whole time range, so the tracks occupy disjoint, increasing intervals of one arr
 """
 from __future__ import annotations
 
+import bisect
 from typing import Sequence
 
 import numpy as np
@@ -33,7 +34,7 @@ class TrackSet:
         if self.count:
             self.offsets[1:] = np.cumsum(counts)[:-1]
             times = np.concatenate([np.asarray(t, dtype=np.float64).reshape(-1) for t in times_list])
-            values = np.concatenate([np.asarray(v, dtype=np.float64).reshape(-1, self.width) for v in values_list])
+            values = _joined([np.asarray(v, dtype=np.float64).reshape(-1, self.width) for v in values_list])
         else:
             times = np.zeros(0)
             values = np.zeros((0, self.width))
@@ -44,25 +45,53 @@ class TrackSet:
         else:
             self.t_min = self.t_max = 0.0
         self.span = (self.t_max - self.t_min) + 1.0
-        # keys of track c live in [c*span, c*span + (t_max - t_min)]
-        channel_of_key = np.repeat(np.arange(self.count, dtype=np.float64), counts)
-        self._shifted = (times - self.t_min) + channel_of_key * self.span
         self._base = np.arange(self.count, dtype=np.float64) * self.span
         self._last = self.offsets + counts - 1
+        # every track keyed at the same times (the common case: a baked or imported clip keys
+        # all its channels together): those times relative to t_min, one search for all tracks
+        self._uniform = None
+        self._shifted = None
+        if self.count and np.all(counts == counts[0]):
+            grid = times.reshape(self.count, -1)
+            if (grid == grid[0]).all():
+                self._uniform = grid[0] - self.t_min
+        if self._uniform is None:
+            # keys of track c live in [c*span, c*span + (t_max - t_min)]
+            channel_of_key = np.repeat(np.arange(self.count, dtype=np.float64), counts)
+            self._shifted = (times - self.t_min) + channel_of_key * self.span
+        self._pairs = None       # _pair_table: the slerp terms of every key and its next key
 
     @property
     def times(self) -> np.ndarray:
-        """(K,) key times, recovered from the shifted keys (only the shifted array is kept)."""
+        """(K,) key times (recovered: only the shifted keys, or the one shared row, are kept)."""
+        if self._uniform is not None:
+            return np.tile(self._uniform + self.t_min, self.count)
         channel_of_key = np.repeat(np.arange(self.count, dtype=np.float64), self.counts)
         return self._shifted - channel_of_key * self.span + self.t_min
+
+    def _locate_uniform(self, time: float):
+        """``locate`` for tracks keyed at the same times: (left key, right key, alpha) scalars,
+        the key indices within a track."""
+        keys = self._uniform
+        rel = float(time) - self.t_min
+        pos = bisect.bisect_left(keys, min(max(rel, -0.25), (self.t_max - self.t_min) + 0.25))
+        right = min(pos, keys.shape[0] - 1)
+        left = min(max(pos - 1, 0), right)
+        dt = keys[right] - keys[left]
+        alpha = 1.0 if dt < TINY_INTERVAL else min(max((rel - keys[left]) / dt, 0.0), 1.0)
+        return left, right, alpha
 
     def locate(self, time: float):
         """Lower-bound search in every track: returns (left_index, right_index, alpha) flat arrays.
 
         Outside a track's range both indices are the endpoint; a single key holds; an interval
         shorter than ``TINY_INTERVAL`` uses the right key (alpha = 1).  Times are compared in the
-        shifted frame (``time - t_min + c * span`` against the shifted keys of track c).
+        shifted frame (``time - t_min + c * span`` against the shifted keys of track c), or, for
+        tracks keyed at the same times, once against those times.
         """
+        if self._uniform is not None:
+            left, right, alpha = self._locate_uniform(time)
+            return self.offsets + left, self.offsets + right, np.full(self.count, alpha)
         rel = float(time) - self.t_min
         q = self._base + min(max(rel, -0.25), (self.t_max - self.t_min) + 0.25)
         pos = np.searchsorted(self._shifted, q, side="left")  # global lower_bound
@@ -85,17 +114,71 @@ class TrackSet:
         """(C, W) linearly interpolated values (translation, scale, weights)."""
         if self.count == 0:
             return np.zeros((0, self.width))
+        if self._uniform is not None:
+            left, right, alpha = self._locate_uniform(time)
+            grid = self.values.reshape(self.count, -1, self.width)
+            vl = grid[:, left]
+            return vl + (grid[:, right] - vl) * alpha
         left, right, alpha = self.locate(time)
         vl = self.values[left]
         vr = self.values[right]
         return vl + (vr - vl) * alpha[:, None]
 
     def sample_rotation(self, time: float) -> np.ndarray:
-        """(C, 4) wxyz: shortest-path, normalised slerp."""
+        """(C, 4) wxyz: shortest-path, normalised slerp (``slerp`` of the two keys around
+        ``time``, with the terms that depend on the keys alone made once per track set)."""
         if self.count == 0:
             return np.zeros((0, 4))
-        left, right, alpha = self.locate(time)
-        return slerp(self.values[left], self.values[right], alpha)
+        if self._uniform is None:
+            left, right, alpha = self.locate(time)
+            return self.slerp_at(left, right, alpha)
+        # one search for every track: the keys are columns of the (C, K, 4) values
+        left, right, alpha = self._locate_uniform(time)
+        k = self._uniform.shape[0]
+        grid = self.values.reshape(self.count, k, 4)
+        if left == right:                  # before the first or after the last key: that key
+            return normalize_quaternions(grid[:, left])
+        theta, sin_t, near, flip = (a.reshape(self.count, k)[:, left] for a in self._pair_table())
+        return _slerp_terms(grid[:, left], grid[:, right], alpha, theta, sin_t, near, flip)
+
+    def slerp_at(self, left: np.ndarray, right: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        """``slerp(values[left], values[right], alpha)`` for ``locate``'s indices (``right`` is
+        ``left + 1`` or ``left``), the key-only terms read from the pair table."""
+        theta, sin_t, near, flip = (a[left] for a in self._pair_table())
+        same = right == left                          # an endpoint: the key itself (near, no flip)
+        if same.any():
+            near[same] = True
+            flip[same] = False
+        return _slerp_terms(self.values[left], self.values[right], alpha, theta, sin_t, near, flip)
+
+    def _pair_table(self):
+        """(theta, sin theta, near, flip) of every key j with key j + 1 of its track (the last
+        key with itself), as ``slerp`` computes them: made on the first rotation sample."""
+        if self._pairs is None:
+            j = np.arange(self.values.shape[0])
+            nxt = np.minimum(j + 1, np.repeat(self._last, self.counts))
+            self._pairs = _pair_terms(self.values, self.values[nxt])
+        return self._pairs
+
+
+def _joined(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """The rows of ``arrays`` in one array: a view when they are consecutive slices of one
+    C-contiguous array (a clip's packed tracks, ``AnimationClipAsset``), else a concatenation."""
+    base = arrays[0].base
+    if (base is not None and isinstance(base, np.ndarray) and base.dtype == arrays[0].dtype
+            and base.ndim == 2 and base.shape[1:] == arrays[0].shape[1:] and base.flags.c_contiguous):
+        row = base.strides[0]
+        start = arrays[0].__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        at = start
+        for a in arrays:
+            if (a.base is not base or not a.flags.c_contiguous
+                    or a.__array_interface__["data"][0] - base.__array_interface__["data"][0] != at):
+                break
+            at += a.shape[0] * row
+        else:
+            if start % row == 0 and 0 <= start and at <= base.nbytes:
+                return base[start // row:at // row]
+    return np.concatenate(arrays)
 
 
 def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -103,6 +186,12 @@ def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     ql = np.asarray(ql, dtype=np.float64)
     qr = np.asarray(qr, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
+    return _slerp_terms(ql, qr, alpha, *_pair_terms(ql, qr))
+
+
+def _pair_terms(ql, qr):
+    """(theta, sin theta (1 where near), near, flip) of (N,4) key pairs: the slerp terms that
+    depend on the keys alone."""
     d = np.einsum("ij,ij->i", ql, qr)
     flip = d < 0.0
     d = np.abs(d)
@@ -110,6 +199,13 @@ def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     theta = np.arccos(np.minimum(d, 1.0))
     sin_t = np.sin(theta)
     sin_t[near] = 1.0
+    return theta, sin_t, near, flip
+
+
+def _slerp_terms(ql, qr, alpha, theta, sin_t, near, flip) -> np.ndarray:
+    """The slerp of (N,4) ``ql`` toward ``qr`` from the terms of the key pairs (``theta``, its sine
+    (1 where ``near``), ``near``: nearly equal keys, lerped; ``flip``: opposite hemispheres);
+    ``alpha`` a scalar or (N,)."""
     a1 = 1.0 - alpha
     wl = np.where(near, a1, np.sin(a1 * theta) / sin_t)
     wr = np.where(near, alpha, np.sin(alpha * theta) / sin_t)

@@ -512,6 +512,22 @@ class MorphWeightChannelAsset:
         )
 
 
+def _pack_tracks(channels) -> None:
+    """Each kind of key values (translation, rotation, scale) of the channels in one read-only
+    array, in channel order, each channel holding a view of its rows (the same values): the
+    player's flattened tracks then view that array instead of copying it."""
+    for attr in ("translation_values", "rotation_values", "scale_values"):
+        arrays = [getattr(c, attr) for c in channels]
+        if sum(1 for a in arrays if a.shape[0]) < 2:
+            continue
+        packed = np.concatenate(arrays)
+        packed.flags.writeable = False
+        at = 0
+        for c, a in zip(channels, arrays):
+            object.__setattr__(c, attr, packed[at:at + a.shape[0]])
+            at += a.shape[0]
+
+
 @dataclass(frozen=True)
 class AnimationClipAsset:
     """An Action bound to the nodes of one target (armature, object or shape-key owner).
@@ -532,6 +548,7 @@ class AnimationClipAsset:
     def __post_init__(self):
         object.__setattr__(self, "channels", tuple(self.channels))
         object.__setattr__(self, "morph_channels", tuple(self.morph_channels))
+        _pack_tracks(self.channels)
 
     @property
     def channel_count(self) -> int:

@@ -96,6 +96,10 @@ def float_texture(values: np.ndarray, channels: int):
     return gpu.types.GPUTexture((w, h), format=fmt, data=gpu.types.Buffer("FLOAT", data.size, data.ravel()))
 
 
+#: distinct morph weight textures a backend keeps for reuse (GpuBackend._weights_texture)
+WEIGHT_TEXTURES = 256
+
+
 class GpuStream:
     """One drawable vertex stream: a dynamic vertex buffer (pos, nor, tan: what a morph changes)
     plus the primitive's shared static buffer (uv, smooth normal, joints, weights, morph spans)
@@ -232,6 +236,7 @@ class GpuBackend(RuntimeBackend):
         self._base = {}          # -> (arrays, the primitive's shared base GpuStream)
         self._users = {}         # -> live wrappers of the base stream (instances drawing the primitive)
         self._rebuilt = {}       # (key, digest) -> [arrays, shared rebuilt GpuStream, live wrappers]
+        self._weights = {}       # morph weights bytes -> their texture (the last WEIGHT_TEXTURES)
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
@@ -380,11 +385,24 @@ class GpuBackend(RuntimeBackend):
             self.morph_texture_bytes += int(entries.nbytes)
             del entries
         w = np.array(weights, np.float32).ravel()
-        weights_tex = float_texture(w, 1)
+        weights_tex = self._weights_texture(w)
         self.stream_uploads += 1
         b = base_stream
         return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
                          morph=(entry[1], weights_tex), skin_entries=b.skin_entries, morph_weights=w)
+
+    def _weights_texture(self, w: np.ndarray):
+        """The texture of morph weights ``w``, shared by every stream drawing the same weights (the
+        primitives of one mesh, a crowd at one expression): made once, kept for the last
+        ``WEIGHT_TEXTURES`` distinct weight sets (the textures are never written after creation)."""
+        key = w.tobytes()
+        tex = self._weights.pop(key, None)
+        if tex is None:
+            tex = float_texture(w, 1)
+            if len(self._weights) >= WEIGHT_TEXTURES:
+                del self._weights[next(iter(self._weights))]
+        self._weights[key] = tex            # most recent last
+        return tex
 
     def release_stream(self, stream) -> None:
         if stream is not None:
@@ -434,6 +452,7 @@ class GpuBackend(RuntimeBackend):
             del self._rebuilt[k]
 
     def release_all(self) -> None:
+        self._weights.clear()
         self._static.clear()
         self._morph.clear()
         self._base.clear()

@@ -275,9 +275,10 @@ class PrimitiveInstance:
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = table if table is not None else morph_table(prim)
         # per-target extremes stacked for conservative_bounds (init time, a loop over targets)
-        self._dminmax = np.array([np.concatenate([td.dmin, td.dmax]) for td in self._targets],
-                                 np.float64).reshape(-1, 6)
-        self._max_len = np.array([td.max_length for td in self._targets], np.float64)
+        # columns: dmin (3), dmax (3), max length (1)
+        self._extremes = np.array([np.concatenate([td.dmin, td.dmax, [td.max_length]]) for td in self._targets],
+                                  np.float64).reshape(-1, 7)
+        self._signed = np.zeros((2, len(self._targets)))    # conservative_bounds: (w+, w-)
         self._base_empty = prim.bounds.is_empty
 
     def effective_weights(self) -> np.ndarray:
@@ -293,12 +294,15 @@ class PrimitiveInstance:
         w = np.asarray(weights, np.float64)
         if self._base_empty or not w.any():
             return base, 0.0
-        # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below
-        a = np.dot(np.maximum(w, 0.0), self._dminmax)     # (w+ . dmin, w+ . dmax)
-        b = np.dot(np.minimum(w, 0.0), self._dminmax)     # (w- . dmin, w- . dmax)
-        max_delta = float(np.dot(np.abs(w), self._max_len))
-        lo = base.minimum + (a[:3] + b[3:])
-        hi = base.maximum + (a[3:] + b[:3])
+        # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below;
+        # one product gives (w+ . dmin, w+ . dmax, w+ . len) and the same for w-, |w| = w+ - w-
+        pm = self._signed
+        np.maximum(w, 0.0, out=pm[0])
+        np.minimum(w, 0.0, out=pm[1])
+        (a, b) = np.dot(pm, self._extremes)
+        max_delta = float(a[6] - b[6])
+        lo = base.minimum + (a[:3] + b[3:6])
+        hi = base.maximum + (a[3:6] + b[:3])
         lo.flags.writeable = False
         hi.flags.writeable = False
         return bounds_of(lo, hi), max_delta
