@@ -52,6 +52,7 @@ class PreviewState:
     last_morph_uploads: int = 0
     last_error: Optional[str] = None
     _crowd_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
+    _conflict_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
 
     def push(self, *command) -> None:
         self.commands.append(tuple(command))
@@ -227,21 +228,31 @@ def crowd_targets(state: PreviewState, runtime) -> Optional[list]:
     return list(names) or None
 
 
-def crowd_bake_conflict(state: PreviewState, runtime, reasons_of: Callable) -> Optional[str]:
+def crowd_bake_conflict(state: PreviewState, runtime, reasons_of: Callable, generation=None) -> Optional[str]:
     """Why crowd mode cannot play (a message), or None: a crowd writes the clip's sampled
     tracks to every target, while a rig that needs Blender's evaluation (``reasons_of(name)``:
     constraints, IK, drivers, B-Bones; ``engine.importer.bake``) is previewed from a bake of its
-    own armature only, so no character of such a crowd would get its exact pose."""
+    own armature only, so no character of such a crowd would get its exact pose.
+    ``generation``: a counter the source of ``reasons_of`` bumps whenever its reasons may have
+    changed (``BakeCache.reasons_generation``); the answer is kept for the same characters until
+    it moves (None: asked every time)."""
     names = crowd_targets(state, runtime)
     if not names:
         return None
+    kept = state._crowd_cache[2]                 # the cached character list (same object while valid)
+    hit = state._conflict_cache
+    if generation is not None and hit[0] is kept and hit[1] == generation:
+        return hit[2]
+    out = None
     for name in names:          # cached reasons: one dict lookup per character
         why = reasons_of(name)
         if why:
-            return (f"{CROWD_ERROR_PREFIX}: '{name}' needs a baked preview ({'; '.join(why)}); a bake "
-                    f"plays on its own armature only. Turn Play on All Characters off to preview "
-                    f"'{state.armature}' alone")
-    return None
+            out = (f"{CROWD_ERROR_PREFIX}: '{name}' needs a baked preview ({'; '.join(why)}); a bake "
+                   f"plays on its own armature only. Turn Play on All Characters off to preview "
+                   f"'{state.armature}' alone")
+            break
+    state._conflict_cache = (kept, generation, out)
+    return out
 
 
 def sample_time_after(player, delta_time: float) -> float:

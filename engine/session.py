@@ -552,7 +552,8 @@ class StylizedSession:
                 if preview_state.crowd:
                     from .importer import bake as _bake
 
-                    why = _preview.crowd_bake_conflict(preview_state, self.runtime, _bake.BAKES.reasons)
+                    why = _preview.crowd_bake_conflict(preview_state, self.runtime, _bake.BAKES.reasons,
+                                                       _bake.BAKES.reasons_generation)
                     if why is not None:
                         # a bake drives its own armature's bones only: never play a wrong pose
                         # on the other characters; timeline mode until crowd mode is turned off

@@ -318,6 +318,29 @@ def test_crowd_refused_when_a_duplicate_needs_a_bake(empty_scene, view, bakes):
     assert st.active and st.last_error is None and rt.player.clip is not None
 
 
+def test_crowd_refused_when_a_copy_gains_a_constraint_while_playing(empty_scene, view, bakes):
+    """The crowd's bake check is answered once per set of characters and kept until the bake
+    cache's reasons are dropped (a depsgraph update of a rig: StylizedSession.sync marks the
+    cache dirty); a constraint added to a copy while the crowd plays refuses on the next frame."""
+    scene = empty_scene
+    names = build_crowd(scene, 3)
+    arm = bpy.data.objects[names[0]]
+    st = preview.get_state(scene, arm)
+    st.active = True
+    set_crowd(scene, arm, True)
+    view.update(st)
+    assert st.active and st.last_error is None, st.last_error
+    view.update(st, 0.1)
+    assert st.active and st.last_error is None
+    other = bpy.data.objects[names[1]]
+    con = other.pose.bones["Head"].constraints.new("COPY_ROTATION")
+    con.target, con.subtarget = other, "Unused"
+    bpy.context.view_layer.update()
+    bakes.BAKES.mark_dirty()              # what sync does when the rig's update reaches the session
+    view.update(st, 0.1)
+    assert not st.active and st.last_error and f"'{other.name}'" in st.last_error, st.last_error
+
+
 # ------------------------------------------------------------------------------------------------
 # lazy palette textures
 # ------------------------------------------------------------------------------------------------

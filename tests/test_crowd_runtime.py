@@ -226,3 +226,58 @@ def test_duplicate_character_keeps_bone_parents():
     for orig, dup in ((sword, s2), (gem, g2)):
         assert np.allclose(rel(a2, dup), rel(arm, orig), atol=1e-5), orig.name
     assert np.allclose(np.array(a2.matrix_world.translation), (3.0, -1.0, 0.5))
+
+
+def test_batched_palettes_are_read_through_views_every_frame(empty_scene):
+    """The batched step leaves no per-palette work: each palette reads its matrices, bounds and
+    upload flag from the batch, and each GPU buffer its texel rows from one shared upload.  Every
+    frame (and after a frame on the per-group path, which takes the palettes back) they equal
+    the per-group reference, and a palette texture made after an upload holds that upload."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend, palette_texture
+
+    names = build_crowd(empty_scene, 4)
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+
+    def check(rt):
+        world = rt.pose.world_matrices
+        be = CpuBackend()
+        for g in rt.palette_set.palette_groups:
+            ref = copy.copy(g)
+            ref.palette = SkinningPalette()
+            assert ref.palette.initialize(be, g.skin.joint_count) and ref.update(world)
+            pal = g.palette
+            assert pal.uploaded and pal.is_gpu_ready()
+            assert np.allclose(pal.matrices, ref.palette.matrices, atol=1e-6)
+            assert np.allclose(pal.current_local_bounds.minimum, ref.palette.current_local_bounds.minimum, atol=1e-9)
+            assert np.allclose(pal.current_local_bounds.maximum, ref.palette.current_local_bounds.maximum, atol=1e-9)
+            assert np.isclose(pal.max_linear_scale, ref.palette.max_linear_scale, rtol=1e-9)
+            tex = np.array(palette_texture(pal).read().to_list(), np.float32).reshape(-1, 4, 4)
+            assert np.allclose(tex.transpose(0, 2, 1), ref.palette.matrices, atol=1e-6)
+
+    def task():
+        be = GpuBackend()
+        rt = SceneRuntime(asset, be)
+        assert rt.initialize(), rt.last_error
+        clip = clip_of(asset, names[0])
+        assert rt.set_clip(clip, targets=names)
+        groups = rt.palette_set.palette_groups
+        for frame in (3, 9):
+            before = be.palette_uploads
+            seek_frame(rt, clip, frame)
+            assert be.palette_uploads - before == len(groups)
+            assert all(g.palette._view is not None for g in groups)       # read through the batch
+            check(rt)
+        batch = rt.palette_set._batch
+        real = batch.update
+        batch.update = lambda *a, **k: None                               # a frame on the per-group path
+        seek_frame(rt, clip, 5)
+        assert all(g.palette._view is None for g in groups)
+        check(rt)
+        batch.update = real
+        seek_frame(rt, clip, 11)                                          # back to the batch
+        assert all(g.palette._view is not None for g in groups)
+        check(rt)
+        rt.release()
+
+    gpu_util.run_in_gpu_context(task)

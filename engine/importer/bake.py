@@ -848,18 +848,21 @@ class BakeCache:
         self.bake_count = 0
         self.hits = 0
         self._version = 0
+        self.reasons_generation = 0   # bumped whenever the cached reasons are dropped
 
     def clear(self) -> None:
         """Forget every bake (and the counters)."""
         self.entries.clear()
         self._checked.clear()
         self._reasons.clear()
+        self.reasons_generation += 1
         self.bake_count = 0
         self.hits = 0
 
     def mark_dirty(self) -> None:
         self._checked = dict.fromkeys(self._checked, False)
         self._reasons.clear()
+        self.reasons_generation += 1
 
     def reasons(self, armature_name: str) -> List[str]:
         """``bake_reasons`` of the armature (cached until ``mark_dirty``)."""

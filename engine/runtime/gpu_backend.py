@@ -54,25 +54,95 @@ def matrices_to_texture(matrices: np.ndarray):
     return rows_texture(matrix_rows(matrices))
 
 
+class _SliceSource:
+    """The one texel array of a batched palette upload (``upload_palette_slices``) that its
+    buffers view, each its rows; ``version`` counts the uploads, ``intact`` turns False when a
+    buffer leaves it (uploaded or released alone), so the next batch call re-attaches them."""
+
+    __slots__ = ("flat", "version", "intact", "ok", "count")
+
+    def __init__(self):
+        self.flat = None
+        self.version = 0
+        self.intact = True
+        self.ok = []
+        self.count = 0
+
+
 class GpuPaletteBuffer:
     """A palette's GPU storage.  An upload keeps the texels in ``rows`` ((J*16,) float32,
     column-major per joint; after a batched palette update a view of the batch's one texel
-    array, no copy) and drops the texture: ``palette_texture`` makes the RGBA32F texture on the
-    first draw of the palette alone, and instanced draws put the palettes of many instances into
-    one texture (engine/passes/instancing.py), so a crowd drawn grouped makes no texture per
-    palette per frame."""
+    array, no copy: the buffer reads it from the batch's ``_SliceSource``, so a batched upload
+    makes no per-buffer step) and drops the texture: ``palette_texture`` makes the RGBA32F
+    texture on the first draw of the palette alone, and instanced draws put the palettes of many
+    instances into one texture (engine/passes/instancing.py), so a crowd drawn grouped makes no
+    texture per palette per frame."""
 
-    __slots__ = ("joint_count", "texture", "uploads", "rows")
+    __slots__ = ("joint_count", "_texture", "_uploads", "_rows", "_src", "_seen", "_base")
 
     def __init__(self, joint_count: int):
         self.joint_count = int(joint_count)
-        self.texture = None
-        self.uploads = 0
-        self.rows = None
+        self._texture = None
+        self._uploads = 0
+        self._rows = None
+        self._src = None          # (source, first row, end row) while a batched upload holds the rows
+        self._seen = -1           # the source's version the texture was made from
+        self._base = 0            # the source's version when attached (uploads counted since)
 
     @property
     def valid(self) -> bool:
         return self.joint_count > 0
+
+    def _attach(self, src: _SliceSource, a: int, b: int) -> None:
+        self._detach()
+        self._src = (src, a, b)
+        self._base = src.version
+        self._texture = None
+
+    def _detach(self) -> None:
+        s = self._src
+        if s is not None:
+            src = s[0]
+            self._rows, self._texture, self._uploads = self.rows, self.texture, self.uploads
+            self._src = None
+            src.intact = False
+
+    @property
+    def rows(self):
+        s = self._src
+        if s is None:
+            return self._rows
+        flat = s[0].flat
+        return None if flat is None else flat[16 * s[1]:16 * s[2]]
+
+    @rows.setter
+    def rows(self, value) -> None:
+        self._detach()
+        self._rows = value
+
+    @property
+    def texture(self):
+        s = self._src
+        if s is not None and self._seen != s[0].version:
+            return None              # made from an older upload
+        return self._texture
+
+    @texture.setter
+    def texture(self, value) -> None:
+        s = self._src
+        if s is not None:
+            self._seen = s[0].version
+        self._texture = value
+
+    @property
+    def uploads(self) -> int:
+        s = self._src
+        return self._uploads + (0 if s is None else s[0].version - self._base)
+
+    @uploads.setter
+    def uploads(self, value: int) -> None:
+        self._detach()
+        self._uploads = int(value)
 
 
 def float_texture(values: np.ndarray, channels: int):
@@ -237,6 +307,7 @@ class GpuBackend(RuntimeBackend):
         self._users = {}         # -> live wrappers of the base stream (instances drawing the primitive)
         self._rebuilt = {}       # (key, digest) -> [arrays, shared rebuilt GpuStream, live wrappers]
         self._weights = {}       # morph weights bytes -> their texture (the last WEIGHT_TEXTURES)
+        self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
@@ -259,27 +330,35 @@ class GpuBackend(RuntimeBackend):
     def upload_palette_slices(self, handles, texels: np.ndarray, slices) -> list:
         """``upload_palette`` of many palettes whose texels are row ranges of one (T,4,4) float32
         C-contiguous array ``texels`` (a batched palette update): ``slices[k] = (a, b)`` are the
-        rows of ``handles[k]``.  Each handle keeps a view of ``texels`` (no copy, no per-palette
-        transpose); one Python step per palette.  Returns the per-handle results."""
-        flat = texels.reshape(-1)
-        ok = []
-        n = 0
-        for h, (a, b) in zip(handles, slices):
-            if h is None or h.joint_count <= 0 or b - a != h.joint_count:
-                ok.append(False)
-                continue
-            h.rows = flat[16 * a:16 * b]
-            h.texture = None
-            h.uploads += 1
-            n += 1
-            ok.append(True)
-        self.palette_uploads += n
-        return ok
+        rows of ``handles[k]``.  Each handle views its rows of ``texels`` (no copy, no per-palette
+        transpose).  The same ``handles`` and ``slices`` lists again (a batch's next frame) with
+        every handle still attached: one step for all (the handles read the new array through
+        their shared source).  Returns the per-handle results."""
+        hit = self._slices
+        if hit is not None and hit[0] is handles and hit[1] is slices and hit[2].intact:
+            src = hit[2]
+        else:
+            src = _SliceSource()
+            ok = []
+            for h, (a, b) in zip(handles, slices):
+                if h is None or h.joint_count <= 0 or b - a != h.joint_count:
+                    ok.append(False)
+                    continue
+                h._attach(src, a, b)
+                ok.append(True)
+            src.ok = ok
+            src.count = sum(ok)
+            src.intact = True
+            self._slices = (handles, slices, src)
+        src.flat = texels.reshape(-1)
+        src.version += 1
+        self.palette_uploads += src.count
+        return src.ok
 
     def release_palette(self, handle) -> None:
         if handle is not None:
-            handle.texture = None
             handle.rows = None
+            handle.texture = None
 
     def is_palette_valid(self, handle) -> bool:
         return handle is not None and handle.valid
@@ -453,6 +532,7 @@ class GpuBackend(RuntimeBackend):
 
     def release_all(self) -> None:
         self._weights.clear()
+        self._slices = None
         self._static.clear()
         self._morph.clear()
         self._base.clear()

@@ -34,30 +34,75 @@ def bounds_of(lo: np.ndarray, hi: np.ndarray) -> Bounds:
 
 
 class SkinningPalette:
+    """One skin's palette: the last computed (and uploaded) matrices, their local bounds and the
+    upload flag.  While a batched update (``_PaletteBatch``) computes it, those are read from
+    the batch's arrays (``_view``: (batch, slot)), so a frame makes no per-palette Python step;
+    any other write takes the palette's own copies back first (``_detach``)."""
+
     def __init__(self):
-        self.matrices = np.zeros((0, 4, 4), dtype=np.float32)   # last computed (and uploaded) matrices
+        self._view = None             # (batch, slot) while a _PaletteBatch holds the results
+        self._matrices = np.zeros((0, 4, 4), dtype=np.float32)
+        self._bounds = Bounds.empty()
+        self._uploaded = False
         self.gpu_buffer = None
         self.joint_capacity = 0
-        self.uploaded = False
-        self.current_local_bounds = Bounds.empty()
         self._max_linear_scale = 0.0  # upper bound of ||skinMatrix[j][:3,:3]||_2 over joints
-        self._scale_source = None     # (batch, group) computing it on first read (batched update)
         self._backend = None
+
+    def _detach(self) -> None:
+        """Stop reading the batch: its current results become the palette's own values."""
+        v = self._view
+        if v is not None:
+            self._view = None
+            b, k = v
+            b.attached = False            # the batch re-attaches its palettes on its next update
+            self._matrices = b.slot_matrices(k)
+            self._bounds = b.slot_bounds(k)
+            self._uploaded = b.slot_uploaded(k)
+            self._max_linear_scale = b.linear_scale(k)
+
+    @property
+    def matrices(self) -> np.ndarray:
+        """(J,4,4) float32 skin matrices of the last update (read-only after a batched one)."""
+        v = self._view
+        return self._matrices if v is None else v[0].slot_matrices(v[1])
+
+    @matrices.setter
+    def matrices(self, value) -> None:
+        self._detach()
+        self._matrices = value
+
+    @property
+    def current_local_bounds(self) -> Bounds:
+        v = self._view
+        return self._bounds if v is None else v[0].slot_bounds(v[1])
+
+    @current_local_bounds.setter
+    def current_local_bounds(self, value: Bounds) -> None:
+        self._detach()
+        self._bounds = value
+
+    @property
+    def uploaded(self) -> bool:
+        v = self._view
+        return self._uploaded if v is None else v[0].slot_uploaded(v[1])
+
+    @uploaded.setter
+    def uploaded(self, value: bool) -> None:
+        self._detach()
+        self._uploaded = bool(value)
 
     @property
     def max_linear_scale(self) -> float:
         """Upper bound of the spectral norm of every joint's skin matrix (3x3 part), for the
         morph reach in bounds.  After a batched update it is computed on first read (only
         morphed primitives need it), for every group of the batch at once."""
-        src = self._scale_source
-        if src is not None:
-            self._scale_source = None
-            self._max_linear_scale = src[0].linear_scale(src[1])
-        return self._max_linear_scale
+        v = self._view
+        return self._max_linear_scale if v is None else v[0].linear_scale(v[1])
 
     @max_linear_scale.setter
     def max_linear_scale(self, value: float) -> None:
-        self._scale_source = None
+        self._detach()
         self._max_linear_scale = float(value)
 
     # ---------------------------------------------------------------- lifecycle
@@ -138,16 +183,20 @@ class SkinningPalette:
         return self.upload()
 
     def upload(self) -> bool:
+        ok = self._push()
+        self.uploaded = ok
+        return ok
+
+    def _push(self) -> bool:
+        """Hand the matrices to the backend; True on success (the flag is the caller's)."""
         if self.gpu_buffer is None or self._backend is None:
             return False
         if self.matrices.shape[0] != self.joint_capacity:
             return False
         try:
-            ok = bool(self._backend.upload_palette(self.gpu_buffer, self.matrices))
+            return bool(self._backend.upload_palette(self.gpu_buffer, self.matrices))
         except Exception:
-            ok = False
-        self.uploaded = ok
-        return ok
+            return False
 
 
 def _segments(skin) -> Optional[np.ndarray]:
@@ -296,11 +345,14 @@ class _PaletteBatch:
         self._skin_t = None
         self._scales = None
         self.texels = None                       # (T,4,4) float32 texel rows of the last update
-        # per group: (palette, first row, end row, lazy scale source), plain Python values
-        self._slots = [(g.palette, int(o), int(o + c), (self, gi))
-                       for gi, (g, o, c) in enumerate(zip(groups, self.offsets, self.counts))]
-        self._slot_rows = [(a, b) for _p, a, b, _s in self._slots]
+        # per group: (palette, first row, end row), plain Python values
+        self._slots = [(g.palette, int(o), int(o + c)) for g, o, c in zip(groups, self.offsets, self.counts)]
+        self._slot_rows = [(a, b) for _p, a, b in self._slots]
         self._slot_pals = [s[0] for s in self._slots]
+        self.attached = False                    # the palettes read this batch's results (_view)
+        self._batch_upload = None                # the backend's upload_palette_slices, when usable
+        self._handles = None
+        self._mats = self._lo = self._hi = self._ok = None
         self._mesh_w = self._mesh_inv = self._minv_rows = None     # last mesh worlds, their inverses
         self._rel_key = None                     # last armature and mesh worlds of the relations
         self.ibm_epoch = 0                       # bumped whenever ibm_t_eff changes (folds redo)
@@ -520,26 +572,45 @@ class _PaletteBatch:
         hi.flags.writeable = False
         texels = skin_t.astype(np.float32)             # (T,4,4): row j = the 4 columns of palette row j
         self.texels = texels
-        mats = texels.transpose(0, 2, 1)
+        self._mats = texels.transpose(0, 2, 1)
+        self._lo, self._hi = lo, hi
         pals = self._slot_pals
-        backend = pals[0]._backend if pals else None
-        batch = getattr(backend, "upload_palette_slices", None)
-        for (pal, a, b, src), l, h in zip(self._slots, lo, hi):   # per palette: views, bounds
-            pal.matrices = mats[a:b]
-            pal.current_local_bounds = bounds_of(l, h)
-            pal._scale_source = src
-            if pal._backend is not backend or pal.gpu_buffer is None or pal.joint_capacity != b - a:
-                batch = None
+        if not self.attached:
+            # the palettes read their matrices, bounds and upload flag from this batch from now
+            # on (until one of them is written otherwise: _detach); their buffers are checked
+            # here once, as a palette's buffer changes only through a write that detaches it
+            backend = pals[0]._backend if pals else None
+            for k, (pal, _a, _b) in enumerate(self._slots):
+                pal._detach()
+                pal._view = (self, k)
+            self._batch_upload = getattr(backend, "upload_palette_slices", None)
+            if any(p._backend is not backend or p.gpu_buffer is None or p.joint_capacity != b - a
+                   for p, a, b in self._slots):
+                self._batch_upload = None
+            self._handles = [p.gpu_buffer for p in pals]
+            self.attached = True
+        batch = self._batch_upload
         if batch is None:                               # palette by palette
-            return np.array([p.upload() for p in pals], bool)
+            self._ok = np.array([p._push() for p in pals], bool)
+            return self._ok
         # one backend call: every palette's buffer takes its rows of the one texel array
         try:
-            ok = batch([p.gpu_buffer for p in pals], texels, self._slot_rows)
+            ok = batch(self._handles, texels, self._slot_rows)
         except Exception:
             ok = [False] * len(pals)
-        for p, u in zip(pals, ok):
-            p.uploaded = u
-        return np.array(ok, bool)
+        self._ok = np.array(ok, bool)
+        return self._ok
+
+    # a palette's results while attached (SkinningPalette reads these through its _view)
+    def slot_matrices(self, k: int) -> np.ndarray:
+        a, b = self._slot_rows[k]
+        return self._mats[a:b]
+
+    def slot_bounds(self, k: int) -> Bounds:
+        return bounds_of(self._lo[k], self._hi[k])
+
+    def slot_uploaded(self, k: int) -> bool:
+        return bool(self._ok[k])
 
     def linear_scale(self, gi: int) -> float:
         """Spectral norm^2 <= max absolute row sum of the Gram matrix (exact for similarities),
