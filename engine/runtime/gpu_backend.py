@@ -308,6 +308,7 @@ class GpuBackend(RuntimeBackend):
         self._rebuilt = {}       # (key, digest) -> [arrays, shared rebuilt GpuStream, live wrappers]
         self._weights = {}       # morph weights bytes -> their texture (the last WEIGHT_TEXTURES)
         self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
+        self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.kind = palette_backend_kind()
         self.palette_uploads = 0
@@ -381,10 +382,16 @@ class GpuBackend(RuntimeBackend):
         return key, geo, None
 
     def _morph_entry(self, primitive):
+        # the last entry of this primitive object (a per-frame shader-morph stream asks again
+        # every frame): valid while the table still holds it and its arrays are the primitive's
+        memo = self._morph_memo.get(id(primitive))
+        if memo is not None and memo[0] is primitive and self._morph.get(memo[1]) is memo[2]:
+            return memo[2]
         key, geo, entry = self._lookup(self._morph, primitive)
         if entry is None:
             entry = [geo, None]
             self._morph[key] = entry
+        self._morph_memo[id(primitive)] = (primitive, key, entry)
         return entry
 
     def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True,
@@ -516,6 +523,7 @@ class GpuBackend(RuntimeBackend):
                 del table[k]
         for k in [k for k in self._rebuilt if k[0] not in keep]:
             del self._rebuilt[k]
+        self._morph_memo = {i: m for i, m in self._morph_memo.items() if m[1] in keep}
 
     @property
     def cached_primitive_count(self) -> int:
@@ -525,6 +533,7 @@ class GpuBackend(RuntimeBackend):
         key = tuple(id(a) for a in self._geometry(primitive))
         self._static.pop(key, None)
         self._morph.pop(key, None)
+        self._morph_memo.pop(id(primitive), None)
         self._base.pop(key, None)
         self._users.pop(key, None)
         for k in [k for k in self._rebuilt if k[0] == key]:
@@ -532,6 +541,7 @@ class GpuBackend(RuntimeBackend):
 
     def release_all(self) -> None:
         self._weights.clear()
+        self._morph_memo.clear()
         self._slices = None
         self._static.clear()
         self._morph.clear()

@@ -330,6 +330,7 @@ class _PaletteBatch:
         # joint boxes, in group order: global joint rows, centres and half extents
         self.box_rows = np.concatenate([g.box_joints + off for g, off in zip(groups, self.offsets)]).astype(np.intp)
         self.box_center = np.concatenate([g.box_center for g in groups]).reshape(-1, 3)
+        self.box_center1 = np.concatenate([self.box_center, np.ones((self.box_center.shape[0], 1))], axis=1)
         self.box_half = np.concatenate([g.box_half for g in groups]).reshape(-1, 3)
         box_counts = np.array([g.box_joints.shape[0] for g in groups], np.int64)
         self.box_groups = np.flatnonzero(box_counts)
@@ -552,8 +553,7 @@ class _PaletteBatch:
             if centres is not None:                    # the baked path's (same centres, linear)
                 c = centres if self.all_boxes else centres[self.box_rows]
             else:
-                c = np.einsum("nk,nki->ni", self.box_center, m[:, :3, :3])
-                c += m[:, 3, :3]
+                c = np.einsum("nk,nki->ni", self.box_center1, m[:, :, :3])   # R @ centre + t
             h = np.einsum("nk,nki->ni", self.box_half, np.abs(m)[:, :3, :3])   # abs of the whole block: faster
             lo = np.minimum.reduceat(c - h, self.box_starts, axis=0)
             hi = np.maximum.reduceat(c + h, self.box_starts, axis=0)
