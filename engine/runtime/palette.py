@@ -353,7 +353,7 @@ class _PaletteBatch:
         self.attached = False                    # the palettes read this batch's results (_view)
         self._batch_upload = None                # the backend's upload_palette_slices, when usable
         self._handles = None
-        self._mats = self._lo = self._hi = self._ok = None
+        self._mats = self._lo = self._hi = self._ok = self._bounds = None
         self._mesh_w = self._mesh_inv = self._minv_rows = None     # last mesh worlds, their inverses
         self._rel_key = None                     # last armature and mesh worlds of the relations
         self.ibm_epoch = 0                       # bumped whenever ibm_t_eff changes (folds redo)
@@ -575,6 +575,7 @@ class _PaletteBatch:
         self._mats = texels.transpose(0, 2, 1)
         self._lo, self._hi = lo, hi
         pals = self._slot_pals
+        self._bounds = [None] * len(pals)               # slot_bounds, made on first read
         if not self.attached:
             # the palettes read their matrices, bounds and upload flag from this batch from now
             # on (until one of them is written otherwise: _detach); their buffers are checked
@@ -607,7 +608,10 @@ class _PaletteBatch:
         return self._mats[a:b]
 
     def slot_bounds(self, k: int) -> Bounds:
-        return bounds_of(self._lo[k], self._hi[k])
+        b = self._bounds[k]
+        if b is None:
+            b = self._bounds[k] = bounds_of(self._lo[k], self._hi[k])
+        return b
 
     def slot_uploaded(self, k: int) -> bool:
         return bool(self._ok[k])
