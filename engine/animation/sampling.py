@@ -138,27 +138,53 @@ class TrackSet:
         grid = self.values.reshape(self.count, k, 4)
         if left == right:                  # before the first or after the last key: that key
             return normalize_quaternions(grid[:, left])
-        theta, sin_t, near, flip = (a.reshape(self.count, k)[:, left] for a in self._pair_table())
-        return _slerp_terms(grid[:, left], grid[:, right], alpha, theta, sin_t, near, flip)
+        theta, inv_sin, sign = (a.reshape(self.count, k)[:, left] for a in self._pair_table())
+        return _slerp_pairs(grid[:, left], grid[:, right], alpha, theta, inv_sin, sign)
 
     def slerp_at(self, left: np.ndarray, right: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         """``slerp(values[left], values[right], alpha)`` for ``locate``'s indices (``right`` is
         ``left + 1`` or ``left``), the key-only terms read from the pair table."""
-        theta, sin_t, near, flip = (a[left] for a in self._pair_table())
-        same = right == left                          # an endpoint: the key itself (near, no flip)
+        theta, inv_sin, sign = (a[left] for a in self._pair_table())
+        same = right == left              # an endpoint (alpha 1): the key itself, not its negation
         if same.any():
-            near[same] = True
-            flip[same] = False
-        return _slerp_terms(self.values[left], self.values[right], alpha, theta, sin_t, near, flip)
+            sign[same] = 1.0
+        return _slerp_pairs(self.values[left], self.values[right], alpha, theta, inv_sin, sign)
 
     def _pair_table(self):
-        """(theta, sin theta, near, flip) of every key j with key j + 1 of its track (the last
-        key with itself), as ``slerp`` computes them: made on the first rotation sample."""
+        """(theta, 1 / sin theta, sign) of every key j with key j + 1 of its track (the last key
+        with itself), made on the first rotation sample: ``slerp``'s terms that depend on the keys
+        alone, with its nearly equal pairs (lerped there) given theta = ``NEAR_THETA``, where
+        sin(a theta) / sin(theta) equals a to float64 precision (the same weights, no branch)."""
         if self._pairs is None:
             j = np.arange(self.values.shape[0])
             nxt = np.minimum(j + 1, np.repeat(self._last, self.counts))
-            self._pairs = _pair_terms(self.values, self.values[nxt])
+            theta, sin_t, near, flip = _pair_terms(self.values, self.values[nxt])
+            theta[near] = NEAR_THETA
+            sin_t[near] = np.sin(NEAR_THETA)
+            self._pairs = (theta, 1.0 / sin_t, np.where(flip, -1.0, 1.0))
         return self._pairs
+
+
+#: theta of nearly equal key pairs in the pair table: sin(a x) / sin(x) = a (1 - (1 - a^2) x^2 / 6 + ...)
+#: is a to about 1e-17 here, below float64's resolution
+NEAR_THETA = 1e-8
+
+
+def _slerp_pairs(ql, qr, alpha, theta, inv_sin, sign) -> np.ndarray:
+    """Slerp of (N,4) keys ``ql`` toward ``qr`` (same hemisphere after ``sign``) from the pair
+    table's terms; ``alpha`` a scalar or (N,).  Normalised."""
+    wl = np.sin((1.0 - alpha) * theta)
+    wl *= inv_sin
+    wr = np.sin(alpha * theta)
+    wr *= inv_sin
+    wr *= sign
+    out = ql * wl[:, None]
+    out += qr * wr[:, None]
+    n2 = np.einsum("ij,ij->i", out, out)
+    if n2.min() < 1e-24:                  # a zero key (not rejected by validation): identity there
+        return normalize_quaternions(out)
+    out /= np.sqrt(n2)[:, None]
+    return out
 
 
 def _joined(arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -186,26 +212,7 @@ def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     ql = np.asarray(ql, dtype=np.float64)
     qr = np.asarray(qr, dtype=np.float64)
     alpha = np.asarray(alpha, dtype=np.float64)
-    return _slerp_terms(ql, qr, alpha, *_pair_terms(ql, qr))
-
-
-def _pair_terms(ql, qr):
-    """(theta, sin theta (1 where near), near, flip) of (N,4) key pairs: the slerp terms that
-    depend on the keys alone."""
-    d = np.einsum("ij,ij->i", ql, qr)
-    flip = d < 0.0
-    d = np.abs(d)
-    near = d > 0.9995
-    theta = np.arccos(np.minimum(d, 1.0))
-    sin_t = np.sin(theta)
-    sin_t[near] = 1.0
-    return theta, sin_t, near, flip
-
-
-def _slerp_terms(ql, qr, alpha, theta, sin_t, near, flip) -> np.ndarray:
-    """The slerp of (N,4) ``ql`` toward ``qr`` from the terms of the key pairs (``theta``, its sine
-    (1 where ``near``), ``near``: nearly equal keys, lerped; ``flip``: opposite hemispheres);
-    ``alpha`` a scalar or (N,)."""
+    theta, sin_t, near, flip = _pair_terms(ql, qr)
     a1 = 1.0 - alpha
     wl = np.where(near, a1, np.sin(a1 * theta) / sin_t)
     wr = np.where(near, alpha, np.sin(alpha * theta) / sin_t)
@@ -217,6 +224,20 @@ def _slerp_terms(ql, qr, alpha, theta, sin_t, near, flip) -> np.ndarray:
         return normalize_quaternions(out)
     out /= np.sqrt(n2)[:, None]
     return out
+
+
+def _pair_terms(ql, qr):
+    """(theta, sin theta (1 where near), near, flip) of (N,4) key pairs: the slerp terms that
+    depend on the keys alone (``near``: nearly equal keys, lerped; ``flip``: opposite
+    hemispheres, the right key negated)."""
+    d = np.einsum("ij,ij->i", ql, qr)
+    flip = d < 0.0
+    d = np.abs(d)
+    near = d > 0.9995
+    theta = np.arccos(np.minimum(d, 1.0))
+    sin_t = np.sin(theta)
+    sin_t[near] = 1.0
+    return theta, sin_t, near, flip
 
 
 def normalize_quaternions(q: np.ndarray) -> np.ndarray:
