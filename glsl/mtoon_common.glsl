@@ -19,7 +19,14 @@
 
 bool has_tex(int slot)
 {
+#ifdef SPEC_TEX_MASK
+  /* a specialised variant (engine/passes/mtoon_shaders.py material_spec): the material's
+   * texture set is a constant, so the samples of absent slots are compiled out (llvmpipe runs
+   * both sides of a branch) */
+  return (SPEC_TEX_MASK & (1 << slot)) != 0;
+#else
   return (mt.tex_mask & (1 << slot)) != 0;
+#endif
 }
 
 /* KHR_texture_transform of one slot, applied after the UV animation (Blender UV space). */
@@ -29,10 +36,18 @@ vec2 tex_uv(int slot, vec2 uv)
   return uv * x.zw + x.xy;
 }
 
+/* Specialised variants (engine/passes/mtoon_shaders.py ``Spec``) define, from the material and
+ * the frame: SPEC_TEX_MASK (the texture slots present), SPEC_ALPHA_MODE, SPEC_FLAGS,
+ * SPEC_NO_UV_ANIM, SPEC_NO_SHADOW (nothing to sample), SPEC_SUN_ONLY (every light is a sun);
+ * glsl/skinning.glsl: SKIN_LBS8.  Without them every choice is made at run time as before. */
+
 /* UV animation (§2.7) in Blender's V-up convention: CCW rotation about the centre first,
  * then scroll (x, -y), both scaled by the mask's B channel. */
 vec2 animate_uv(vec2 uv)
 {
+#ifdef SPEC_NO_UV_ANIM
+  return uv;
+#else
   float t = fr.world_sky.w;
   if (mt.uv_anim.x == 0.0 && mt.uv_anim.y == 0.0 && mt.uv_anim.z == 0.0) {
     return uv;
@@ -43,6 +58,7 @@ vec2 animate_uv(vec2 uv)
   vec2 p = uv - 0.5;
   vec2 r = vec2(c * p.x - s * p.y, s * p.x + c * p.y) + 0.5;
   return r + vec2(mt.uv_anim.x, -mt.uv_anim.y) * t * m;
+#endif
 }
 
 float linearstep_guarded(float a, float b, float t)

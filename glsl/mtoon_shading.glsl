@@ -11,6 +11,10 @@ void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
   vec4 lp = fr.light_pos[i];
   vec4 ld = fr.light_dir[i];
   vec4 lc = fr.light_color[i];
+#ifdef SPEC_SUN_ONLY
+  L = -ld.xyz;
+  C = lc.rgb;
+#else
   int kind = int(lp.w + 0.5);
   if (kind == 0) {
     L = -ld.xyz;
@@ -38,6 +42,7 @@ void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
       }
     }
   }
+#endif
 }
 
 /* Visibility from cascade i of the sun's shadow (1 = lit).  Bias and normal offset are in texels
@@ -93,6 +98,9 @@ float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
  * blended with the next one over the last part of its slice (the last cascade fades out). */
 float shadow_visibility(vec3 wpos, vec3 ngeo)
 {
+#ifdef SPEC_NO_SHADOW
+  return 1.0;
+#else
   if (fr.shadow_params.w < 0.5) {
     return 1.0;
   }
@@ -118,6 +126,7 @@ float shadow_visibility(vec3 wpos, vec3 ngeo)
   /* the material's receive-shadow rate (engine/passes/common.receive_shadow_word) */
   float rate = clamp(2.0 * (mt.uv_anim.w - 0.5), 0.0, 1.0);
   return mix(1.0, v, rate);
+#endif
 }
 
 vec3 view_vector(vec3 wpos)
@@ -190,7 +199,11 @@ vec4 mtoon_base(vec2 uvA)
   if (has_tex(TEX_BASE)) {
     base *= texture(tex_base, tex_uv(TEX_BASE, uvA));
   }
+#ifdef SPEC_ALPHA_MODE
+  const int mode = SPEC_ALPHA_MODE; /* a variant without discard for OPAQUE: early depth */
+#else
   int mode = int(mt.params1.w + 0.5); /* 0 opaque, 1 mask, 2 blend */
+#endif
   if (mode == 1) {
     if (base.a < mt.params0.w) {
       discard;

@@ -28,6 +28,10 @@
  * The palette holds mesh-local skin matrices: inverse(meshWorld) * jointWorld * inverseBind.
  * A vertex whose weights are all zero stays where it is, as in Blender.
  *
+ * SKIN_LBS8 (a specialised variant, engine/passes/mtoon_shaders.py): every item the variant draws
+ * has at most 8 influences and a linear-blending palette, so the span loop and the Preserve
+ * Volume path are compiled out (llvmpipe runs every branch of a vertex under masks).
+ *
  * Preserve Volume (dual quaternion skinning, engine/runtime/dquat.py): a palette whose texel
  * (0, first row).w is 2.0 holds, instead of skin matrices, the mesh -> armature matrix (row 0,
  * marker aside), its inverse (row 1) and per joint j a scale matrix (row 2 + 2j) and the dual
@@ -149,6 +153,7 @@ mat4 skin_matrix()
     return mat4(1.0);
   }
   int base = int(instance_info().y + 0.5);   /* this instance's first palette row */
+#ifndef SKIN_LBS8
   if (skin_influences > 8) {
     /* every influence of the vertex, from its span of (joint, weight) entries: joints.x = first
      * entry, joints.y = count (meshes with more than 8 influences on some vertex) */
@@ -163,6 +168,7 @@ mat4 skin_matrix()
     }
     return (sum <= 0.0) ? mat4(1.0) : acc;
   }
+#endif
   float total = weights.x + weights.y + weights.z + weights.w;
   mat4 m = mat4(0.0);
   if (weights.x != 0.0) m += weights.x * skin_fetch(joints.x, base);
@@ -280,10 +286,12 @@ mat4 skin_dq_matrix(int base, vec3 position)
  * the Preserve Volume equivalent matrix when the palette carries the marker. */
 mat4 skin_matrix_at(vec3 position)
 {
+#ifndef SKIN_LBS8
   int base = int(instance_info().y + 0.5);
   if (texelFetch(skin_palette, ivec2(0, base), 0).w > 1.5) {
     return skin_dq_matrix(base, position);
   }
+#endif
   return skin_matrix();
 }
 

@@ -75,6 +75,9 @@ class FrameInstances:
         rows[:, 4, 0] = [float(int(getattr(it, "object_id", 0))) for it in items]
         # deformation layout per item (what bind_skinning / bind_morph would bind alone)
         self.influences = np.zeros(n, np.int64)
+        # items a SKIN_LBS8 shader variant cannot draw (mtoon_shaders.py): more than 8
+        # influences, or a Preserve Volume palette (its first texel's w holds 2, as the shader tests)
+        self.vgeneral = np.zeros(n, bool)
         pal_rows, pal_at, pal_items, pal_first = [], {}, [], []
         known = palette_rows[1] if palette_rows is not None and palette_rows[0] is not None else {}
         w_rows, w_at, w_next = [], {}, 0
@@ -85,6 +88,8 @@ class FrameInstances:
                      and getattr(it.palette, "is_gpu_ready", lambda: True)())
             if ready:
                 self.influences[i] = infl
+                r = h.rows
+                self.vgeneral[i] = infl > 8 or (getattr(r, "size", 0) > 3 and float(r[3]) > 1.5)
                 key = id(h)
                 if key not in pal_at:
                     pal_at[key] = len(pal_rows)
@@ -135,7 +140,12 @@ class FrameInstances:
             return (i,)                    # weights not known on the CPU: drawn alone
         entries = getattr(s, "skin_entries", None)
         return (id(s.batch), it.material_name, bool(self.mirrored[i]), int(self.influences[i]),
-                id(entries) if entries is not None else 0, id(morph[0]) if morph is not None else 0)
+                id(entries) if entries is not None else 0, id(morph[0]) if morph is not None else 0,
+                bool(self.vgeneral[i]))
+
+    def lbs8(self, group) -> bool:
+        """Whether a SKIN_LBS8 variant draws ``group`` (no member needs the general skinning)."""
+        return not any(self.vgeneral[i] for i, _ in group)
 
     def groups(self, items) -> list:
         """``items`` split into draw groups (lists of (index, item)), in order of first appearance."""

@@ -51,7 +51,11 @@ void main()
 # (Blender's GL backend itself names the block's instance through a macro ``mt``: it is expanded
 # in ``load_fragment_material`` before the ``#undef``.)
 _MATERIAL_VIEW = f"""
+#ifdef SPEC_FLAGS
+#define MAT_FLAGS SPEC_FLAGS
+#else
 #define MAT_FLAGS mt.pad0
+#endif
 #define MAT_VERTEX_COLOR {MAT_FLAG_VERTEX_COLOR}
 #define MAT_VERTEX_ALPHA {MAT_FLAG_VERTEX_ALPHA}
 #define MAT_UNLIT {MAT_FLAG_UNLIT}
@@ -59,11 +63,11 @@ MToonMaterial mt_frag;
 void load_fragment_material()
 {{
   mt_frag = mt;
-  if ((mt.pad0 & MAT_VERTEX_COLOR) != 0) {{
+  if ((MAT_FLAGS & MAT_VERTEX_COLOR) != 0) {{
     mt_frag.base_color.rgb *= v_color.rgb;
     mt_frag.shade_color.rgb *= v_color.rgb;
   }}
-  if ((mt.pad0 & MAT_VERTEX_ALPHA) != 0) {{
+  if ((MAT_FLAGS & MAT_VERTEX_ALPHA) != 0) {{
     mt_frag.base_color.a *= v_color.a;
   }}
 }}
@@ -99,7 +103,11 @@ void main()
       N = normalize(T * tn.x + B * tn.y + ngeo * tn.z);
     }
   }
+#ifdef SPEC_NO_SHADOW
+  float vis = 1.0;
+#else
   float vis = (mt.uv_anim.w > 0.5) ? shadow_visibility(v_world, ngeo) : 1.0;
+#endif
   vec3 c = mtoon_shade(v_world, N, ngeo, uvA, base.rgb, vis);
   frag_color = vec4(c, base.a);
   frag_aux = vec4(N, v_object_id);
@@ -160,7 +168,11 @@ void main()
   vec2 uvA = animate_uv(v_uv);
   vec4 base = mtoon_base(uvA);
   vec3 N = normalize(v_normal);           /* outward normal: the hull's back faces are drawn */
+#ifdef SPEC_NO_SHADOW
+  float vis = 1.0;
+#else
   float vis = (mt.uv_anim.w > 0.5) ? shadow_visibility(v_world, N) : 1.0;
+#endif
   vec3 c = mtoon_shade(v_world, N, N, uvA, base.rgb, vis);
   frag_color = vec4(mt.outline_color.rgb * mix(vec3(1.0), c, mt.outline_color.w), base.a);
   frag_aux = vec4(N, v_object_id);
@@ -183,7 +195,11 @@ void main()
 _SHADOW_FS = """
 void main()
 {
+#ifdef SPEC_ALPHA_MODE
+  const int mode = SPEC_ALPHA_MODE;  /* OPAQUE: no discard, no texture read (early depth) */
+#else
   int mode = int(mt.params1.w + 0.5);
+#endif
   if (mode != 0) {
     vec2 uvA = animate_uv(v_uv);
     float a = mt.base_color.a;
@@ -204,28 +220,102 @@ _SURFACE_IFACE = (("smooth", "VEC3", "v_world"), ("smooth", "VEC3", "v_normal"),
                   ("flat", "FLOAT", "v_object_id"))
 
 
-def _build(name, vs, fs, interfaces, outputs, push=PUSH):
+def _build(name, vs, fs, interfaces, outputs, push=PUSH, defines=()):
     common = load_glsl("mtoon_common.glsl")
     return build_shader(name, common + vs, fs, interfaces=interfaces, push_constants=push,
                         samplers=SAMPLERS, fragment_outputs=outputs, typedefs=blocks_source(),
-                        uniform_bufs=UNIFORM_BUFS)
+                        uniform_bufs=UNIFORM_BUFS, defines=defines)
 
 
-def forward_shader():
-    return cached_shader("mtoon_forward", lambda: _build(
+# ------------------------------------------------------------------------------------------------
+# Specialised variants
+# ------------------------------------------------------------------------------------------------
+# llvmpipe (Mesa's software rasteriser, what a headless render farm and CI run) executes both
+# sides of every branch under lane masks: a sample of an absent texture, the spot-light cone, the
+# shadow lookup of a material that receives none, the MASK discard, the span loop of vertices
+# with more than 8 influences and the Preserve Volume blend cost every fragment and vertex even
+# when the uniform that selects them is off.  A variant is the same GLSL with those choices made
+# constant (the SPEC_* / SKIN_LBS8 defines of glsl/mtoon_common.glsl and glsl/skinning.glsl), so
+# the compiler drops what cannot run; the arithmetic that does run is unchanged.  ``spec`` None
+# is the general shader (every choice at run time), used whenever a variant cannot be made.
+
+#: False: every draw uses the general shaders (the reference the variant tests compare with)
+SPECIALIZE = True
+
+
+def material_spec(mat, tex_present: int) -> dict:
+    """The material's constant choices: texture slots present, alpha mode, flags word, whether
+    its UVs animate and whether it receives a shadow (engine/passes/common.pack_material)."""
+    from .common import ALPHA_MODES, material_flags, receive_shadow_word
+
+    return {"tex": int(tex_present), "alpha": int(ALPHA_MODES.get(mat.alpha_mode, 0)),
+            "flags": int(material_flags(mat)),
+            "uv_anim": bool(mat.uv_scroll_x != 0.0 or mat.uv_scroll_y != 0.0 or mat.uv_rotation != 0.0),
+            "receive": receive_shadow_word(mat) > 0.5}
+
+
+def surface_spec(mspec, shadows_on: bool, sun_only: bool, lbs8: bool) -> tuple:
+    """Defines of a forward / outline variant: ``mspec`` (material_spec), the frame's shadow
+    and light kinds, and ``lbs8`` (every item drawn has <= 8 linear-blending influences)."""
+    d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
+         ("SPEC_FLAGS", str(mspec["flags"]))]
+    if not mspec["uv_anim"]:
+        d.append("SPEC_NO_UV_ANIM")
+    if not (shadows_on and mspec["receive"]):
+        d.append("SPEC_NO_SHADOW")
+    if sun_only:
+        d.append("SPEC_SUN_ONLY")
+    if lbs8:
+        d.append("SKIN_LBS8")
+    return tuple(d)
+
+
+def shadow_spec(mspec, lbs8: bool) -> tuple:
+    """Defines of a shadow variant: OPAQUE casters read no texture and never discard."""
+    if mspec["alpha"] == 0:
+        d = [("SPEC_ALPHA_MODE", "0"), ("SPEC_TEX_MASK", "0"), "SPEC_NO_UV_ANIM"]
+    else:
+        d = [("SPEC_ALPHA_MODE", str(mspec["alpha"])), ("SPEC_TEX_MASK", str(mspec["tex"]))]
+        if not mspec["uv_anim"]:
+            d.append("SPEC_NO_UV_ANIM")
+    if lbs8:
+        d.append("SKIN_LBS8")
+    return tuple(d)
+
+
+def _variant(key: str, spec, make):
+    """The cached shader ``key`` for ``spec`` (None: the general one); a variant that does not
+    compile falls back to the general shader."""
+    if spec is None or not SPECIALIZE:
+        return cached_shader(key, lambda: make(()))
+    name = key + "|" + ";".join(d if isinstance(d, str) else f"{d[0]}={d[1]}" for d in spec)
+
+    def build():
+        try:
+            return make(spec)
+        except Exception as ex:  # never lose the frame to a variant: the general shader draws it
+            print(f"Stylized: shader variant {name} failed ({ex}); using the general shader")
+            return cached_shader(key, lambda: make(()))
+
+    return cached_shader(name, build)
+
+
+def forward_shader(spec=None):
+    return _variant("mtoon_forward", spec, lambda d: _build(
         "stylized_mtoon_forward", _FORWARD_VS,
         _MATERIAL_VIEW + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
-        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux"))))
+        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux")), defines=d))
 
 
-def outline_shader():
-    return cached_shader("mtoon_outline", lambda: _build(
+def outline_shader(spec=None):
+    return _variant("mtoon_outline", spec, lambda d: _build(
         "stylized_mtoon_outline", _OUTLINE_VS,
         _MATERIAL_VIEW + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
-        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux"))))
+        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux")), defines=d))
 
 
-def shadow_shader():
-    return cached_shader("mtoon_shadow", lambda: _build(
+def shadow_shader(spec=None):
+    return _variant("mtoon_shadow", spec, lambda d: _build(
         "stylized_mtoon_shadow", _SHADOW_VS, load_glsl("mtoon_common.glsl") + _SHADOW_FS,
-        (("smooth", "VEC2", "v_uv"),), (("VEC4", "frag_color"),), push=PUSH + (("INT", "shadow_cascade"),)))
+        (("smooth", "VEC2", "v_uv"),), (("VEC4", "frag_color"),), push=PUSH + (("INT", "shadow_cascade"),),
+        defines=d))

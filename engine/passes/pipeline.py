@@ -29,7 +29,7 @@ import numpy as np
 from .instancing import FrameInstances
 from .common import (MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible, gl_matrix,
                      make_ubo, normalize_material, pack_material, view_depth)
-from .mtoon_shaders import forward_shader, outline_shader, shadow_shader
+from .mtoon_shaders import forward_shader, material_spec, outline_shader, shadow_shader, shadow_spec, surface_spec
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
@@ -143,6 +143,8 @@ class FramePipeline:
         self._fb_main = self._fb_blend = None
         self._frame_ubo = None
         self._mats = {}
+        self._mspec = {}           # material name -> material_spec (the shader variant's material part)
+        self._frame_spec = (False, False)   # (shadows on, every light a sun): the variants' frame part
         self._mat_cache = {}       # material name -> (resolved source, params, texture bits, ubo)
         self._default_key = "\x00default"
         self.stats = {}
@@ -166,6 +168,7 @@ class FramePipeline:
     def _prepare_materials(self, frame):
         """One std140 block and one texture set per material used this frame."""
         self._mats = {}
+        self._mspec = {}
         names = {it.material_name for it in frame.items}
         cache = self._mat_cache
         for name in names:
@@ -188,10 +191,14 @@ class FramePipeline:
                 ubo = make_ubo(pack_material(mat, present))
                 cache[name] = (src, mat, present, ubo)
             self._mats[name] = (mat, ubo, texs)
+            self._mspec[name] = material_spec(mat, present)
 
     def _bind_material(self, shader, name, shadow_pass=False):
         mat, ubo, texs = self._mats[name]
-        shader.uniform_block("mt", ubo)
+        try:
+            shader.uniform_block("mt", ubo)
+        except ValueError:          # a variant that reads nothing of the material (OPAQUE shadow)
+            pass
         shader.uniform_block("fr", self._frame_ubo)
         white = dummy_texture("white")
         for sname, tex in zip(SAMPLER_NAMES, texs):
@@ -248,8 +255,11 @@ class FramePipeline:
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
                                               sun_i if shadows_on else -1))
         self._shadow_tex = None
+        self._frame_spec = (bool(shadows_on), all(l.kind == "SUN" for l in lights))
         if shadows_on:
-            self.shadow.draw(shadow_shader(), casters, self._bind_material, self._instances)
+            inst = self._instances
+            self.shadow.draw(lambda name, group: shadow_shader(shadow_spec(self._mspec[name], inst.lbs8(group))),
+                             casters, self._bind_material, inst)
             self._shadow_tex = self.shadow.texture
         t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on else None, depth=True)
 
@@ -261,8 +271,6 @@ class FramePipeline:
             (blend if mode == "BLEND" else mask if mode == "MASK" else opaque).append(it)
         opaque.sort(key=lambda it: it.material_name)
         mask.sort(key=lambda it: it.material_name)
-        fwd = forward_shader()
-        out_sh = outline_shader()
         wc = np.asarray(s.world_color, np.float64)
         alpha = 0.0 if s.film_transparent else 1.0
         # colour + depth through the colour-only framebuffer, the aux target to zero on its own:
@@ -275,13 +283,11 @@ class FramePipeline:
             gpu.state.depth_test_set("LESS_EQUAL")
             gpu.state.depth_mask_set(True)
             gpu.state.blend_set("NONE")
-            fwd.bind()
-            self._draw_list(fwd, opaque + mask, outline=False)
+            self._draw_list(forward_shader, opaque + mask, outline=False)
             t0 = self._flush("forward_ms", t0)
             # ---- 3. outline mask (inverse hull) ----------------------------------------------------
             if s.outlines:
-                out_sh.bind()
-                self._draw_list(out_sh, opaque + mask, outline=True)
+                self._draw_list(outline_shader, opaque + mask, outline=True)
             t0 = self._flush("outline_ms", t0)
         # ---- forward BLEND: queue order, back to front -------------------------------------------------
         if blend:
@@ -300,10 +306,8 @@ class FramePipeline:
                     m = self._mats[it.material_name][0]
                     gpu.state.depth_mask_set(bool(m.transparent_with_zwrite))
                     if s.outlines and m.outline_width_mode in ("worldCoordinates", "screenCoordinates") and m.outline_width > 0:
-                        out_sh.bind()
-                        self._draw_list(out_sh, [it], outline=True)
-                    fwd.bind()
-                    self._draw_list(fwd, [it], outline=False)
+                        self._draw_list(outline_shader, [it], outline=True)
+                    self._draw_list(forward_shader, [it], outline=False)
                 gpu.state.blend_set("NONE")
                 gpu.state.depth_mask_set(True)
         gpu.state.face_culling_set("NONE")
@@ -335,22 +339,33 @@ class FramePipeline:
         with self._fb_aux.bind():
             self._fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
 
-    def _draw_list(self, shader, items, outline: bool):
+    def _draw_list(self, shader_for, items, outline: bool):
         """Draw ``items`` (sorted by material) grouped: one draw per group of instances
-        (engine/passes/instancing.py; a group of one is drawn alone, as before)."""
+        (engine/passes/instancing.py; a group of one is drawn alone, as before), each with
+        ``shader_for(spec)``'s variant for its material, the frame and its deformation
+        (mtoon_shaders.surface_spec)."""
         import gpu
 
         inst = self._instances
+        shadows_on, sun_only = self._frame_spec
+        bound = None
         current = None
-        mat = None
         for group in inst.groups(items):
             i0, it = group[0]
-            if it.material_name != current:
-                mat = self._bind_material(shader, it.material_name)
-                current = it.material_name
+            name = it.material_name
+            mat = self._mats[name][0]
+            if outline and (mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates")
+                            or mat.outline_width <= 0):
+                continue
+            shader = shader_for(surface_spec(self._mspec[name], shadows_on, sun_only, inst.lbs8(group)))
+            if shader is not bound:
+                shader.bind()
+                bound = shader
+                current = None
+            if name != current:
+                self._bind_material(shader, name)
+                current = name
             if outline:
-                if mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates") or mat.outline_width <= 0:
-                    continue
                 gpu.state.face_culling_set("FRONT")
             else:
                 gpu.state.face_culling_set("NONE" if mat.double_sided else "BACK")
@@ -366,5 +381,6 @@ class FramePipeline:
         self._fb_main = self._fb_blend = None
         self._frame_ubo = None
         self._mats = {}
+        self._mspec = {}
         self._mat_cache = {}
         self._size = None

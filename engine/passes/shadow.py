@@ -298,13 +298,16 @@ class ShadowPass:
 
     def draw(self, shader, casters, bind_material, instances=None) -> None:
         """Render every cascade into its tile (the frame block ``fr`` must hold the matrices).
-        ``instances``: the frame's FrameInstances (grouped draws); None draws each caster alone."""
+        ``shader``: the shadow shader, or a callable ``(material name, group) -> shader`` (the
+        specialised variant of each draw group); ``instances``: the frame's FrameInstances
+        (grouped draws); None draws each caster alone."""
         import gpu
 
         from .instancing import FrameInstances
 
         if instances is None:
             instances = FrameInstances(casters, enabled=False)
+        shader_for = shader if callable(shader) and not hasattr(shader, "bind") else (lambda _n, _g: shader)
         fit = self.fit_result
         cols = self.columns
         self.draw_count = 0
@@ -314,7 +317,7 @@ class ShadowPass:
             gpu.state.depth_mask_set(True)
             gpu.state.face_culling_set("NONE")   # both sides cast: no leaks through thin geometry
             gpu.state.blend_set("NONE")
-            shader.bind()
+            bound = None
             for c in range(fit.count):
                 idx = fit.casters[c]
                 if len(idx) == 0:
@@ -323,11 +326,16 @@ class ShadowPass:
                 current = None
                 for group in instances.groups([casters[int(k)] for k in idx]):
                     it = group[0][1]
+                    sh = shader_for(it.material_name, group)
+                    if sh is not bound:
+                        sh.bind()
+                        bound = sh
+                        current = None
                     if it.material_name != current:
-                        bind_material(shader, it.material_name, shadow_pass=True)
-                        shader.uniform_int("shadow_cascade", c)
+                        bind_material(sh, it.material_name, shadow_pass=True)
+                        sh.uniform_int("shadow_cascade", c)
                         current = it.material_name
-                    instances.draw_group(shader, group, object_id=False)
+                    instances.draw_group(sh, group, object_id=False)
                     self.draw_count += 1
 
     def free(self):
