@@ -135,6 +135,32 @@ def test_frustum_culling():
     assert rt.extractor.culled_count == 2
 
 
+def test_world_bounds_of_every_item_are_its_local_box_moved_by_its_world():
+    """The batched world boxes equal each item's local box moved corner by corner
+    (Bounds.transformed) under rotated, scaled and translated worlds, and the frustum keeps
+    exactly the items whose box reaches into it."""
+    rt = runtime()
+    rt.set_morph_weight(3, "Smile", 1.0)
+    rt.pose.set_local_transform(3, (0.3, -2, 1), R.quat_axis_angle([1, 2, 3], 0.7), (1.5, 0.5, 2.0))
+    rt.pose.set_local_transform(4, (4, 1, 0), R.quat_axis_angle([0, 1, 0], 2.1), (0.2, 3.0, 1.0))
+    rt.pose.set_local_transform(5, (-1, 10, 2), R.quat_axis_angle([1, 0, 0], -1.2), (1, 1, 1))
+    rt.pose.update_world_matrices()
+    assert rt.update(0.0)
+    items = rt.extract()
+    assert len(items) == 4
+    for it in items:
+        ref = it.local_bounds.transformed(it.world)
+        assert np.allclose(it.world_bounds.minimum, ref.minimum, atol=1e-12)
+        assert np.allclose(it.world_bounds.maximum, ref.maximum, atol=1e-12)
+    vp = np.diag([0.4, 0.4, 0.4, 1.0])
+    planes = frustum_planes(vp)
+    kept = {(i.node_index, i.primitive_index) for i in rt.extract(frustum=planes)}
+    from stylized_renderer.engine.world.extractor import bounds_outside
+    expect = {(i.node_index, i.primitive_index) for i in items if not bounds_outside(planes, i.world_bounds)}
+    assert kept == expect and 0 < len(kept) < 4
+    assert rt.extractor.culled_count == 4 - len(kept)
+
+
 def test_static_scene_without_palettes():
     scene = SceneAsset([R.node("Box", mesh=0)], [MeshAsset("Box", "Box", [R.quad_primitive()])])
     rt = runtime(scene)

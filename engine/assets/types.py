@@ -140,6 +140,15 @@ class Bounds:
         return 0.0 if self.is_empty else float(np.linalg.norm(self.maximum - self.minimum))
 
 
+def bounds_of(lo: np.ndarray, hi: np.ndarray) -> Bounds:
+    """A Bounds over read-only (3,) float64 rows, without the constructor's defensive copies
+    (per-frame paths: ``lo``/``hi`` are rows of a fresh array nobody else writes)."""
+    b = object.__new__(Bounds)
+    object.__setattr__(b, "minimum", lo)
+    object.__setattr__(b, "maximum", hi)
+    return b
+
+
 # ----------------------------------------------------------------------------------------------
 # Scene nodes
 # ----------------------------------------------------------------------------------------------

@@ -27,8 +27,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..animation.morph import MorphState
-from ..assets.types import Bounds
-from .palette import bounds_of
+from ..assets.types import Bounds, bounds_of
 from ..geometry import smooth_normal_deltas
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.

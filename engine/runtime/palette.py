@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..assets.types import Bounds, SkinAsset
+from ..assets.types import Bounds, SkinAsset, bounds_of
 from . import dquat as _dquat
 
 # bytes of one mat4; the seed checks jointCount * sizeof(mat4) for overflow
@@ -22,15 +22,6 @@ _MAX_BUFFER_BYTES = (1 << 63) - 1
 _NO_MATRICES = np.zeros((0, 4, 4), dtype=np.float32)
 _NO_MATRICES.flags.writeable = False
 _EMPTY_BOUNDS = Bounds.empty()
-
-
-def bounds_of(lo: np.ndarray, hi: np.ndarray) -> Bounds:
-    """A Bounds over read-only (3,) float64 rows, without the constructor's defensive copies
-    (per-frame path: ``lo``/``hi`` are rows of a fresh array nobody else writes)."""
-    b = object.__new__(Bounds)
-    object.__setattr__(b, "minimum", lo)
-    object.__setattr__(b, "maximum", hi)
-    return b
 
 
 class SkinningPalette:

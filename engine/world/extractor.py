@@ -22,7 +22,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ..assets.types import Bounds
+from ..assets.types import Bounds, bounds_of
 
 
 class ExtractionError(RuntimeError):
@@ -53,9 +53,12 @@ class RenderItem:
 
 
 def expand_bounds(b: Bounds, radius: float) -> Bounds:
-    if b.is_empty or radius <= 0.0:
+    if radius <= 0.0 or b.is_empty:
         return b
-    return Bounds(b.minimum - radius, b.maximum + radius)
+    lo, hi = b.minimum - radius, b.maximum + radius
+    lo.flags.writeable = False
+    hi.flags.writeable = False
+    return bounds_of(lo, hi)
 
 
 def frustum_planes(view_projection: np.ndarray) -> np.ndarray:
@@ -124,6 +127,7 @@ class RenderExtractor:
                               strict)
         items: List[RenderItem] = []
         mesh_indices = scene.mesh_indices
+        cands = []          # (node, world, object name, cast, primitive index, primitive, stream, palette, local, morphed)
         for node in np.flatnonzero(mesh_indices >= 0):
             node = int(node)
             mesh = scene.meshes[int(mesh_indices[node])]
@@ -150,15 +154,35 @@ class RenderExtractor:
                     local = pinst.local_bounds
                 else:
                     local = prim.bounds
-                wb = local.transformed(world)
-                if frustum is not None and bounds_outside(frustum, wb):
-                    self.culled_count += 1
-                    continue
-                items.append(RenderItem(
-                    node_index=node, primitive_index=pi, object_name=obj_name,
-                    material_index=int(prim.material_index), material_name=prim.material_name,
-                    stream=stream, world=world, world_bounds=wb, palette=palette,
-                    influences=prim.influences if palette is not None else 0,
-                    local_bounds=local, cast_shadow=cast, object_id=node + 1,
-                    primitive=prim, morphed=morphed))
+                cands.append((node, world, obj_name, cast, pi, prim, stream, palette, local, morphed))
+        if not cands:
+            return items
+        # every item's world box at once: centre through the matrix, half extents through |R|
+        # (the exact box of the moved box); an empty local box stays empty
+        lo = np.array([c[8].minimum for c in cands], np.float64).reshape(-1, 3)
+        hi = np.array([c[8].maximum for c in cands], np.float64).reshape(-1, 3)
+        empty = (lo > hi).any(axis=1)
+        with np.errstate(invalid="ignore"):
+            centre = np.where(empty[:, None], 0.0, 0.5 * (lo + hi))
+            half = np.where(empty[:, None], 0.0, 0.5 * (hi - lo))
+        w = world_all[np.array([c[0] for c in cands], np.intp)]
+        wc = np.einsum("nij,nj->ni", w[:, :3, :3], centre) + w[:, :3, 3]
+        wh = np.einsum("nij,nj->ni", np.abs(w[:, :3, :3]), half)
+        wlo = wc - wh
+        whi = wc + wh
+        wlo.flags.writeable = False
+        whi.flags.writeable = False
+        out = empty if frustum is None else (bounds_outside_many(frustum, wlo, whi) | empty)
+        cull = frustum is not None
+        for k, (node, world, obj_name, cast, pi, prim, stream, palette, local, morphed) in enumerate(cands):
+            if cull and out[k]:
+                self.culled_count += 1
+                continue
+            items.append(RenderItem(
+                node_index=node, primitive_index=pi, object_name=obj_name,
+                material_index=int(prim.material_index), material_name=prim.material_name,
+                stream=stream, world=world, world_bounds=local if empty[k] else bounds_of(wlo[k], whi[k]),
+                palette=palette, influences=prim.influences if palette is not None else 0,
+                local_bounds=local, cast_shadow=cast, object_id=node + 1,
+                primitive=prim, morphed=morphed))
         return items
