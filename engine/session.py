@@ -439,9 +439,10 @@ class StylizedSession:
         if key is None or key != self._structure_key:
             return ["objects, parents or bones changed"]
         out = []
+        memo = {}                       # datablocks shared by many objects: read once per check
         for name in known.objects:
             ob = bpy.data.objects.get(name)
-            if ob is None or known.object_structure_changed(ob):
+            if ob is None or known.object_structure_changed(ob, memo):
                 out.append(f"object '{name}' changed its structure")
         for name in known.keys:
             key = bpy.data.shape_keys.get(name)

@@ -280,13 +280,14 @@ class KnownState:
             if action is not None and action.name not in self.actions:
                 self.actions[action.name] = action_content_signature(action)
 
-    def object_structure_changed(self, obj) -> bool:
+    def object_structure_changed(self, obj, memo: Optional[dict] = None) -> bool:
+        """``memo``: one dict for all the objects of one check (``meshes.object_signature``)."""
         from .meshes import object_signature
 
         if obj.name not in self.objects:
             return False        # not imported (camera, light, a fallback-only type); new objects
                                 # arrive with a collection update
-        return self.objects[obj.name] != object_signature(obj)
+        return self.objects[obj.name] != object_signature(obj, memo)
 
     def key_layout_changed(self, key) -> bool:
         from .meshes import key_signature

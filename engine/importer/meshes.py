@@ -77,24 +77,36 @@ def armature_signature(armature) -> tuple:
             rest.tobytes(), deform.tobytes(), segments.tobytes())
 
 
-def object_signature(obj) -> tuple:
+def object_signature(obj, memo: Optional[dict] = None) -> tuple:
     """What about an object needs a re-import when it changes, read without vertex data: type,
     data, parenting and, for meshes, the mesh cache signature (counts, modifiers, shape-key
-    structure, deform bones, vertex groups, material slots) and the fallback reasons."""
+    structure, deform bones, vertex groups, material slots) and the fallback reasons.
+    ``memo``: a dict shared by the calls of one check, so the parts of datablocks that many
+    objects share (linked duplicates' shape keys and armatures) are read once."""
     data = getattr(obj, "data", None)
     base = (obj.type, data.as_pointer() if data is not None else None,
             obj.parent.name if obj.parent is not None else None, obj.parent_type, obj.parent_bone)
     if obj.type == "MESH" and data is not None:
         reasons, am, arm = mesh_fallbacks(obj)
-        return base + (mesh_structure_signature(obj, data, am, arm), tuple(reasons))
+        return base + (mesh_structure_signature(obj, data, am, arm, memo=memo), tuple(reasons))
     return base
 
 
-def mesh_structure_signature(obj, mesh, am, arm, shared: bool = False) -> tuple:
+def _memo(memo: Optional[dict], key, make):
+    if memo is None:
+        return make()
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = make()
+    return hit
+
+
+def mesh_structure_signature(obj, mesh, am, arm, shared: bool = False, memo: Optional[dict] = None) -> tuple:
     """What about a mesh object's structure an asset depends on (no vertex data).  ``shared``:
     without what is the object's own (object names of its armature), so linked duplicates of
-    one mesh with copies of one rig compare equal."""
-    ks = key_signature(mesh.shape_keys)
+    one mesh with copies of one rig compare equal.  ``memo``: see ``object_signature``."""
+    keys = mesh.shape_keys
+    ks = None if keys is None else _memo(memo, ("key", keys.as_pointer()), lambda: key_signature(keys))
 
     def target(md):
         ob = getattr(md, "object", None)
@@ -110,8 +122,10 @@ def mesh_structure_signature(obj, mesh, am, arm, shared: bool = False) -> tuple:
     armsig = None
     if arm is not None:
         bones = arm.data.bones
-        armsig = (None if shared else arm.name, arm.data.as_pointer(), tuple(b.name for b in bones if b.use_deform),
-                  tuple(_bbone_rest_signature(b) for b in bones if b.bbone_segments > 1))
+        rest = _memo(memo, ("bones", arm.data.as_pointer()),
+                     lambda: (tuple(b.name for b in bones if b.use_deform),
+                              tuple(_bbone_rest_signature(b) for b in bones if b.bbone_segments > 1)))
+        armsig = (None if shared else arm.name, arm.data.as_pointer()) + rest
     uv = mesh.uv_layers.active.name if mesh.uv_layers.active is not None else None
     return (mesh.as_pointer(), mesh.name, len(mesh.vertices), len(mesh.loops), len(mesh.polygons), uv, ks, mods,
             armsig, tuple(g.name for g in obj.vertex_groups),
