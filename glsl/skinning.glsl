@@ -30,7 +30,8 @@
  *
  * SKIN_LBS8 (a specialised variant, engine/passes/mtoon_shaders.py): every item the variant draws
  * has at most 8 influences and a linear-blending palette, so the span loop and the Preserve
- * Volume path are compiled out (llvmpipe runs every branch of a vertex under masks).
+ * Volume path are compiled out (llvmpipe runs every branch of a vertex under masks); with
+ * SKIN_MAX4 also the second set of 4; SKIN_STATIC: items without a palette (no skinning).
  *
  * Preserve Volume (dual quaternion skinning, engine/runtime/dquat.py): a palette whose texel
  * (0, first row).w is 2.0 holds, instead of skin matrices, the mesh -> armature matrix (row 0,
@@ -40,6 +41,12 @@
  * returns the equivalent affine matrix at the vertex (its 3x3 part is Blender's deform matrix
  * of the vertex, used for normals and tangents).
  */
+
+#ifdef SKIN_STATIC
+/* items without a palette (skin_influences is 0): nothing to skin; one select keeps the uniform
+ * that every draw sets declared */
+#define SKIN_STATIC_KEEP(p) if (skin_influences < 0) { p = vec3(0.0); }
+#endif
 
 ivec2 morph_texel(int i)
 {
@@ -175,6 +182,7 @@ mat4 skin_matrix()
   if (weights.y != 0.0) m += weights.y * skin_fetch(joints.y, base);
   if (weights.z != 0.0) m += weights.z * skin_fetch(joints.z, base);
   if (weights.w != 0.0) m += weights.w * skin_fetch(joints.w, base);
+#ifndef SKIN_MAX4
   if (skin_influences > 4) {
     total += weights_hi.x + weights_hi.y + weights_hi.z + weights_hi.w;
     if (weights_hi.x != 0.0) m += weights_hi.x * skin_fetch(joints_hi.x, base);
@@ -182,6 +190,7 @@ mat4 skin_matrix()
     if (weights_hi.z != 0.0) m += weights_hi.z * skin_fetch(joints_hi.z, base);
     if (weights_hi.w != 0.0) m += weights_hi.w * skin_fetch(joints_hi.w, base);
   }
+#endif
   if (total <= 0.0) {
     return mat4(1.0);
   }
@@ -305,6 +314,10 @@ mat3 skin_normal_matrix(mat3 m)
 /* Skin a position, normal and tangent (xyz) in mesh-local space. */
 void skin_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
 {
+#ifdef SKIN_STATIC
+  SKIN_STATIC_KEEP(position);
+  return;
+#endif
   if (skin_influences == 0) {
     return;
   }
@@ -321,6 +334,10 @@ void skin_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
  * tangent frame's handedness flips with it, as Blender's tangents of the deformed mesh do. */
 float skin_vertex_handed(inout vec3 position, inout vec3 normal, inout vec3 tangent)
 {
+#ifdef SKIN_STATIC
+  SKIN_STATIC_KEEP(position);
+  return 1.0;
+#endif
   if (skin_influences == 0) {
     return 1.0;
   }
@@ -337,6 +354,10 @@ float skin_vertex_handed(inout vec3 position, inout vec3 normal, inout vec3 tang
 /* Position only (shadow and readback). */
 vec3 skin_position(vec3 position)
 {
+#ifdef SKIN_STATIC
+  SKIN_STATIC_KEEP(position);
+  return position;
+#endif
   if (skin_influences == 0) {
     return position;
   }

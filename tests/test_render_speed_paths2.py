@@ -170,14 +170,16 @@ def test_variants_match_general_shaders_sun_only_demo(empty_scene, monkeypatch, 
     general = _general(monkeypatch, scene)
     save_png(spec, ARTIFACTS / "variants_demo.png")
     assert fwd and all("SPEC_SUN_ONLY" in d and "SKIN_LBS8" in d for d in fwd), fwd
+    assert any("SKIN_MAX4" in d for d in fwd) and any("SKIN_STATIC" in d for d in fwd), fwd   # body, ground
     assert any("SPEC_ALPHA_MODE=0" in d and "SPEC_TEX_MASK=0" in d for d in shadow), shadow
     assert np.abs(spec - general).max() <= TOL, np.abs(spec - general).max()
 
 
 def test_variants_match_general_shaders_deformation(empty_scene, monkeypatch, variant_log):
     """Vertices with more than 8 influences (per-vertex spans) and Preserve Volume palettes are
-    drawn with the general skinning, next to linked duplicates drawn with SKIN_LBS8 variants
-    (instanced); the frame equals the general shaders' and the two kinds were both drawn."""
+    drawn with the general skinning, next to items of up to 8 and up to 4 influences and
+    instanced linked duplicates drawn with the SKIN_LBS8 / SKIN_MAX4 variants; the frame equals
+    the general shaders' and every vertex class was drawn."""
     from test_preserve_volume import build_arm
 
     scene = empty_scene
@@ -188,6 +190,11 @@ def test_variants_match_general_shaders_deformation(empty_scene, monkeypatch, va
     for b in inf_arm.pose.bones:
         b.rotation_mode = "XYZ"
         b.rotation_euler = (0.2, 0.1, 0.0)
+    fan8_arm, _fan8 = scenes.build_many_influences(counts=(1, 5, 6, 8))   # up to 8: "lbs8"
+    fan8_arm.location = (-1.2, 0.0, -0.8)
+    for b in fan8_arm.pose.bones:
+        b.rotation_mode = "XYZ"
+        b.rotation_euler = (0.1, 0.3, 0.1)
     rig, _objs = duplicate_linked(arm, (1.0, 0.0, 0.0), ".lbs")
     for o in _objs:
         for m in o.modifiers:
@@ -207,6 +214,8 @@ def test_variants_match_general_shaders_deformation(empty_scene, monkeypatch, va
     general = _general(monkeypatch, scene)
     save_png(spec, ARTIFACTS / "variants_deformation.png")
     assert stats["instanced_draws"] > 0, stats
-    assert any("SKIN_LBS8" in d for d in fwd) and any("SKIN_LBS8" not in d for d in fwd), fwd
+    assert any("SKIN_LBS8" not in d for d in fwd), fwd                   # the general skinning
+    assert any("SKIN_LBS8" in d and "SKIN_MAX4" not in d and "SKIN_STATIC" not in d for d in fwd), fwd
+    assert any("SKIN_MAX4" in d for d in fwd), fwd
     assert (spec[..., :3].max(axis=-1) > 0.05).sum() > 2000
     assert np.abs(spec - general).max() <= TOL, np.abs(spec - general).max()

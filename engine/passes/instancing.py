@@ -143,9 +143,14 @@ class FrameInstances:
                 id(entries) if entries is not None else 0, id(morph[0]) if morph is not None else 0,
                 bool(self.vgeneral[i]))
 
-    def lbs8(self, group) -> bool:
-        """Whether a SKIN_LBS8 variant draws ``group`` (no member needs the general skinning)."""
-        return not any(self.vgeneral[i] for i, _ in group)
+    def vertex_class(self, group) -> str:
+        """The shader variant's vertex class of ``group`` (mtoon_shaders.VERTEX_DEFINES):
+        "general" when a member needs the general skinning, "static" when no member has a
+        palette at all, else "lbs4" / "lbs8" by the most influences a member has."""
+        infl = max(max(int(getattr(it, "influences", 0) or 0), int(self.influences[i])) for i, it in group)
+        if infl > 8 or any(self.vgeneral[i] for i, _ in group):
+            return "general"
+        return "static" if infl == 0 else "lbs4" if infl <= 4 else "lbs8"
 
     def groups(self, items) -> list:
         """``items`` split into draw groups (lists of (index, item)), in order of first appearance."""

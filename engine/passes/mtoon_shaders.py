@@ -235,7 +235,7 @@ def _build(name, vs, fs, interfaces, outputs, push=PUSH, defines=()):
 # shadow lookup of a material that receives none, the MASK discard, the span loop of vertices
 # with more than 8 influences and the Preserve Volume blend cost every fragment and vertex even
 # when the uniform that selects them is off.  A variant is the same GLSL with those choices made
-# constant (the SPEC_* / SKIN_LBS8 defines of glsl/mtoon_common.glsl and glsl/skinning.glsl), so
+# constant (the SPEC_* / SKIN_* defines of glsl/mtoon_common.glsl and glsl/skinning.glsl), so
 # the compiler drops what cannot run; the arithmetic that does run is unchanged.  ``spec`` None
 # is the general shader (every choice at run time), used whenever a variant cannot be made.
 
@@ -254,9 +254,16 @@ def material_spec(mat, tex_present: int) -> dict:
             "receive": receive_shadow_word(mat) > 0.5}
 
 
-def surface_spec(mspec, shadows_on: bool, sun_only: bool, lbs8: bool) -> tuple:
+#: the defines of each vertex class (FrameInstances.vertex_class): "general" (more than 8
+#: influences or a Preserve Volume palette: everything at run time), "lbs8" / "lbs4" (linear
+#: blending of at most 8 / 4 influences), "static" (no palette)
+VERTEX_DEFINES = {"general": (), "lbs8": ("SKIN_LBS8",), "lbs4": ("SKIN_LBS8", "SKIN_MAX4"),
+                  "static": ("SKIN_LBS8", "SKIN_STATIC")}
+
+
+def surface_spec(mspec, shadows_on: bool, sun_only: bool, vclass: str) -> tuple:
     """Defines of a forward / outline variant: ``mspec`` (material_spec), the frame's shadow
-    and light kinds, and ``lbs8`` (every item drawn has <= 8 linear-blending influences)."""
+    and light kinds, and the draw group's vertex class (VERTEX_DEFINES)."""
     d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
          ("SPEC_FLAGS", str(mspec["flags"]))]
     if not mspec["uv_anim"]:
@@ -265,12 +272,10 @@ def surface_spec(mspec, shadows_on: bool, sun_only: bool, lbs8: bool) -> tuple:
         d.append("SPEC_NO_SHADOW")
     if sun_only:
         d.append("SPEC_SUN_ONLY")
-    if lbs8:
-        d.append("SKIN_LBS8")
-    return tuple(d)
+    return tuple(d) + VERTEX_DEFINES[vclass]
 
 
-def shadow_spec(mspec, lbs8: bool) -> tuple:
+def shadow_spec(mspec, vclass: str) -> tuple:
     """Defines of a shadow variant: OPAQUE casters read no texture and never discard."""
     if mspec["alpha"] == 0:
         d = [("SPEC_ALPHA_MODE", "0"), ("SPEC_TEX_MASK", "0"), "SPEC_NO_UV_ANIM"]
@@ -278,9 +283,7 @@ def shadow_spec(mspec, lbs8: bool) -> tuple:
         d = [("SPEC_ALPHA_MODE", str(mspec["alpha"])), ("SPEC_TEX_MASK", str(mspec["tex"]))]
         if not mspec["uv_anim"]:
             d.append("SPEC_NO_UV_ANIM")
-    if lbs8:
-        d.append("SKIN_LBS8")
-    return tuple(d)
+    return tuple(d) + VERTEX_DEFINES[vclass]
 
 
 def _variant(key: str, spec, make):

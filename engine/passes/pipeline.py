@@ -258,7 +258,7 @@ class FramePipeline:
         self._frame_spec = (bool(shadows_on), all(l.kind == "SUN" for l in lights))
         if shadows_on:
             inst = self._instances
-            self.shadow.draw(lambda name, group: shadow_shader(shadow_spec(self._mspec[name], inst.lbs8(group))),
+            self.shadow.draw(lambda name, group: shadow_shader(shadow_spec(self._mspec[name], inst.vertex_class(group))),
                              casters, self._bind_material, inst)
             self._shadow_tex = self.shadow.texture
         t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on else None, depth=True)
@@ -357,7 +357,7 @@ class FramePipeline:
             if outline and (mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates")
                             or mat.outline_width <= 0):
                 continue
-            shader = shader_for(surface_spec(self._mspec[name], shadows_on, sun_only, inst.lbs8(group)))
+            shader = shader_for(surface_spec(self._mspec[name], shadows_on, sun_only, inst.vertex_class(group)))
             if shader is not bound:
                 shader.bind()
                 bound = shader
