@@ -181,3 +181,24 @@ def test_world_matrices_equal_the_chain_products_of_a_shuffled_forest(depth):
             m = local[k] @ m
             k = scene.parents[k]
         assert np.allclose(pose.world_matrix(i), m, atol=1e-12 * max(1.0, np.abs(m).max())), i
+
+
+def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
+    """write_sampled's compose (pre's 3x3 carried through the quaternion's quadratic form, the
+    translation through pre) equals pre @ T @ R @ S for sheared, scaled, translated rests and
+    non-uniform scales."""
+    from stylized_renderer.engine.animation.pose import (compose_pre_trs, compose_trs_fast,
+                                                         pre_rotation_forms)
+
+    rng = np.random.default_rng(2)
+    n = 50
+    pre = np.tile(np.eye(4), (n, 1, 1))
+    pre[:, :3, :3] = rng.normal(size=(n, 3, 3))
+    pre[:, :3, 3] = rng.normal(size=(n, 3))
+    t = rng.normal(size=(n, 3))
+    q = rng.normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    s = rng.uniform(0.2, 3.0, size=(n, 3))
+    out = np.full((n, 4, 4), np.nan)
+    compose_pre_trs(pre, pre_rotation_forms(pre), t, q, s, out)
+    assert np.allclose(out, pre @ compose_trs_fast(t, q, s), atol=1e-12)

@@ -87,6 +87,29 @@ def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[
     return out
 
 
+def pre_rotation_forms(pre: np.ndarray) -> np.ndarray:
+    """(N,10,9): for each affine ``pre``, the quadratic form of ``compose_trs_fast`` carried
+    through pre's 3x3 block: ``qq @ form[i]`` is ``pre[i][:3,:3] @ R(q)`` (row-major), so
+    ``pre @ T @ R @ S`` needs no 4x4 product (``compose_pre_trs``)."""
+    forms = _QFORM.reshape(10, 3, 3)
+    return np.einsum("nij,kjl->nkil", np.asarray(pre, np.float64)[:, :3, :3], forms).reshape(-1, 10, 9)
+
+
+def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.ndarray, s: np.ndarray,
+                    out: np.ndarray) -> None:
+    """``out = pre @ T @ R @ S`` for affine (N,4,4) ``pre`` with ``forms = pre_rotation_forms(pre)``,
+    (N,3) ``t``, unit (N,4) wxyz ``q`` and (N,3) ``s``: the rotation block is one batched
+    (1,10) x (10,9) product per row, the translation ``pre3 @ t + pre_t``."""
+    n = q.shape[0]
+    qq = np.take(q, _QA, axis=1)
+    qq *= np.take(q, _QB, axis=1)
+    r = np.matmul(qq[:, None, :], forms)[:, 0]
+    r *= np.take(s, _S9, axis=1)
+    out[:, :3, :3] = r.reshape(n, 3, 3)
+    out[:, :3, 3] = np.einsum("nij,nj->ni", pre[:, :3, :3], t) + pre[:, :3, 3]
+    out[:, 3] = pre[:, 3]
+
+
 def _ro_view(a: np.ndarray) -> np.ndarray:
     v = a.view()
     v.flags.writeable = False
@@ -100,6 +123,7 @@ class ScenePose:
         self._parents = np.zeros(0, dtype=np.int64)
         self._pre = np.zeros((0, 4, 4))
         self._crowd_pre = None      # _write_crowd: (nodes, pre, every column shares one rest)
+        self._pre_forms = None
         self._pre_inv = None
         self._t = np.zeros((0, 3))
         self._q = np.zeros((0, 4))
@@ -137,6 +161,7 @@ class ScenePose:
         self._n = n
         self._parents = np.array(scene_asset.parents, dtype=np.int64)
         self._pre = np.asarray(scene_asset.pre_matrices, dtype=np.float64)   # the asset's (read-only)
+        self._pre_forms = None      # write_sampled: pre_rotation_forms(pre), or False (not affine)
         self._pre_inv = None
         self._world = np.tile(np.eye(4), (n, 1, 1))
         self._resolution_states = np.zeros(n, dtype=np.uint8)
@@ -317,11 +342,20 @@ class ScenePose:
         if targets > 1 and not isinstance(nodes, slice) and self._write_crowd(nodes, targets):
             self._dirty = True
             return
-        trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
-        if isinstance(nodes, slice):
-            np.matmul(self._pre[nodes], trs, out=self._local[nodes])
+        forms = self._pre_forms
+        if forms is None:
+            pre = self._pre
+            affine = bool(np.array_equal(pre[:, 3], np.broadcast_to([0.0, 0.0, 0.0, 1.0], pre[:, 3].shape)))
+            forms = self._pre_forms = pre_rotation_forms(pre) if affine else False
+        if forms is not False and isinstance(nodes, slice):
+            compose_pre_trs(self._pre[nodes], forms[nodes], self._t[nodes], self._q[nodes], self._s[nodes],
+                            self._local[nodes])
         else:
-            self._local[nodes] = np.matmul(self._pre[nodes], trs)
+            trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
+            if isinstance(nodes, slice):
+                np.matmul(self._pre[nodes], trs, out=self._local[nodes])
+            else:
+                self._local[nodes] = np.matmul(self._pre[nodes], trs)
         self._dirty = True
 
     def _write_crowd(self, nodes: np.ndarray, targets: int) -> bool:
