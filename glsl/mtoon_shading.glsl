@@ -68,7 +68,12 @@ float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
   int cols = int(fr.cascade_params.y + 0.5);
   ivec2 origin = ivec2(i % cols, i / cols) * tile;
   vec2 inv_atlas = 1.0 / vec2(textureSize(shadow_map, 0));
+#ifdef SPEC_PCF
+  const int r = SPEC_PCF;   /* constant: the tap loops unroll (a run-time bound costs llvmpipe one
+                             * more masked pass through each loop body) */
+#else
   int r = int(fr.shadow_texel.w);
+#endif
   vec2 tc = c.xy * float(tile) - 0.5;
   ivec2 base = ivec2(floor(tc));
   vec2 f = tc - vec2(base);
@@ -107,7 +112,11 @@ float shadow_visibility(vec3 wpos, vec3 ngeo)
   vec3 Ls = -fr.light_dir[int(fr.shadow_texel.y)].xyz;
   float ndl = dot(ngeo, Ls);
   float depth = dot(wpos - fr.camera_pos.xyz, fr.camera_fwd.xyz);
+#ifdef SPEC_CASCADES
+  const int n = SPEC_CASCADES;
+#else
   int n = int(fr.cascade_params.x + 0.5);
+#endif
   int i = 0;
   while (i < n - 1 && depth > fr.cascade_split[i]) {
     i++;
@@ -116,11 +125,26 @@ float shadow_visibility(vec3 wpos, vec3 ngeo)
   if (depth > end) {
     return 1.0;
   }
-  float v = shadow_cascade_visibility(i, wpos, ngeo, Ls, ndl);
   float w = fr.cascade_blend[i];
   float t = (w > 0.0) ? clamp((depth - (end - w)) / w, 0.0, 1.0) : 0.0;
+  /* cascade i, and i + 1 in its blend band (beyond the last cascade: 1).  A do-while: llvmpipe
+   * shades 4-8 fragments at once and runs an if's body whenever one of them needs it, but leaves
+   * a loop as soon as none does, so the second lookup costs only where a fragment blends */
+  int last = (t > 0.0 && i + 1 < n) ? i + 1 : i;
+  float v = 1.0;
+  float next = 1.0;
+  int k = i;
+  do {
+    float vk = shadow_cascade_visibility(k, wpos, ngeo, Ls, ndl);
+    if (k == i) {
+      v = vk;
+    }
+    else {
+      next = vk;
+    }
+    k++;
+  } while (k <= last);
   if (t > 0.0) {
-    float next = (i + 1 < n) ? shadow_cascade_visibility(i + 1, wpos, ngeo, Ls, ndl) : 1.0;
     v = mix(v, next, t);
   }
   /* the material's receive-shadow rate (engine/passes/common.receive_shadow_word) */
@@ -146,7 +170,11 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
     shift += texture(tex_shift, tex_uv(TEX_SHIFT, uvA)).r * mt.params1.z;
   }
   float toony = mt.emissive.w;
+#ifdef SPEC_LIGHTS
+  const int count = SPEC_LIGHTS;   /* the frame's light count: the light loop unrolls */
+#else
   int count = int(fr.world_color.w + 0.5);
+#endif
   int shadow_light = int(fr.shadow_texel.y);
   vec3 direct = vec3(0.0);
   vec3 rim_light = vec3(0.0);

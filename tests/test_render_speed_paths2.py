@@ -172,6 +172,16 @@ def test_variants_match_general_shaders_sun_only_demo(empty_scene, monkeypatch, 
     assert fwd and all("SPEC_SUN_ONLY" in d and "SKIN_LBS8" in d for d in fwd), fwd
     assert any("SKIN_MAX4" in d for d in fwd) and any("SKIN_STATIC" in d for d in fwd), fwd   # body, ground
     assert any("SPEC_ALPHA_MODE=0" in d and "SPEC_TEX_MASK=0" in d for d in shadow), shadow
+    assert any({"SPEC_LIGHTS=1", "SPEC_PCF=1", "SPEC_CASCADES=3"} <= d for d in fwd), fwd
+    assert np.abs(spec - general).max() <= TOL, np.abs(spec - general).max()
+    # 2x2 PCF and 4 cascades (the PCF radius and cascade count are constants of the variants)
+    st.shadow_pcf = False
+    st.shadow_cascades = 4
+    variant_log.clear()
+    spec = render_scene(scene).copy()
+    fwd = _defines(variant_log, "mtoon_forward")
+    general = _general(monkeypatch, scene)
+    assert any({"SPEC_PCF=0", "SPEC_CASCADES=4"} <= d for d in fwd), fwd
     assert np.abs(spec - general).max() <= TOL, np.abs(spec - general).max()
 
 

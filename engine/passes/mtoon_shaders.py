@@ -261,17 +261,28 @@ VERTEX_DEFINES = {"general": (), "lbs8": ("SKIN_LBS8",), "lbs4": ("SKIN_LBS8", "
                   "static": ("SKIN_LBS8", "SKIN_STATIC")}
 
 
-def surface_spec(mspec, shadows_on: bool, sun_only: bool, vclass: str) -> tuple:
-    """Defines of a forward / outline variant: ``mspec`` (material_spec), the frame's shadow
-    and light kinds, and the draw group's vertex class (VERTEX_DEFINES)."""
+def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0) -> tuple:
+    """The frame's part of the forward / outline variants: (shadows on, every light a sun, light
+    count, PCF radius, cascade count) of the FrameBlock the pipeline packs."""
+    return (bool(shadows_on), all(l.kind == "SUN" for l in lights), len(lights), int(pcf),
+            int(cascades) if shadows_on else 0)
+
+
+def surface_spec(mspec, frame, vclass: str) -> tuple:
+    """Defines of a forward / outline variant: ``mspec`` (material_spec), ``frame``
+    (frame_spec) and the draw group's vertex class (VERTEX_DEFINES)."""
+    shadows_on, sun_only, lights, pcf, cascades = frame
     d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
          ("SPEC_FLAGS", str(mspec["flags"]))]
     if not mspec["uv_anim"]:
         d.append("SPEC_NO_UV_ANIM")
     if not (shadows_on and mspec["receive"]):
         d.append("SPEC_NO_SHADOW")
+    else:
+        d += [("SPEC_PCF", str(pcf)), ("SPEC_CASCADES", str(cascades))]
     if sun_only:
         d.append("SPEC_SUN_ONLY")
+    d.append(("SPEC_LIGHTS", str(lights)))
     return tuple(d) + VERTEX_DEFINES[vclass]
 
 

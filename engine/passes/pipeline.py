@@ -29,7 +29,8 @@ import numpy as np
 from .instancing import FrameInstances
 from .common import (MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible, gl_matrix,
                      make_ubo, normalize_material, pack_material, view_depth)
-from .mtoon_shaders import forward_shader, material_spec, outline_shader, shadow_shader, shadow_spec, surface_spec
+from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_shader, shadow_shader, shadow_spec,
+                            surface_spec)
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
@@ -144,7 +145,7 @@ class FramePipeline:
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}           # material name -> material_spec (the shader variant's material part)
-        self._frame_spec = (False, False)   # (shadows on, every light a sun): the variants' frame part
+        self._frame_spec = frame_spec([], False)   # the variants' frame part (mtoon_shaders.frame_spec)
         self._mat_cache = {}       # material name -> (resolved source, params, texture bits, ubo)
         self._default_key = "\x00default"
         self.stats = {}
@@ -255,7 +256,8 @@ class FramePipeline:
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
                                               sun_i if shadows_on else -1))
         self._shadow_tex = None
-        self._frame_spec = (bool(shadows_on), all(l.kind == "SUN" for l in lights))
+        self._frame_spec = frame_spec(lights, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
+                                      self.shadow.fit_result.count if shadows_on else 0)
         if shadows_on:
             inst = self._instances
             self.shadow.draw(lambda name, group: shadow_shader(shadow_spec(self._mspec[name], inst.vertex_class(group))),
@@ -347,7 +349,7 @@ class FramePipeline:
         import gpu
 
         inst = self._instances
-        shadows_on, sun_only = self._frame_spec
+        fspec = self._frame_spec
         bound = None
         current = None
         for group in inst.groups(items):
@@ -357,7 +359,7 @@ class FramePipeline:
             if outline and (mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates")
                             or mat.outline_width <= 0):
                 continue
-            shader = shader_for(surface_spec(self._mspec[name], shadows_on, sun_only, inst.vertex_class(group)))
+            shader = shader_for(surface_spec(self._mspec[name], fspec, inst.vertex_class(group)))
             if shader is not bound:
                 shader.bind()
                 bound = shader
