@@ -150,10 +150,12 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             return
         self._drawn_from = drawn_from + (frame,)
         self.update_progress(0.9)
+        t_result = time.perf_counter()      # (result_ms: mostly first touches of Blender's new buffers)
         result = self.begin_result(0, 0, width, height)
         layer = result.layers[0].passes["Combined"]
         layer.rect.foreach_set(pixels.reshape(-1))
         self.end_result(result)
+        result_ms = (time.perf_counter() - t_result) * 1e3
         log = render_log_lines(scene.frame_current, self.session.stats)
         for line in log:
             print(line, flush=True)
@@ -161,7 +163,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         pipe = getattr(self.session.pipeline, "stats", None) or {}
         last_render.update(pixels=pixels, width=width, height=height, frame=scene.frame_current,
                            seconds=time.perf_counter() - t0, stats=dict(self.session.stats), log=log,
-                           pipeline=dict(pipe))
+                           pipeline=dict(pipe), result_ms=result_ms)
         self.update_progress(1.0)
 
     def _write_empty(self, depsgraph):

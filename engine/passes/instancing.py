@@ -110,6 +110,11 @@ class FrameInstances:
             at = np.array(pal_items, np.intp)
             rows[at[:, 0], 4, 1] = first[at[:, 1]]
         self.rows = rows
+        # the shader variant's vertex class of each item (mtoon_shaders.VERTEX_DEFINES), from
+        # the most influences it may bind (its own count, or the ready palette's)
+        own = np.fromiter((int(getattr(it, "influences", 0) or 0) for it in items), np.int64, n)
+        most = np.maximum(own, self.influences)
+        self.vclass = np.where(self.vgeneral | (most > 8), 3, np.where(most == 0, 0, np.where(most <= 4, 1, 2)))
         # instancing needs every palette in one texture (rows <= the texture limit)
         self.limit = limit
         from .shader_lib import MORPH_TEX_WIDTH
@@ -118,6 +123,7 @@ class FrameInstances:
                         and w_next <= MORPH_TEX_WIDTH * limit)
         self._pal_rows, self._w_rows = pal_rows, w_rows
         self._palette_tex = self._weights_tex = None
+        self._keys = {}
 
     # the shared textures are made on the first instanced draw (a frame without one makes none)
     @property
@@ -141,23 +147,26 @@ class FrameInstances:
         entries = getattr(s, "skin_entries", None)
         return (id(s.batch), it.material_name, bool(self.mirrored[i]), int(self.influences[i]),
                 id(entries) if entries is not None else 0, id(morph[0]) if morph is not None else 0,
-                bool(self.vgeneral[i]))
+                int(self.vclass[i]))
+
+    VERTEX_CLASSES = ("static", "lbs4", "lbs8", "general")
 
     def vertex_class(self, group) -> str:
         """The shader variant's vertex class of ``group`` (mtoon_shaders.VERTEX_DEFINES):
-        "general" when a member needs the general skinning, "static" when no member has a
-        palette at all, else "lbs4" / "lbs8" by the most influences a member has."""
-        infl = max(max(int(getattr(it, "influences", 0) or 0), int(self.influences[i])) for i, it in group)
-        if infl > 8 or any(self.vgeneral[i] for i, _ in group):
-            return "general"
-        return "static" if infl == 0 else "lbs4" if infl <= 4 else "lbs8"
+        "general" (more than 8 influences or a Preserve Volume palette), "static" (no palette
+        at all), else "lbs4" / "lbs8" by the most influences; one class per group (the group
+        key holds it)."""
+        return self.VERTEX_CLASSES[int(self.vclass[group[0][0]])]
 
     def groups(self, items) -> list:
         """``items`` split into draw groups (lists of (index, item)), in order of first appearance."""
         out = {}
+        keys = self._keys
         for it in items:
             i = self.index[id(it)]
-            key = self.group_key(i, it) if self.enabled else (i,)
+            key = keys.get(i)
+            if key is None:       # made once per frame (every pass and cascade groups again)
+                key = keys[i] = self.group_key(i, it) if self.enabled else (i,)
             out.setdefault(key, []).append((i, it))
         return list(out.values())
 
