@@ -1,16 +1,23 @@
 /* FXAA (the compact "console" variant after Timothy Lottes) on linear colour: luma is taken
- * from sqrt(rgb) so edges are found perceptually; alpha is filtered with the colour. */
+ * from sqrt(rgb) so edges are found perceptually; alpha is filtered with the colour.
+ * The centre and its four diagonal neighbours are whole texels (texelFetch, clamped to the edge
+ * as the sampler clamps): cheaper than filtered reads on llvmpipe, and exactly those texels
+ * (the interpolated uv used before drifted from the pixel centres by ~1e-3 texel, mixing a
+ * trace of the neighbours in).  The four taps along the edge stay filtered reads. */
 float fxaa_luma(vec4 c) { return dot(sqrt(max(c.rgb, vec3(0.0))), vec3(0.299, 0.587, 0.114)); }
 
 void main()
 {
-  vec2 rcp = 1.0 / vec2(textureSize(src, 0));
-  vec2 uv = v_uv;
-  vec4 cM = texture(src, uv);
-  float lNW = fxaa_luma(texture(src, uv + vec2(-1.0, -1.0) * rcp));
-  float lNE = fxaa_luma(texture(src, uv + vec2(1.0, -1.0) * rcp));
-  float lSW = fxaa_luma(texture(src, uv + vec2(-1.0, 1.0) * rcp));
-  float lSE = fxaa_luma(texture(src, uv + vec2(1.0, 1.0) * rcp));
+  ivec2 size = textureSize(src, 0);
+  ivec2 hi = size - 1;
+  vec2 rcp = 1.0 / vec2(size);
+  ivec2 p = ivec2(gl_FragCoord.xy);
+  vec2 uv = gl_FragCoord.xy * rcp;
+  vec4 cM = texelFetch(src, p, 0);
+  float lNW = fxaa_luma(texelFetch(src, clamp(p + ivec2(-1, -1), ivec2(0), hi), 0));
+  float lNE = fxaa_luma(texelFetch(src, clamp(p + ivec2(1, -1), ivec2(0), hi), 0));
+  float lSW = fxaa_luma(texelFetch(src, clamp(p + ivec2(-1, 1), ivec2(0), hi), 0));
+  float lSE = fxaa_luma(texelFetch(src, clamp(p + ivec2(1, 1), ivec2(0), hi), 0));
   float lM = fxaa_luma(cM);
   float lMin = min(lM, min(min(lNW, lNE), min(lSW, lSE)));
   float lMax = max(lM, max(max(lNW, lNE), max(lSW, lSE)));
