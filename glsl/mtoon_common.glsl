@@ -39,7 +39,8 @@ vec2 tex_uv(int slot, vec2 uv)
 /* Specialised variants (engine/passes/mtoon_shaders.py ``Spec``) define, from the material and
  * the frame: SPEC_TEX_MASK (the texture slots present), SPEC_ALPHA_MODE, SPEC_FLAGS,
  * SPEC_NO_UV_ANIM, SPEC_NO_SHADOW (nothing to sample), SPEC_SUN_ONLY (every light is a sun),
- * SPEC_LIGHTS (the light count), SPEC_PCF (PCF radius), SPEC_CASCADES (cascade count);
+ * SPEC_LIGHTS (the light count), SPEC_PCF (PCF radius), SPEC_CASCADES (cascade count),
+ * SPEC_NO_RIM (black rim colour, no matcap);
  * glsl/skinning.glsl: SKIN_LBS8.  Without them every choice is made at run time as before. */
 
 /* UV animation (§2.7) in Blender's V-up convention: CCW rotation about the centre first,

@@ -199,6 +199,7 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
   }
   color += emissive;
 
+#ifndef SPEC_NO_RIM   /* (a variant whose rim colour is black and has no matcap adds exactly 0) */
   vec3 V = view_vector(wpos);
   float lift = mt.params0.x;
   float power = max(mt.rim_color.w, 1e-5);
@@ -217,6 +218,7 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
     rim *= texture(tex_rim, tex_uv(TEX_RIM, uvA)).rgb;
   }
   color += rim * mix(vec3(1.0), rim_light + rgi, mt.params0.y);
+#endif
   return color;
 }
 

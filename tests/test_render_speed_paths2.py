@@ -173,6 +173,7 @@ def test_variants_match_general_shaders_sun_only_demo(empty_scene, monkeypatch, 
     assert any("SKIN_MAX4" in d for d in fwd) and any("SKIN_STATIC" in d for d in fwd), fwd   # body, ground
     assert any("SPEC_ALPHA_MODE=0" in d and "SPEC_TEX_MASK=0" in d for d in shadow), shadow
     assert any({"SPEC_LIGHTS=1", "SPEC_PCF=1", "SPEC_CASCADES=3"} <= d for d in fwd), fwd
+    assert any("SPEC_NO_RIM" in d for d in fwd) and any("SPEC_NO_RIM" not in d for d in fwd), fwd   # ground
     assert np.abs(spec - general).max() <= TOL, np.abs(spec - general).max()
     # 2x2 PCF and 4 cascades (the PCF radius and cascade count are constants of the variants)
     st.shadow_pcf = False

@@ -245,13 +245,18 @@ SPECIALIZE = True
 
 def material_spec(mat, tex_present: int) -> dict:
     """The material's constant choices: texture slots present, alpha mode, flags word, whether
-    its UVs animate and whether it receives a shadow (engine/passes/common.pack_material)."""
+    its UVs animate, whether it receives a shadow (engine/passes/common.pack_material) and
+    whether it has a rim (a rim colour or a matcap)."""
     from .common import ALPHA_MODES, material_flags, receive_shadow_word
 
+    from .common import TEX_SLOTS
+
+    matcap = bool(int(tex_present) & (1 << TEX_SLOTS.index("matcap")))
     return {"tex": int(tex_present), "alpha": int(ALPHA_MODES.get(mat.alpha_mode, 0)),
             "flags": int(material_flags(mat)),
             "uv_anim": bool(mat.uv_scroll_x != 0.0 or mat.uv_scroll_y != 0.0 or mat.uv_rotation != 0.0),
-            "receive": receive_shadow_word(mat) > 0.5}
+            "receive": receive_shadow_word(mat) > 0.5,
+            "rim": matcap or any(float(c) != 0.0 for c in list(mat.rim_color)[:3])}
 
 
 #: the defines of each vertex class (FrameInstances.vertex_class): "general" (more than 8
@@ -276,6 +281,8 @@ def surface_spec(mspec, frame, vclass: str) -> tuple:
          ("SPEC_FLAGS", str(mspec["flags"]))]
     if not mspec["uv_anim"]:
         d.append("SPEC_NO_UV_ANIM")
+    if not mspec["rim"]:
+        d.append("SPEC_NO_RIM")
     if not (shadows_on and mspec["receive"]):
         d.append("SPEC_NO_SHADOW")
     else:
