@@ -147,7 +147,9 @@ def test_variants_match_general_shaders_materials_and_lights(empty_scene, monkey
     assert any("SPEC_ALPHA_MODE=2" in d and "SPEC_NO_SHADOW" in d for d in fwd), fwd
     assert any("SPEC_ALPHA_MODE=0" in d and "SPEC_NO_SHADOW" not in d for d in fwd), fwd
     assert not any("SPEC_SUN_ONLY" in d for d in fwd), fwd
-    assert _defines(variant_log, "mtoon_outline") and _defines(variant_log, "mtoon_shadow")
+    out = _defines(variant_log, "mtoon_outline")
+    assert {"SPEC_OUTLINE_MODE=1", "SPEC_OUTLINE_MODE=2"} <= set().union(*out), out   # world, screen
+    assert _defines(variant_log, "mtoon_shadow")
     # a picture with every feature in it
     assert np.ptp(spec[..., :3].reshape(-1, 3), axis=0).min() > 0.3
     assert np.abs(spec - general).max() <= TOL, np.abs(spec - general).max()

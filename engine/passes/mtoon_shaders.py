@@ -131,7 +131,11 @@ void main()
   if (has_tex(TEX_OUTLINE_W)) {
     w *= textureLod(tex_outline_w, tex_uv(TEX_OUTLINE_W, uv), 0.0).g;
   }
+#ifdef SPEC_OUTLINE_MODE
+  const int mode = SPEC_OUTLINE_MODE;
+#else
   int mode = int(mt.params1.y + 0.5);
+#endif
   vec4 cp;
   if (mode == 1) {
     /* worldCoordinates: metres along the world-space normal (independent of object scale) */
@@ -247,12 +251,13 @@ def material_spec(mat, tex_present: int) -> dict:
     """The material's constant choices: texture slots present, alpha mode, flags word, whether
     its UVs animate, whether it receives a shadow (engine/passes/common.pack_material) and
     whether it has a rim (a rim colour or a matcap)."""
-    from .common import ALPHA_MODES, material_flags, receive_shadow_word
+    from .common import ALPHA_MODES, OUTLINE_MODES, material_flags, receive_shadow_word
 
     from .common import TEX_SLOTS
 
     matcap = bool(int(tex_present) & (1 << TEX_SLOTS.index("matcap")))
     return {"tex": int(tex_present), "alpha": int(ALPHA_MODES.get(mat.alpha_mode, 0)),
+            "outline": int(OUTLINE_MODES.get(mat.outline_width_mode, 0)),
             "flags": int(material_flags(mat)),
             "uv_anim": bool(mat.uv_scroll_x != 0.0 or mat.uv_scroll_y != 0.0 or mat.uv_rotation != 0.0),
             "receive": receive_shadow_word(mat) > 0.5,
@@ -273,9 +278,10 @@ def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0) -> tup
             int(cascades) if shadows_on else 0)
 
 
-def surface_spec(mspec, frame, vclass: str) -> tuple:
+def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
     """Defines of a forward / outline variant: ``mspec`` (material_spec), ``frame``
-    (frame_spec) and the draw group's vertex class (VERTEX_DEFINES)."""
+    (frame_spec) and the draw group's vertex class (VERTEX_DEFINES); an outline variant also
+    fixes the outline width mode (world or screen coordinates)."""
     shadows_on, sun_only, lights, pcf, cascades = frame
     d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
          ("SPEC_FLAGS", str(mspec["flags"]))]
@@ -290,6 +296,8 @@ def surface_spec(mspec, frame, vclass: str) -> tuple:
     if sun_only:
         d.append("SPEC_SUN_ONLY")
     d.append(("SPEC_LIGHTS", str(lights)))
+    if outline:
+        d.append(("SPEC_OUTLINE_MODE", str(mspec["outline"])))
     return tuple(d) + VERTEX_DEFINES[vclass]
 
 

@@ -359,7 +359,7 @@ class FramePipeline:
             if outline and (mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates")
                             or mat.outline_width <= 0):
                 continue
-            shader = shader_for(surface_spec(self._mspec[name], fspec, inst.vertex_class(group)))
+            shader = shader_for(surface_spec(self._mspec[name], fspec, inst.vertex_class(group), outline))
             if shader is not bound:
                 shader.bind()
                 bound = shader
