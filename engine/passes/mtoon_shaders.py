@@ -12,6 +12,15 @@ from the model matrix (cofactor, shared with skinning.glsl).  Instanced draws
 (engine/passes/instancing.py) take the model matrix and object id per instance from the include's
 ``instance_data`` (``instance_model``, ``instance_info``); the object id reaches the fragment
 stage as the flat ``v_object_id``.
+
+Variants: each shader is compiled per ``spec`` (a tuple of defines; see "Specialised variants"
+below): the material's texture set, alpha and outline mode, flags, UV animation, rim and shadow
+receipt, the frame's light count and kinds, PCF radius and cascade count, and the draw group's
+vertex class become constants.  Mesa's llvmpipe runs both sides of every branch under lane masks
+and one more masked pass through a loop with a run-time bound, so these constants remove the
+work of every path a draw cannot take (demo at 1280x720: shadow 19 -> 7 ms, forward 53 -> 20 ms).
+Uniforms the variant does not read stay declared where every draw sets them (SKIN_STATIC keeps
+``skin_influences``); a material block no OPAQUE caster reads is bound when present.
 """
 from __future__ import annotations
 

@@ -12,6 +12,9 @@ Passes, in order (each consumes the same RenderItems: vertex stream, palette, bo
 4. ScreenSpaceOutlinePass optional, edges from the aux target and depth.
 5. PostProcessPass       FXAA; the result stays linear (Blender colour-manages it).
 
+Every geometry draw uses the shader variant of its material, the frame and its deformation
+(engine/passes/mtoon_shaders.py ``surface_spec`` / ``shadow_spec``: the choices llvmpipe would
+otherwise pay for on every fragment and vertex are compile-time constants).
 View-frustum culling uses each item's dynamic ``world_bounds``; culled casters still cast.
 Draws are grouped (engine/passes/instancing.py): items that share a batch, material, mirroring
 and deformation layout (linked duplicates) are one instanced draw per pass; ``stats`` counts
