@@ -2,6 +2,9 @@
 
 Passes, in order (each consumes the same RenderItems: vertex stream, palette, bounds):
 
+0. SkinOnce              only with skin_once.ENABLED (an experiment, off: slower on llvmpipe,
+                         see engine/passes/skin_once.py): every skinned vertex morphed and skinned
+                         once into a texture that the passes below read instead of skinning.
 1. ShadowPass            cascaded shadow maps of the strongest sun, fitted to the camera's view
                          of the visible items; every caster overlapping a cascade is drawn into
                          it (view-culled casters included), skinned with the item's palette.
@@ -37,6 +40,7 @@ from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_s
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
+from .skin_once import SkinOnce
 from .textures import TextureCache, dummy_texture
 
 LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 3}
@@ -120,7 +124,8 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1) -> np.ndarray:
 
 
 #: pipeline stat key -> the pass name the Stats panel shows (blend joins the forward pass)
-GPU_TIME_KEYS = {"shadow_ms": "shadow", "forward_ms": "forward", "blend_ms": "forward",
+GPU_TIME_KEYS = {"skin_once_ms": "skin_once", "shadow_ms": "shadow", "forward_ms": "forward",
+                 "blend_ms": "forward",
                  "outline_ms": "outline_mask", "screen_outline_ms": "screen_space_outline",
                  "post_ms": "post_process"}
 
@@ -139,6 +144,7 @@ def _sync(fb, depth=False) -> None:
 class FramePipeline:
     def __init__(self):
         self.shadow = ShadowPass()
+        self.skin_once = SkinOnce()   # skin once per frame (skin_once.ENABLED, an experiment)
         self.screen_outline = ScreenSpaceOutlinePass()
         self.post = PostProcessPass()
         self.textures = TextureCache()
@@ -255,6 +261,12 @@ class FramePipeline:
         # instance data of every item the passes may draw; items sharing a batch, material and
         # deformation layout are drawn with one instanced call (engine/passes/instancing.py)
         self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
+        # ---- 0. skin once (experiment, off by default): every pass then fetches the result
+        # (its time alone: the setup before it stays in shadow_ms, as without it)
+        t_skin = time.perf_counter()
+        if self.skin_once.run(self._instances):
+            t0 += self._flush("skin_once_ms", t_skin, self.skin_once._fb) - t_skin
+        self.stats.update(skin_once_vertices=self.skin_once.vertices, skin_once_draws=self.skin_once.draws)
         shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
                                               sun_i if shadows_on else -1))
@@ -379,6 +391,7 @@ class FramePipeline:
 
     def free(self):
         self.shadow.free()
+        self.skin_once.free()
         self.screen_outline.free()
         self.post.free()
         self.textures.clear()

@@ -35,6 +35,8 @@ SKIN_ENTRIES_SLOT = 3    # influence spans of vertices with more than 8 influenc
 INSTANCE_DATA_SLOT = 4   # per-instance model, object id and offsets of instanced draws
 #: Row width of the morph delta and weight textures (glsl/skinning.glsl: MORPH_TEX_WIDTH).
 MORPH_TEX_WIDTH = 4096
+#: Skin once per frame (engine/passes/skin_once.py): 2x2-texel blocks per row of the texture
+SKIN_ONCE_BLOCKS = 1024
 
 
 @lru_cache(maxsize=None)
@@ -76,6 +78,10 @@ def add_skinning_interface(info) -> None:
     info.define("MORPH_TEX_WIDTH", str(MORPH_TEX_WIDTH))
 
 
+def _has_define(defines, name: str) -> bool:
+    return any((d[0] if isinstance(d, tuple) else d) == name for d in defines)
+
+
 def build_shader(name: str, vertex_body: str, fragment_source: str, *, interfaces=(), push_constants=(),
                  samplers=(), fragment_outputs=(("VEC4", "frag_color"),), defines=(), typedefs: str = "",
                  uniform_bufs=(), depth_only: bool = False):
@@ -94,6 +100,13 @@ def build_shader(name: str, vertex_body: str, fragment_source: str, *, interface
     add_skinning_interface(info)
     for slot, (stype, sname) in enumerate(samplers, start=INSTANCE_DATA_SLOT + 1):
         info.sampler(slot, stype, sname)
+    fetch = _has_define(defines, "SKIN_FETCH")
+    if fetch or _has_define(defines, "SKIN_ONCE_PASS"):
+        # skin once per frame (glsl/skinning.glsl): the item's first vertex in the skinned texture
+        info.push_constant("INT", "skin_base")
+        info.define("SKIN_ONCE_BLOCKS", str(SKIN_ONCE_BLOCKS))
+    if fetch:
+        info.sampler(INSTANCE_DATA_SLOT + 1 + len(samplers), "FLOAT_2D", "skinned")
     for pc in push_constants:
         if len(pc) == 3:
             info.push_constant(pc[0], pc[1], pc[2])
