@@ -423,9 +423,12 @@ class AnimationPlayer:
             if not pose.set_local_trs(nodes, t, q, s):
                 self.last_error = "pose rejected the sampled transforms"
                 return False
-        vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
-        vals[:self._own_morph_count] = self._sample_morphs(time)
-        self._morph_values = vals
+        if self._morph_keys:
+            vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
+            vals[:self._own_morph_count] = self._sample_morphs(time)
+            self._morph_values = vals
+        elif self._morph_values.shape[0]:
+            self._morph_values = np.zeros(0)
         return True
 
     def _sample_trs(self, time: float, t, q, s, scene) -> None:

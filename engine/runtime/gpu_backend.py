@@ -470,7 +470,7 @@ class GpuBackend(RuntimeBackend):
             entry[1] = float_texture(entries.reshape(-1, 4), 4)
             self.morph_texture_bytes += int(entries.nbytes)
             del entries
-        w = np.array(weights, np.float32).ravel()
+        w = np.array(weights, np.float32).ravel()    # kept by the stream: a copy
         weights_tex = self._weights_texture(w)
         self.stream_uploads += 1
         b = base_stream

@@ -364,7 +364,7 @@ class _PaletteBatch:
         if not self.rel.size:
             return True
         key = np.concatenate([world[self.rel_arm], world[self.rel_mesh]])
-        if self._rel_key is not None and np.array_equal(key, self._rel_key):
+        if self._rel_key is not None and (key == self._rel_key).all():   # same shapes: one comparison
             return True
         try:
             rel_now = np.linalg.solve(world[self.rel_arm], world[self.rel_mesh])
@@ -459,7 +459,7 @@ class _PaletteBatch:
         matrices from the baked joint matrices and the anchors' worlds, one product per run of
         rows sharing a mesh and an anchor; the other joints' worlds are not read."""
         mesh_w = world[self.mesh_nodes]
-        if self._mesh_w is not None and np.array_equal(mesh_w, self._mesh_w):
+        if self._mesh_w is not None and (mesh_w == self._mesh_w).all():   # same shapes
             mesh_inv = self._mesh_inv                     # the meshes did not move
         else:
             try:
