@@ -382,34 +382,13 @@ int skinned_base()
 #endif
 
 #ifdef SKIN_ONCE_PASS
-/* morph_vertex and morph_outline's smooth normal in one loop (the skin pass writes all four) */
+/* morph_vertex and morph_outline's smooth normal (the skin pass writes all four): the same
+ * functions the passes call, so the fetched result is what each pass would compute */
 void morph_all(inout vec3 position, inout vec3 normal, inout vec3 tangent, inout vec3 smooth_normal)
 {
-  if (morph_mode == 0) {
-    return;
-  }
-  vec3 dp = vec3(0.0), dn = vec3(0.0), dt = vec3(0.0), ds = vec3(0.0);
-  int wbase = morph_weight_base();
-  int first = int(morph_span.x);
-  int count = int(morph_span.y);
-  for (int k = 0; k < count; k++) {
-    int e = 4 * (first + k);
-    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
-    float w = texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r;
-    if (w != 0.0) {
-      dp += w * a.xyz;
-      dn += w * texelFetch(morph_deltas, morph_texel(e + 1), 0).xyz;
-      dt += w * texelFetch(morph_deltas, morph_texel(e + 2), 0).xyz;
-      ds += w * texelFetch(morph_deltas, morph_texel(e + 3), 0).xyz;
-    }
-  }
-  position += dp;
-  vec3 n = normal + dn;
-  vec3 t = tangent + dt;
-  vec3 s = smooth_normal + ds;
-  normal = (dot(n, n) >= 1e-16) ? normalize(n) : normal;
-  tangent = (dot(t, t) >= 1e-16) ? normalize(t) : tangent;
-  smooth_normal = (dot(s, s) >= 1e-16) ? normalize(s) : smooth_normal;
+  vec3 p = position;
+  morph_outline(p, smooth_normal);
+  morph_vertex(position, normal, tangent);
 }
 #endif
 

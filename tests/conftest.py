@@ -144,6 +144,34 @@ def add_material(name, color):
     return mat
 
 
+def add_egg_ball(scene, name="Ball", segments=(32, 16), radius=1.0, value=1.0):
+    """A smooth UV sphere linked to ``scene`` with a strong shape key "Spike" at ``value``: an
+    egg with a long top (it moves vertices and turns the normals)."""
+    import bmesh
+
+    me = bpy.data.meshes.new(name)
+    bm = bmesh.new()
+    bmesh.ops.create_uvsphere(bm, u_segments=segments[0], v_segments=segments[1], radius=radius)
+    bm.to_mesh(me)
+    bm.free()
+    for poly in me.polygons:
+        poly.use_smooth = True
+    ob = bpy.data.objects.new(name, me)
+    scene.collection.objects.link(ob)
+    ob.shape_key_add(name="Basis", from_mix=False)
+    kb = ob.shape_key_add(name="Spike", from_mix=False)
+    co = np.empty(len(me.vertices) * 3, np.float32)
+    me.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    up = np.clip(co[:, 2], 0.0, None)
+    co[:, 0] *= 1.0 - 0.5 * up
+    co[:, 1] *= 1.0 - 0.5 * up
+    co[:, 2] += 0.9 * up ** 2
+    kb.data.foreach_set("co", co.ravel())
+    kb.value = value
+    return ob
+
+
 def add_mesh_object(scene, name, verts, faces, location=(0, 0, 0), material=None):
     me = bpy.data.meshes.new(name)
     me.from_pydata([tuple(v) for v in verts], [], [tuple(f) for f in faces])

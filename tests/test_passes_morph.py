@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import math
 
-import bmesh
 import bpy
 import numpy as np
 import pytest
 
-from conftest import ARTIFACTS, add_camera, add_mesh_object, add_sun, save_png
+from conftest import ARTIFACTS, add_camera, add_egg_ball, add_mesh_object, add_sun, save_png
 from stylized_renderer.engine.world.scene_runtime import SceneRuntime
 
 
@@ -33,15 +32,7 @@ def build(scene, value):
     g.shading_toony = 0.95
     add_mesh_object(scene, "Ground", [(-6, -3, -1), (6, -3, -1), (6, 6, -1), (-6, 6, -1)], [(0, 1, 2, 3)],
                     material=ground)
-    me = bpy.data.meshes.new("Ball")
-    bm = bmesh.new()
-    bmesh.ops.create_uvsphere(bm, u_segments=32, v_segments=16, radius=1.0)
-    bm.to_mesh(me)
-    bm.free()
-    for poly in me.polygons:
-        poly.use_smooth = True
-    ob = bpy.data.objects.new("Ball", me)
-    scene.collection.objects.link(ob)
+    ob = add_egg_ball(scene, value=value)
     mat = bpy.data.materials.new("BallMat")
     p = mat.stylized_mtoon
     p.enabled = True
@@ -51,18 +42,7 @@ def build(scene, value):
     p.outline_width_mode = "worldCoordinates"
     p.outline_width = 0.03
     p.outline_color = (0.0, 0.0, 0.0)
-    me.materials.append(mat)
-    ob.shape_key_add(name="Basis", from_mix=False)
-    kb = ob.shape_key_add(name="Spike", from_mix=False)
-    co = np.empty(len(me.vertices) * 3, np.float32)
-    me.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3)
-    up = np.clip(co[:, 2], 0.0, None)
-    co[:, 0] *= 1.0 - 0.5 * up            # an egg with a long top: new positions and new normals
-    co[:, 1] *= 1.0 - 0.5 * up
-    co[:, 2] += 0.9 * up ** 2
-    kb.data.foreach_set("co", co.ravel())
-    kb.value = value
+    ob.data.materials.append(mat)
     return ob
 
 

@@ -133,6 +133,18 @@ def _feature_scene(scene):
     bpy.context.view_layer.update()
 
 
+def _small_demo(scene):
+    """The demo character at 240x160 with shadows and outlines on; returns scene.stylized."""
+    from demo.character import build_demo_scene
+
+    build_demo_scene(scene)
+    scene.render.resolution_x, scene.render.resolution_y = 240, 160
+    scene.render.resolution_percentage = 100
+    st = scene.stylized
+    st.shadows = st.outlines = True
+    return st
+
+
 def test_variants_match_general_shaders_materials_and_lights(empty_scene, monkeypatch, variant_log):
     """Textures in every slot, UV animation, MASK / BLEND, no shadow received, both outline
     modes, sun + point + spot + area: the specialised frame equals the general one."""
@@ -158,14 +170,8 @@ def test_variants_match_general_shaders_materials_and_lights(empty_scene, monkey
 def test_variants_match_general_shaders_sun_only_demo(empty_scene, monkeypatch, variant_log):
     """The demo character (sun only: the SPEC_SUN_ONLY variants, OPAQUE without discard, the
     shadow casters' variant that reads no texture): equal to the general shaders."""
-    from demo.character import build_demo_scene
-
     scene = empty_scene
-    build_demo_scene(scene)
-    scene.render.resolution_x, scene.render.resolution_y = 240, 160
-    scene.render.resolution_percentage = 100
-    st = scene.stylized
-    st.shadows = st.outlines = True
+    st = _small_demo(scene)
     spec = render_scene(scene).copy()
     fwd = _defines(variant_log, "mtoon_forward")
     shadow = _defines(variant_log, "mtoon_shadow")
@@ -285,14 +291,8 @@ def _fxaa_reference(src: np.ndarray) -> np.ndarray:
 def test_fxaa_pass_matches_its_reference(empty_scene):
     """F12 of the demo with FXAA equals glsl/fxaa.glsl computed in numpy on the same frame
     rendered without it (the centre and diagonal taps are whole texels); it changes the edges."""
-    from demo.character import build_demo_scene
-
     scene = empty_scene
-    build_demo_scene(scene)
-    scene.render.resolution_x, scene.render.resolution_y = 240, 160
-    scene.render.resolution_percentage = 100
-    st = scene.stylized
-    st.shadows = st.outlines = True
+    st = _small_demo(scene)
     st.fxaa = False
     raw = render_scene(scene).copy()
     st.fxaa = True

@@ -271,6 +271,19 @@ def run_crowd(args):
               f"ms_per_character={per_char:.2f}", flush=True)
 
 
+def pass_scene(args):
+    """(N, scene, kind) for the per-pass benchmarks: the demo and N - 1 linked duplicates (N from
+    --crowd, default 1) at --width x --height, shadows and outlines on."""
+    n = (args.crowd or [1])[0]
+    scene, kind = build_scene()
+    if n > 1:
+        add_linked_duplicates(scene, n - 1)
+    scene.render.resolution_x, scene.render.resolution_y = args.width, args.height
+    scene.render.resolution_percentage = 100
+    scene.stylized.shadows = scene.stylized.outlines = True
+    return n, scene, kind
+
+
 def run_skin_cost(args):
     """Per-pass time with and without the vertex shaders' skinning (see the module docstring)."""
     import bpy
@@ -279,14 +292,8 @@ def run_skin_cost(args):
     from stylized_renderer.engine.passes import instancing
     from stylized_renderer.engine.runtime import gpu_backend
 
-    n = (args.crowd or [1])[0]
-    scene, kind = build_scene()
-    if n > 1:
-        add_linked_duplicates(scene, n - 1)
-    scene.render.resolution_x, scene.render.resolution_y = args.width, args.height
-    scene.render.resolution_percentage = 100
+    n, scene, kind = pass_scene(args)
     st = scene.stylized
-    st.shadows = st.outlines = True
     st.profile_gpu = True
     scene.render.engine = "STYLIZED"
     real = gpu_backend.bind_skinning
@@ -332,14 +339,8 @@ def run_skin_once(args):
     from stylized_renderer.engine import render_engine
     from stylized_renderer.engine.passes import skin_once
 
-    n = (args.crowd or [1])[0]
-    scene, kind = build_scene()
-    if n > 1:
-        add_linked_duplicates(scene, n - 1)
-    scene.render.resolution_x, scene.render.resolution_y = args.width, args.height
-    scene.render.resolution_percentage = 100
+    n, scene, kind = pass_scene(args)
     st = scene.stylized
-    st.shadows = st.outlines = True
     scene.render.engine = "STYLIZED"
     f12 = {False: [], True: []}
     passes = {False: [], True: []}
