@@ -137,6 +137,8 @@ class MorphState:
                 keep = idx.size - 1 - rev_first
                 idx = idx[keep]
             lo, hi = self._min[idx], self._max[idx]
+            if idx.shape[0] == n and keep is None and (idx == np.arange(n)).all():
+                idx = slice(None)          # every target in order: whole-array reads and writes
             if isinstance(indices, np.ndarray) and not indices.flags.writeable:
                 self._idx_cache = (indices, idx, keep, lo, hi, val.shape[0])
         if val.shape[0] == 0:
@@ -147,10 +149,12 @@ class MorphState:
             val = val[keep]
         new = np.minimum(np.maximum(val, lo), hi).astype(np.float32)   # np.clip, without its overhead
         old = self._weights[idx]
-        changed = new != old
-        if not changed.any():
+        if (new == old).all():
             return True
-        self._active += int(np.count_nonzero(new)) - int(np.count_nonzero(old))
+        if isinstance(idx, slice):
+            self._active = int(np.count_nonzero(new))
+        else:
+            self._active += int(np.count_nonzero(new)) - int(np.count_nonzero(old))
         self._weights[idx] = new
         self._version = next_version(self._version)
         MorphState.epoch += 1

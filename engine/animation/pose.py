@@ -69,6 +69,7 @@ def _quadratic_form() -> np.ndarray:
 
 _QA, _QB, _QFORM = _quadratic_form()
 _S9 = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
+_S12 = np.array([0, 1, 2, 3] * 3)    # (s, 1) per column of a 3x4 block
 
 
 def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -88,25 +89,36 @@ def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[
 
 
 def pre_rotation_forms(pre: np.ndarray) -> np.ndarray:
-    """(N,10,9): for each affine ``pre``, the quadratic form of ``compose_trs_fast`` carried
-    through pre's 3x3 block: ``qq @ form[i]`` is ``pre[i][:3,:3] @ R(q)`` (row-major), so
-    ``pre @ T @ R @ S`` needs no 4x4 product (``compose_pre_trs``)."""
-    forms = _QFORM.reshape(10, 3, 3)
-    return np.einsum("nij,kjl->nkil", np.asarray(pre, np.float64)[:, :3, :3], forms).reshape(-1, 10, 9)
+    """(N,14,12): for each affine ``pre``, the linear map from ``x = (q_a q_b (10), t (3), 1)`` to
+    the top three rows of ``pre @ T @ R(q)`` (row-major 3x4): the quaternion's quadratic form
+    (``compose_trs_fast``) carried through pre's 3x3 block, then ``pre3 @ t + pre_t``.  So
+    ``pre @ T @ R @ S`` takes one (1,14) x (14,12) product per row (``compose_pre_trs``)."""
+    pre = np.asarray(pre, np.float64)
+    n = pre.shape[0]
+    p3 = pre[:, :3, :3]
+    f = np.zeros((n, 14, 3, 4))
+    f[:, :10, :, :3] = np.einsum("nij,kjl->nkil", p3, _QFORM.reshape(10, 3, 3))
+    f[:, 10:13, :, 3] = p3.transpose(0, 2, 1)      # row 10 + j, entry (i, 3): pre3[i, j]
+    f[:, 13, :, 3] = pre[:, :3, 3]
+    return f.reshape(n, 14, 12)
 
 
 def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.ndarray, s: np.ndarray,
                     out: np.ndarray) -> None:
     """``out = pre @ T @ R @ S`` for affine (N,4,4) ``pre`` with ``forms = pre_rotation_forms(pre)``,
-    (N,3) ``t``, unit (N,4) wxyz ``q`` and (N,3) ``s``: the rotation block is one batched
-    (1,10) x (10,9) product per row, the translation ``pre3 @ t + pre_t``."""
+    (N,3) ``t``, unit (N,4) wxyz ``q`` and (N,3) ``s``: the top three rows are one batched
+    (1,14) x (14,12) product per row (rotation and translation together), then the columns of the
+    rotation block are scaled."""
     n = q.shape[0]
-    qq = np.take(q, _QA, axis=1)
-    qq *= np.take(q, _QB, axis=1)
-    r = np.matmul(qq[:, None, :], forms)[:, 0]
-    r *= np.take(s, _S9, axis=1)
-    out[:, :3, :3] = r.reshape(n, 3, 3)
-    out[:, :3, 3] = np.einsum("nij,nj->ni", pre[:, :3, :3], t) + pre[:, :3, 3]
+    x = np.empty((n, 1, 14))
+    np.multiply(np.take(q, _QA, axis=1), np.take(q, _QB, axis=1), out=x[:, 0, :10])
+    x[:, 0, 10:13] = t
+    x[:, 0, 13] = 1.0
+    top = np.matmul(x, forms).reshape(n, 12)     # contiguous: numpy's strided loops are slow
+    s4 = np.ones((n, 4))
+    s4[:, :3] = s
+    top *= np.take(s4, _S12, axis=1)               # column l of the rotation block times s[l]
+    out[:, :3] = top.reshape(n, 3, 4)
     out[:, 3] = pre[:, 3]
 
 

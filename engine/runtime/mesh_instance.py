@@ -273,38 +273,41 @@ class PrimitiveInstance:
         self.morph_state = MorphState(prim.morph_targets)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = table if table is not None else morph_table(prim)
-        # per-target extremes stacked for conservative_bounds (init time, a loop over targets)
-        # columns: dmin (3), dmax (3), max length (1)
-        self._extremes = np.array([np.concatenate([td.dmin, td.dmax, [td.max_length]]) for td in self._targets],
-                                  np.float64).reshape(-1, 7)
-        self._signed = np.zeros((2, len(self._targets)))    # conservative_bounds: (w+, w-)
+        # conservative_bounds' one product: (w+, w-) (2T) against the per-target extremes
+        # [[dmin, dmax, len], [dmax, dmin, -len]] (2T, 7) gives (lo delta, hi delta, |w| . len)
+        # (init time, a loop over targets)
+        ext = np.array([np.concatenate([td.dmin, td.dmax, [td.max_length]]) for td in self._targets],
+                       np.float64).reshape(-1, 7)
+        self._extremes = np.concatenate([ext, np.concatenate([ext[:, 3:6], ext[:, :3], -ext[:, 6:]], axis=1)])
+        self._signed = np.zeros(2 * len(self._targets))    # conservative_bounds: (w+, w-)
         self._base_empty = prim.bounds.is_empty
+        self._base6 = (np.concatenate([prim.bounds.minimum, prim.bounds.maximum]).astype(np.float64)
+                       if not self._base_empty else None)
+        self._any_muted = bool(self.muted.any())
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
+        if not self._any_muted:
+            return self.morph_state.weights       # read-only (the backend copies what it keeps)
         w = np.array(self.morph_state.weights, dtype=np.float32)
         w[self.muted] = 0.0
         return w
 
     def conservative_bounds(self, weights: np.ndarray):
         """(bounds, max delta) that contain every morphed vertex for these weights, O(active)."""
-        prim = self.primitive
-        base = prim.bounds
-        w = np.asarray(weights, np.float64)
-        if self._base_empty or not w.any():
-            return base, 0.0
+        if self._base_empty:
+            return self.primitive.bounds, 0.0
         # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below;
-        # one product gives (w+ . dmin, w+ . dmax, w+ . len) and the same for w-, |w| = w+ - w-
+        # one product gives (w+ . dmin + w- . dmax, w+ . dmax + w- . dmin, |w| . len)
         pm = self._signed
-        np.maximum(w, 0.0, out=pm[0])
-        np.minimum(w, 0.0, out=pm[1])
-        (a, b) = np.dot(pm, self._extremes)
-        max_delta = float(a[6] - b[6])
-        lo = base.minimum + (a[:3] + b[3:6])
-        hi = base.maximum + (a[3:6] + b[:3])
-        lo.flags.writeable = False
-        hi.flags.writeable = False
-        return bounds_of(lo, hi), max_delta
+        t = pm.shape[0] // 2
+        np.maximum(weights, 0.0, out=pm[:t])
+        np.minimum(weights, 0.0, out=pm[t:])
+        r = np.dot(pm, self._extremes)
+        lohi = r[:6]
+        lohi += self._base6
+        lohi.flags.writeable = False
+        return bounds_of(lohi[:3], lohi[3:6]), float(r[6])
 
     def compose_in_shader(self, backend, base_stream):
         """(stream, conservative bounds, max delta) drawing ``base_stream`` with the deltas
@@ -405,6 +408,7 @@ class RuntimeMeshInstance:
         self._backend = None
         self.morph_policy = "auto"      # one of MORPH_POLICIES
         self.idle = False               # the last update found every primitive settled
+        self.counts = (0, 0, 0)         # update(): (total uploads, shader-composed primitives, active targets)
 
     def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend) -> bool:
         """Primitive counts must match; builds and uploads every morph primitive once."""
@@ -447,10 +451,13 @@ class RuntimeMeshInstance:
         policy = self.morph_policy
         can_shader = bool(getattr(backend, "supports_shader_morph", False)) and policy != "rebuild"
         idle = True
+        shader_count = active = 0
         for i, p in enumerate(self.primitives):
             st = p.morph_state
             if st is None:
                 continue
+            active += st.active_count
+            shader_count += p.shader_morph      # before this update; corrected below on a change
             can = can_shader and not p.shader_unavailable
             if (st.version == p.applied_morph_version and p.still + 1 >= STILL_RESET
                     and (can and policy == "shader") == p.shader_morph):
@@ -482,6 +489,7 @@ class RuntimeMeshInstance:
             if p.stream is not None:
                 backend.release_stream(p.stream)
             p.stream = stream
+            shader_count += shader - p.shader_morph
             p.shader_morph = shader
             p.local_bounds = bounds
             p.maximum_position_delta = max_delta
@@ -489,6 +497,8 @@ class RuntimeMeshInstance:
             self.last_upload_count += 1
             self.total_upload_count += 1
         self.idle = idle and ok
+        # (total uploads, shader-composed primitives, active targets) after this update
+        self.counts = (self.total_upload_count, shader_count, active)
         return ok
 
     @property

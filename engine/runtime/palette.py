@@ -346,6 +346,10 @@ class _PaletteBatch:
         self._handles = None
         self._mats = self._lo = self._hi = self._ok = self._bounds = None
         self._mesh_w = self._mesh_inv = self._minv_rows = None     # last mesh worlds, their inverses
+        # the worlds that decide the mesh inverses and the relations, compared in one step
+        self.watch = np.concatenate([self.mesh_nodes, self.rel_arm, self.rel_mesh]).astype(np.intp)
+        self._watched = None                     # their worlds at the last update that used them
+        self._ibm_ext = None                     # (epoch, (T,5,4) ibm_t_eff with each box centre row)
         self._rel_key = None                     # last armature and mesh worlds of the relations
         self.ibm_epoch = 0                       # bumped whenever ibm_t_eff changes (folds redo)
         self._fold = None                        # (relation frames, epoch, (F,T,4,4) folded rows)
@@ -448,6 +452,18 @@ class _PaletteBatch:
         c4[self.box_rows, :3] = self.box_center
         return out, np.einsum("tk,ftki->fti", c4, out)
 
+    def _extended(self) -> np.ndarray:
+        """(T,5,4): ``ibm_t_eff`` with a fifth row per joint, its box centre (1 in w) through
+        ``(ibm @ corr)^T`` (zero for joints without a box).  Remade when ``ibm_t_eff`` changed."""
+        e = self._ibm_ext
+        if e is not None and e[0] == self.ibm_epoch:
+            return e[1]
+        ext = np.zeros((self.ibm_t_eff.shape[0], 5, 4))
+        ext[:, :4] = self.ibm_t_eff
+        ext[self.box_rows, 4] = np.einsum("nk,nki->ni", self.box_center1, self.ibm_t_eff[self.box_rows])
+        self._ibm_ext = (self.ibm_epoch, ext)
+        return ext
+
     def update(self, world: np.ndarray, segment_table: Optional[np.ndarray],
                frames=None, baked=None) -> Optional[np.ndarray]:
         """Compute every group's palette, bounds and (lazily) scale bound; upload each.  Returns
@@ -458,19 +474,24 @@ class _PaletteBatch:
         from ``frames``, which holds None as its table when there are no segment rows): the skin
         matrices from the baked joint matrices and the anchors' worlds, one product per run of
         rows sharing a mesh and an anchor; the other joints' worlds are not read."""
-        mesh_w = world[self.mesh_nodes]
-        if self._mesh_w is not None and (mesh_w == self._mesh_w).all():   # same shapes
-            mesh_inv = self._mesh_inv                     # the meshes did not move
+        watched = world[self.watch]
+        if self._watched is not None and (watched == self._watched).all():   # same shapes
+            mesh_inv = self._mesh_inv        # the meshes and the armature relations did not move
         else:
-            try:
-                mesh_inv = np.linalg.inv(mesh_w)
-            except np.linalg.LinAlgError:
+            mesh_w = watched[:self.mesh_nodes.shape[0]]
+            if self._mesh_w is not None and (mesh_w == self._mesh_w).all():
+                mesh_inv = self._mesh_inv
+            else:
+                try:
+                    mesh_inv = np.linalg.inv(mesh_w)
+                except np.linalg.LinAlgError:
+                    return None
+                self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
+                self._minv_rows = (mesh_inv.transpose(0, 2, 1)[self.group_of_joint] if len(self.groups) > 1
+                                   else None)         # inverse(meshWorld)^T per joint row (crowds)
+            if not self._relations(world):
                 return None
-            self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
-            self._minv_rows = (mesh_inv.transpose(0, 2, 1)[self.group_of_joint] if len(self.groups) > 1
-                               else None)         # inverse(meshWorld)^T per joint row (crowds)
-        if not self._relations(world):
-            return None
+            self._watched = watched
         self._epoch_stable = self.ibm_epoch == self._prev_epoch
         self._prev_epoch = self.ibm_epoch
         if baked is None:
@@ -528,13 +549,18 @@ class _PaletteBatch:
                 jt = jt.copy()
                 rows = self.seg_rows_global
                 jt[rows] = np.matmul(segment_table[self.seg_table_rows].transpose(0, 2, 1), jt[rows])
-            x = np.matmul(self.ibm_t_eff, jt)             # (jointWorld @ ibm)^T
+            # (jointWorld @ ibm)^T, and in a fifth row each joint box's centre (1 in w) through
+            # it: the centres come out of the same products (the box rows of _extended)
+            x = np.matmul(self._extended(), jt)
         if x is None:
             pass
         elif len(self.groups) == 1:
-            skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(x.shape[0], 4, 4)
+            skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(x.shape)
         else:
             skin_t = np.matmul(x, self._minv_rows)
+        if skin_t.shape[1] == 5:
+            centres = skin_t[:, 4, :3]
+            skin_t = skin_t[:, :4]
         self._skin_t = skin_t
         self._scales = None
         # bounds: centre c = R @ centre + t, half h = |R| @ half, per non-empty joint box

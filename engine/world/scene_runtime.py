@@ -373,8 +373,7 @@ class SceneRuntime:
         for inst in insts:
             ok = inst.update() and ok
             uploads += inst.last_upload_count
-            counts = (inst.total_upload_count, inst.shader_morph_count,
-                      sum(p.morph_state.active_count for p in inst.primitives if p.morph_state is not None))
+            counts = inst.counts
             total += counts[0]
             shader += counts[1]
             active += counts[2]
