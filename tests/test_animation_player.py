@@ -9,6 +9,8 @@ import pytest
 import test_runtime_rigs as R
 from stylized_renderer.engine.animation import AnimationPlayer, ScenePose, TrackSet, slerp
 from stylized_renderer.engine.assets import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
+from stylized_renderer.engine.assets.types import compose_trs
+from stylized_renderer.engine.importer.rotation import quat_mul
 
 
 def setup(channels, duration=2.0, morph_channels=()):
@@ -301,6 +303,61 @@ def test_trackset_rotation_and_linear_sampling_match_the_per_track_reference(uni
         left, right, alpha = rot.locate(time)
         assert np.allclose(rot.slerp_at(left, right, alpha), rot.sample_rotation(time), atol=1e-12)
     assert np.allclose(rot.times, np.concatenate(times_list))
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_sampled_rotations_turn_at_a_constant_rate_and_stay_unit_at_every_angle(uniform):
+    """Key pairs from 1e-10 rad to nearly 180 degrees apart (opposite hemispheres included)
+    sample as the rotation by alpha times their angle, about their axis (true slerp, also where
+    the keys are so close that an arccos of their dot product loses half its digits), and unit
+    without a normalisation; non-unit keys are normalised."""
+    rng = np.random.default_rng(21)
+    angles = [1e-10, 3e-9, 1e-6, 1e-4, 0.01, 0.03, 0.3, 1.0, 2.0, 3.1]
+    times_list, rot_list, axes, bases = [], [], [], []
+    for c, ang in enumerate(angles):
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        base = rng.normal(size=4)
+        base /= np.linalg.norm(base)
+        turn = R.quat_axis_angle(axis, ang)
+        right = quat_mul(turn, base) * (-1.0 if c % 2 else 1.0)      # odd tracks: other hemisphere
+        times_list.append(np.array([0.0, 1.0]) if uniform else np.array([0.0, 1.0 + 0.1 * c]))
+        rot_list.append(np.array([base, right]))
+        axes.append(axis)
+        bases.append(base)
+    rot = TrackSet(times_list, rot_list, 4)
+    assert (rot._uniform is not None) == uniform
+    assert rot._pair_table()[1]                        # unit keys: no normalisation on the way
+    for a in (0.1, 0.25, 0.5, 0.9):
+        got = rot.sample_rotation(a * np.array([t[-1] for t in times_list]).min() if uniform else a)
+        for c, ang in enumerate(angles):
+            alpha = a if uniform else a / times_list[c][-1]
+            want = quat_mul(R.quat_axis_angle(axes[c], alpha * ang), bases[c])
+            assert abs(abs(np.dot(got[c], want)) - 1.0) < 1e-15, (c, a)
+            assert np.allclose(got[c], want, atol=2e-16 + 1e-15 * ang), (c, a, np.abs(got[c] - want).max())
+            assert abs(np.dot(got[c], got[c]) - 1.0) < 1e-14, (c, a)
+    scaled = TrackSet(times_list, [r * 2.0 for r in rot_list], 4)     # non-unit keys: normalised
+    assert not scaled._pair_table()[1]
+    assert np.allclose(scaled.sample_rotation(0.5), rot.sample_rotation(0.5), atol=1e-15)
+
+
+def test_a_rotation_clip_keeps_a_scale_written_between_frames():
+    """The player's write skips the scale columns while every scale is one; a scale written
+    between frames (here by set_local_trs) is in the next frame's local matrix."""
+    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0, 1.0],
+                                       rotation_values=[R.quat_axis_angle([0, 0, 1], 0.0),
+                                                        R.quat_axis_angle([0, 0, 1], 1.0)])]
+    scene, pose, p = setup(chans, duration=1.0)
+    p.play()
+    assert p.update(0.25, scene, pose)
+    assert np.allclose(np.linalg.norm(pose.local_matrices[1][:3, :3], axis=0), 1.0)
+    t, q, _s = pose.local_trs(np.array([1]))
+    assert pose.set_local_trs(np.array([1]), t, q, np.array([[2.0, 3.0, 0.5]]))
+    assert p.update(0.25, scene, pose)
+    m = pose.local_matrices[1]
+    pre = np.asarray(scene.pre_matrices[1])
+    want = pre @ compose_trs(t, R.quat_axis_angle([0, 0, 1], 0.5)[None], np.array([[2.0, 3.0, 0.5]]))[0]
+    assert np.allclose(m, want, atol=1e-12)
 
 
 def test_clip_tracks_are_packed_and_the_player_views_them():

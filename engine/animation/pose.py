@@ -106,7 +106,7 @@ def pre_rotation_forms(pre: np.ndarray) -> np.ndarray:
 def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.ndarray, s: np.ndarray,
                     out: np.ndarray) -> None:
     """``out = pre @ T @ R @ S`` for affine (N,4,4) ``pre`` with ``forms = pre_rotation_forms(pre)``,
-    (N,3) ``t``, unit (N,4) wxyz ``q`` and (N,3) ``s``: the top three rows are one batched
+    (N,3) ``t``, unit (N,4) wxyz ``q`` and (N,3) ``s`` (None: all ones): the top three rows are one batched
     (1,14) x (14,12) product per row (rotation and translation together), then the columns of the
     rotation block are scaled."""
     n = q.shape[0]
@@ -115,9 +115,10 @@ def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.nda
     x[:, 0, 10:13] = t
     x[:, 0, 13] = 1.0
     top = np.matmul(x, forms).reshape(n, 12)     # contiguous: numpy's strided loops are slow
-    s4 = np.ones((n, 4))
-    s4[:, :3] = s
-    top *= np.take(s4, _S12, axis=1)               # column l of the rotation block times s[l]
+    if s is not None:
+        s4 = np.ones((n, 4))
+        s4[:, :3] = s
+        top *= np.take(s4, _S12, axis=1)           # column l of the rotation block times s[l]
     out[:, :3] = top.reshape(n, 3, 4)
     out[:, 3] = pre[:, 3]
 
@@ -140,7 +141,9 @@ class ScenePose:
         self._t = np.zeros((0, 3))
         self._q = np.zeros((0, 4))
         self._s = np.zeros((0, 3))
+        self._unit_scale = None     # every scale is (1, 1, 1): True / False, None = not known
         self._trs_stale = np.zeros(0, dtype=bool)   # True where a matrix write left the TRS unknown
+        self._matrix_marks = False                   # some _trs_stale / _from_matrix entry may be True
         self._from_matrix = np.zeros(0, dtype=bool)  # True where the local came from set_local_matrices
         self._special = np.zeros(0, dtype=bool)      # bones with non-default inheritance flags
         self._any_special = False
@@ -254,9 +257,11 @@ class ScenePose:
         self._t = np.array(sc.bind_translations, dtype=np.float64)
         self._q = normalize_quaternions(np.array(sc.bind_rotations, dtype=np.float64)) if self._n else np.zeros((0, 4))
         self._s = np.array(sc.bind_scales, dtype=np.float64)
+        self._unit_scale = None
         self._local = np.array(sc.bind_locals, dtype=np.float64)
         self._trs_stale = np.zeros(self._n, dtype=bool)
         self._from_matrix = np.zeros(self._n, dtype=bool)
+        self._matrix_marks = False       # some _trs_stale / _from_matrix entry may be True
         self._clear_shortcut()
         self._drop_pending()
         self._dirty = True
@@ -323,6 +328,7 @@ class ScenePose:
         self._t[idx] = t
         self._q[idx] = q
         self._s[idx] = s
+        self._unit_scale = None
         self._trs_stale[idx] = False
         self._from_matrix[idx] = False
         self._local[idx] = np.matmul(self._pre[idx], compose_trs_fast(t, q, s))
@@ -337,7 +343,8 @@ class ScenePose:
         nodes: intp arrays, or slices for runs of consecutive nodes), then ``local = pre @ T @ R @ S``
         for ``nodes``.  Same result as ``local_trs`` + ``set_local_trs``, without the copies and
         checks."""
-        if self._trs_stale[nodes].any():
+        marks = self._matrix_marks          # no matrix write since the marks were last clear
+        if marks and self._trs_stale[nodes].any():
             self._refresh_trs(np.arange(self._n)[nodes])
         if self._shortcut is not None and self._shortcut_mask[nodes].any():
             self._clear_shortcut()
@@ -349,8 +356,11 @@ class ScenePose:
             self._q[q_nodes] = q
         if s is not None:
             self._s[s_nodes] = s
-        self._trs_stale[nodes] = False
-        self._from_matrix[nodes] = False
+            self._unit_scale = None
+        if marks:
+            self._trs_stale[nodes] = False
+            self._from_matrix[nodes] = False
+            self._matrix_marks = bool(self._trs_stale.any() or self._from_matrix.any())
         if targets > 1 and not isinstance(nodes, slice) and self._write_crowd(nodes, targets):
             self._dirty = True
             return
@@ -360,8 +370,10 @@ class ScenePose:
             affine = bool(np.array_equal(pre[:, 3], np.broadcast_to([0.0, 0.0, 0.0, 1.0], pre[:, 3].shape)))
             forms = self._pre_forms = pre_rotation_forms(pre) if affine else False
         if forms is not False and isinstance(nodes, slice):
-            compose_pre_trs(self._pre[nodes], forms[nodes], self._t[nodes], self._q[nodes], self._s[nodes],
-                            self._local[nodes])
+            if self._unit_scale is None:
+                self._unit_scale = bool((self._s == 1.0).all())
+            compose_pre_trs(self._pre[nodes], forms[nodes], self._t[nodes], self._q[nodes],
+                            None if self._unit_scale else self._s[nodes], self._local[nodes])
         else:
             trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
             if isinstance(nodes, slice):
@@ -417,6 +429,7 @@ class ScenePose:
         self._local[idx] = m
         self._trs_stale[idx] = True
         self._from_matrix[idx] = True
+        self._matrix_marks = True
         self._dirty = True
         return True
 
@@ -430,6 +443,7 @@ class ScenePose:
         self._local[nodes] = matrices
         self._trs_stale[nodes] = True
         self._from_matrix[nodes] = True
+        self._matrix_marks = True
         self._dirty = True
 
     def defer_local_matrices(self, nodes: np.ndarray, make) -> None:
@@ -448,6 +462,7 @@ class ScenePose:
         self._pending_mask[nodes] = True
         self._trs_stale[nodes] = True
         self._from_matrix[nodes] = True
+        self._matrix_marks = True
         self._dirty = True
 
     def _materialize(self) -> None:
@@ -594,6 +609,7 @@ class ScenePose:
         self._t[stale] = t
         self._q[stale] = q
         self._s[stale] = s
+        self._unit_scale = None
         self._trs_stale[stale] = False
 
     def local_trs(self, nodes):

@@ -125,8 +125,8 @@ class TrackSet:
         return vl + (vr - vl) * alpha[:, None]
 
     def sample_rotation(self, time: float) -> np.ndarray:
-        """(C, 4) wxyz: shortest-path, normalised slerp (``slerp`` of the two keys around
-        ``time``, with the terms that depend on the keys alone made once per track set)."""
+        """(C, 4) wxyz: shortest-path slerp of the two keys around ``time`` (``slerp``), with the
+        terms that depend on the keys alone made once per track set; unit."""
         if self.count == 0:
             return np.zeros((0, 4))
         if self._uniform is None:
@@ -138,48 +138,62 @@ class TrackSet:
         grid = self.values.reshape(self.count, k, 4)
         if left == right:                  # before the first or after the last key: that key
             return normalize_quaternions(grid[:, left])
-        theta, inv_sin, sign = (a.reshape(self.count, k)[:, left] for a in self._pair_table())
-        return _slerp_pairs(grid[:, left], grid[:, right], alpha, theta, inv_sin, sign)
+        table, unit = self._pair_table()
+        return _slerp_pairs(grid[:, left], grid[:, right], alpha, table.reshape(self.count, k, 3)[:, left], unit)
 
     def slerp_at(self, left: np.ndarray, right: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         """``slerp(values[left], values[right], alpha)`` for ``locate``'s indices (``right`` is
         ``left + 1`` or ``left``), the key-only terms read from the pair table."""
-        theta, inv_sin, sign = (a[left] for a in self._pair_table())
+        table, unit = self._pair_table()
+        terms = table[left]
         same = right == left              # an endpoint (alpha 1): the key itself, not its negation
         if same.any():
-            sign[same] = 1.0
-        return _slerp_pairs(self.values[left], self.values[right], alpha, theta, inv_sin, sign)
+            terms[same, 2] = terms[same, 1]
+        return _slerp_pairs(self.values[left], self.values[right], alpha, terms, unit)
 
     def _pair_table(self):
-        """(theta, 1 / sin theta, sign) of every key j with key j + 1 of its track (the last key
-        with itself), made on the first rotation sample: ``slerp``'s terms that depend on the keys
-        alone, with its nearly equal pairs (lerped there) given theta = ``NEAR_THETA``, where
-        sin(a theta) / sin(theta) equals a to float64 precision (the same weights, no branch)."""
+        """((K, 3) terms, unit): per key j with key j + 1 of its track (the last key with itself),
+        ``slerp``'s terms that depend on the keys alone: theta, 1 / sin theta and sign / sin theta
+        (sign -1 where the right key is taken in the left key's hemisphere), made on the first
+        rotation sample.  Pairs closer than ``NEAR_THETA`` get theta = ``NEAR_THETA``, where
+        sin(a theta) / sin(theta) equals a to float64 precision (the lerp's weights, no branch).
+        ``unit``: every key is a unit quaternion (to 1e-12), so the slerps are unit without a
+        normalisation (theta is exact: ``_pair_terms``)."""
         if self._pairs is None:
             j = np.arange(self.values.shape[0])
             nxt = np.minimum(j + 1, np.repeat(self._last, self.counts))
             theta, sin_t, near, flip = _pair_terms(self.values, self.values[nxt])
             theta[near] = NEAR_THETA
             sin_t[near] = np.sin(NEAR_THETA)
-            self._pairs = (theta, 1.0 / sin_t, np.where(flip, -1.0, 1.0))
+            table = np.empty((theta.shape[0], 3))
+            table[:, 0] = theta
+            table[:, 1] = 1.0 / sin_t
+            table[:, 2] = np.where(flip, -table[:, 1], table[:, 1])
+            norms = np.einsum("ij,ij->i", self.values, self.values)
+            unit = bool(norms.size == 0 or np.abs(norms - 1.0).max() < 2e-12)
+            self._pairs = (table, unit)
         return self._pairs
 
 
 #: theta of nearly equal key pairs in the pair table: sin(a x) / sin(x) = a (1 - (1 - a^2) x^2 / 6 + ...)
-#: is a to about 1e-17 here, below float64's resolution
+#: is a to about 1e-17 here, below float64's resolution; such keys are within 1e-8 of each other,
+#: so their lerp is unit to about 1e-17 as well
 NEAR_THETA = 1e-8
 
 
-def _slerp_pairs(ql, qr, alpha, theta, inv_sin, sign) -> np.ndarray:
-    """Slerp of (N,4) keys ``ql`` toward ``qr`` (same hemisphere after ``sign``) from the pair
-    table's terms; ``alpha`` a scalar or (N,).  Normalised."""
+def _slerp_pairs(ql, qr, alpha, terms, unit: bool) -> np.ndarray:
+    """Slerp of (N,4) keys ``ql`` toward ``qr`` from the pair table's (N,3) ``terms`` (theta,
+    1 / sin theta, sign / sin theta); ``alpha`` a scalar or (N,).  Unit: normalised unless the
+    keys are unit (``unit``), where the slerp with an exact theta is unit already."""
+    theta = terms[:, 0]
     wl = np.sin((1.0 - alpha) * theta)
-    wl *= inv_sin
+    wl *= terms[:, 1]
     wr = np.sin(alpha * theta)
-    wr *= inv_sin
-    wr *= sign
+    wr *= terms[:, 2]
     out = ql * wl[:, None]
     out += qr * wr[:, None]
+    if unit:
+        return out
     n2 = np.einsum("ij,ij->i", out, out)
     if n2.min() < 1e-24:                  # a zero key (not rejected by validation): identity there
         return normalize_quaternions(out)
@@ -228,13 +242,21 @@ def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 def _pair_terms(ql, qr):
     """(theta, sin theta (1 where near), near, flip) of (N,4) key pairs: the slerp terms that
-    depend on the keys alone (``near``: nearly equal keys, lerped; ``flip``: opposite
-    hemispheres, the right key negated)."""
+    depend on the keys alone (``flip``: opposite hemispheres, the right key negated; ``near``:
+    closer than ``NEAR_THETA``, lerped).  theta = 2 atan2(|l - r|, |l + r|) (r the right key in
+    the left key's hemisphere, both normalised): exact at every angle, where arccos of the dot
+    product loses half the digits near 0."""
     d = np.einsum("ij,ij->i", ql, qr)
     flip = d < 0.0
-    d = np.abs(d)
-    near = d > 0.9995
-    theta = np.arccos(np.minimum(d, 1.0))
+    nl = np.sqrt(np.einsum("ij,ij->i", ql, ql))
+    nr = np.sqrt(np.einsum("ij,ij->i", qr, qr))
+    nl[nl == 0.0] = 1.0
+    nr[nr == 0.0] = 1.0
+    u = ql / nl[:, None]
+    v = qr * (np.where(flip, -1.0, 1.0) / nr)[:, None]
+    theta = 2.0 * np.arctan2(np.sqrt(np.einsum("ij,ij->i", u - v, u - v)),
+                             np.sqrt(np.einsum("ij,ij->i", u + v, u + v)))
+    near = theta < NEAR_THETA
     sin_t = np.sin(theta)
     sin_t[near] = 1.0
     return theta, sin_t, near, flip

@@ -477,6 +477,22 @@ class GpuBackend(RuntimeBackend):
         return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
                          morph=(entry[1], weights_tex), skin_entries=b.skin_entries, morph_weights=w)
 
+    def refresh_morph_stream(self, stream, base_stream, weights) -> bool:
+        """New weights for a shader-morph stream of ``create_morph_stream`` still drawing
+        ``base_stream``: the stream object is kept (no new wrapper each animated frame).  False
+        (nothing changed) when it cannot be: the caller then makes a new stream."""
+        morph = getattr(stream, "morph", None)
+        if (morph is None or stream.batch is None or base_stream is None
+                or stream.vbo is not getattr(base_stream, "vbo", None)):
+            return False
+        w = np.array(weights, np.float32).ravel()    # kept by the stream: a copy
+        if stream.morph_weights is None or w.shape != stream.morph_weights.shape:
+            return False
+        stream.morph = (morph[0], self._weights_texture(w))
+        stream.morph_weights = w
+        self.stream_uploads += 1
+        return True
+
     def _weights_texture(self, w: np.ndarray):
         """The texture of morph weights ``w``, shared by every stream drawing the same weights (the
         primitives of one mesh, a crowd at one expression): made once, kept for the last

@@ -314,6 +314,9 @@ class PrimitiveInstance:
         composed in the vertex shader, or None when the upload failed.  A backend that cannot
         hold this primitive's deltas at all (it raises) sets ``shader_unavailable``."""
         weights = self.effective_weights()
+        refresh = getattr(backend, "refresh_morph_stream", None)
+        if self.shader_morph and refresh is not None and refresh(self.stream, base_stream, weights):
+            return (self.stream,) + self.conservative_bounds(weights)   # new weights, same stream
         try:
             stream = backend.create_morph_stream(self.primitive, base_stream, weights)
         except Exception:
@@ -486,7 +489,7 @@ class RuntimeMeshInstance:
                 ok = False          # applied_morph_version not advanced: retried next frame
                 continue
             stream, bounds, max_delta = result
-            if p.stream is not None:
+            if p.stream is not None and p.stream is not stream:
                 backend.release_stream(p.stream)
             p.stream = stream
             shader_count += shader - p.shader_morph
