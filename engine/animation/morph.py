@@ -109,8 +109,9 @@ class MorphState:
         MorphState.epoch += 1
         return True
 
-    def set_weights(self, indices, values) -> bool:
+    def set_weights(self, indices, values, finite: bool = False) -> bool:
         """Vectorised set_weight: one version bump when anything changed (last duplicate wins).
+        ``finite``: the caller checked that every value is finite.
 
         A read-only index array (what SceneRuntime passes every frame) is checked once and its
         checks, duplicate selection and clamp ranges are reused while the same array comes back."""
@@ -143,7 +144,7 @@ class MorphState:
                 self._idx_cache = (indices, idx, keep, lo, hi, val.shape[0])
         if val.shape[0] == 0:
             return True
-        if not np.isfinite(val).all():
+        if not finite and not np.isfinite(val).all():
             return False
         if keep is not None:
             val = val[keep]

@@ -63,6 +63,7 @@ class SceneRuntime:
         self._key_names: Dict[int, List[str]] = {}
         # node -> [(primitive_index, slots into key names, target indices)]
         self._bindings: Dict[int, list] = {}
+        self._all_keys_slots: set = set()
         self._clip_bindings: list = []     # [(MorphState, channel indices, target indices)]
         self._last_sample_count = -1
         self._initialized = False
@@ -135,6 +136,8 @@ class SceneRuntime:
                     slots.flags.writeable = False
                     targets.flags.writeable = False     # MorphState.set_weights checks it once
                     binds.append((pi, slots, targets))
+                    if np.array_equal(slots, np.arange(len(names))):
+                        self._all_keys_slots.add(id(slots))     # kept alive by _bindings
             self._key_names[node] = names
             self._bindings[node] = binds
         self._morph_insts = [inst for inst in self.mesh_instances if inst is not None]
@@ -157,6 +160,7 @@ class SceneRuntime:
         self.runtime_meshes = []
         self._key_names = {}
         self._bindings = {}
+        self._all_keys_slots = set()     # ids of binding slot arrays that are every key in order
         self._clip_bindings = []
         self._initialized = False
 
@@ -292,10 +296,14 @@ class SceneRuntime:
         vals = np.asarray(values, dtype=np.float64).reshape(-1)
         if vals.shape[0] != len(self._key_names[node]):
             return False
+        if not np.isfinite(vals).all():
+            return False                 # nothing is set (as each MorphState would refuse them)
         inst = self.mesh_instances[node]
         ok = True
         for pi, slots, targets in binds:
-            ok &= inst.primitives[pi].morph_state.set_weights(targets, vals[slots])
+            # a primitive with every key of the mesh, in order (the common case), takes them as they are
+            v = vals if id(slots) in self._all_keys_slots else vals[slots]
+            ok &= inst.primitives[pi].morph_state.set_weights(targets, v, finite=True)
         return bool(ok)
 
     def set_morph_weight(self, node: int, key_name: str, value: float) -> bool:
