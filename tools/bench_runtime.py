@@ -3,7 +3,9 @@
 Builds the heavy rig (365 bones, ~50k vertices, 4 influences, 50 shape keys with 5 active, an action
 animating every bone) and measures the median per-frame cost of
   (a) Blender's scene.frame_set
-  (b) our preview-player update: sample + pose + palettes (+ GPU upload) + morph (+ GPU upload)
+  (b) our preview-player update: the frame's expression weights set (set_node_morph_weights,
+      5 keys changing on a 7-frame cycle; the weight arrays are made before the timing), then
+      sample + pose + palettes (+ GPU upload) + morph (+ GPU upload)
   (c) our timeline-mode update: read Blender's evaluated pose + the same chain (after frame_set)
   (d) a paused frame (must be ~free: 0 palette and 0 morph uploads)
 then prints the scaling table (joints 100 -> 1000, active targets 1 -> 50) and the last line
