@@ -360,6 +360,26 @@ def test_a_rotation_clip_keeps_a_scale_written_between_frames():
     assert np.allclose(m, want, atol=1e-12)
 
 
+def test_a_sampled_frame_replaces_a_local_matrix_written_between_frames():
+    """A matrix written between frames (set_local_matrices, here with a projective last row) is
+    replaced whole by the next sampled frame, its last row included."""
+    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0, 1.0],
+                                       rotation_values=[R.quat_axis_angle([0, 0, 1], 0.0),
+                                                        R.quat_axis_angle([0, 0, 1], 1.0)])]
+    scene, pose, p = setup(chans, duration=1.0)
+    p.play()
+    assert p.update(0.25, scene, pose)
+    sampled = pose.local_matrices[1].copy()
+    odd = sampled.copy()
+    odd[3] = [0.1, 0.2, 0.0, 1.5]          # its top rows (and so its TRS) are the sampled ones
+    assert pose.set_local_matrices(np.array([1]), odd[None])
+    assert pose.update_world_matrices()
+    assert np.allclose(pose.local_matrices[1], odd)
+    p.seek(0.25)
+    assert p.update(0.0, scene, pose)
+    assert np.allclose(pose.local_matrices[1], sampled, atol=1e-12)
+
+
 def test_clip_tracks_are_packed_and_the_player_views_them():
     """An AnimationClipAsset keeps each kind of key values in one array (the channels hold
     views of it, with the same values), and the player's flattened tracks view that array

@@ -104,11 +104,11 @@ def pre_rotation_forms(pre: np.ndarray) -> np.ndarray:
 
 
 def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.ndarray, s: np.ndarray,
-                    out: np.ndarray) -> None:
+                    out: np.ndarray, bottom: bool = True) -> None:
     """``out = pre @ T @ R @ S`` for affine (N,4,4) ``pre`` with ``forms = pre_rotation_forms(pre)``,
     (N,3) ``t``, unit (N,4) wxyz ``q`` and (N,3) ``s`` (None: all ones): the top three rows are one batched
     (1,14) x (14,12) product per row (rotation and translation together), then the columns of the
-    rotation block are scaled."""
+    rotation block are scaled.  ``bottom=False``: ``out``'s last rows already equal pre's."""
     n = q.shape[0]
     x = np.empty((n, 1, 14))
     np.multiply(np.take(q, _QA, axis=1), np.take(q, _QB, axis=1), out=x[:, 0, :10])
@@ -120,7 +120,8 @@ def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.nda
         s4[:, :3] = s
         top *= np.take(s4, _S12, axis=1)           # column l of the rotation block times s[l]
     out[:, :3] = top.reshape(n, 3, 4)
-    out[:, 3] = pre[:, 3]
+    if bottom:
+        out[:, 3] = pre[:, 3]
 
 
 def _ro_view(a: np.ndarray) -> np.ndarray:
@@ -261,7 +262,7 @@ class ScenePose:
         self._local = np.array(sc.bind_locals, dtype=np.float64)
         self._trs_stale = np.zeros(self._n, dtype=bool)
         self._from_matrix = np.zeros(self._n, dtype=bool)
-        self._matrix_marks = False       # some _trs_stale / _from_matrix entry may be True
+        self._matrix_marks = True        # (the bind locals' last rows are written once more)
         self._clear_shortcut()
         self._drop_pending()
         self._dirty = True
@@ -373,7 +374,8 @@ class ScenePose:
             if self._unit_scale is None:
                 self._unit_scale = bool((self._s == 1.0).all())
             compose_pre_trs(self._pre[nodes], forms[nodes], self._t[nodes], self._q[nodes],
-                            None if self._unit_scale else self._s[nodes], self._local[nodes])
+                            None if self._unit_scale else self._s[nodes], self._local[nodes],
+                            bottom=marks)    # no matrix write: every last row is pre's already
         else:
             trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
             if isinstance(nodes, slice):

@@ -609,14 +609,14 @@ class _PaletteBatch:
             self.attached = True
         batch = self._batch_upload
         if batch is None:                               # palette by palette
-            self._ok = np.array([p._push() for p in pals], bool)
+            self._ok = [p._push() for p in pals]
             return self._ok
         # one backend call: every palette's buffer takes its rows of the one texel array
         try:
             ok = batch(self._handles, texels, self._slot_rows)
         except Exception:
             ok = [False] * len(pals)
-        self._ok = np.array(ok, bool)
+        self._ok = ok                                   # a list of bools, one per palette
         return self._ok
 
     # a palette's results while attached (SkinningPalette reads these through its _view)
@@ -988,8 +988,8 @@ class SkinningPaletteSet:
             tab, i, a = frames                  # the per-group path below takes the lerped table
             seg = self.segment_table = tab[i] if a <= 0.0 else tab[i] * (1.0 - a) + tab[i + 1] * a
         if done is not None:
-            self.last_upload_count += int(np.count_nonzero(done))
-            ok = bool(done.all())
+            self.last_upload_count += sum(done)
+            ok = all(done)
             if self._dq_groups and frames is not None:   # Preserve Volume groups: the lerped table
                 tab, i, a = frames
                 seg = tab[i] if a <= 0.0 else tab[i] * (1.0 - a) + tab[i + 1] * a
