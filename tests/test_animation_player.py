@@ -310,7 +310,7 @@ def test_sampled_rotations_turn_at_a_constant_rate_and_stay_unit_at_every_angle(
     """Key pairs from 1e-10 rad to nearly 180 degrees apart (opposite hemispheres included)
     sample as the rotation by alpha times their angle, about their axis (true slerp, also where
     the keys are so close that an arccos of their dot product loses half its digits), and unit
-    without a normalisation; non-unit keys are normalised."""
+    without a normalisation; keys that are not unit are normalised before the slerp."""
     rng = np.random.default_rng(21)
     angles = [1e-10, 3e-9, 1e-6, 1e-4, 0.01, 0.03, 0.3, 1.0, 2.0, 3.1]
     times_list, rot_list, axes, bases = [], [], [], []
@@ -327,7 +327,7 @@ def test_sampled_rotations_turn_at_a_constant_rate_and_stay_unit_at_every_angle(
         bases.append(base)
     rot = TrackSet(times_list, rot_list, 4)
     assert (rot._uniform is not None) == uniform
-    assert rot._pair_table()[1]                        # unit keys: no normalisation on the way
+    assert rot._pair_table()[1] is rot.values          # unit keys: slerped as they are, no copy
     for a in (0.1, 0.25, 0.5, 0.9):
         got = rot.sample_rotation(a * np.array([t[-1] for t in times_list]).min() if uniform else a)
         for c, ang in enumerate(angles):
@@ -336,9 +336,15 @@ def test_sampled_rotations_turn_at_a_constant_rate_and_stay_unit_at_every_angle(
             assert abs(abs(np.dot(got[c], want)) - 1.0) < 1e-15, (c, a)
             assert np.allclose(got[c], want, atol=2e-16 + 1e-15 * ang), (c, a, np.abs(got[c] - want).max())
             assert abs(np.dot(got[c], got[c]) - 1.0) < 1e-14, (c, a)
-    scaled = TrackSet(times_list, [r * 2.0 for r in rot_list], 4)     # non-unit keys: normalised
-    assert not scaled._pair_table()[1]
-    assert np.allclose(scaled.sample_rotation(0.5), rot.sample_rotation(0.5), atol=1e-15)
+    # keys that are not unit (here of different lengths within a pair) are normalised first
+    scaled = TrackSet(times_list, [r * np.array([[2.0], [0.3]]) for r in rot_list], 4)
+    assert scaled._pair_table()[1] is not scaled.values
+    for time in (0.0, 0.3, 0.5, 1.0):
+        assert np.allclose(scaled.sample_rotation(time), rot.sample_rotation(time), atol=1e-15), time
+    q = R.quat_axis_angle([0, 1, 0], 1.2)               # a zero key is the identity
+    zero = TrackSet([np.array([0.0, 1.0])], [np.array([[0.0, 0.0, 0.0, 0.0], q])], 4)
+    assert np.allclose(zero.sample_rotation(0.0)[0], [1.0, 0.0, 0.0, 0.0])
+    assert np.allclose(zero.sample_rotation(0.5)[0], R.quat_axis_angle([0, 1, 0], 0.6), atol=1e-15)
 
 
 def test_a_rotation_clip_keeps_a_scale_written_between_frames():

@@ -103,3 +103,24 @@ def test_settled_morph_instances_are_skipped_until_a_weight_changes():
                        atol=1e-6)
     rt.set_morph_policy("rebuild")
     assert rt.update_timeline() and len(calls) == 2                 # a policy change: looked at again
+
+
+def test_a_non_finite_weight_is_refused_by_the_primitives_that_hold_its_key_alone():
+    """Weights with one NaN: the primitive holding that key keeps its weights, a primitive with
+    only finite keys takes its own; the call reports False."""
+    from dataclasses import replace
+
+    from stylized_renderer.engine.assets import MeshAsset, MorphTargetAsset, SceneAsset
+
+    sc = R.skinned_arm_scene(morph=True)
+    body = sc.meshes[0]
+    frown = MorphTargetAsset("Frown", position_deltas=np.tile([0, 0, -0.5], (4, 1)), normal_deltas=None,
+                             tangent_deltas=None, key_name="Frown")
+    prims = [body.primitives[0], replace(body.primitives[1], morph_targets=(frown,))]
+    rt = runtime(SceneAsset(sc.nodes, [MeshAsset(body.name, body.mesh_name, prims)] + list(sc.meshes[1:])))
+    assert rt.morph_key_names(3) == ["Smile", "Frown"]
+    assert not rt.set_node_morph_weights(3, [0.5, np.nan])
+    assert rt.mesh_instances[3].morph_state(0).weight(0) == 0.5       # Smile: finite, taken
+    assert rt.mesh_instances[3].morph_state(1).weight(0) == 0.0       # Frown: NaN, refused
+    assert rt.set_node_morph_weights(3, [0.25, 0.75])
+    assert rt.mesh_instances[3].morph_state(1).weight(0) == 0.75

@@ -151,6 +151,47 @@ def test_failed_weight_upload_does_not_advance_applied_version():
     assert inst.update() and p.shader_morph and p.applied_morph_version == st.version
 
 
+class RefreshingBackend(CpuBackend):
+    """A backend that gives a shader-morph stream new weights in place (as GpuBackend does),
+    or raises there (``fail``)."""
+
+    def __init__(self, fail=False):
+        super().__init__()
+        self.supports_shader_morph = True
+        self.fail = fail
+        self.refreshed = 0
+
+    def refresh_morph_stream(self, stream, base_stream, weights):
+        if self.fail:
+            raise RuntimeError("texture allocation failed")
+        if stream.base is not base_stream:
+            return False
+        stream.weights = np.array(weights, np.float32)
+        self.refreshed += 1
+        return True
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_animated_weights_refresh_the_shader_stream_or_make_a_new_one(fail):
+    """Frame to frame, a shader-composed primitive's stream takes the new weights in place; when
+    the backend's refresh raises, a new stream is made and the update still succeeds."""
+    mesh, rm, inst, be = M.build([target("a", UP), target("b", RIGHT)], RefreshingBackend(fail))
+    inst.morph_policy = "shader"
+    p = inst.primitives[0]
+    st = inst.morph_state(0)
+    st.set_weights([0, 1], np.array([0.2, 0.0], np.float32))
+    assert inst.update() and p.shader_morph
+    first = p.stream
+    for w in (0.4, 0.6):
+        st.set_weights([0, 1], np.array([w, 1.0 - w], np.float32))
+        assert inst.update() and p.shader_morph and inst.last_upload_count == 1
+        assert np.allclose(p.stream.weights, [w, 1.0 - w]) and not p.stream.released
+        assert p.applied_morph_version == st.version
+    assert (p.stream is first) == (not fail)
+    assert be.refreshed == (0 if fail else 2)
+    assert first.released == fail
+
+
 def test_shader_mode_bounds_and_max_delta_are_conservative():
     rng = np.random.default_rng(7)
     ds = [rng.normal(size=(4, 3)) for _ in range(4)]

@@ -135,43 +135,46 @@ class TrackSet:
         # one search for every track: the keys are columns of the (C, K, 4) values
         left, right, alpha = self._locate_uniform(time)
         k = self._uniform.shape[0]
-        grid = self.values.reshape(self.count, k, 4)
+        table, keys = self._pair_table()
+        grid = keys.reshape(self.count, k, 4)
         if left == right:                  # before the first or after the last key: that key
-            return normalize_quaternions(grid[:, left])
-        table, unit = self._pair_table()
-        return _slerp_pairs(grid[:, left], grid[:, right], alpha, table.reshape(self.count, k, 3)[:, left], unit)
+            return grid[:, left].copy()
+        return _slerp_pairs(grid[:, left], grid[:, right], alpha, table.reshape(self.count, k, 3)[:, left])
 
     def slerp_at(self, left: np.ndarray, right: np.ndarray, alpha: np.ndarray) -> np.ndarray:
         """``slerp(values[left], values[right], alpha)`` for ``locate``'s indices (``right`` is
         ``left + 1`` or ``left``), the key-only terms read from the pair table."""
-        table, unit = self._pair_table()
+        table, keys = self._pair_table()
         terms = table[left]
         same = right == left              # an endpoint (alpha 1): the key itself, not its negation
         if same.any():
             terms[same, 2] = terms[same, 1]
-        return _slerp_pairs(self.values[left], self.values[right], alpha, terms, unit)
+        return _slerp_pairs(keys[left], keys[right], alpha, terms)
 
     def _pair_table(self):
-        """((K, 3) terms, unit): per key j with key j + 1 of its track (the last key with itself),
-        ``slerp``'s terms that depend on the keys alone: theta, 1 / sin theta and sign / sin theta
-        (sign -1 where the right key is taken in the left key's hemisphere), made on the first
-        rotation sample.  Pairs closer than ``NEAR_THETA`` get theta = ``NEAR_THETA``, where
-        sin(a theta) / sin(theta) equals a to float64 precision (the lerp's weights, no branch).
-        ``unit``: every key is a unit quaternion (to 1e-12), so the slerps are unit without a
-        normalisation (theta is exact: ``_pair_terms``)."""
+        """((K, 3) terms, (K, 4) unit keys), made on the first rotation sample.  The terms, per
+        key j with key j + 1 of its track (the last key with itself), are ``slerp``'s terms that
+        depend on the keys alone: theta, 1 / sin theta and sign / sin theta (sign -1 where the
+        right key is taken in the left key's hemisphere).  Pairs closer than ``NEAR_THETA`` get
+        theta = ``NEAR_THETA``, where sin(a theta) / sin(theta) equals a to float64 precision (the
+        lerp's weights, no branch).  The keys are ``values`` themselves when every key is a unit
+        quaternion (to 1e-12: an imported clip's), else a normalised copy (a zero key: the
+        identity); with an exact theta (``_pair_terms``) their slerps are unit, no normalisation."""
         if self._pairs is None:
-            j = np.arange(self.values.shape[0])
+            keys = self.values
+            norms = np.einsum("ij,ij->i", keys, keys)
+            if norms.size and np.abs(norms - 1.0).max() >= 2e-12:
+                keys = normalize_quaternions(keys)
+            j = np.arange(keys.shape[0])
             nxt = np.minimum(j + 1, np.repeat(self._last, self.counts))
-            theta, sin_t, near, flip = _pair_terms(self.values, self.values[nxt])
+            theta, sin_t, near, flip = _pair_terms(keys, keys[nxt])
             theta[near] = NEAR_THETA
             sin_t[near] = np.sin(NEAR_THETA)
             table = np.empty((theta.shape[0], 3))
             table[:, 0] = theta
             table[:, 1] = 1.0 / sin_t
             table[:, 2] = np.where(flip, -table[:, 1], table[:, 1])
-            norms = np.einsum("ij,ij->i", self.values, self.values)
-            unit = bool(norms.size == 0 or np.abs(norms - 1.0).max() < 2e-12)
-            self._pairs = (table, unit)
+            self._pairs = (table, keys)
         return self._pairs
 
 
@@ -181,10 +184,9 @@ class TrackSet:
 NEAR_THETA = 1e-8
 
 
-def _slerp_pairs(ql, qr, alpha, terms, unit: bool) -> np.ndarray:
-    """Slerp of (N,4) keys ``ql`` toward ``qr`` from the pair table's (N,3) ``terms`` (theta,
-    1 / sin theta, sign / sin theta); ``alpha`` a scalar or (N,).  Unit: normalised unless the
-    keys are unit (``unit``), where the slerp with an exact theta is unit already."""
+def _slerp_pairs(ql, qr, alpha, terms) -> np.ndarray:
+    """Slerp of unit (N,4) keys ``ql`` toward ``qr`` from the pair table's (N,3) ``terms`` (theta,
+    1 / sin theta, sign / sin theta); ``alpha`` a scalar or (N,).  Unit (theta is exact)."""
     theta = terms[:, 0]
     wl = np.sin((1.0 - alpha) * theta)
     wl *= terms[:, 1]
@@ -192,12 +194,6 @@ def _slerp_pairs(ql, qr, alpha, terms, unit: bool) -> np.ndarray:
     wr *= terms[:, 2]
     out = ql * wl[:, None]
     out += qr * wr[:, None]
-    if unit:
-        return out
-    n2 = np.einsum("ij,ij->i", out, out)
-    if n2.min() < 1e-24:                  # a zero key (not rejected by validation): identity there
-        return normalize_quaternions(out)
-    out /= np.sqrt(n2)[:, None]
     return out
 
 
@@ -222,9 +218,10 @@ def _joined(arrays: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def slerp(ql: np.ndarray, qr: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """Batched shortest-path slerp of (N,4) quaternions, result normalised."""
-    ql = np.asarray(ql, dtype=np.float64)
-    qr = np.asarray(qr, dtype=np.float64)
+    """Batched shortest-path slerp of (N,4) quaternions (each normalised first, a zero one taken
+    as the identity), result normalised."""
+    ql = normalize_quaternions(ql)
+    qr = normalize_quaternions(qr)
     alpha = np.asarray(alpha, dtype=np.float64)
     theta, sin_t, near, flip = _pair_terms(ql, qr)
     a1 = 1.0 - alpha

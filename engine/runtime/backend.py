@@ -25,8 +25,12 @@ Contract
 * ``retain(primitives)``: forget cached per-primitive resources of every other primitive.
 * ``supports_shader_morph`` (bool) and ``create_morph_stream(primitive, base_stream, weights)
   -> stream``: a stream that draws ``base_stream`` with ``sum(weights[t] * delta_t)`` composed in
-  the vertex shader (``weights``: (T,) float32, muted targets already 0).  May return None or
+  the vertex shader (``weights``: (T,) float32, muted targets already 0; possibly a read-only
+  view of the live MorphState weights, so a backend copies what it keeps).  May return None or
   raise on failure.  Backends without it leave ``supports_shader_morph`` False.
+* ``refresh_morph_stream(stream, base_stream, weights) -> bool`` (optional): give a stream of
+  ``create_morph_stream`` still drawing ``base_stream`` new ``weights`` in place; False (nothing
+  changed) when it cannot, and the caller makes a new stream.
 """
 from __future__ import annotations
 

@@ -315,8 +315,12 @@ class PrimitiveInstance:
         hold this primitive's deltas at all (it raises) sets ``shader_unavailable``."""
         weights = self.effective_weights()
         refresh = getattr(backend, "refresh_morph_stream", None)
-        if self.shader_morph and refresh is not None and refresh(self.stream, base_stream, weights):
-            return (self.stream,) + self.conservative_bounds(weights)   # new weights, same stream
+        if self.shader_morph and refresh is not None:
+            try:
+                if refresh(self.stream, base_stream, weights):
+                    return (self.stream,) + self.conservative_bounds(weights)   # new weights, same stream
+            except Exception:
+                pass                 # a new stream below (its failure is handled there)
         try:
             stream = backend.create_morph_stream(self.primitive, base_stream, weights)
         except Exception:

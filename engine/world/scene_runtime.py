@@ -296,14 +296,13 @@ class SceneRuntime:
         vals = np.asarray(values, dtype=np.float64).reshape(-1)
         if vals.shape[0] != len(self._key_names[node]):
             return False
-        if not np.isfinite(vals).all():
-            return False                 # nothing is set (as each MorphState would refuse them)
+        finite = bool(np.isfinite(vals).all())   # else each primitive checks its own keys
         inst = self.mesh_instances[node]
         ok = True
         for pi, slots, targets in binds:
             # a primitive with every key of the mesh, in order (the common case), takes them as they are
             v = vals if id(slots) in self._all_keys_slots else vals[slots]
-            ok &= inst.primitives[pi].morph_state.set_weights(targets, v, finite=True)
+            ok &= inst.primitives[pi].morph_state.set_weights(targets, v, finite=finite)
         return bool(ok)
 
     def set_morph_weight(self, node: int, key_name: str, value: float) -> bool:
