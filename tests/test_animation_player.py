@@ -347,15 +347,21 @@ def test_sampled_rotations_turn_at_a_constant_rate_and_stay_unit_at_every_angle(
     assert np.allclose(zero.sample_rotation(0.5)[0], R.quat_axis_angle([0, 1, 0], 0.6), atol=1e-15)
 
 
-def test_a_rotation_clip_keeps_a_scale_written_between_frames():
-    """The player's write skips the scale columns while every scale is one; a scale written
-    between frames (here by set_local_trs) is in the next frame's local matrix."""
+def _turning_at_a_quarter():
+    """Node 1 turning 1 rad about z over a 1 s clip, played to 0.25 s."""
     chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0, 1.0],
                                        rotation_values=[R.quat_axis_angle([0, 0, 1], 0.0),
                                                         R.quat_axis_angle([0, 0, 1], 1.0)])]
     scene, pose, p = setup(chans, duration=1.0)
     p.play()
     assert p.update(0.25, scene, pose)
+    return scene, pose, p
+
+
+def test_a_rotation_clip_keeps_a_scale_written_between_frames():
+    """The player's write skips the scale columns while every scale is one; a scale written
+    between frames (here by set_local_trs) is in the next frame's local matrix."""
+    scene, pose, p = _turning_at_a_quarter()
     assert np.allclose(np.linalg.norm(pose.local_matrices[1][:3, :3], axis=0), 1.0)
     t, q, _s = pose.local_trs(np.array([1]))
     assert pose.set_local_trs(np.array([1]), t, q, np.array([[2.0, 3.0, 0.5]]))
@@ -369,12 +375,7 @@ def test_a_rotation_clip_keeps_a_scale_written_between_frames():
 def test_a_sampled_frame_replaces_a_local_matrix_written_between_frames():
     """A matrix written between frames (set_local_matrices, here with a projective last row) is
     replaced whole by the next sampled frame, its last row included."""
-    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0, 1.0],
-                                       rotation_values=[R.quat_axis_angle([0, 0, 1], 0.0),
-                                                        R.quat_axis_angle([0, 0, 1], 1.0)])]
-    scene, pose, p = setup(chans, duration=1.0)
-    p.play()
-    assert p.update(0.25, scene, pose)
+    scene, pose, p = _turning_at_a_quarter()
     sampled = pose.local_matrices[1].copy()
     odd = sampled.copy()
     odd[3] = [0.1, 0.2, 0.0, 1.5]          # its top rows (and so its TRS) are the sampled ones
