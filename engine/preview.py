@@ -51,6 +51,8 @@ class PreviewState:
     last_palette_uploads: int = 0
     last_morph_uploads: int = 0
     last_error: Optional[str] = None
+    timeline_frame: Optional[tuple] = None   # the scene frame last seen (frame_change_pre compares)
+    rendering: bool = False                   # a render of this scene runs (render_init .. complete)
     _crowd_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
     _conflict_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
 
@@ -159,10 +161,18 @@ def get_state(scene, context_object=None) -> PreviewState:
     if st is None:
         st = _states[key] = PreviewState()
         st.crowd = scene_crowd_flag(scene)
+        st.timeline_frame = scene_frame(scene)
         arm = armature_of(context_object) or _first_armature(scene)
         if arm is not None:
             select_armature(st, arm)
     return st
+
+
+def scene_frame(scene) -> tuple:
+    """(frame, subframe) of ``scene``: what ``frame_change_pre`` compares to tell a frame change
+    (scrubbing, timeline playback) from the same frame evaluated again (F12 evaluates and restores
+    the current frame)."""
+    return (int(scene.frame_current), round(float(scene.frame_subframe), 6))
 
 
 def scene_crowd_flag(scene) -> bool:
@@ -444,13 +454,46 @@ def _make_handlers():
 
     @bpy.app.handlers.persistent
     def stylized_preview_frame_change_pre(scene, *_args):
-        hand_back_to_timeline(scene)
+        timeline_frame_changed(scene)
+
+    @bpy.app.handlers.persistent
+    def stylized_preview_render_init(scene, *_args):
+        rendering(scene, True)
+
+    @bpy.app.handlers.persistent
+    def stylized_preview_render_done(scene, *_args):
+        rendering(scene, False)
 
     @bpy.app.handlers.persistent
     def stylized_preview_undo_post(*_args):
         sync_crowd_from_scenes()
 
-    return stylized_preview_load_post, stylized_preview_frame_change_pre, stylized_preview_undo_post
+    return (stylized_preview_load_post, stylized_preview_frame_change_pre, stylized_preview_undo_post,
+            stylized_preview_render_init, stylized_preview_render_done)
+
+
+def rendering(scene, flag: bool) -> None:
+    """A render of ``scene`` starts (render_init) or ends (render_complete / render_cancel).
+    Meanwhile its frame changes are the render's (Ctrl+F12 steps through the frames and restores
+    the current one at the end), not the user's: the preview keeps playing."""
+    st = _states.get(getattr(scene, "name", None))
+    if st is not None:
+        st.rendering = bool(flag)
+
+
+def timeline_frame_changed(scene) -> bool:
+    """``frame_change_pre``: hand the preview back to the timeline when the user changed the
+    frame (scrubbing, timeline playback).  The same frame evaluated again (F12 sets the current
+    frame and restores it) and frames set by a render or a bake are not a change.  Returns
+    whether control was handed back."""
+    st = _states.get(scene.name)
+    if st is None or st.rendering or _handback_suspended:
+        return False
+    frame = scene_frame(scene)
+    if frame == st.timeline_frame:
+        return False
+    st.timeline_frame = frame
+    return hand_back_to_timeline(scene)
 
 
 def sync_crowd_from_scenes() -> None:
@@ -470,10 +513,11 @@ _handlers: list = []
 def register() -> None:
     import bpy
 
-    load_post, frame_pre, undo_post = _make_handlers()
+    load_post, frame_pre, undo_post, render_init, render_done = _make_handlers()
     h = bpy.app.handlers
     _handlers[:] = [(h.load_post, load_post), (h.frame_change_pre, frame_pre),
-                    (h.undo_post, undo_post), (h.redo_post, undo_post)]
+                    (h.undo_post, undo_post), (h.redo_post, undo_post), (h.render_init, render_init),
+                    (h.render_complete, render_done), (h.render_cancel, render_done)]
     for lst, fn in _handlers:
         lst.append(fn)
 

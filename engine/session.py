@@ -538,6 +538,10 @@ class StylizedSession:
         if preview_state is not None and preview_state.active:
             from . import preview as _preview
 
+            if not self.runtime.player.is_playing and ("play",) in preview_state.commands:
+                # Play / resume starts from the shown time: the clock's time since the last
+                # redraw (an idle viewport: seconds) is not clip time
+                dt = 0.0
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
             before = None
@@ -600,14 +604,49 @@ class StylizedSession:
                 settled = None if clip_keys or len(pushed) != len(read) else (reader.weights_version, id(table))
                 self._morph_push = (self.runtime, MorphState.epoch, pushed, settled, table)
 
-            _preview.apply_commands(preview_state, self.runtime, clips, dt, before,
-                                    after_sample=push_morphs if self.reader is not None else None)
+            hold = self._preview_hold(depsgraph, preview_state)
+            reset = [False]
+
+            def before_update(player, dt):
+                reset[0] = player.reset_pose_on_next_sample
+                if before is not None:
+                    before(player, dt)
+
+            def after_sample():
+                if reset[0] and not player.reset_pose_on_next_sample:
+                    # the player restored the bind pose: what it does not play holds the shown pose
+                    hold.restore(self.runtime.pose, self.runtime.crowd_targets or (preview_state.armature,))
+                push_morphs()
+
+            _preview.apply_commands(preview_state, self.runtime, clips, dt, before_update,
+                                    after_sample=after_sample if self.reader is not None else None)
             if before is not None:
                 before.after(self.runtime)
             return True
         return self._update_timeline(depsgraph)
 
+    def _preview_hold(self, depsgraph, state):
+        """The pose shown when the preview of ``state`` started (``preview_hold.PreviewHold``):
+        at a start (a state, or a runtime, not seen by the last preview frame) Blender's evaluated
+        pose is read once, as the timeline shows it, and the clip is sampled again over it (the
+        palettes follow in the preview's update)."""
+        from .preview_hold import PreviewHold
+
+        hold = getattr(self, "_hold", None)
+        if hold is not None and hold.matches(state, self.runtime):
+            return hold
+        nodes, mats, _weights = self.reader.read(depsgraph)    # (the preview pushes its own weights)
+        pose = self.runtime.pose
+        if len(nodes) and pose.set_local_matrices(nodes, mats):
+            pose.update_world_matrices()
+        player = self.runtime.player
+        if player.clip is not None:
+            player.seek(player.current_time)
+        self._hold = PreviewHold(state, self.runtime, self.runtime.pose.local_matrices)
+        return self._hold
+
     def _update_timeline(self, depsgraph) -> bool:
+        self._hold = None       # timeline mode: the next preview frame starts anew
         nodes, mats, weights = self.reader.read(depsgraph)
         return self.runtime.update_timeline(nodes, mats, weights)
 

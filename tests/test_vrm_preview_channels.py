@@ -245,6 +245,7 @@ def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session
     assert st.fading and not st.playing and st.last_morph_uploads == 0 and st.last_palette_uploads == 0
     assert_face(face_weights(rt), want, "paused crossfade")
     st.push("play")
+    preview_session.update(st, 0.3)       # resume: from the shown time (the idle 0.3 s is not clip time)
 
     # settled: the new clip alone; Joy, keyed by no clip now, is the panel's value again
     rt = preview_session.update(st, 0.5)

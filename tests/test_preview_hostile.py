@@ -1,0 +1,286 @@
+"""The viewport preview and the expressions under hostile use (issue 27, items 8, 9, 10, 12 and
+"an F12 while the preview plays").
+
+Everything goes through the path a user takes: the transport and expression operators through
+``bpy.ops``, the viewport through Blender's own depsgraph updates (``StylizedSession.sync``, as
+``view_update`` does) and ``render_engine.draw_view`` (as ``view_draw`` does), F12 through
+``bpy.ops.render.render``.  The session's frame clock (``time.perf_counter`` in
+engine/session.py) is advanced by hand so that "wait 2 s" is exact.
+"""
+from __future__ import annotations
+
+import math
+import types
+
+import bpy
+import numpy as np
+import pytest
+
+import conftest as C
+from stylized_renderer.engine import gpu_util, preview
+
+
+class Clock:
+    """The session's clock, advanced by hand."""
+
+    def __init__(self):
+        import time
+
+        self.now = 1000.0
+        self._time = time
+
+    def perf_counter(self):
+        return self.now
+
+    def __getattr__(self, name):
+        return getattr(self._time, name)
+
+
+class Viewport:
+    """A Rendered 3D viewport: ``update()`` hands the session Blender's depsgraph updates since
+    the last call (view_update), ``draw(wait)`` draws a frame ``wait`` seconds after the last
+    one (view_draw -> draw_view)."""
+
+    W, H = 64, 48
+
+    def __init__(self, clock):
+        from stylized_renderer.engine import session as session_mod
+
+        self.clock = clock
+        self.session = session_mod.StylizedSession(viewport=True)
+        self.updates = []
+        self.synced = False
+        bpy.app.handlers.depsgraph_update_post.append(self._handler)
+
+    def _handler(self, scene, depsgraph):
+        if scene.name.startswith(gpu_util.TASK_SCENE_NAME):
+            return
+        for u in depsgraph.updates:
+            if getattr(u.id, "name", "").startswith(gpu_util.TASK_SCENE_NAME):
+                continue
+            self.updates.append(types.SimpleNamespace(
+                id=u.id.original if hasattr(u.id, "original") else u.id,
+                is_updated_geometry=u.is_updated_geometry, is_updated_transform=u.is_updated_transform,
+                is_updated_shading=u.is_updated_shading))
+
+    def update(self):
+        bpy.context.view_layer.update()
+        dg = bpy.context.evaluated_depsgraph_get()
+        if not self.synced:
+            self.session.sync(dg)
+            self.synced = True
+        else:
+            self.session.sync(dg, self.updates)
+        self.updates = []
+
+    def draw(self, wait: float = 0.0):
+        from stylized_renderer.engine.gpu_util import texture_to_numpy
+        from stylized_renderer.engine.render_engine import draw_view
+
+        self.update()
+        self.clock.now += wait
+        dg = bpy.context.evaluated_depsgraph_get()
+        view = C_look_at((0.0, -6.0, 1.0))
+        proj = C_perspective(math.radians(40.0), self.W / self.H)
+        return gpu_util.run_in_gpu_context(
+            lambda: texture_to_numpy(draw_view(self.session, dg, view, proj, False, self.W, self.H), self.W, self.H))
+
+    def close(self):
+        if self._handler in bpy.app.handlers.depsgraph_update_post:
+            bpy.app.handlers.depsgraph_update_post.remove(self._handler)
+        gpu_util.run_in_gpu_context(self.session.free)
+
+
+def C_look_at(eye, target=(0.0, 0.0, 0.8), up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    eye, target, up = (np.asarray(v, float) for v in (eye, target, up))
+    f = target - eye
+    f /= np.linalg.norm(f)
+    s = np.cross(f, up)
+    s /= np.linalg.norm(s)
+    u = np.cross(s, f)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m
+
+
+def C_perspective(fov_y, aspect, near=0.1, far=100.0) -> np.ndarray:
+    f = 1.0 / math.tan(fov_y / 2.0)
+    m = np.zeros((4, 4))
+    m[0, 0], m[1, 1] = f / aspect, f
+    m[2, 2], m[2, 3] = (far + near) / (near - far), 2.0 * far * near / (near - far)
+    m[3, 2] = -1.0
+    return m
+
+
+@pytest.fixture
+def viewport(ext, monkeypatch):
+    from stylized_renderer.engine import session as session_mod
+
+    clock = Clock()
+    monkeypatch.setattr(session_mod, "time", clock)
+    preview.clear_states()
+    vp = Viewport(clock)
+    yield vp
+    vp.close()
+    session_mod._last_viewport_session = None
+    preview.stop_timer()
+    preview.clear_states()
+
+
+@pytest.fixture
+def character(empty_scene):
+    from tools import scenes
+
+    arm, body, hat, ring = scenes.build_character(empty_scene)
+    C.add_camera(empty_scene, location=(0.0, -6.0, 1.0))
+    C.add_sun(empty_scene, rotation=(0.6, 0.2, 0.0))
+    return types.SimpleNamespace(scene=empty_scene, arm=arm, body=body, hat=hat)
+
+
+def op(name, obj, **kw):
+    """Run ``bpy.ops.stylized.<name>`` with ``obj`` active (as the sidebar does)."""
+    with bpy.context.temp_override(active_object=obj, object=obj):
+        return getattr(bpy.ops.stylized, name)(**kw)
+
+
+# ------------------------------------------------------------------------------------------------
+# 8: Play / resume after an idle viewport starts from the shown time
+# ------------------------------------------------------------------------------------------------
+
+def test_play_and_resume_after_an_idle_viewport_start_from_the_shown_time(character, viewport):
+    c = character
+    viewport.draw()
+    st = preview.get_state(c.scene)
+    viewport.clock.now += 2.0                       # the viewport idles (nothing redraws)
+    assert op("preview_play", c.arm) == {"FINISHED"}
+    viewport.draw()                                 # the first frame after Play
+    assert st.playing and st.time == pytest.approx(0.0, abs=1e-9)
+    viewport.draw(0.1)
+    assert st.time == pytest.approx(0.1)
+    assert op("preview_pause", c.arm) == {"FINISHED"}
+    viewport.draw(0.05)
+    shown = st.time
+    assert not st.playing and shown == pytest.approx(0.1)
+    viewport.clock.now += 2.0                       # paused and idle
+    assert op("preview_play", c.arm) == {"FINISHED"}
+    viewport.draw()
+    assert st.playing and st.time == pytest.approx(shown)
+    viewport.draw(0.05)
+    assert st.time == pytest.approx(shown + 0.05)
+
+
+# ------------------------------------------------------------------------------------------------
+# F12 while the preview plays
+# ------------------------------------------------------------------------------------------------
+
+def test_f12_while_the_preview_plays_keeps_it_playing(character, viewport):
+    c = character
+    viewport.draw()
+    assert op("preview_play", c.arm) == {"FINISHED"}
+    st = preview.get_state(c.scene)
+    viewport.draw()
+    viewport.draw(0.1)
+    assert st.active and st.playing
+    C.render_scene(c.scene)                                 # F12
+    assert st.active and st.playing, "F12 stopped the preview"
+    viewport.draw(0.1)
+    assert st.active and st.playing and st.time == pytest.approx(0.2)
+    c.scene.frame_end = 2                                   # Ctrl+F12 (two frames)
+    c.scene.render.filepath = str(C.ARTIFACTS / "preview_hostile_anim_")
+    bpy.ops.render.render(animation=True, scene=c.scene.name)
+    assert st.active and st.playing, "Ctrl+F12 stopped the preview"
+    viewport.draw(0.1)
+    assert st.time == pytest.approx(0.3)
+    # scrubbing the timeline still hands control back
+    c.scene.frame_set(c.scene.frame_current + 3)
+    assert not st.active and not st.playing
+
+
+# ------------------------------------------------------------------------------------------------
+# 12: the rest of the scene holds the pose the user sees when a preview starts
+# ------------------------------------------------------------------------------------------------
+
+def add_wand_and_bystander(c):
+    """A Wand parented to the Rig's Head bone with its own action (location X 0 -> 0.6 over
+    frames 1-20), and a second armature Bystander with its own action (its bone turns 90 degrees
+    over frames 1-20), skinning a Flag."""
+    from tools import scenes
+
+    wand = scenes.make_mesh("Wand", [(0, 0, 0), (0.05, 0, 0), (0, 0.05, 0.4)], [(0, 1, 2)], c.scene)
+    wand.parent = c.arm
+    wand.parent_type = "BONE"
+    wand.parent_bone = "Head"
+    act, cb = scenes.new_action("WandSwing", wand)
+    scenes.add_curve(cb, "location", 0, [1.0, 20.0], [0.0, 0.6])
+    by = scenes.make_armature("Bystander", [("Pole", None, (0, 0, 0), (0, 0, 1.0))], c.scene,
+                              location=(-1.5, 0.0, 0.0))
+    flag = scenes.make_mesh("Flag", [(0, 0, 0), (0.3, 0, 0), (0, 0, 1.0), (0.3, 0, 1.0)], [(0, 1, 3, 2)], c.scene)
+    flag.location = (-1.5, 0.0, 0.0)
+    scenes.skin_to(flag, by, {"Pole": (np.arange(4), np.ones(4))})
+    flag.location = (0.0, 0.0, 0.0)
+    act2, cb2 = scenes.new_action("PoleTurn", by)
+    by.pose.bones["Pole"].rotation_mode = "XYZ"
+    scenes.add_curve(cb2, 'pose.bones["Pole"].rotation_euler', 1, [1.0, 20.0], [0.0, math.pi / 2])
+    return wand, by
+
+
+def blender_bone_world(obj, bone):
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    return np.array(ev.matrix_world) @ np.array(ev.pose.bones[bone].matrix)
+
+
+def our_world(session, obj_name, bone=None):
+    asset = session.scene_asset
+    node = asset.node_index(obj_name, bone)
+    assert node >= 0, (obj_name, bone)
+    w = session.runtime.pose.world_matrices
+    assert w is not None
+    return np.array(w[node])
+
+
+def test_the_rest_of_the_scene_holds_the_pose_shown_when_a_preview_starts(character, viewport):
+    c = character
+    wand, by = add_wand_and_bystander(c)
+    c.scene.frame_set(1)
+    viewport.draw()                       # imported at frame 1 (the runtime's bind pose)
+    c.scene.frame_set(12)
+    viewport.draw()                       # timeline mode: the user sees frame 12
+    shown_pole = blender_bone_world(by, "Pole")
+    assert np.abs(our_world(viewport.session, "Bystander", "Pole") - shown_pole).max() < 1e-5
+    dg = bpy.context.evaluated_depsgraph_get()
+    shown_wand_local = (np.linalg.inv(blender_bone_world(c.arm, "Head"))
+                        @ np.array(wand.evaluated_get(dg).matrix_world))
+    # the user previews the Rig's clip, at a time and paused
+    assert op("preview_seek", c.arm, time=0.3) == {"FINISHED"}
+    viewport.draw()
+    st = preview.get_state(c.scene)
+    assert st.active and st.last_error is None
+    s = viewport.session
+    # Bystander (no clip plays on it) holds the pose of frame 12, as Blender shows it
+    assert np.abs(our_world(s, "Bystander", "Pole") - shown_pole).max() < 1e-5, "Bystander jumped to its import pose"
+    # the Wand follows the previewed Head bone with the local transform of frame 12
+    wand_local = np.linalg.inv(our_world(s, "Rig", "Head")) @ our_world(s, "Wand")
+    assert np.abs(wand_local - shown_wand_local).max() < 1e-5, "the Wand jumped to its import offset"
+    # the clip still plays on the Rig: its Head is not at frame 12's pose
+    assert np.abs(our_world(s, "Rig", "Head") - blender_bone_world(c.arm, "Head")).max() > 1e-3
+    # Stop (the Rig's bind pose) keeps holding the rest
+    assert op("preview_stop", c.arm) == {"FINISHED"}
+    viewport.draw()
+    assert np.abs(our_world(s, "Bystander", "Pole") - shown_pole).max() < 1e-5
+
+
+def test_check_deform_both_modes_pass_with_a_bone_parented_animated_mesh(character, capsys):
+    """tools/check_deform.py --mode both: the player check after the timeline frames compares
+    the clip's objects with Blender evaluating that clip alone, while every other object holds
+    the pose Blender shows (issue 27: 'player error 4.0' where --mode player alone passed)."""
+    from tools import check_deform
+
+    c = character
+    add_wand_and_bystander(c)
+    c.scene.frame_start, c.scene.frame_end = 1, 20
+    c.scene.frame_set(1)
+    rc, out, f = C.run_deform_check(capsys, "1-20:6", "both", player_step=6)
+    assert "player   Wand" in out and "player   Flag" in out, out
+    assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
