@@ -53,6 +53,8 @@ class PreviewState:
     last_error: Optional[str] = None
     timeline_frame: Optional[tuple] = None   # the scene frame last seen (frame_change_pre compares)
     rendering: bool = False                   # a render of this scene runs (render_init .. complete)
+    armature_ref: tuple = ()                  # (name, session_uid) of the armature (preview_follow)
+    action_ref: tuple = ()                    # (name, session_uid) of the clip's action (preview_follow)
     _crowd_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
     _conflict_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
 

@@ -535,6 +535,10 @@ class StylizedSession:
         now = time.perf_counter()
         dt = 0.0 if self._last_time is None else now - self._last_time
         self._last_time = now
+        if preview_state is not None:
+            from . import preview_follow as _follow
+
+            _follow.follow(preview_state)     # a renamed armature or action is followed, a deleted one stops
         if preview_state is not None and preview_state.active:
             from . import preview as _preview
 
@@ -544,6 +548,12 @@ class StylizedSession:
                 dt = 0.0
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
+            name = preview_state.clip_name
+            if name and name not in clips and getattr(self, "_renamed", None) != (preview_state.armature, name):
+                # renamed (preview_follow): this import still knows the old name; the clip plays on
+                # meanwhile, the next frame's import has the new one (asked once per name)
+                self._renamed = (preview_state.armature, name)
+                self._reimport(f"the preview's clip '{name}' of '{preview_state.armature}' was renamed")
             before = None
             if clips:
                 baked = self._baked_clips(preview_state, clips)
@@ -604,6 +614,11 @@ class StylizedSession:
                 settled = None if clip_keys or len(pushed) != len(read) else (reader.weights_version, id(table))
                 self._morph_push = (self.runtime, MorphState.epoch, pushed, settled, table)
 
+            lost = _follow.lost_clip(preview_state, self.runtime, clips,
+                                     getattr(self, "_preview_runtime", None) is not self.runtime)
+            if lost is not None:          # a new runtime (a re-import) or a renamed clip: it plays on
+                _follow.restore_player(preview_state, self.runtime, lost)
+            self._preview_runtime = self.runtime
             hold = self._preview_hold(depsgraph, preview_state)
             reset = [False]
 

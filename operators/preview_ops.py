@@ -8,7 +8,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
-from ..engine import preview
+from ..engine import preview, preview_follow
 from ..engine.importer import bake
 
 # Blender does not keep dynamic EnumProperty item strings alive: keep them referenced here.
@@ -33,6 +33,7 @@ def state_for(context, armature_name: str = ""):
     scene = context.scene
     arm = target_armature(context, armature_name)
     st = preview.get_state(scene, arm)
+    preview_follow.follow(st)          # a renamed armature is the same one (never reset to time 0)
     if arm is not None and arm.name != st.armature:
         preview.select_armature(st, arm, preview.compatible_clips_for(arm.name))
     return st, arm

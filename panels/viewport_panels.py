@@ -5,7 +5,7 @@ import time
 
 import bpy
 
-from ..engine import preview
+from ..engine import preview, preview_follow
 from ..operators import expression_ops as expr
 
 ENGINE = "STYLIZED"
@@ -83,8 +83,12 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
         arm = preview.armature_of(getattr(context, "active_object", None))
         if arm is None:
             layout.label(text="Select an armature or a mesh it deforms", icon="INFO")
+            st = preview.peek_state(scene)
+            if st is not None and st.last_error:
+                layout.label(text=st.last_error, icon="ERROR")
             return
         st = preview.get_state(scene, arm)
+        preview_follow.follow(st)         # renamed: the new names; deleted: stopped, with the message
         clips = preview.compatible_clips_for(arm.name)
         layout.label(text=arm.name, icon="ARMATURE_DATA")
         if st.armature and st.armature != arm.name:

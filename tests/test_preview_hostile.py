@@ -284,3 +284,98 @@ def test_check_deform_both_modes_pass_with_a_bone_parented_animated_mesh(charact
     rc, out, f = C.run_deform_check(capsys, "1-20:6", "both", player_step=6)
     assert "player   Wand" in out and "player   Flag" in out, out
     assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+
+
+# ------------------------------------------------------------------------------------------------
+# 9: the playing action or armature renamed or deleted
+# ------------------------------------------------------------------------------------------------
+
+def animation_panel(c):
+    from stylized_renderer.panels import viewport_panels as vp
+    from test_viewport_ui import Ctx, draw_panel
+
+    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(c.scene, c.arm))
+    return lay.labels()
+
+
+def playing(c, viewport):
+    viewport.draw()
+    assert op("preview_play", c.arm) == {"FINISHED"}
+    viewport.draw()
+    viewport.draw(0.2)
+    st = preview.get_state(c.scene)
+    assert st.playing and st.time == pytest.approx(0.2)
+    return st
+
+
+def second_clip(c):
+    """Another clip of the Rig (Head nods), so that a lost clip is not hidden by the only one."""
+    from tools import scenes
+
+    act, cb = scenes.new_action("CharacterNod", c.arm, assign=False)
+    scenes.add_curve(cb, 'pose.bones["Head"].location', 0, [1.0, 40.0], [0.0, 0.3])
+    act.use_fake_user = True
+    return act
+
+
+def test_renaming_the_playing_action_follows_it(character, viewport):
+    c = character
+    second_clip(c)
+    st = playing(c, viewport)
+    duration = st.duration
+    bpy.data.actions["CharacterWave"].name = "Greeting"
+    viewport.draw(0.1)
+    viewport.draw(0.1)
+    assert st.clip_name == "Greeting" and st.playing and st.active and st.last_error is None
+    assert st.time == pytest.approx(0.4) and st.duration == pytest.approx(duration)
+    rt = viewport.session.runtime
+    assert rt.player.clip is not None and rt.player.clip.name == "Greeting"
+    with bpy.context.temp_override(active_object=c.arm, object=c.arm):
+        assert c.scene.stylized_preview.clip == "Greeting"          # the panel's clip menu
+    labels = animation_panel(c)
+    assert "Mode: Preview playing" in labels, labels
+    assert not any("CharacterWave" in l for l in labels), labels
+
+
+def test_deleting_the_playing_action_stops_with_a_message(character, viewport):
+    c = character
+    second_clip(c)
+    st = playing(c, viewport)
+    bpy.data.actions.remove(bpy.data.actions["CharacterWave"])
+    viewport.draw(0.1)
+    t = st.time
+    viewport.draw(0.1)
+    assert not st.playing and st.time == t
+    assert st.last_error == "Action 'CharacterWave' was deleted: the preview stopped", st.last_error
+    assert st.clip_name != "CharacterWave" and st.duration == pytest.approx(
+        {c.name: c for c in preview.compatible_clips_for("Rig")}[st.clip_name].duration_seconds)
+    labels = animation_panel(c)
+    assert st.last_error in labels and not any(l.startswith("Mode: Preview playing") for l in labels), labels
+    # the viewport shows what Blender shows (timeline mode), the runtime did not fail
+    assert viewport.session.update_error is None
+
+
+def test_renaming_the_previewed_armature_follows_it(character, viewport):
+    c = character
+    st = playing(c, viewport)
+    c.arm.name = "Hero"
+    viewport.draw(0.1)
+    viewport.draw(0.1)
+    assert st.armature == "Hero" and st.playing and st.time == pytest.approx(0.4), st
+    assert st.clip_name == "CharacterWave" and st.last_error is None
+    labels = animation_panel(c)
+    assert "Hero" in labels and not any("'Rig'" in l for l in labels), labels
+    assert op("preview_pause", c.arm) == {"FINISHED"}
+    viewport.draw(0.1)
+    assert not st.playing and st.time == pytest.approx(0.4)
+
+
+def test_deleting_the_previewed_armature_stops_with_a_message(character, viewport):
+    c = character
+    st = playing(c, viewport)
+    bpy.data.objects.remove(c.arm)
+    viewport.draw(0.1)
+    viewport.draw(0.1)
+    assert not st.playing and not st.active
+    assert st.last_error == "Armature 'Rig' was deleted: the preview stopped", st.last_error
+    assert viewport.session.update_error is None and viewport.session.import_error is None
