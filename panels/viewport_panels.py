@@ -101,6 +101,8 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
             cur = next((c for c in clips if c.name == (st.clip_name if st.armature == arm.name else None)),
                        None) or clips[0]
             layout.label(text=f"Duration: {cur.duration_seconds:.2f} s | Channels: {cur.channel_count}")
+            for note in getattr(cur, "notes", ())[:4]:     # ignored or resampled channels (clip notes)
+                layout.label(text=note, icon="INFO")
             from ..engine.importer import bake
 
             lines = bake.describe(arm.name, cur.name)

@@ -413,11 +413,20 @@ def print_memory(m) -> None:
     print(f"bench-memory: engine_mb={e:.2f} blender_mb={b:.2f} memory_ratio={e / b:.3f}")
 
 
+def print_heavy(r) -> None:
+    print(f"bench-runtime: frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "
+          f"timeline_ms={r['timeline_ms']:.3f} paused_ms={r['paused_ms']:.4f} "
+          f"ratio_player={r['player_ms'] / r['frame_set_ms']:.3f} "
+          f"ratio_timeline={r['timeline_ms'] / r['frame_set_ms']:.3f}")
+
+
 def main() -> int:
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memory", action="store_true", help="only the memory part (bench-memory line)")
+    ap.add_argument("--heavy", action="store_true",
+                    help="only the heavy rig's frame (bench-runtime line, no scaling table)")
     ap.add_argument("--crowd", type=int, nargs="+", metavar="N",
                     help="only the crowd part, for these character counts (bench-crowd lines)")
     args = ap.parse_args()
@@ -429,6 +438,9 @@ def main() -> int:
         print_crowd([measure_crowd(n) for n in args.crowd])
         return 0
     r = measure()
+    if args.heavy:
+        print_heavy(r)
+        return 0
     print(f"heavy rig: 365 bones, ~50k vertices, 50 shape keys (5 active)")
     print(f"  (a) scene.frame_set        {r['frame_set_ms']:8.3f} ms")
     print(f"  (b) preview player update  {r['player_ms']:8.3f} ms  (palette uploads {r['palette_uploads_playing']}, "

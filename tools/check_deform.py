@@ -21,7 +21,13 @@ player:   for every clip compatible with an armature/object, the preview player 
           evaluation (engine/importer/bake.py), as the preview's Play does ("baked:" lines);
           a preview that refuses a clip (no current bake) fails the check.  Half frames of
           baked clips (BETWEEN_FRAMES) are compared too and printed as mode "between"
-          (linear interpolation of the bake: reported, not part of the pass/fail).
+          (linear interpolation of the bake: reported, not part of the pass/fail).  Plain clips
+          (the player evaluates their F-Curves itself) are compared between frames too, at
+          FRACTION_SUBFRAMES past FRACTION_FRAMES frames spread over the clip, as mode
+          "fraction", and fail above the tolerance like integer frames; a plain clip with a
+          curve the preview resamples (its notes say which and why) is reported as "between".
+          The player check fails when the file's actions animate its objects but no clip was
+          checked (none offered, or every one skipped).
           Constraints or drivers on a plain object's clip, and shape-key drivers on a morph
           clip, are skipped with the reason.
 
@@ -39,7 +45,8 @@ or "shader" (always that path).  The line "morph-paths:" counts the primitive ch
 
 Prints one line per object and mode, then
   deform-check: objects=N frames=M max_rel_error=X fallbacks=K skipped=S baked=B between_max_rel_error=Y
-and exits 0 only when every gpu object stays within 1e-4 in every mode.
+               fraction_max_rel_error=Z clips_checked=C
+and exits 0 only when every gpu object stays within 1e-4 in every mode ("fraction" included).
 """
 from __future__ import annotations
 
@@ -61,6 +68,8 @@ NORMAL_TOLERANCE = 0.5         # median 1 - cos(angle): 60 degrees = inverted/un
 MAX_FRAMES = 250
 BETWEEN_FRAMES = 4             # baked clips: frames between integer frames checked (reported, not pass/fail)
 BETWEEN_SUBFRAME = 0.5         # ... at this fraction past each integer frame
+FRACTION_FRAMES = 4            # plain clips: frames (spread over the clip) checked between frames ...
+FRACTION_SUBFRAMES = (0.25, 0.5, 0.75)   # ... at these fractions past each (part of the pass/fail)
 
 _READBACK_VS = """
 void main()
@@ -164,7 +173,7 @@ def blender_world_corner_normals(depsgraph, name):
     if nl:
         me.corner_normals.foreach_get("vector", cn)
     m = np.array(ob.matrix_world)[:3, :3]
-    nm = np.linalg.inv(m).T
+    nm = np.linalg.pinv(m).T      # an object scaled to 0 has no inverse
     w = cn.reshape(nl, 3).astype(np.float64) @ nm.T
     ln = np.linalg.norm(w, axis=1, keepdims=True)
     return lv, w / np.maximum(ln, 1e-12)
@@ -228,6 +237,9 @@ class Checker:
         self.baked = []        # (clip, target, frames, seconds) of the clips baked for player mode
         self.bake_failures = []   # (clip, target, message): the check fails
         self.between_frames = BETWEEN_FRAMES
+        self.fraction_frames = FRACTION_FRAMES
+        self.clips_checked = []     # (clip, target) compared in player mode
+        self.unplayed = []          # names of actions animating the file that no clip checked
 
     def _record(self, mode, name, verts, err, path, nerr=0.0, nmed=0.0):
         key = (name, mode)
@@ -406,6 +418,16 @@ class Checker:
                 # there; reported, not part of the pass/fail (the preview's known error)
                 between = ([(f, BETWEEN_SUBFRAME) for f in frames[:-1][:self.between_frames]]
                            if baked is not None else [])
+                # plain clips: between frames too, at a few frames spread over the clip
+                exact = baked is None and getattr(clip, "curves", None) is not None and not any(
+                    "sampled at every frame" in n for n in clip.notes)
+                if baked is None and len(frames) > 1:
+                    pick = np.unique(np.linspace(0, len(frames) - 2, min(self.fraction_frames, len(frames) - 1))
+                                     .round().astype(int))
+                    between += [(frames[int(i)], sub) for i in pick for sub in FRACTION_SUBFRAMES]
+                for note in clip.notes:
+                    print(f"  note: clip '{clip.name}': {note}")
+                self.clips_checked.append((clip.name, clip.target_object))
                 for f, sub in [(f, 0.0) for f in frames] + between:
                     scene.frame_set(f, subframe=sub)
                     dg = bpy.context.evaluated_depsgraph_get()
@@ -414,7 +436,7 @@ class Checker:
                     state.push("clip", clip.name)
                     state.push("seek", (f + sub - clip.frame_start) / clip.fps)
                     state.push("pause")
-                    mode = "player" if sub == 0.0 else "between"
+                    mode = "player" if sub == 0.0 else ("fraction" if exact else "between")
 
                     def task():
                         s = self.session
@@ -440,7 +462,25 @@ class Checker:
             _bake._restore_values(written)
             _bake.restore_animation(saved)
             scene.frame_set(import_frame)
+        offered = {c.action_name or c.name for c in asset.animations}
+        self.unplayed = sorted(a.name for a in bpy.data.actions if a.name not in offered and _animates_file(a))
+        for name in self.unplayed:
+            print(f"  not offered: action '{name}' animates the file's objects but no clip plays it")
         return frames_done
+
+
+def _animates_file(action) -> bool:
+    """Whether ``action`` keys a bone, an object transform or a shape key of an object in the file."""
+    import bpy
+
+    bones = {b.name for ob in bpy.data.objects if ob.type == "ARMATURE" for b in ob.data.bones}
+    for slot in action.slots:
+        for fc in _actions.slot_fcurves(action, slot):
+            m = _actions.RE_BONE_ANY.match(fc.data_path)
+            if (m and _actions._unescape(m.group(1)) in bones) or _actions.RE_OBJ.match(fc.data_path) \
+                    or _actions.RE_KEY_ANY.match(fc.data_path):
+                return True
+    return False
 
 
 def main(argv=None) -> int:
@@ -482,13 +522,16 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
     failed = False
     objects = set()
     between = 0.0
+    fraction = 0.0
     for (name, m), r in sorted(checker.results.items()):
         objects.add(name)
         if m == "between":
             between = max(between, r["err"])
-            print(f"  {m:8s} {name}: max_rel_error={r['err']:.3e} (half frames of baked clips; linear "
-                  f"interpolation of the bake, reported only)")
+            print(f"  {m:8s} {name}: max_rel_error={r['err']:.3e} (between frames of baked or resampled "
+                  f"clips: reported only)")
             continue
+        if m == "fraction" and r["path"] == "gpu":
+            fraction = max(fraction, r["err"])
         if r["path"] == "gpu":
             worst = max(worst, r["err"])
             failed |= not (r["err"] <= TOLERANCE)
@@ -499,13 +542,17 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
         print(f"  {m:8s} {name}: verts={r['verts']} max_rel_error={r['err']:.3e} "
               f"normal_error_median={r['nmed']:.3e} normal_error_p90={r['nerr']:.3e} path={r['path']}")
     failed |= bool(checker.bake_failures)
+    if mode in ("player", "both") and not checker.clips_checked and (checker.unplayed or checker.skipped):
+        print("  player: the file's actions animate its objects but no clip was checked")
+        failed = True
     if checker.session.import_error:
         print(f"  import error: {checker.session.import_error}")
     checker.session.free()
     print(f"morph-paths: rebuild={checker.morph_paths['rebuild']} shader={checker.morph_paths['shader']}")
     print(f"deform-check: objects={len(objects)} frames={total_frames} max_rel_error={worst:.3e} "
           f"fallbacks={len({n for (n, _m), r in checker.results.items() if r['path'] != 'gpu'})} "
-          f"skipped={len(checker.skipped)} baked={len(checker.baked)} between_max_rel_error={between:.3e}")
+          f"skipped={len(checker.skipped)} baked={len(checker.baked)} between_max_rel_error={between:.3e} "
+          f"fraction_max_rel_error={fraction:.3e} clips_checked={len(checker.clips_checked)}")
     return 1 if failed else 0
 
 

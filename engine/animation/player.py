@@ -26,6 +26,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from .crossfade import _Fade, _Frozen
+from .curve_clip import CurveTracks
 from .sampling import TrackSet, slerp
 
 
@@ -56,6 +58,7 @@ class AnimationPlayer:
         self._crowd_count = 0
         self._root_track = -1
         self._m_tracks = None
+        self._curves = None            # CurveTracks of a plain clip (its F-Curves), else None
         self._morph_keys: List[Tuple[int, str]] = []
         self._morph_values = np.zeros(0)
         self._own_morph_count = 0      # morph keys of the current clip (the rest fade out)
@@ -160,6 +163,7 @@ class AnimationPlayer:
         self._morph_values = np.zeros(len(self._morph_keys))
 
     def _flatten(self, clip) -> None:
+        self._curves = None
         if clip is None:
             self._nodes = np.zeros(0, dtype=np.int64)
             self._t_tracks = self._r_tracks = self._s_tracks = self._m_tracks = None
@@ -169,6 +173,9 @@ class AnimationPlayer:
             self._own_morph_count = 0
             self._root_slot = -1
             self._root_start = None
+            return
+        if getattr(clip, "curves", None) is not None:
+            self._flatten_curves(clip)
             return
         chans = list(clip.channels)
         node_ids = np.array([c.node_index for c in chans], dtype=np.int64)
@@ -205,6 +212,51 @@ class AnimationPlayer:
         self._own_morph_count = len(mch)
         self._root_slot = -1
         self._root_start = None
+
+    def _flatten_curves(self, clip) -> None:
+        """A plain clip: its F-Curves evaluated at every time (``CurveTracks``), rows per node
+        kind as the tracks' (``_t_slot``... index ``_nodes``)."""
+        b = clip.curves
+        self._curves = CurveTracks(b, clip.frame_start, clip.fps)
+        self._nodes = np.unique(np.concatenate([b.t_nodes, b.r_nodes, b.s_nodes])).astype(np.int64)
+        self._t_tracks = self._r_tracks = self._s_tracks = self._m_tracks = None
+        self._shared_keys = False
+        self._t_slot = np.searchsorted(self._nodes, b.t_nodes).astype(np.int64)
+        self._r_slot = np.searchsorted(self._nodes, b.r_nodes).astype(np.int64)
+        self._s_slot = np.searchsorted(self._nodes, b.s_nodes).astype(np.int64)
+        ip = self._nodes.astype(np.intp)
+        self._nodes_ip = _as_slice(ip)
+        self._t_nodes = _as_slice(ip[self._t_slot])
+        self._r_nodes = _as_slice(ip[self._r_slot])
+        self._s_nodes = _as_slice(ip[self._s_slot])
+        mch = list(clip.morph_channels)
+        self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
+        self._morph_values = np.zeros(len(mch))
+        self._own_morph_count = len(mch)
+        self._root_slot = -1
+        self._root_start = None
+
+    def _rows(self, time: float):
+        """(T, Q, S) rows per translation / rotation / scale track (None for a kind without
+        one) and the morph values at ``time``."""
+        cur = self._curves
+        if cur is not None:
+            vals = cur.values(time)
+            tv, qv, sv = cur.sample(time, vals)
+            return tv, qv, sv, cur.morphs(time, vals)
+        tt, rt, st = self._t_tracks, self._r_tracks, self._s_tracks
+        if self._shared_keys:
+            left, right, alpha = tt.locate(time)
+            a = alpha[:, None]
+            tl, sl = tt.values[left], st.values[left]
+            tv = tl + (tt.values[right] - tl) * a
+            qv = rt.slerp_at(left, right, alpha)
+            sv = sl + (st.values[right] - sl) * a
+        else:
+            tv = tt.sample_linear(time) if tt is not None and tt.count else None
+            qv = rt.sample_rotation(time) if rt is not None and rt.count else None
+            sv = st.sample_linear(time) if st is not None and st.count else None
+        return tv, qv, sv, None
 
     @property
     def clip(self):
@@ -396,18 +448,7 @@ class AnimationPlayer:
         if nodes.size and hasattr(pose, "write_sampled"):
             # the sampled tracks straight into the pose (a validated clip: finite keys, unit
             # quaternions from the sampler); a crowd: sampled once, scattered to every target
-            tt, rt, st = self._t_tracks, self._r_tracks, self._s_tracks
-            if self._shared_keys:
-                left, right, alpha = tt.locate(time)
-                a = alpha[:, None]
-                tl, sl = tt.values[left], st.values[left]
-                tv = tl + (tt.values[right] - tl) * a
-                qv = rt.slerp_at(left, right, alpha)
-                sv = sl + (st.values[right] - sl) * a
-            else:
-                tv = tt.sample_linear(time) if tt is not None and tt.count else None
-                qv = rt.sample_rotation(time) if rt is not None and rt.count else None
-                sv = st.sample_linear(time) if st is not None and st.count else None
+            tv, qv, sv, mv = self._rows(time)
             if tv is not None and self._in_place:
                 self._in_place_rows(tv, pose.scene)
             crowd = self._crowd
@@ -419,30 +460,37 @@ class AnimationPlayer:
                                    sn, None if sv is None else sv[si], targets=self._crowd_count)
         elif nodes.size:
             t, q, s = pose.local_trs(nodes)   # missing tracks keep the current pose values
-            self._sample_trs(time, t, q, s, pose.scene)
+            mv = self._sample_trs(time, t, q, s, pose.scene)
             if not pose.set_local_trs(nodes, t, q, s):
                 self.last_error = "pose rejected the sampled transforms"
                 return False
+        else:
+            mv = None
         if self._morph_keys:
             vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
-            vals[:self._own_morph_count] = self._sample_morphs(time)
+            vals[:self._own_morph_count] = self._sample_morphs(time) if mv is None else mv
             self._morph_values = vals
         elif self._morph_values.shape[0]:
             self._morph_values = np.zeros(0)
         return True
 
-    def _sample_trs(self, time: float, t, q, s, scene) -> None:
-        """The clip's tracks at ``time`` into (T, Q, S) rows aligned with ``_nodes``."""
-        if self._t_tracks is not None and self._t_tracks.count:
-            t[self._t_slot] = self._t_tracks.sample_linear(time)
-        if self._r_tracks is not None and self._r_tracks.count:
-            q[self._r_slot] = self._r_tracks.sample_rotation(time)
-        if self._s_tracks is not None and self._s_tracks.count:
-            s[self._s_slot] = self._s_tracks.sample_linear(time)
+    def _sample_trs(self, time: float, t, q, s, scene):
+        """The clip's tracks at ``time`` into (T, Q, S) rows aligned with ``_nodes``; returns the
+        morph values when they came with them (a curve clip), else None."""
+        tv, qv, sv, mv = self._rows(time)
+        if tv is not None:
+            t[self._t_slot] = tv
+        if qv is not None:
+            q[self._r_slot] = qv
+        if sv is not None:
+            s[self._s_slot] = sv
         if self._in_place and scene is not None:
             self._keep_root_in_place(t, scene)
+        return mv
 
     def _sample_morphs(self, time: float) -> np.ndarray:
+        if self._curves is not None:
+            return self._curves.morphs(time)
         if self._m_tracks is not None and self._m_tracks.count:
             return self._m_tracks.sample_linear(time)[:, 0]
         return np.zeros(self._own_morph_count)
@@ -462,8 +510,10 @@ class AnimationPlayer:
         if self._nodes.size:
             rows = np.searchsorted(nodes, self._nodes)
             tt, qq, ss = t[rows], q[rows], s[rows]
-            self._sample_trs(self._current_time, tt, qq, ss, scene)
+            mv = self._sample_trs(self._current_time, tt, qq, ss, scene)
             t[rows], q[rows], s[rows] = tt, qq, ss
+            if mv is not None:
+                return t, q, s, mv
         return t, q, s, self._sample_morphs(self._current_time)
 
     # ---------------------------------------------------------------- root motion
@@ -471,7 +521,7 @@ class AnimationPlayer:
         """The clip's root: the translated node nearest the scene root; its start translation
         (computed once per clip)."""
         self._root_slot = -2
-        if self._t_tracks is None or not self._t_tracks.count:
+        if self._t_slot.size == 0:
             return
         parents = np.asarray(scene.parents, np.int64)
         depth = np.zeros(parents.shape[0], np.int64)
@@ -486,7 +536,7 @@ class AnimationPlayer:
         k = int(np.argmin(depth[moved]))
         self._root_track = k
         self._root_slot = int(self._t_slot[k])
-        self._root_start = self._t_tracks.sample_linear(0.0)[k].copy()
+        self._root_start = self._rows(0.0)[0][k].copy()
         pre = np.asarray(scene.pre_matrices, np.float64)[int(self._nodes[self._root_slot])][:3, :3]
         self._root_pre = pre
         try:
@@ -534,61 +584,3 @@ class AnimationPlayer:
             np.add.at(vals, idx, (1.0 - a) * np.asarray(fm, np.float64))
         self._morph_values = vals
         return True
-
-
-class _Fade:
-    """A crossfade in progress: the outgoing side and the elapsed clip time."""
-
-    def __init__(self, source, duration: float):
-        self.source = source
-        self.duration = float(duration)
-        self.elapsed = 0.0
-        self._union = None
-        self.last = None        # (nodes, T, Q, S) of the last blended sample
-
-    @property
-    def alpha(self) -> float:
-        return min(max(self.elapsed / self.duration, 0.0), 1.0) if self.duration > 0.0 else 1.0
-
-    @property
-    def done(self) -> bool:
-        return self.alpha >= 1.0
-
-    def advance(self, step: float) -> None:
-        self.elapsed += max(float(step), 0.0)
-        src = self.source
-        if isinstance(src, AnimationPlayer) and step > 0.0:
-            d = src.duration
-            t = src._current_time + step
-            src._current_time = (math.fmod(t, d) if d > 0.0 else 0.0) if src._looping else min(t, d)
-
-    def nodes_union(self, own_nodes: np.ndarray) -> np.ndarray:
-        if self._union is None:
-            self._union = np.union1d(np.asarray(own_nodes, np.int64), self.source.node_ids())
-        return self._union
-
-
-class _Frozen:
-    """The pose of a moment (an interrupted fade), as the outgoing side of a new fade."""
-
-    def __init__(self, nodes, trs, morph_keys, morph_values):
-        self._nodes = np.asarray(nodes, np.int64)
-        self._trs = trs
-        self._keys = list(morph_keys)
-        self._vals = np.asarray(morph_values, np.float64)
-
-    def node_ids(self) -> np.ndarray:
-        return self._nodes
-
-    def morph_key_list(self) -> list:
-        return self._keys
-
-    def sample_side(self, scene, nodes):
-        t = np.asarray(scene.bind_translations, np.float64)[nodes]
-        q = np.asarray(scene.bind_rotations, np.float64)[nodes]
-        s = np.asarray(scene.bind_scales, np.float64)[nodes]
-        if self._trs is not None and self._nodes.size:
-            rows = np.searchsorted(nodes, self._nodes)
-            t[rows], q[rows], s[rows] = self._trs
-        return t, q, s, self._vals
-

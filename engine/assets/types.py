@@ -553,10 +553,15 @@ class AnimationClipAsset:
     fps: float = 24.0
     target_object: str = ""          # the object the clip animates (armature/object/mesh)
     action_name: str = ""
+    # a plain clip's source F-Curves (assets.curves.CurveBindingAsset): the player evaluates them
+    # at any time as Blender does; ``channels`` then list the same nodes sampled at the frames
+    curves: Optional[object] = None
+    notes: tuple = ()                # what the preview plays differently or leaves out, and why
 
     def __post_init__(self):
         object.__setattr__(self, "channels", tuple(self.channels))
         object.__setattr__(self, "morph_channels", tuple(self.morph_channels))
+        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
         _pack_tracks(self.channels)
 
     @property
@@ -567,6 +572,9 @@ class AnimationClipAsset:
         if not (np.isfinite(self.duration_seconds) and self.duration_seconds >= 0.0):
             return False
         if not (np.isfinite(self.fps) and self.fps > 0.0):
+            return False
+        if self.curves is not None and not (self.curves.is_valid(node_count)
+                                            and self.curves.m_curve.shape[0] == len(self.morph_channels)):
             return False
         return all(c.is_valid(node_count) for c in self.channels) and all(
             c.is_valid(node_count) for c in self.morph_channels

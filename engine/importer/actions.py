@@ -10,6 +10,7 @@ import numpy as np
 
 from ..assets import (AnimationClipAsset, AssetError, MorphWeightChannelAsset,
                       NodeAnimationChannelAsset)
+from .curve_read import build_binding, read_curve_set
 from .fcurve_eval import eligible, evaluate_batch, read_keys
 from .rotation import make_continuous, quat_mul, rotation_prop, rotation_to_quat
 
@@ -180,9 +181,11 @@ def _bake_node(target: NodeTarget, sampled: Dict[Tuple[str, int], np.ndarray], n
     return NodeAnimationChannelAsset(node_index=target.index, **ch)
 
 
-def _bake_work(action, slot, target_object, object_target, bones, armature_name="", strict=True) -> list:
+def _bake_work(action, slot, target_object, object_target, bones, armature_name="", strict=True,
+               ignored=None) -> list:
     """[(target, {(prop, index): fcurve})] of every node ``slot`` animates (muted curves skipped).
-    A curve naming a missing bone raises AssetError (``strict``) or is left out."""
+    A curve naming a missing bone raises AssetError (``strict``) or is left out (its bone's name
+    appended to ``ignored`` when given)."""
     obj_curves: Dict[Tuple[str, int], object] = {}
     bone_curves: Dict[str, Dict[Tuple[str, int], object]] = {}
     for fc in slot_fcurves(action, slot):
@@ -194,6 +197,8 @@ def _bake_work(action, slot, target_object, object_target, bones, armature_name=
             bname = _unescape(m.group(1))
             if bname not in bones:
                 if not strict:
+                    if ignored is not None:
+                        ignored.append(bname)
                     continue
                 raise AssetError(f"action '{action.name}': channel {dp}[{fc.array_index}] names bone "
                                  f"'{bname}' which {('armature ' + repr(armature_name)) if armature_name else 'object ' + repr(target_object)} does not have")
@@ -259,17 +264,32 @@ def _bake_expressions(action, curves, frames, times, node_index: int) -> list:
 
 def bake_object_action(action, slot, fps: float, target_object: str, object_target: Optional[NodeTarget],
                        bones: Dict[str, NodeTarget], armature_name: str = "",
-                       expression_curves=(), expression_node: int = -1) -> AnimationClipAsset:
+                       expression_curves=(), expression_node: int = -1,
+                       ignore_missing: bool = False) -> AnimationClipAsset:
     """Bake pose-bone and object TRS curves of ``slot``. Raises AssetError for a missing bone.
     ``expression_curves`` ((F-Curve, channel name) of an armature data slot, see
     ``expression_curves``) become morph weight channels of ``expression_node`` (the armature
-    object's node): the VRM expression previews the clip keys."""
+    object's node): the VRM expression previews the clip keys.  ``ignore_missing``: channels of
+    bones the armature lacks (an animation pack made for a rig with extra bones) are left out
+    and named in the clip's ``notes`` instead of raising.  The clip carries its source curves
+    (``curves``, evaluated by the player at any time) besides their samples at the frames."""
     frames, start, end = sample_frames(action)
     times = (frames - start) / fps
+    xcurves = [fc for fc, _k in expression_curves] if expression_node >= 0 else []
     morph = _bake_expressions(action, list(expression_curves), frames, times, expression_node)
-    work = _bake_work(action, slot, target_object, object_target, bones, armature_name)
+    ignored = []
+    work = _bake_work(action, slot, target_object, object_target, bones, armature_name,
+                      strict=ignore_missing is False, ignored=ignored)
     flat = [fc for _, cs in work for fc in cs.values()]
     values = sample_curves(action.name, flat, frames)
+    curves, notes = read_curve_set(action.name, flat + xcurves, frames,
+                                   values + [m.values for m in morph])
+    index = {id(fc): i for i, fc in enumerate(flat)}
+    binding = build_binding(curves, work, index, range(len(flat), len(flat) + len(xcurves)))
+    if ignored:
+        notes.insert(0, f"action '{action.name}': {len(ignored)} channel(s) of bones "
+                        f"{', '.join(repr(b) for b in sorted(set(ignored)))} ignored: "
+                        f"{'armature ' + repr(armature_name) if armature_name else 'the object'} has no such bone")
     channels = []
     k = 0
     for target, cs in work:
@@ -283,7 +303,7 @@ def bake_object_action(action, slot, fps: float, target_object: str, object_targ
     channels.sort(key=lambda c: c.node_index)
     return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, channels=channels,
                               morph_channels=morph, frame_start=start, fps=fps, target_object=target_object,
-                              action_name=action.name)
+                              action_name=action.name, curves=binding, notes=tuple(notes))
 
 
 def bake_key_action(action, slot, fps: float, target_object: str, node_index: int, key_names,
@@ -291,6 +311,7 @@ def bake_key_action(action, slot, fps: float, target_object: str, node_index: in
     frames, start, end = sample_frames(action)
     times = (frames - start) / fps
     morph = []
+    kcurves = []
     for fc in slot_fcurves(action, slot):
         if fc.mute:
             continue
@@ -304,8 +325,12 @@ def bake_key_action(action, slot, fps: float, target_object: str, node_index: in
         if RE_KEY.match(fc.data_path):
             vals = sample_fcurve(action.name, fc, frames)
             morph.append(MorphWeightChannelAsset(node_index=node_index, target_name=kname, times=times, values=vals))
+            kcurves.append(fc)
+    curves, notes = read_curve_set(action.name, kcurves, frames, [m.values for m in morph])
+    binding = build_binding(curves, [], {}, range(len(kcurves)))
     return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, morph_channels=morph,
-                              frame_start=start, fps=fps, target_object=target_object, action_name=action.name)
+                              frame_start=start, fps=fps, target_object=target_object, action_name=action.name,
+                              curves=binding, notes=tuple(notes))
 
 
 def action_bone_names(action, slot) -> Tuple[set, bool]:

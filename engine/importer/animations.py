@@ -57,9 +57,12 @@ def _expression_curves(action, obj, problems=None):
     return slot, good
 
 
-def _clip_for_object(action, slot, fps, obj, nb: NodeBuilder, cache=None, expressions=(None, [])):
+def _clip_for_object(action, slot, fps, obj, nb: NodeBuilder, cache=None, expressions=(None, []),
+                     ignore_missing: bool = False):
     """The clip of ``action`` for ``obj``: ``slot``'s bone / object curves and, for an armature,
-    ``expressions`` = (armature data slot, preview curves) from ``_expression_curves``."""
+    ``expressions`` = (armature data slot, preview curves) from ``_expression_curves``.
+    ``ignore_missing``: channels of bones ``obj`` lacks are left out (named in the clip's notes)
+    instead of refusing the clip, as Blender plays such an action."""
     target = nb.targets[(obj.name, None)]
     bones = _bone_targets(nb, obj.name) if obj.type == "ARMATURE" else {}
     xslot, xcurves = expressions
@@ -68,13 +71,15 @@ def _clip_for_object(action, slot, fps, obj, nb: NodeBuilder, cache=None, expres
         key = (action.name, obj.name, "OBJECT")
         sig = (_actions.action_signature(action, slot), fps,
                _actions.bake_inputs_signature(action, slot, target, bones),
-               _actions.action_signature(action, xslot) if xcurves else None, tuple(k for _f, k in xcurves))
+               _actions.action_signature(action, xslot) if xcurves else None, tuple(k for _f, k in xcurves),
+               ignore_missing)
         hit = cache.find_clip(key, sig)
         if hit is not None:
             return hit
     clip = _actions.bake_object_action(action, slot, fps, obj.name, target, bones,
                                        obj.name if obj.type == "ARMATURE" else "",
-                                       expression_curves=xcurves, expression_node=target.index)
+                                       expression_curves=xcurves, expression_node=target.index,
+                                       ignore_missing=ignore_missing)
     if cache is not None:
         cache.store_clip(key, sig, (), clip)
     return clip
@@ -139,7 +144,8 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
             if slot is None or action.name in seen:
                 continue
             seen.add(action.name)
-            attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems))
+            attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems),
+                    not strict)
         if obj.type == "ARMATURE":
             bone_names = set(obj.data.bones.keys())
             other_rig = set()
@@ -156,14 +162,13 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
                     continue  # made for another rig
                 seen.add(action.name)
                 missing = sorted(names - bone_names)
-                if missing:
-                    msg = (f"action '{action.name}': bone '{missing[0]}' does not exist in armature "
-                           f"'{obj.name}'; clip not offered for it")
-                    if strict:
-                        raise AssetError(msg)
-                    problems.append(msg)
-                    continue
-                attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems))
+                if missing and strict:
+                    raise AssetError(f"action '{action.name}': bone '{missing[0]}' does not exist in armature "
+                                     f"'{obj.name}'")
+                # an animation pack made for a rig with extra bones: offered, as Blender plays it,
+                # the missing bones' channels ignored (the clip's notes name them)
+                attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems),
+                        True)
             # actions that key only the avatar's VRM expressions (its armature data): face clips
             dad = getattr(obj.data, "animation_data", None)
             assigned = [a for a, _s in _assigned_actions(dad)]

@@ -1,0 +1,65 @@
+"""The crossfade's two sides (player.AnimationPlayer.set_crossfade): the fade in progress and a
+frozen pose (an interrupted fade) as an outgoing side.  numpy only."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class _Fade:
+    """A crossfade in progress: the outgoing side and the elapsed clip time."""
+
+    def __init__(self, source, duration: float):
+        self.source = source
+        self.duration = float(duration)
+        self.elapsed = 0.0
+        self._union = None
+        self.last = None        # (nodes, T, Q, S) of the last blended sample
+
+    @property
+    def alpha(self) -> float:
+        return min(max(self.elapsed / self.duration, 0.0), 1.0) if self.duration > 0.0 else 1.0
+
+    @property
+    def done(self) -> bool:
+        return self.alpha >= 1.0
+
+    def advance(self, step: float) -> None:
+        self.elapsed += max(float(step), 0.0)
+        src = self.source
+        if isinstance(src, _Frozen) is False and step > 0.0:
+            d = src.duration
+            t = src._current_time + step
+            src._current_time = (math.fmod(t, d) if d > 0.0 else 0.0) if src._looping else min(t, d)
+
+    def nodes_union(self, own_nodes: np.ndarray) -> np.ndarray:
+        if self._union is None:
+            self._union = np.union1d(np.asarray(own_nodes, np.int64), self.source.node_ids())
+        return self._union
+
+
+class _Frozen:
+    """The pose of a moment (an interrupted fade), as the outgoing side of a new fade."""
+
+    def __init__(self, nodes, trs, morph_keys, morph_values):
+        self._nodes = np.asarray(nodes, np.int64)
+        self._trs = trs
+        self._keys = list(morph_keys)
+        self._vals = np.asarray(morph_values, np.float64)
+
+    def node_ids(self) -> np.ndarray:
+        return self._nodes
+
+    def morph_key_list(self) -> list:
+        return self._keys
+
+    def sample_side(self, scene, nodes):
+        t = np.asarray(scene.bind_translations, np.float64)[nodes]
+        q = np.asarray(scene.bind_rotations, np.float64)[nodes]
+        s = np.asarray(scene.bind_scales, np.float64)[nodes]
+        if self._trs is not None and self._nodes.size:
+            rows = np.searchsorted(nodes, self._nodes)
+            t[rows], q[rows], s[rows] = self._trs
+        return t, q, s, self._vals
+

@@ -1,0 +1,136 @@
+"""Issue 22 (plain clips) and 27.11: the preview player evaluates a plain clip's F-Curves as
+Blender does at any time (every interpolation, easing, handle type, extrapolation and Cycles
+setting), check_deform compares plain clips between frames and fails there, and clips made for a
+rig with extra bones are offered with the missing bones' channels ignored and named."""
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import bpy
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import conftest as C  # noqa: E402
+import fcurve_rigs  # noqa: E402
+from tools import scenes  # noqa: E402
+
+
+def _player_check(capsys, step=4):
+    return C.run_deform_check(capsys, mode="player", player_step=step)
+
+
+@pytest.fixture
+def feature_rig(empty_scene):
+    arm, ob, act = fcurve_rigs.build_fcurve_rig()
+    return arm, ob, act
+
+
+def test_player_matches_blender_between_frames_on_every_fcurve_feature(feature_rig, capsys):
+    """Every easing x easing type, handle type, extrapolation and Cycles setting: the player at
+    0.25 / 0.5 / 0.75 past frames equals Blender's evaluation at that subframe within 1e-4 of the
+    ribbon's size (the old integer-frame resampling erred by up to 1e-1 here)."""
+    rc, out, fields = _player_check(capsys)
+    assert "fraction" in out, out
+    assert int(fields["clips_checked"]) == 1, out
+    assert float(fields["fraction_max_rel_error"]) < 1e-4, out
+    assert rc == 0, out
+
+
+def test_check_fails_when_the_player_resamples_at_integer_frames(feature_rig, capsys, monkeypatch):
+    """Negative control: the old player (the clip's samples at integer frames, lerped / slerped
+    in between) fails the between-frames check."""
+    from stylized_renderer.engine.animation import player as P
+
+    monkeypatch.setattr(P.AnimationPlayer, "_flatten_curves",
+                        lambda self, clip: P.AnimationPlayer._flatten(self, _without_curves(clip)))
+    rc, out, fields = _player_check(capsys)
+    assert float(fields["fraction_max_rel_error"]) > 1e-3, out
+    assert rc != 0, out
+
+
+def _without_curves(clip):
+    import dataclasses
+
+    return dataclasses.replace(clip, curves=None)
+
+
+@pytest.mark.parametrize("missing", ["SINE", "ELASTIC", "BOUNCE"])
+def test_check_fails_with_an_easing_mode_missing(feature_rig, capsys, monkeypatch, missing):
+    """Negative control: an easing mode evaluated as linear fails the between-frames check."""
+    from stylized_renderer.engine.animation import fcurves as F
+    from stylized_renderer.engine.assets import curves as K
+
+    code = getattr(K, f"IPO_{missing}")
+    real_ease, real_elastic = F.ease, F.elastic
+
+    def ease(ipo, easing, time, dur, back=None):
+        if ipo == code:
+            return np.asarray(time, np.float64) / dur
+        return real_ease(ipo, easing, time, dur, back)
+
+    def elastic(easing, time, begin, change, dur, amp, period):
+        if code == K.IPO_ELASTIC:
+            return begin + change * time / dur
+        return real_elastic(easing, time, begin, change, dur, amp, period)
+
+    monkeypatch.setattr(F, "ease", ease)
+    monkeypatch.setattr(F, "elastic", elastic)
+    rc, out, fields = _player_check(capsys)
+    assert float(fields["fraction_max_rel_error"]) > 1e-4, out
+    assert rc != 0, out
+
+
+# ------------------------------------------------------------------------------------------------
+# 27.11: an animation pack made for a rig with extra bones
+# ------------------------------------------------------------------------------------------------
+
+def _pack_character(scene):
+    arm, body, hat, ring = scenes.build_character(scene)
+    bpy.data.actions.remove(arm.animation_data.action)
+    act, cb = scenes.new_action("PackWave", arm, assign=False)
+    scenes.add_curve(cb, 'pose.bones["Spine"].rotation_quaternion', 0, [1, 9, 17], [1.0, 0.9, 1.0])
+    scenes.add_curve(cb, 'pose.bones["Spine"].rotation_quaternion', 1, [1, 9, 17], [0.0, 0.4, 0.0])
+    scenes.add_curve(cb, 'pose.bones["Head"].location', 2, [1, 17], [0.0, 0.2])
+    for side in ("L", "R"):      # the pack's rig has hand-slot bones this character lacks
+        scenes.add_curve(cb, f'pose.bones["HandSlot.{side}"].location', 0, [1, 17], [0.0, 1.0])
+        scenes.add_curve(cb, f'pose.bones["HandSlot.{side}"].rotation_quaternion', 2, [1, 17], [0.0, 0.5])
+    return arm, body, act
+
+
+def test_pack_clip_with_extra_bones_is_offered_played_and_named(empty_scene, capsys):
+    from stylized_renderer.engine import importer, preview
+    from stylized_renderer.panels import viewport_panels as vp
+    from test_viewport_ui import Ctx, draw_panel
+
+    arm, body, act = _pack_character(empty_scene)
+    asset, problems = importer.import_scene_with_problems(bpy.context.evaluated_depsgraph_get())
+    clips = importer.compatible_clips(asset, arm.name)
+    assert [c.name for c in clips] == ["PackWave"], problems
+    note = " ".join(clips[0].notes)
+    assert "HandSlot.L" in note and "HandSlot.R" in note and "4 channel" in note, clips[0].notes
+    # the Animation panel says which channels were ignored
+    preview.clear_states()
+    try:
+        labels = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(empty_scene, arm)).labels()
+    finally:
+        preview.clear_states()
+    assert any("HandSlot.L" in lab and "ignored" in lab for lab in labels), labels
+    # played by the preview as Blender plays it (the missing bones ignored), between frames too
+    rc, out, fields = _player_check(capsys, step=2)
+    assert int(fields["clips_checked"]) == 1, out
+    assert float(fields["max_rel_error"]) < 1e-4 and float(fields["fraction_max_rel_error"]) < 1e-4, out
+    assert rc == 0, out
+
+
+def test_check_fails_when_no_clip_of_the_file_is_checked(empty_scene, capsys):
+    """An action animating the file that no clip plays (here: refused for a non-finite key) must
+    fail the player check, not pass with nothing checked."""
+    arm, body, act = _pack_character(empty_scene)
+    fc = act.layers[0].strips[0].channelbag(act.slots[0]).fcurves[0]
+    fc.keyframe_points[1].co = (9.0, float("nan"))
+    rc, out, fields = _player_check(capsys)
+    assert int(fields["clips_checked"]) == 0, out
+    assert "not offered: action 'PackWave'" in out, out
+    assert rc != 0, out
