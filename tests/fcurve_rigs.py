@@ -125,3 +125,27 @@ def fractional_frames(start: float, end: float, per_frame=(0.25, 0.5, 0.75), eve
                 out.append(k + f)
         k += every
     return out
+
+
+def key_uniform_action(arm, seed: int = 1, name: str = "Uniform"):
+    """An action keying every bone's location, rotation and scale at the same frames, each key's
+    interpolation the same across curves (Bezier, Linear, Constant, Sine, Elastic, Bezier...): the
+    curves share one timing, the player's one-group path (``CurveEvaluator._evaluate_one``)."""
+    rng = np.random.default_rng(seed)
+    act, cb = scenes.new_action(name, arm)
+    frames = np.array([1.0, 4.0, 9.0, 12.0, 16.0, 21.0, 25.0])
+    kinds = ("BEZIER", "LINEAR", "CONSTANT", "SINE", "ELASTIC", "BEZIER", "BEZIER")
+    for pb in arm.pose.bones:
+        path = f'pose.bones["{pb.name}"]'
+        prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(pb.rotation_mode,
+                                                                                            "rotation_euler")
+        width = 4 if prop != "rotation_euler" else 3
+        for p, w, base, sd in (("location", 3, 0.0, 0.05), (prop, width, None, 0.4), ("scale", 3, 1.0, 0.1)):
+            for j in range(w):
+                b = base if base is not None else (1.0 if (p == "rotation_quaternion" and j == 0) else 0.3)
+                fc = scenes.add_curve(cb, f"{path}.{p}", j, frames, b + rng.normal(size=frames.size) * sd)
+                for k, kind in zip(fc.keyframe_points, kinds):
+                    k.interpolation = kind
+                    k.amplitude, k.period = 0.0, 0.0
+                fc.update()
+    return act

@@ -38,6 +38,18 @@ def test_player_matches_blender_between_frames_on_every_fcurve_feature(feature_r
     assert rc == 0, out
 
 
+def test_player_matches_blender_between_frames_with_one_shared_timing(feature_rig, capsys):
+    """Every curve keyed at the same frames (one timing group: located once per frame, the
+    scalar path), Bezier, Linear, Constant, Sine and Elastic segments."""
+    arm, ob, act = feature_rig
+    bpy.data.actions.remove(act)
+    fcurve_rigs.key_uniform_action(arm)
+    rc, out, fields = _player_check(capsys, step=2)
+    assert int(fields["clips_checked"]) == 1, out
+    assert float(fields["fraction_max_rel_error"]) < 1e-4, out
+    assert rc == 0, out
+
+
 def test_check_fails_when_the_player_resamples_at_integer_frames(feature_rig, capsys, monkeypatch):
     """Negative control: the old player (the clip's samples at integer frames, lerped / slerped
     in between) fails the between-frames check."""
