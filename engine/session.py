@@ -814,7 +814,8 @@ class StylizedSession:
             active_target_count=rs.active_target_count if rs else 0,
             items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
             import_error=self.import_error, update_error=self.update_error,
-            problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or []),
+            problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
+            + (self.runtime.skip_messages() if self.runtime is not None else []),
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),

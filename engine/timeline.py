@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .assets import NODE_BONE, NODE_OBJECT, SceneAsset
+from .finite import affine_inv
 
 
 VRM_REFRESH_SECONDS = 0.5   # the viewport re-reads the avatars' expression binds this often
@@ -209,7 +210,8 @@ class TimelineReader:
             local = pose.copy()
             child = a.parent_pos >= 0
             if child.any():
-                local[child] = np.linalg.inv(pose[a.parent_pos[child]]) @ pose[child]
+                # a parent scaled to 0 is singular: its affine pseudo-inverse (engine/finite.py)
+                local[child] = affine_inv(pose[a.parent_pos[child]]) @ pose[child]
             ok = a.nodes >= 0
             nodes_out.append(a.nodes[ok])
             mats_out.append(local[ok])
@@ -223,7 +225,7 @@ class TimelineReader:
             for k, a, b in self._obj_parent_bone:
                 arm = self.armatures[a].object_name
                 parent_worlds[k] = arm_world[arm] @ arm_pose[arm][b]
-            local = np.linalg.inv(parent_worlds) @ worlds
+            local = affine_inv(parent_worlds) @ worlds
             nodes_out.append(self._object_index)
             mats_out.append(local)
         nodes = np.concatenate(nodes_out) if nodes_out else np.zeros(0, np.int64)

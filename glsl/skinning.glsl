@@ -311,6 +311,18 @@ mat3 skin_normal_matrix(mat3 m)
   return (dot(m[0], c[0]) < 0.0) ? -c : c; /* keep the orientation when the matrix mirrors */
 }
 
+/* The skinned unit normal; 0 where the skin matrix has rank <= 1 (a bone scaled to 0: Blender
+ * collapses the vertex onto a point or a line, and no outline may grow it back). */
+vec3 skin_normal(mat3 m3, vec3 normal)
+{
+  mat3 c = skin_normal_matrix(m3);
+  vec3 n = c * normal;
+  if (dot(n, n) > 0.0) {
+    return normalize(n);
+  }
+  return (c[0] == vec3(0.0) && c[1] == vec3(0.0) && c[2] == vec3(0.0)) ? vec3(0.0) : normal;
+}
+
 /* Skin a position, normal and tangent (xyz) in mesh-local space. */
 void skin_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
 {
@@ -324,9 +336,8 @@ void skin_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
   mat4 m = skin_matrix_at(position);
   position = (m * vec4(position, 1.0)).xyz;
   mat3 m3 = mat3(m);
-  vec3 n = skin_normal_matrix(m3) * normal;
   vec3 t = m3 * tangent;
-  normal = (dot(n, n) > 0.0) ? normalize(n) : normal;
+  normal = skin_normal(m3, normal);
   tangent = (dot(t, t) > 0.0) ? normalize(t) : tangent;
 }
 
@@ -344,9 +355,8 @@ float skin_vertex_handed(inout vec3 position, inout vec3 normal, inout vec3 tang
   mat4 m = skin_matrix_at(position);
   position = (m * vec4(position, 1.0)).xyz;
   mat3 m3 = mat3(m);
-  vec3 n = skin_normal_matrix(m3) * normal;
   vec3 t = m3 * tangent;
-  normal = (dot(n, n) > 0.0) ? normalize(n) : normal;
+  normal = skin_normal(m3, normal);
   tangent = (dot(t, t) > 0.0) ? normalize(t) : tangent;
   return (determinant(m3) < 0.0) ? -1.0 : 1.0;
 }

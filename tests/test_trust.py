@@ -394,8 +394,8 @@ def test_fps_and_update_failures_reach_the_stats(empty_scene, session):
     arm.location.x = float("nan")                 # Blender's evaluated pose is now non-finite
     scenes.finish()
     draw(session, view, proj, False, 64, 48)
-    assert session.stats["update_error"] and "ScenePose" in session.stats["update_error"] or \
-        "failed" in session.stats["update_error"], session.stats["update_error"]
+    # the sheet it deforms is skipped and named (issue 27 item 5), the update itself goes on
+    assert any(f"'{ob.name}'" in p and "not finite" in p for p in session.stats["problems"]), session.stats
 
 
 # ------------------------------------------------------------------------------------------------

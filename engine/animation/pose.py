@@ -21,6 +21,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from ..assets.types import NODE_BONE
+from ..finite import affine_inv
 from . import inherit as _inh
 from .sampling import decompose_matrices, normalize_quaternions
 
@@ -906,8 +907,5 @@ class ScenePose:
         return t, q, sc
 
 
-def _safe_inv(m: np.ndarray) -> np.ndarray:
-    try:
-        return np.linalg.inv(m)
-    except np.linalg.LinAlgError:
-        return np.linalg.pinv(m)
+def _safe_inv(m: np.ndarray) -> np.ndarray:   # a singular parent: affine pseudo-inverse
+    return affine_inv(m)

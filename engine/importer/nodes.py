@@ -38,6 +38,20 @@ def _object_deltas(obj):
     return np.array(obj.delta_location, np.float64), dq, np.array(obj.delta_scale, np.float64)
 
 
+def _finite_bind(t, r, s):
+    """(t, r, s, reference scale): a NaN or infinite location, rotation or scale is bound as 0,
+    identity, 1 (the timeline reads Blender's matrices every frame and skips such an object, by
+    name); a zero scale axis stays in the bind pose (the preview collapses it, as Blender does)
+    but counts as 1 in the reference world the inverse binds and armature relations are taken
+    against (they only need one invertible frame: ``inv(jointBind) @ meshBind`` with
+    ``inv(armBind) @ meshBind`` cancels it)."""
+    t = np.where(np.isfinite(t), t, 0.0)
+    if not (np.isfinite(r).all() and np.any(r)):
+        r = np.array([1.0, 0.0, 0.0, 0.0])
+    s = np.where(np.isfinite(s), s, 1.0)
+    return t, r, s, np.where(s == 0.0, 1.0, s)
+
+
 def object_target(obj, idx: int) -> "_actions.NodeTarget":
     dloc, drot, dscale = _object_deltas(obj)
     ident = (not dloc.any() and np.array_equal(drot, [1.0, 0.0, 0.0, 0.0]) and np.all(dscale == 1.0))
@@ -131,8 +145,8 @@ def _add_object(nb: NodeBuilder, obj) -> None:
     t = np.array(obj.location, np.float64) + dloc
     r = quat_mul(drot, _rot_of(mode, rot_vals))
     s = np.array(obj.scale, np.float64) * dscale
-    local = pre @ compose_trs(t, r, s)[0]
-    world = parent_world @ local
+    t, r, s, ref_s = _finite_bind(t, r, s)
+    world = parent_world @ pre @ compose_trs(t, r, ref_s)[0]
     idx = nb.add(world, name=obj.name, kind=NODE_OBJECT, parent=parent_idx, pre_matrix=pre,
                  bind_translation=t, bind_rotation=r, bind_scale=s, object_name=obj.name, bone_name=None)
     nb.targets[(obj.name, None)] = object_target(obj, idx)

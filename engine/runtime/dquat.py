@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..assets.types import Bounds
+from ..finite import affine_inv, affine_solve
 
 MARKER = 2.0                  # texel (0, first row).w of a Preserve Volume palette
 _FLT_EPS = float(np.finfo(np.float32).eps)
@@ -165,7 +166,7 @@ def palette_texels(premat: np.ndarray, q: np.ndarray, dual: np.ndarray, smat: np
     j = q.shape[0]
     out = np.zeros((palette_rows(j), 4, 4), np.float64)
     out[0] = premat.T
-    out[1] = np.linalg.inv(premat).T
+    out[1] = affine_inv(premat).T
     out[0, 0, 3] = MARKER
     out[2::2] = np.transpose(smat, (0, 2, 1))
     out[3::2, 0] = q
@@ -186,9 +187,9 @@ def update_group(group, world_matrices: np.ndarray, joints: np.ndarray, ibm: np.
     arm_world = world_matrices[group.armature_node]
     mesh_world = world_matrices[group.mesh_node_index]
     try:
-        premat = np.linalg.solve(arm_world, mesh_world)
-        chan = np.matmul(np.linalg.solve(arm_world, joints), np.linalg.inv(rest_arm_matrices(group)))
-        mesh_inv = np.linalg.inv(mesh_world)
+        premat = affine_solve(arm_world, mesh_world)       # singular (scaled to 0): engine/finite.py
+        chan = np.matmul(affine_solve(arm_world, joints), np.linalg.inv(rest_arm_matrices(group)))
+        mesh_inv = affine_inv(mesh_world)
     except np.linalg.LinAlgError:
         return False
     if joints.shape[0] != group.inverse_binds.shape[0] or pal.joint_capacity != palette_rows(joints.shape[0]):

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..animation.morph import MorphState
 from ..assets.types import Bounds, bounds_of
+from ..finite import DRAW_LIMIT
 from ..geometry import smooth_normal_deltas
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
@@ -181,7 +182,7 @@ class _TargetData:
             p = self.pos
             self.dmin = np.minimum(p.min(axis=0), 0.0).astype(np.float64)
             self.dmax = np.maximum(p.max(axis=0), 0.0).astype(np.float64)
-            self.max_length = float(np.sqrt(_row_norms_sq(p).max()))
+            self.max_length = float(np.sqrt(_row_norms_sq(p.astype(np.float64)).max()))   # 1e30: finite
         else:
             self.dmin = np.zeros(3)
             self.dmax = np.zeros(3)
@@ -212,9 +213,10 @@ def _accumulate(acc: Optional[np.ndarray], rows: np.ndarray, delta: np.ndarray, 
 def _row_norms_sq(a: np.ndarray) -> np.ndarray:
     """Squared length of each (V,3) row (column-wise: much faster than an axis=1 reduction)."""
     x, y, z = a[:, 0], a[:, 1], a[:, 2]
-    r = x * x
-    r += y * y
-    r += z * z
+    with np.errstate(over="ignore", invalid="ignore"):    # a key of 1e30: inf, refused by the caller
+        r = x * x
+        r += y * y
+        r += z * z
     return r
 
 
@@ -416,6 +418,7 @@ class RuntimeMeshInstance:
         self.morph_policy = "auto"      # one of MORPH_POLICIES
         self.idle = False               # the last update found every primitive settled
         self.counts = (0, 0, 0)         # update(): (total uploads, shader-composed primitives, active targets)
+        self.refusal: Optional[str] = None   # why the composed shape cannot be drawn (not drawn then)
 
     def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend) -> bool:
         """Primitive counts must match; builds and uploads every morph primitive once."""
@@ -484,11 +487,12 @@ class RuntimeMeshInstance:
                 p.changes += 1
                 shader = can and (policy == "shader" or p.changes >= ANIMATED_CHANGES)
             result = None
-            if shader:
-                result = p.compose_in_shader(backend, self.runtime_mesh.stream(i))
-                shader = not p.shader_unavailable      # the deltas do not fit: rebuild instead
-            if not shader:
-                result = p.rebuild_stream(backend)
+            with np.errstate(over="ignore", invalid="ignore"):     # huge keys: refused below
+                if shader:
+                    result = p.compose_in_shader(backend, self.runtime_mesh.stream(i))
+                    shader = not p.shader_unavailable      # the deltas do not fit: rebuild instead
+                if not shader:
+                    result = p.rebuild_stream(backend)
             if result is None:
                 ok = False          # applied_morph_version not advanced: retried next frame
                 continue
@@ -504,6 +508,8 @@ class RuntimeMeshInstance:
             self.last_upload_count += 1
             self.total_upload_count += 1
         self.idle = idle and ok
+        if self.last_upload_count or self.refusal is not None:
+            self.refusal = _refusal(self.primitives)
         # (total uploads, shader-composed primitives, active targets) after this update
         self.counts = (self.total_upload_count, shader_count, active)
         return ok
@@ -523,3 +529,22 @@ class RuntimeMeshInstance:
         self.morph_primitive_count = 0
         self.mesh_asset = None
         self.runtime_mesh = None
+
+
+def _refusal(primitives) -> Optional[str]:
+    """Why the morphed shape cannot be drawn in 32-bit floats (a shape key of 1e30: vertices moved
+    by more than ``finite.DRAW_LIMIT`` or by a non-finite amount), naming the key that moves
+    them most; None when every primitive is drawable.  A loop over primitives, and over the
+    active targets of a refused one only."""
+    for p in primitives:
+        if p.morph_state is None or p.maximum_position_delta <= DRAW_LIMIT:
+            continue
+        active = p.morph_state.active_indices()
+        w = np.abs(np.asarray(p.morph_state.weights, np.float64)[active])
+        reach = w * np.array([p._targets[int(i)].max_length for i in active])
+        t = p.primitive.morph_targets[int(active[int(np.nanargmax(np.nan_to_num(reach, nan=np.inf)))])] \
+            if active.size else None
+        key = (t.key_name or t.name) if t is not None else "?"
+        return (f"shape key '{key}' moves its vertices by more than {DRAW_LIMIT:g} "
+                f"(too large for 32-bit floats)")
+    return None

@@ -13,6 +13,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..assets.types import Bounds, SkinAsset, bounds_of
+from ..finite import affine_inv, affine_solve
 from . import dquat as _dquat
 
 # bytes of one mat4; the seed checks jointCount * sizeof(mat4) for overflow
@@ -151,10 +152,7 @@ class SkinningPalette:
         j = joint_worlds.shape[0]
         if j != self.joint_capacity or inverse_binds.shape[0] != j:
             return False
-        try:
-            mesh_inv = np.linalg.inv(mesh_world)
-        except np.linalg.LinAlgError:
-            return False
+        mesh_inv = affine_inv(mesh_world)      # a mesh scaled to 0: collapses as in Blender
         skin = np.matmul(mesh_inv, np.matmul(joint_worlds, inverse_binds))   # (J,4,4) float64
         if box_center is not None and box_center.shape[0]:
             m = skin[box_joints]
@@ -272,7 +270,7 @@ class SkinningPaletteGroup:
         (identity: each segment slot moves rigidly with its bone)."""
         ibm = self.inverse_binds
         if self.rel_bind_inv is not None:
-            rel_now = np.linalg.solve(world_matrices[self.armature_node], world_matrices[self.mesh_node_index])
+            rel_now = affine_solve(world_matrices[self.armature_node], world_matrices[self.mesh_node_index])
             ibm = np.matmul(ibm, self.rel_bind_inv @ rel_now)
         joints = world_matrices[self.joint_nodes]
         if segment_table is not None and self.seg_slots.size:
@@ -370,10 +368,7 @@ class _PaletteBatch:
         key = np.concatenate([world[self.rel_arm], world[self.rel_mesh]])
         if self._rel_key is not None and (key == self._rel_key).all():   # same shapes: one comparison
             return True
-        try:
-            rel_now = np.linalg.solve(world[self.rel_arm], world[self.rel_mesh])
-        except np.linalg.LinAlgError:
-            return False
+        rel_now = affine_solve(world[self.rel_arm], world[self.rel_mesh])
         self._rel_key = key
         corr = np.matmul(self.rel_bind_inv, rel_now)
         if self.corr is not None and np.array_equal(corr, self.corr):
@@ -482,10 +477,7 @@ class _PaletteBatch:
             if self._mesh_w is not None and (mesh_w == self._mesh_w).all():
                 mesh_inv = self._mesh_inv
             else:
-                try:
-                    mesh_inv = np.linalg.inv(mesh_w)
-                except np.linalg.LinAlgError:
-                    return None
+                mesh_inv = affine_inv(mesh_w)      # singular (scaled to 0): engine/finite.py
                 self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
                 self._minv_rows = (mesh_inv.transpose(0, 2, 1)[self.group_of_joint] if len(self.groups) > 1
                                    else None)         # inverse(meshWorld)^T per joint row (crowds)
@@ -709,6 +701,7 @@ class SkinningPaletteSet:
         self._scene = None
         self._batch: Optional[_PaletteBatch] = None
         self._dq_groups: List[SkinningPaletteGroup] = []
+        self._applied_seg = None
 
     # ---------------------------------------------------------------- lifecycle
     def initialize(self, scene, backend) -> bool:
@@ -774,6 +767,7 @@ class SkinningPaletteSet:
         self._scene = None
         self._batch = None
         self._dq_groups = []
+        self._applied_seg = None       # the segment table the palettes were last computed with
 
     release = clear
 
@@ -839,7 +833,8 @@ class SkinningPaletteSet:
         self.segment_table = table
         self._segment_frames = None
         self.segment_fresh = True
-        self.last_pose_version = -1   # force the next update to recompute
+        if self._applied_seg is None or not np.array_equal(self._applied_seg, table):
+            self.last_pose_version = -1   # force the next update to recompute (same segments: no upload)
         return True
 
     def set_bbone_relations(self, table) -> bool:
@@ -1007,4 +1002,5 @@ class SkinningPaletteSet:
                     ok = False
         if ok:
             self.last_pose_version = version
+            self._applied_seg = seg if frames is None else None
         return ok

@@ -21,6 +21,7 @@ from ..animation.pose import ScenePose
 from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
 from ..runtime.palette import SkinningPaletteSet
 from .extractor import RenderExtractor
+from .transform_guard import TransformGuard
 
 
 @dataclass
@@ -73,6 +74,9 @@ class SceneRuntime:
         self._hot = None                     # instances not idle at the last full pass
         self._idle_sums = (0, 0, 0)          # upload total, shader count, active count of the idle ones
         self._morph_epoch = -1
+        self.guard: Optional[TransformGuard] = None   # objects skipped for a transform that cannot be drawn
+        self._morph_nodes: list = []         # the node of each of _morph_insts
+        self._refused: dict = {}             # morph node -> why its shape cannot be drawn
 
     def set_morph_policy(self, policy: str) -> None:
         """"auto", "rebuild" or "shader" (see runtime/mesh_instance.py) for every morph instance."""
@@ -99,6 +103,7 @@ class SceneRuntime:
         if not self.palette_set.initialize(sc, self.backend):
             self.last_error = self.palette_set.last_error
             return False
+        self.guard = TransformGuard(sc, self.palette_set)
         self.runtime_meshes = []
         for mesh in sc.meshes:
             rm = RuntimeMesh()
@@ -141,6 +146,8 @@ class SceneRuntime:
             self._key_names[node] = names
             self._bindings[node] = binds
         self._morph_insts = [inst for inst in self.mesh_instances if inst is not None]
+        self._morph_nodes = [n for n, inst in enumerate(self.mesh_instances) if inst is not None]
+        self._refused = {}
         self._hot = None
         self._initialized = True
         self._refresh_static_stats()
@@ -335,6 +342,8 @@ class SceneRuntime:
         if not self._initialized:
             return False
         t0 = time.perf_counter()
+        if self.guard is not None:
+            self.guard.forget_locals()
         ok = self.player.update(delta_time, self.scene, self.pose)
         if self.player.sample_count != self._last_sample_count:
             self._last_sample_count = self.player.sample_count
@@ -356,6 +365,8 @@ class SceneRuntime:
         t0 = time.perf_counter()
         ok = True
         if nodes is not None and len(nodes):
+            # a NaN / infinite matrix (one broken object) is drawn nowhere, the rest goes on
+            local_matrices = self.guard.clean_locals(nodes, local_matrices)
             ok = self.pose.set_local_matrices(nodes, local_matrices)
         if self.pose.is_dirty:
             ok = self.pose.update_world_matrices() and ok
@@ -366,6 +377,9 @@ class SceneRuntime:
         return self._finish_frame(ok, t0, t1)
 
     def _finish_frame(self, ok: bool, t0: float, t1: float) -> bool:
+        world = self.pose.world_matrices
+        if world is not None and self.guard is not None:
+            self.guard.check(world, self.pose.version)
         ok = self.palette_set.update(self.pose) and ok
         t2 = time.perf_counter()
         uploads = 0
@@ -390,6 +404,9 @@ class SceneRuntime:
                 hot.append(inst)
         self._hot = hot
         self._idle_sums = tuple(idle_sums)
+        if uploads or self._refused or full:
+            # shapes that cannot be drawn (a shape key of 1e30), per morph instance (objects)
+            self._refused = {n: i.refusal for n, i in zip(self._morph_nodes, self._morph_insts) if i.refusal}
         self._morph_epoch = MorphState.epoch
         t3 = time.perf_counter()
         st = self.stats
@@ -410,5 +427,23 @@ class SceneRuntime:
         items = self.extractor.extract(self.scene, self.pose, self.palette_set, self.mesh_instances,
                                        self.runtime_meshes, frustum=frustum, strict=strict,
                                        shadow_casters=shadow_casters)
+        skip = self._skipped()
+        if skip:
+            items = [it for it in items if it.node_index not in skip]
         self.stats.extraction_ms = (time.perf_counter() - t0) * 1e3
         return items
+
+    def _skipped(self) -> dict:
+        """{mesh node: why it is not drawn this frame}: a transform (TransformGuard) or a morphed
+        shape (RuntimeMeshInstance.refusal) that cannot be drawn."""
+        out = dict(self._refused) if self._refused else {}
+        if self.guard is not None and self.guard.skipped:
+            out.update(self.guard.skipped)
+        return out
+
+    def skip_messages(self) -> List[str]:
+        """One line per object skipped this frame: its transform or its shape cannot be drawn."""
+        skip = self._skipped()
+        nodes = self.scene.nodes
+        return [f"object '{nodes[n].object_name}' cannot be drawn and is skipped: {r}"
+                for n, r in sorted(skip.items(), key=lambda kv: nodes[kv[0]].object_name)]
