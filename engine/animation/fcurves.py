@@ -47,23 +47,6 @@ def _kind_ipo(kind: int) -> int:
     return (kind - 3) // 4
 
 
-def correct_bezpart(v1, v2, v3, v4):
-    """``BKE_fcurve_correct_bezpart`` on (2,) points: handles limited to the segment's span."""
-    v2 = np.array(v2, np.float64)
-    v3 = np.array(v3, np.float64)
-    h1 = np.asarray(v1, np.float64) - v2
-    h2 = np.asarray(v4, np.float64) - v3
-    ln = v4[0] - v1[0]
-    l1, l2 = abs(h1[0]), abs(h2[0])
-    if l1 + l2 == 0.0:
-        return v2, v3
-    if l1 > ln:
-        v2 = np.asarray(v1, np.float64) - (ln / l1) * h1
-    if l2 > ln:
-        v3 = np.asarray(v4, np.float64) - (ln / l2) * h2
-    return v2, v3
-
-
 def _poly(p0, p1, p2, p3):
     """Power-basis coefficients of the cubic Bezier with control values p0..p3."""
     return (p0, 3.0 * (p1 - p0), 3.0 * (p0 - 2.0 * p1 + p2), p3 - p0 + 3.0 * (p1 - p2))
@@ -73,70 +56,90 @@ class CurveEvaluator:
     """Evaluates every curve of an ``FCurveSetAsset`` at one frame: ``evaluate(frame)`` -> (C,)."""
 
     def __init__(self, cs: FCurveSetAsset):
-        self.count = cs.count
-        C = cs.count
-        offs = cs.offsets
+        self.count = C = cs.count
+        offs, counts = cs.offsets, cs.counts
+        N = cs.co.shape[0]
+        x, y = cs.co[:, 0], cs.co[:, 1]
+        hl, hr, ipo = cs.handle_left, cs.handle_right, cs.interpolation
+        cid = np.repeat(np.arange(C), counts)
+        last = offs + counts - 1
+        # per segment, indexed by its left key (the last key of a curve starts none)
+        nxt = np.minimum(np.arange(N) + 1, max(N - 1, 0))
+        seg = np.ones(N, bool)
+        seg[last] = False
+        dx = np.where(seg, x[nxt] - x, 0.0)
+        kind = np.full(N, K_CONST, np.int64)
+        bez = seg & (ipo == IPO_BEZIER) & (dx != 0.0)
+        lin = seg & (ipo == IPO_LINEAR) & (dx != 0.0)
+        eased = seg & (ipo > IPO_BEZIER) & (dx != 0.0)
+        kind[lin] = K_LIN
+        kind[bez] = K_BEZ
+        auto_out = np.isin(ipo, (IPO_BACK, IPO_BOUNCE, IPO_ELASTIC))
+        easing = np.where(cs.easing == EASE_AUTO, np.where(auto_out, EASE_OUT, EASE_IN), cs.easing)
+        kind[eased] = 3 + 4 * ipo[eased] + easing[eased]
+        params = np.zeros((N, 3))
+        m = eased & (ipo == IPO_BACK)
+        params[m, 0] = cs.back[m]
+        m = eased & (ipo == IPO_ELASTIC)
+        params[m, 1] = cs.amplitude[m]
+        params[m, 2] = cs.period[m]
+        # Bezier segments: BKE_fcurve_correct_bezpart, then the x and y polynomials
+        xpoly = np.zeros((N, 4))
+        coef_seg = np.zeros((N, 4))
+        coef_seg[:, 0] = y
+        coef_seg[lin | eased, 1] = (y[nxt] - y)[lin | eased]
+        if bez.any():
+            i = np.flatnonzero(bez)
+            j = i + 1
+            v1x, v1y, v4x, v4y = x[i], y[i], x[j], y[j]
+            v2x, v2y, v3x, v3y = hr[i, 0].copy(), hr[i, 1].copy(), hl[j, 0].copy(), hl[j, 1].copy()
+            h1x, h1y, h2x, h2y = v1x - v2x, v1y - v2y, v4x - v3x, v4y - v3y
+            ln = v4x - v1x
+            l1, l2 = np.abs(h1x), np.abs(h2x)
+            live = (l1 + l2) != 0.0
+            f1 = live & (l1 > ln)
+            fac = np.where(f1, ln / np.where(f1, l1, 1.0), 1.0)
+            v2x, v2y = np.where(f1, v1x - fac * h1x, v2x), np.where(f1, v1y - fac * h1y, v2y)
+            f2 = live & (l2 > ln)
+            fac = np.where(f2, ln / np.where(f2, l2, 1.0), 1.0)
+            v3x, v3y = np.where(f2, v4x - fac * h2x, v3x), np.where(f2, v4y - fac * h2y, v3y)
+            xpoly[i] = np.stack(_poly(v1x, v2x, v3x, v4x), axis=1)
+            flat = ((np.abs(v1y - v4y) < _FLT_EPS) & (np.abs(hr[i, 1] - hl[j, 1]) < _FLT_EPS)
+                    & (np.abs(hl[j, 1] - v4y) < _FLT_EPS))
+            coef_seg[i[~flat]] = np.stack(_poly(v1y, v2y, v3y, v4y), axis=1)[~flat]
+        # a curve's rows: before (its first key's), its segments, after: row of key a = a + curve + 1
+        self._coef = np.zeros((N + C, 4))
+        self._coef[np.arange(N) + cid + 1] = coef_seg
+        first_row = offs + np.arange(C)
+        after_row = last + np.arange(C) + 1
+        self._coef[first_row, 0] = y[offs]
+        self._coef[after_row] = 0.0
+        self._coef[after_row, 0] = y[last]
+        ext = np.flatnonzero(cs.extrapolation == 1)
+        for c in ext.tolist():      # build time only, curves with linear extrapolation
+            o, k = int(offs[c]), int(counts[c])
+            sl = slice(o, o + k)
+            self._coef[first_row[c], 1] = self._slope(x[sl], y[sl], hl[sl], hr[sl], ipo[sl], 0, +1)
+            self._coef[after_row[c], 1] = self._slope(x[sl], y[sl], hl[sl], hr[sl], ipo[sl], k - 1, -1)
+        self._slot0 = first_row
+        self._cycdy = np.where(cs.has_cycles, y[last] - y[offs], 0.0) if C else np.zeros(0)
+        # timing groups: curves with equal key frames, segment kinds, x polynomials and settings
         groups = {}
         group_of = np.zeros(C, np.int64)
-        coef_rows = []
-        slot0 = np.zeros(C, np.int64)
-        self._cycdy = np.zeros(C)
         tables = []
-        at = 0
-        for c in range(C):            # build time only: one pass over the clip's curves
-            o, k = int(offs[c]), int(cs.counts[c])
-            x = cs.co[o:o + k, 0]
-            y = cs.co[o:o + k, 1]
-            hl, hr = cs.handle_left[o:o + k], cs.handle_right[o:o + k]
-            ipo, eas = cs.interpolation[o:o + k], cs.easing[o:o + k]
-            coef = np.zeros((k + 1, 4))
-            kinds = np.zeros(max(k - 1, 0), np.int64)
-            xpoly = np.zeros((max(k - 1, 0), 4))
-            params = np.zeros((max(k - 1, 0), 3))
-            for j in range(k - 1):
-                a, b = j, j + 1
-                ya, yb = y[a], y[b]
-                coef[j + 1, 0] = ya
-                if ipo[a] == IPO_CONSTANT or x[b] - x[a] == 0.0:
-                    kinds[j] = K_CONST
-                elif ipo[a] == IPO_BEZIER:
-                    kinds[j] = K_BEZ
-                    v1, v4 = (x[a], ya), (x[b], yb)
-                    v2, v3 = correct_bezpart(v1, hr[a], hl[b], v4)
-                    xpoly[j] = _poly(v1[0], v2[0], v3[0], v4[0])
-                    flat = abs(ya - yb) < _FLT_EPS and abs(hr[a, 1] - hl[b, 1]) < _FLT_EPS and abs(hl[b, 1] - yb) < _FLT_EPS
-                    if not flat:
-                        coef[j + 1] = _poly(ya, v2[1], v3[1], yb)
-                elif ipo[a] == IPO_LINEAR:
-                    kinds[j] = K_LIN
-                    coef[j + 1, 1] = yb - ya
-                else:
-                    kinds[j] = _ease_kind(int(ipo[a]), int(eas[a]))
-                    coef[j + 1, 1] = yb - ya
-                    if ipo[a] == IPO_BACK:
-                        params[j, 0] = cs.back[o + a]
-                    elif ipo[a] == IPO_ELASTIC:
-                        params[j, 1:] = cs.amplitude[o + a], cs.period[o + a]
-            coef[0, 0], coef[k, 0] = y[0], y[k - 1]
-            if int(cs.extrapolation[c]) == 1:
-                coef[0, 1] = self._slope(x, y, hl, hr, ipo, 0, +1)
-                coef[k, 1] = self._slope(x, y, hl, hr, ipo, k - 1, -1)
+        for c in range(C):          # build time only: a dictionary lookup per curve
+            o, k = int(offs[c]), int(counts[c])
+            sl = slice(o, o + k - 1)
             cyc = cs.cycles[c] if cs.has_cycles[c] else np.zeros(4, np.int64)
-            if cs.has_cycles[c]:
-                self._cycdy[c] = y[k - 1] - y[0]
-            sig = (x.tobytes(), kinds.tobytes(), xpoly.tobytes(), params.tobytes(), bool(cs.has_cycles[c]),
-                   np.asarray(cyc).tobytes())
+            sig = (x[o:o + k].tobytes(), kind[sl].tobytes(), xpoly[sl].tobytes(), params[sl].tobytes(),
+                   bool(cs.has_cycles[c]), np.asarray(cyc).tobytes())
             g = groups.get(sig)
             if g is None:
                 g = groups[sig] = len(tables)
-                tables.append((x, kinds, xpoly, params, bool(cs.has_cycles[c]), np.asarray(cyc, np.int64)))
+                tables.append((x[o:o + k], kind[sl], xpoly[sl], params[sl], bool(cs.has_cycles[c]),
+                               np.asarray(cyc, np.int64)))
             group_of[c] = g
-            coef_rows.append(coef)
-            slot0[c] = at
-            at += k + 1
         self._group_of = group_of
-        self._coef = np.concatenate(coef_rows) if coef_rows else np.zeros((0, 4))
-        self._slot0 = slot0
         self._build_groups(tables)
         # the one-group case (every curve keyed at the same frames): coefficients as a (C, K+1, 4) grid
         self._grid = None
