@@ -146,3 +146,24 @@ def test_check_fails_when_no_clip_of_the_file_is_checked(empty_scene, capsys):
     assert int(fields["clips_checked"]) == 0, out
     assert "not offered: action 'PackWave'" in out, out
     assert rc != 0, out
+
+
+def test_noise_modifier_falls_back_to_frames_with_a_stated_reason(feature_rig, capsys):
+    """A modifier the preview does not evaluate (Noise) is never a silent polyline: that curve is
+    sampled at every frame, the clip's notes (and the Animation panel) name the curve and the
+    reason, integer frames still match and between frames are reported, not claimed exact."""
+    from stylized_renderer.engine import importer
+
+    arm, ob, act = feature_rig
+    fc = next(f for f in act.layers[0].strips[0].channelbag(act.slots[0]).fcurves
+              if f.data_path == 'pose.bones["B03"].location' and not len(f.modifiers))
+    noise = fc.modifiers.new("NOISE")
+    noise.strength = 0.2
+    clip = importer.compatible_clips(importer.import_scene(bpy.context.evaluated_depsgraph_get()), arm.name)[0]
+    assert any('pose.bones["B03"].location' in n and "Noise modifier" in n and "sampled at every frame" in n
+               for n in clip.notes), clip.notes
+    rc, out, fields = _player_check(capsys)
+    assert "note: clip 'Features'" in out and "between" in out, out
+    assert float(fields["fraction_max_rel_error"]) == 0.0, out     # not claimed exact between frames
+    assert float(fields["max_rel_error"]) < 1e-4, out              # exact at the frames
+    assert rc == 0, out
