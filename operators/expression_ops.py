@@ -155,6 +155,34 @@ def counts(meshes) -> tuple:
     return len(blocks), sum(1 for kb in blocks if abs(kb.value) > 1e-6 and not kb.mute)
 
 
+def _library_name(idb) -> str:
+    lib = idb.library
+    if lib is None and idb.override_library is not None:
+        lib = idb.override_library.reference.library if idb.override_library.reference else None
+    return bpy.path.basename(lib.filepath) if lib is not None else "a library"
+
+
+def linked_problem(root, meshes, vrm: bool = True) -> str:
+    """Why an expression edit of this character would not be kept (""; nothing in the way): a
+    shape-key block of one of ``meshes``, or (``vrm``) the armature data holding the VRM
+    expressions, is linked from another .blend (or a library override that is not editable).
+    Blender keeps no edit of linked data in this file: written from Python it changes the render
+    until the file is saved and reloaded, then it is gone."""
+    ids = []
+    if vrm and root is not None and root.type == "ARMATURE":
+        ids.append((root.data, f"the VRM expressions of '{root.name}'"))
+    for ob in meshes:
+        key = ob.data.shape_keys if ob.type == "MESH" else None
+        if key is not None:
+            ids.append((key, f"the shape keys of '{ob.name}'"))
+    for idb, what in ids:
+        if not idb.is_editable:
+            how = "are linked" if idb.library is not None else "belong to a library override that is not editable"
+            return (f"{what[0].upper()}{what[1:]} {how} from '{_library_name(idb)}': an edit would be lost when the "
+                    f"file is saved; make a library override to edit them (Object > Library Override > Make)")
+    return ""
+
+
 def _tag_redraw():
     try:
         for win in bpy.context.window_manager.windows:
@@ -183,7 +211,10 @@ def _get_value(self):
 
 def _set_value(self, value):
     # The UI pushes the undo step of a Scene property edit (the shape keys are in that step).
-    set_expression(_item_meshes(self), self.name, value)
+    meshes = _item_meshes(self)
+    if linked_problem(None, meshes):
+        return          # linked: nothing is written (the panel says why)
+    set_expression(meshes, self.name, value)
     _tag_redraw()
 
 
@@ -219,8 +250,8 @@ def _get_vrm_value(self):
 
 def _set_vrm_value(self, value):
     arm, e = _vrm_handle(self)
-    if arm is None:
-        return
+    if arm is None or linked_problem(arm, _item_meshes(self)):
+        return          # linked: nothing is written (the panel says why)
     vx.set_preview(arm, e, value)
     _tag_redraw()
 
@@ -325,6 +356,13 @@ class _ExpressionOp:
         ob = bpy.data.objects.get(self.character) if self.character else getattr(context, "active_object", None)
         return character_of(ob, context.scene)
 
+    def _refuse_linked(self, root, meshes, vrm: bool = True) -> bool:
+        """Report and return True when the edit would touch linked data (``linked_problem``)."""
+        why = linked_problem(root, meshes, vrm)
+        if why:
+            self.report({"ERROR"}, f"Nothing changed: {why}")
+        return bool(why)
+
 
 class STYLIZED_OT_expression_set(_ExpressionOp, bpy.types.Operator):
     bl_idname = "stylized.expression_set"
@@ -342,6 +380,8 @@ class STYLIZED_OT_expression_set(_ExpressionOp, bpy.types.Operator):
                                    "nothing was changed")
             return {"CANCELLED"}
         root, meshes = self._meshes(context)
+        if self._refuse_linked(root, meshes, vrm=False):
+            return {"CANCELLED"}
         n = set_expression(meshes, self.name, self.value)
         if n == 0:
             self.report({"ERROR"}, f"No shape key named '{self.name}' on this character")
@@ -364,6 +404,8 @@ class STYLIZED_OT_expression_reset_all(_ExpressionOp, bpy.types.Operator):
             self.report({"ERROR"}, "No character: select an armature or a mesh with shape keys")
             return {"CANCELLED"}
         es = vrm_set(root)
+        if self._refuse_linked(root, meshes, vrm=es is not None):
+            return {"CANCELLED"}
         nv = reset_vrm(root, es)      # first: with the add-on installed this rewrites the keys
         n = reset_all(meshes)
         _tag_redraw()
@@ -386,6 +428,8 @@ class STYLIZED_OT_expression_keyframe(_ExpressionOp, bpy.types.Operator):
         if not blocks:
             self.report({"ERROR"}, f"No shape key named '{self.name}' on this character")
             return {"CANCELLED"}
+        if self._refuse_linked(root, meshes, vrm=False):
+            return {"CANCELLED"}
         frame = context.scene.frame_current
         for kb in blocks:
             kb.keyframe_insert("value", frame=frame)
@@ -407,6 +451,8 @@ class _VrmExpressionOp(_ExpressionOp):
         e = es.by_name(self.name)
         if e is None:
             self.report({"ERROR"}, f"No VRM expression named '{self.name}' on '{root.name}'")
+            return None
+        if self._refuse_linked(root, _meshes):
             return None
         return root, es, e
 

@@ -243,6 +243,12 @@ class STYLIZED_PT_viewport_expressions(_SidebarBase, bpy.types.Panel):
         op = row.operator("stylized.expression_reset_all", text="Reset All", icon="LOOP_BACK")
         op.character = root.name
         flt = props.filter.strip().lower()
+        linked = expr.linked_problem(root, meshes, vrm=es is not None)
+        if linked:          # read-only: an edit of linked data would be lost on save
+            for k, part in enumerate(linked.split("; ")):
+                layout.label(text=part, icon="LIBRARY_DATA_DIRECT" if k == 0 else "BLANK1")
+            layout = layout.column()
+            layout.enabled = False
         if es is not None:
             for msg in es.problems:
                 layout.label(text=msg, icon="ERROR")

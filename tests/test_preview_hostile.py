@@ -253,7 +253,7 @@ def test_the_rest_of_the_scene_holds_the_pose_shown_when_a_preview_starts(charac
     shown_wand_local = (np.linalg.inv(blender_bone_world(c.arm, "Head"))
                         @ np.array(wand.evaluated_get(dg).matrix_world))
     # the user previews the Rig's clip, at a time and paused
-    assert op("preview_seek", c.arm, time=0.3) == {"FINISHED"}
+    assert op("preview_seek", c.arm, time=0.1) == {"FINISHED"}
     viewport.draw()
     st = preview.get_state(c.scene)
     assert st.active and st.last_error is None
@@ -379,3 +379,96 @@ def test_deleting_the_previewed_armature_stops_with_a_message(character, viewpor
     assert not st.playing and not st.active
     assert st.last_error == "Armature 'Rig' was deleted: the preview stopped", st.last_error
     assert viewport.session.update_error is None and viewport.session.import_error is None
+
+
+# ------------------------------------------------------------------------------------------------
+# 10: expressions of a character linked from another .blend
+# ------------------------------------------------------------------------------------------------
+
+def link_objects(path, names=None):
+    """Link objects of ``path`` into the current scene (File > Link, objects directly)."""
+    with bpy.data.libraries.load(str(path), link=True) as (src, dst):
+        dst.objects = list(src.objects) if names is None else list(names)
+    for ob in dst.objects:
+        if ob is not None:
+            bpy.context.scene.collection.objects.link(ob)
+    return {ob.name: ob for ob in dst.objects if ob is not None}
+
+
+def save_and_reload(path):
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+
+
+def test_expressions_of_a_linked_character_are_refused_with_a_message(character, tmp_path):
+    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.panels import viewport_panels as vp
+    from test_viewport_ui import Ctx, _keys, draw_panel
+
+    c = character
+    _keys(c.body, [("Smile", 0.0, 1.0), ("Blink", 0.0, 1.0)])
+    _keys(c.hat, [("Smile", 0.0, 1.0)])
+    lib = tmp_path / "character_lib.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(lib))
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.context.scene.render.engine = "STYLIZED"
+    obs = link_objects(lib, ["Rig", "Body", "Hat"])
+    scene = bpy.context.scene
+    smile = obs["Body"].data.shape_keys.key_blocks["Smile"]
+    for name, kw in (("expression_set", dict(name="Smile", value=0.7)),
+                     ("expression_keyframe", dict(name="Smile")),
+                     ("expression_reset_all", {})):
+        with pytest.raises(RuntimeError, match="Nothing changed: The shape keys of 'Body' are linked from "
+                                               "'character_lib.blend'"):
+            getattr(bpy.ops.stylized, name)(character="Rig", **kw)
+    assert smile.value == 0.0                                   # nothing written, nothing claimed
+    want = ("The shape keys of 'Body' are linked from 'character_lib.blend': an edit would be lost when the file "
+            "is saved; make a library override to edit them (Object > Library Override > Make)")
+    assert ex.linked_problem(obs["Rig"], [obs["Body"], obs["Hat"]], vrm=False) == want
+    # the sliders of the Expressions panel write nothing either, and the panel says why
+    assert ex.sync_items(scene, obs["Rig"])
+    items = {it.name: it for it in scene.stylized_expressions.items}
+    items["Smile"].value = 0.4
+    assert smile.value == 0.0 and items["Smile"].value == 0.0
+    labels = draw_panel(vp.STYLIZED_PT_viewport_expressions, Ctx(scene, obs["Rig"])).labels()
+    assert "The shape keys of 'Body' are linked from 'character_lib.blend': an edit would be lost when the file " \
+           "is saved" in labels, labels
+    # what the user sees is what the file keeps
+    save_and_reload(tmp_path / "shot.blend")
+    assert bpy.data.objects["Body"].data.shape_keys.key_blocks["Smile"].value == 0.0
+    # a local character still takes the edit (and keeps it)
+    bpy.ops.wm.open_mainfile(filepath=str(lib))
+    assert bpy.ops.stylized.expression_set(character="Rig", name="Smile", value=0.7) == {"FINISHED"}
+    save_and_reload(tmp_path / "local.blend")
+    assert bpy.data.objects["Body"].data.shape_keys.key_blocks["Smile"].value == pytest.approx(0.7)
+
+
+GODETTE = C.TESTDATA / "vrm" / "Godette_vrm0.blend"
+
+
+@pytest.mark.skipif(not GODETTE.exists(), reason="../shared/testdata/vrm/Godette_vrm0.blend is absent")
+def test_vrm_expressions_of_a_linked_avatar_are_refused_with_a_message(ext, tmp_path):
+    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.engine import vrm_expressions as vx
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.context.scene.render.engine = "STYLIZED"
+    obs = link_objects(GODETTE)
+    arm = obs["Armature"]
+    es = vx.expression_set_of(arm)
+    joy = es.by_name("Joy")
+    before = vx.get_preview(arm, joy)
+    with bpy.context.temp_override(active_object=arm, object=arm):
+        with pytest.raises(RuntimeError, match="Nothing changed: The VRM expressions of 'Armature' are linked from "
+                                               "'Godette_vrm0.blend'"):
+            bpy.ops.stylized.vrm_expression_set(name="Joy", value=1.0)
+        with pytest.raises(RuntimeError, match="are linked from 'Godette_vrm0.blend'"):
+            bpy.ops.stylized.vrm_expression_keyframe(name="Joy")
+    assert vx.get_preview(arm, joy) == before
+    scene = bpy.context.scene
+    assert ex.sync_items(scene, arm)
+    item = {it.name: it for it in scene.stylized_expressions.vrm_items}["Joy"]
+    item.value = 1.0
+    assert vx.get_preview(arm, joy) == before
+    save_and_reload(tmp_path / "shot.blend")
+    assert vx.get_preview(bpy.data.objects["Armature"], joy) == before
