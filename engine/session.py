@@ -12,6 +12,7 @@ import numpy as np
 
 from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
 from .passes.frame import CameraData, FrameData, FrameSettings, LightData
+from .world.transform_guard import skip_message, split_drawable
 
 
 def camera_from_matrices(view: np.ndarray, projection: np.ndarray, is_ortho: bool = False) -> CameraData:
@@ -747,7 +748,9 @@ class StylizedSession:
     # ------------------------------------------------------------------------------------------
     def _fallback_items(self, depsgraph, skip_objects: set) -> list:
         """Blender's evaluated mesh for everything the GPU path does not draw itself."""
-        return self.fallback.items(depsgraph, self.backend, skip_objects, self.fallbacks, self.import_error or "")
+        items, self._fallback_skipped = split_drawable(     # a NaN / 1e20 transform: skipped, named
+            self.fallback.items(depsgraph, self.backend, skip_objects, self.fallbacks, self.import_error or ""))
+        return items
 
     def _gpu_items(self, depsgraph) -> list:
         if self.runtime is None:
@@ -800,7 +803,8 @@ class StylizedSession:
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
         rs = self.runtime.stats if self.runtime is not None else None
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
-                               | set(self.fallbacks.items()))
+                               | {(n, r) for n, r in self.fallbacks.items()
+                                  if n not in getattr(self, "_fallback_skipped", {})})
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
             import_count=self.import_count, last_import_reason=self.last_import_reason,
@@ -815,7 +819,8 @@ class StylizedSession:
             items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
             import_error=self.import_error, update_error=self.update_error,
             problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
-            + (self.runtime.skip_messages() if self.runtime is not None else []),
+            + (self.runtime.skip_messages() if self.runtime is not None else [])
+            + [skip_message(n, r) for n, r in sorted(getattr(self, "_fallback_skipped", {}).items())],
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),

@@ -276,10 +276,14 @@ def test_nan_object_in_the_viewport_is_named_in_the_stats(empty_scene, session):
 # 6. huge and infinite scales
 # ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("what,value", [("body", 1e20), ("prop", float("inf"))])
+@pytest.mark.parametrize("what,value", [("body", 1e20), ("prop", float("inf")), ("bevelled", float("inf")),
+                                        ("bevelled", 1e20)])
 def test_huge_or_infinite_scale_never_reaches_the_pixels(empty_scene, capfd, what, value):
     scene = empty_scene
     info = _demo(scene, transparent=False)
+    if what == "bevelled":            # drawn from Blender's evaluated mesh (a Bevel modifier)
+        info[what] = _prop(scene, "Bevelled")
+        info[what].modifiers.new("Bevel", "BEVEL")
     ob = info[what]
     if what == "body":
         ob.scale = (value,) * 3
@@ -290,6 +294,7 @@ def test_huge_or_infinite_scale_never_reaches_the_pixels(empty_scene, capfd, wha
     assert np.isfinite(px).all(), int((~np.isfinite(px)).sum())
     named = [ln for ln in lines if f"'{ob.name}'" in ln]
     assert len(named) == 1 and "cannot be drawn" in named[0], lines
+    assert render_engine.last_render["stats"]["update_error"] is None
 
 
 # ------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..animation.pose import ScenePose
 from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
 from ..runtime.palette import SkinningPaletteSet
 from .extractor import RenderExtractor
-from .transform_guard import TransformGuard
+from .transform_guard import TransformGuard, skip_message
 
 
 @dataclass
@@ -445,5 +445,5 @@ class SceneRuntime:
         """One line per object skipped this frame: its transform or its shape cannot be drawn."""
         skip = self._skipped()
         nodes = self.scene.nodes
-        return [f"object '{nodes[n].object_name}' cannot be drawn and is skipped: {r}"
+        return [skip_message(nodes[n].object_name, r)
                 for n, r in sorted(skip.items(), key=lambda kv: nodes[kv[0]].object_name)]

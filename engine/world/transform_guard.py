@@ -15,7 +15,7 @@ Owned by a SceneRuntime; no module state.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -29,11 +29,14 @@ class TransformGuard:
     def __init__(self, scene, palette_set=None):
         self.scene = scene
         self._parents = np.asarray(scene.parents, dtype=np.int64)
-        self._mesh_nodes = np.flatnonzero(np.asarray(scene.mesh_indices) >= 0)
+        mi = np.asarray(scene.mesh_indices)
+        # the mesh nodes the GPU path draws (the others are Blender's evaluated mesh: split_drawable)
+        self._mesh_nodes = [int(n) for n in np.flatnonzero(mi >= 0) if not scene.meshes[int(mi[n])].fallback_reason]
+        gpu = set(self._mesh_nodes)
         groups = getattr(palette_set, "palette_groups", None) or []
         # (mesh node, joint nodes, armature node) per skin group
         self._skins = [(int(g.mesh_node_index), np.asarray(g.joint_nodes, np.int64), int(g.armature_node))
-                       for g in groups]
+                       for g in groups if int(g.mesh_node_index) in gpu]
         self._bad_locals: Optional[np.ndarray] = None     # nodes whose locals were replaced
         self._version = None                               # pose version the skip set is of
         self.skipped: Dict[int, str] = {}                  # mesh node -> why it is not drawn
@@ -101,9 +104,9 @@ class TransformGuard:
             return None
 
         for m in self._mesh_nodes:          # per mesh object, only when something is wrong
-            r = why(int(m), "")
+            r = why(m, "")
             if r is not None:
-                out[int(m)] = r
+                out[m] = r
         for mesh, joints, arm in self._skins:
             if mesh in out:
                 continue
@@ -117,3 +120,26 @@ class TransformGuard:
                     out[mesh] = r
                     break
         return out
+
+
+def skip_message(name: str, reason: str) -> str:
+    """The log / Stats line of an object that is not drawn."""
+    return f"object '{name}' cannot be drawn and is skipped: {reason}"
+
+
+def split_drawable(items: list) -> Tuple[list, Dict[str, str]]:
+    """(the items whose world matrix can be drawn, {object name: why not} of the others): for the
+    draws of Blender's evaluated mesh (``fallback.FallbackItem.world``), per frame one stack of
+    their matrices."""
+    if not items:
+        return items, {}
+    worlds = np.array([it.world for it in items], dtype=np.float64)
+    bad = undrawable(worlds)
+    if not bad.any():
+        return items, {}
+    skipped: Dict[str, str] = {}
+    for it, b, w in zip(items, bad, worlds):
+        if b:
+            skipped[it.object_name] = (NOT_FINITE if not np.isfinite(w).all() else TOO_LARGE).format(
+                limit=DRAW_LIMIT, where="")
+    return [it for it, b in zip(items, bad) if not b], skipped
