@@ -170,16 +170,17 @@ def linked_problem(root, meshes, vrm: bool = True) -> str:
     until the file is saved and reloaded, then it is gone."""
     ids = []
     if vrm and root is not None and root.type == "ARMATURE":
-        ids.append((root.data, f"the VRM expressions of '{root.name}'"))
+        ids.append((root.data, f"The VRM expressions of '{root.name}'", "armature"))
     for ob in meshes:
         key = ob.data.shape_keys if ob.type == "MESH" else None
         if key is not None:
-            ids.append((key, f"the shape keys of '{ob.name}'"))
-    for idb, what in ids:
+            ids.append((key, f"The shape keys of '{ob.name}'", "mesh"))
+    for idb, what, kind in ids:
         if not idb.is_editable:
             how = "are linked" if idb.library is not None else "belong to a library override that is not editable"
-            return (f"{what[0].upper()}{what[1:]} {how} from '{_library_name(idb)}': an edit would be lost when the "
-                    f"file is saved; make a library override to edit them (Object > Library Override > Make)")
+            return (f"{what} {how} from '{_library_name(idb)}': an edit would be lost when the file is saved; "
+                    f"to edit them, override its {kind} data too (Outliner: right-click it > Library Override > "
+                    f"Make > Selected & Content)")
     return ""
 
 

@@ -408,6 +408,12 @@ def test_expressions_of_a_linked_character_are_refused_with_a_message(character,
     c = character
     _keys(c.body, [("Smile", 0.0, 1.0), ("Blink", 0.0, 1.0)])
     _keys(c.hat, [("Smile", 0.0, 1.0)])
+    coll = bpy.data.collections.new("Character")
+    c.scene.collection.children.link(coll)
+    for ob in list(c.scene.collection.objects):
+        if ob.name in ("Rig", "Body", "Hat", "Ring"):
+            coll.objects.link(ob)
+            c.scene.collection.objects.unlink(ob)
     lib = tmp_path / "character_lib.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(lib))
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -423,7 +429,8 @@ def test_expressions_of_a_linked_character_are_refused_with_a_message(character,
             getattr(bpy.ops.stylized, name)(character="Rig", **kw)
     assert smile.value == 0.0                                   # nothing written, nothing claimed
     want = ("The shape keys of 'Body' are linked from 'character_lib.blend': an edit would be lost when the file "
-            "is saved; make a library override to edit them (Object > Library Override > Make)")
+            "is saved; to edit them, override its mesh data too (Outliner: right-click it > Library Override > "
+            "Make > Selected & Content)")
     assert ex.linked_problem(obs["Rig"], [obs["Body"], obs["Hat"]], vrm=False) == want
     # the sliders of the Expressions panel write nothing either, and the panel says why
     assert ex.sync_items(scene, obs["Rig"])
@@ -436,10 +443,24 @@ def test_expressions_of_a_linked_character_are_refused_with_a_message(character,
     # what the user sees is what the file keeps
     save_and_reload(tmp_path / "shot.blend")
     assert bpy.data.objects["Body"].data.shape_keys.key_blocks["Smile"].value == 0.0
-    # a local character still takes the edit (and keeps it)
-    bpy.ops.wm.open_mainfile(filepath=str(lib))
+    # what the message advises works: a library override of the character and of its mesh data
+    # takes the edit and the file keeps it
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    with bpy.data.libraries.load(str(lib), link=True) as (src, dst):
+        dst.collections = ["Character"]
+    inst = bpy.data.objects.new("CharacterInstance", None)
+    inst.instance_type, inst.instance_collection = "COLLECTION", dst.collections[0]
+    scene.collection.objects.link(inst)
+    dst.collections[0].override_hierarchy_create(scene, bpy.context.view_layer, reference=inst,
+                                                 do_fully_editable=True)
+    bpy.data.objects.remove(inst)
+    with pytest.raises(RuntimeError, match="The shape keys of 'Body' are linked"):
+        bpy.ops.stylized.expression_set(character="Rig", name="Smile", value=0.7)
+    for name in ("Body", "Hat"):
+        bpy.data.objects[name].data.override_create(remap_local_usages=True)
     assert bpy.ops.stylized.expression_set(character="Rig", name="Smile", value=0.7) == {"FINISHED"}
-    save_and_reload(tmp_path / "local.blend")
+    save_and_reload(tmp_path / "override.blend")
     assert bpy.data.objects["Body"].data.shape_keys.key_blocks["Smile"].value == pytest.approx(0.7)
 
 
