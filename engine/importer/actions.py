@@ -287,8 +287,10 @@ def bake_object_action(action, slot, fps: float, target_object: str, object_targ
     index = {id(fc): i for i, fc in enumerate(flat)}
     binding = build_binding(curves, work, index, range(len(flat), len(flat) + len(xcurves)))
     if ignored:
+        names = sorted(set(ignored))
+        more = f" and {len(names) - 6} more" if len(names) > 6 else ""
         notes.insert(0, f"action '{action.name}': {len(ignored)} channel(s) of bones "
-                        f"{', '.join(repr(b) for b in sorted(set(ignored)))} ignored: "
+                        f"{', '.join(repr(b) for b in names[:6])}{more} ignored: "
                         f"{'armature ' + repr(armature_name) if armature_name else 'the object'} has no such bone")
     channels = []
     k = 0
