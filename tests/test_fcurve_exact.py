@@ -38,6 +38,29 @@ def test_player_matches_blender_between_frames_on_every_fcurve_feature(feature_r
     assert rc == 0, out
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_curve_values_equal_blenders_at_every_eighth_frame(empty_scene, seed):
+    """Each imported curve of the feature rig, evaluated by the player's evaluator every 1/8
+    frame from 4 frames before the clip to 6 after (extrapolation and Cycles on both sides),
+    equals Blender's FCurve.evaluate there (float32 rounding: 1e-4 absolute)."""
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.animation.curve_clip import CurveTracks
+    from stylized_renderer.engine.importer.actions import slot_fcurves
+
+    arm, ob, act = fcurve_rigs.build_fcurve_rig(seed=seed)
+    clip = importer.compatible_clips(importer.import_scene(bpy.context.evaluated_depsgraph_get()), arm.name)[0]
+    assert not clip.notes
+    tracks = CurveTracks(clip.curves, clip.frame_start, clip.fps)
+    frames = np.arange(-3.0, 31.0, 0.125)
+    ours = np.array([tracks.evaluator.evaluate(f) for f in frames])
+    fcs = slot_fcurves(act, act.slots[0])
+    assert ours.shape[1] == len(fcs)
+    ref = np.array([[fc.evaluate(f) for fc in fcs] for f in frames])
+    err = np.abs(ours - ref)
+    worst = np.unravel_index(np.argmax(err), err.shape)
+    assert err.max() < 1e-4, (fcs[worst[1]].data_path, fcs[worst[1]].array_index, frames[worst[0]], err.max())
+
+
 def test_player_matches_blender_between_frames_with_one_shared_timing(feature_rig, capsys):
     """Every curve keyed at the same frames (one timing group: located once per frame, the
     scalar path), Bezier, Linear, Constant, Sine and Elastic segments."""
