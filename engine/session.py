@@ -634,6 +634,9 @@ class StylizedSession:
                     hold.restore(self.runtime.pose, self.runtime.crowd_targets or (preview_state.armature,))
                 push_morphs()
 
+            if self.reader is not None and self.runtime.guard is not None:
+                # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
+                self.runtime.guard.hold_undrawable(self.reader.undrawable_objects(depsgraph))
             _preview.apply_commands(preview_state, self.runtime, clips, dt, before_update,
                                     after_sample=after_sample if self.reader is not None else None)
             if before is not None:

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .assets import NODE_BONE, NODE_OBJECT, SceneAsset
-from .finite import affine_inv
+from .finite import affine_inv, undrawable
 
 
 VRM_REFRESH_SECONDS = 0.5   # the viewport re-reads the avatars' expression binds this often
@@ -61,6 +61,7 @@ class TimelineReader:
         self.sync_token = 0            # the owner bumps it on every depsgraph update it hears of (session.sync)
         self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
         self._vrm_channel_cache = None   # (player keys, source, channel positions, expression columns)
+        self._undrawable = None        # (sync token, undrawable_objects result)
         parents = scene.parents
         seen_arm = set()
         for i, nd in enumerate(scene.nodes):
@@ -191,6 +192,28 @@ class TimelineReader:
             self._bbone_rest = rest_out
         return pose_out, rest_out
 
+    def _object_worlds(self, depsgraph) -> np.ndarray:
+        import bpy
+
+        objects = bpy.data.objects
+        return np.array([np.array(objects[name].evaluated_get(depsgraph).matrix_world) if name in objects
+                         else np.eye(4) for _, name in self.object_nodes], np.float64)
+
+    def undrawable_objects(self, depsgraph) -> Tuple[np.ndarray, np.ndarray]:
+        """(object nodes whose evaluated world matrix is not finite, those beyond
+        ``finite.DRAW_LIMIT``): the preview player, which does not read Blender's matrices each
+        frame, skips them as the timeline does.  Read again only after a depsgraph update
+        (``sync_token``)."""
+        hit = self._undrawable
+        if hit is not None and hit[0] == self.sync_token:
+            return hit[1]
+        worlds = self._object_worlds(depsgraph) if self.object_nodes else np.zeros((0, 4, 4))
+        bad = undrawable(worlds)
+        finite = np.isfinite(worlds.reshape(-1, 16)).all(axis=1)
+        out = (self._object_index[bad & ~finite], self._object_index[bad & finite])
+        self._undrawable = (self.sync_token, out)
+        return out
+
     # ------------------------------------------------------------------------------------------
     def read(self, depsgraph) -> Tuple[np.ndarray, np.ndarray, Dict[int, np.ndarray]]:
         """-> (nodes, local matrices (N,4,4), {mesh node: morph weights aligned with its key names})."""
@@ -216,9 +239,7 @@ class TimelineReader:
             nodes_out.append(a.nodes[ok])
             mats_out.append(local[ok])
         if self.object_nodes:
-            worlds = np.array([np.array(bpy.data.objects[name].evaluated_get(depsgraph).matrix_world)
-                               if name in bpy.data.objects else np.eye(4)
-                               for _, name in self.object_nodes], np.float64)
+            worlds = self._object_worlds(depsgraph)
             parent_worlds = np.tile(np.eye(4), (len(self.object_nodes), 1, 1))
             has_obj = self._obj_parent_obj >= 0
             parent_worlds[has_obj] = worlds[self._obj_parent_obj[has_obj]]

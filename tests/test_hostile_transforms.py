@@ -272,6 +272,46 @@ def test_nan_object_in_the_viewport_is_named_in_the_stats(empty_scene, session):
     assert np.abs(a - b).max() > 0.1                        # the character keeps moving
 
 
+@pytest.fixture
+def preview_session(monkeypatch):
+    from test_vrm_preview_channels import clocked_session
+
+    yield from clocked_session(monkeypatch)
+
+
+@pytest.mark.parametrize("at_import", [True, False])
+def test_nan_prop_while_the_preview_plays(empty_scene, preview_session, at_import):
+    """The preview player: a prop with a NaN location (present at import, or set while the clip
+    plays) is skipped and named, the character keeps playing."""
+    from stylized_renderer.engine import preview
+
+    scene = empty_scene
+    info = _demo(scene)
+    prop = _prop(scene)
+    if at_import:
+        prop.location.x = float("nan")
+    arm = info["armature"]
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("clip", info["active_action"])
+    st.push("play")
+    rt = preview_session.update(st)
+    if not at_import:
+        rt = preview_session.update(st, 0.1)
+        prop.location.x = float("nan")
+        scenes.finish()
+        preview_session.session.sync(bpy.context.evaluated_depsgraph_get(), [])
+        rt = preview_session.update(st, 0.1)
+    assert st.playing
+    hand = rt.scene.node_index(arm.name, "hand.R")
+    before = np.array(rt.pose.world_matrices[hand])
+    rt = preview_session.update(st, 0.3)
+    assert np.abs(rt.pose.world_matrices[hand] - before).max() > 1e-3          # still playing
+    drawn = {it.object_name for it in rt.extract()}
+    assert info["body"].name in drawn and prop.name not in drawn
+    assert [m for m in rt.skip_messages() if "'Prop'" in m and "not finite" in m], rt.skip_messages()
+
+
 # ------------------------------------------------------------------------------------------------
 # 6. huge and infinite scales
 # ------------------------------------------------------------------------------------------------

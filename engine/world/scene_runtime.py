@@ -364,6 +364,7 @@ class SceneRuntime:
             return False
         t0 = time.perf_counter()
         ok = True
+        self.guard.hold_undrawable(None)                 # Blender's matrices are read: the preview's hold ends
         if nodes is not None and len(nodes):
             # a NaN / infinite matrix (one broken object) is drawn nowhere, the rest goes on
             local_matrices = self.guard.clean_locals(nodes, local_matrices)

@@ -39,6 +39,7 @@ class TransformGuard:
                        for g in groups if int(g.mesh_node_index) in gpu]
         self._bad_locals: Optional[np.ndarray] = None     # nodes whose locals were replaced
         self._version = None                               # pose version the skip set is of
+        self._held = None                                  # (not finite, too large) nodes: hold_undrawable
         self.skipped: Dict[int, str] = {}                  # mesh node -> why it is not drawn
 
     def clean_locals(self, nodes, matrices):
@@ -61,12 +62,21 @@ class TransformGuard:
             self._bad_locals = None
             self._version = None
 
+    def hold_undrawable(self, held) -> None:
+        """Preview frames: ``(not finite, too large)`` node arrays of the objects Blender's own
+        matrices cannot draw (``TimelineReader.undrawable_objects``); None: none."""
+        if held is not None and not (held[0].size or held[1].size):
+            held = None
+        if held is not self._held:
+            self._held = held
+            self._version = None
+
     def check(self, world: np.ndarray, version) -> None:
         """Recompute ``skipped`` for the pose's worlds (once per pose version)."""
         if version == self._version:
             return
         self._version = version
-        if self._bad_locals is None:
+        if self._bad_locals is None and self._held is None:
             lo, hi = world.min(), world.max()          # NaN propagates: the comparison fails
             if -DRAW_LIMIT <= lo and hi <= DRAW_LIMIT:
                 self.skipped = {}
@@ -77,6 +87,9 @@ class TransformGuard:
             nonfinite[self._bad_locals] = True
         nonfinite |= ~np.isfinite(world.reshape(n, 16)).all(axis=1)
         large = undrawable(world) & ~nonfinite
+        if self._held is not None:
+            nonfinite[self._held[0]] = True
+            large[self._held[1]] = True
         nonfinite = self._below(nonfinite)
         large = self._below(large) & ~nonfinite
         self.skipped = self._reasons(nonfinite, large)
