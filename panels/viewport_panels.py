@@ -321,6 +321,12 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
             col.label(text=f"Material nodes not mapped: {len(unmapped)}", icon="NODETREE")
             for msg in unmapped:
                 col.label(text=msg)
+        problems = stats.get("problems") or []     # bad input: objects not drawn, actions, VRM data
+        if problems:
+            col = layout.column(align=True)
+            col.label(text=f"Problems: {len(problems)}", icon="ERROR")
+            for msg in problems:
+                col.label(text=msg)
 
 
 classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_expressions, STYLIZED_PT_viewport_stats)

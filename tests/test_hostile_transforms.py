@@ -266,6 +266,13 @@ def test_nan_object_in_the_viewport_is_named_in_the_stats(empty_scene, session):
     a = _draw(session, view, window)
     assert session.stats["update_error"] is None
     assert any(f"'{info['prop'].name}'" in p for p in session.stats["problems"]), session.stats["problems"]
+    # the Stats panel (sidebar) shows the line
+    from test_viewport_ui import Ctx, draw_panel
+    from stylized_renderer.panels import viewport_panels as vp
+
+    labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()
+    named = [lb for lb in labels if f"'{info['prop'].name}'" in lb]
+    assert len(named) == 1 and "cannot be drawn" in named[0], labels
     scene.frame_set(10)
     session.sync(bpy.context.evaluated_depsgraph_get(), [])
     b = _draw(session, view, window)
