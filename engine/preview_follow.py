@@ -133,3 +133,22 @@ def lost_clip(state, runtime, clips: dict, new_runtime: bool) -> Optional[object
     if held is None:
         return clips.get(name) if new_runtime else None
     return clips.get(name) if held.name != name else None
+
+
+def reimport_renamed(session, state, clips: dict) -> None:
+    """A clip renamed (``follow``) that the session's import still knows by its old name: the
+    player plays on meanwhile and the next frame imports anew (asked once per name)."""
+    name = state.clip_name
+    if name and name not in clips and getattr(session, "_renamed", None) != (state.armature, name):
+        session._renamed = (state.armature, name)
+        session._reimport(f"the preview's clip '{name}' of '{state.armature}' was renamed")
+
+
+def resume(session, state, clips: dict) -> None:
+    """A player that lost the state's clip (a new runtime after a re-import, or the clip imported
+    anew under a new name) gets it back at the state's time and transport (``restore_player``)."""
+    runtime = session.runtime
+    lost = lost_clip(state, runtime, clips, getattr(session, "_preview_runtime", None) is not runtime)
+    if lost is not None:
+        restore_player(state, runtime, lost)
+    session._preview_runtime = runtime

@@ -7,8 +7,9 @@ after Stop; nodes of objects the clip does not play (another character, a prop p
 bone with its own action, the skinned meshes' own transforms) then take the held matrices again,
 so they stay where the user saw them instead of jumping to the pose of the last import.
 
-Owned by one ``StylizedSession`` for one ``PreviewState`` and one ``SceneRuntime``; a new runtime
-or another state starts a new hold.  numpy only.
+Owned by one ``StylizedSession`` (``session._hold``) for one ``PreviewState`` and one
+``SceneRuntime``; a new runtime or another state starts a new hold, timeline mode drops it.
+``hooks`` gives the session's preview update its before/after-sample steps.
 """
 from __future__ import annotations
 
@@ -43,3 +44,44 @@ class PreviewHold:
             return True
         ok = pose.set_local_matrices(nodes, self.locals[nodes])
         return bool(pose.update_world_matrices()) and bool(ok)
+
+
+def start(session, depsgraph, state) -> PreviewHold:
+    """The hold of ``state`` (kept in ``session._hold``): at a start (a state, or a runtime, not
+    seen by the last preview frame) Blender's evaluated pose is read once, as the timeline shows
+    it, and the clip is sampled again over it (the palettes follow in the preview's update)."""
+    runtime = session.runtime
+    hold = getattr(session, "_hold", None)
+    if hold is not None and hold.matches(state, runtime):
+        return hold
+    nodes, mats, _weights = session.reader.read(depsgraph)    # (the preview pushes its own weights)
+    pose = runtime.pose
+    if len(nodes) and pose.set_local_matrices(nodes, mats):
+        pose.update_world_matrices()
+    player = runtime.player
+    if player.clip is not None:
+        player.seek(player.current_time)
+    session._hold = PreviewHold(state, runtime, pose.local_matrices)
+    return session._hold
+
+
+def hooks(session, depsgraph, state, before, after):
+    """(before_update, after_sample) for ``preview.apply_commands``: ``before`` (a bake's feed, or
+    None) runs before the player's update, ``after`` (the morph push) after its sample; when the
+    player restored the bind pose in between (a new clip, Stop), every node of an object the clip
+    does not play takes the held matrix again first."""
+    hold = start(session, depsgraph, state)
+    runtime = session.runtime
+    reset = [False]
+
+    def before_update(player, dt):
+        reset[0] = player.reset_pose_on_next_sample
+        if before is not None:
+            before(player, dt)
+
+    def after_sample():
+        if reset[0] and not runtime.player.reset_pose_on_next_sample:
+            hold.restore(runtime.pose, runtime.crowd_targets or (state.armature,))
+        after()
+
+    return before_update, after_sample

@@ -212,10 +212,13 @@ def render_log_lines(frame: int, stats: dict) -> list:
         if stats.get(key):
             out.append(f"{head} {what}: {stats[key]}")
     for name, reason in stats.get("fallbacks") or ():
-        out.append(f"{head} object '{name}' is drawn from Blender's evaluated mesh ({reason})")
+        source = "curves" if reason.startswith("hair curves") else "mesh"     # engine/hair.py
+        out.append(f"{head} object '{name}' is drawn from Blender's evaluated {source} ({reason})")
     for msg in stats.get("unmapped") or ():
         out.append(f"{head} {msg}")
     for msg in stats.get("problems") or ():
+        out.append(f"{head} {msg}")
+    for msg in stats.get("losses") or ():        # missing images, invisible objects (materials/losses.py)
         out.append(f"{head} {msg}")
     return out
 

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
+from .materials.losses import frame_losses
 from .passes.frame import CameraData, FrameData, FrameSettings, LightData
 from .world.transform_guard import skip_message, split_drawable
 
@@ -549,12 +550,7 @@ class StylizedSession:
                 dt = 0.0
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
-            name = preview_state.clip_name
-            if name and name not in clips and getattr(self, "_renamed", None) != (preview_state.armature, name):
-                # renamed (preview_follow): this import still knows the old name; the clip plays on
-                # meanwhile, the next frame's import has the new one (asked once per name)
-                self._renamed = (preview_state.armature, name)
-                self._reimport(f"the preview's clip '{name}' of '{preview_state.armature}' was renamed")
+            _follow.reimport_renamed(self, preview_state, clips)
             before = None
             if clips:
                 baked = self._baked_clips(preview_state, clips)
@@ -615,24 +611,11 @@ class StylizedSession:
                 settled = None if clip_keys or len(pushed) != len(read) else (reader.weights_version, id(table))
                 self._morph_push = (self.runtime, MorphState.epoch, pushed, settled, table)
 
-            lost = _follow.lost_clip(preview_state, self.runtime, clips,
-                                     getattr(self, "_preview_runtime", None) is not self.runtime)
-            if lost is not None:          # a new runtime (a re-import) or a renamed clip: it plays on
-                _follow.restore_player(preview_state, self.runtime, lost)
-            self._preview_runtime = self.runtime
-            hold = self._preview_hold(depsgraph, preview_state)
-            reset = [False]
+            from . import preview_hold
 
-            def before_update(player, dt):
-                reset[0] = player.reset_pose_on_next_sample
-                if before is not None:
-                    before(player, dt)
-
-            def after_sample():
-                if reset[0] and not player.reset_pose_on_next_sample:
-                    # the player restored the bind pose: what it does not play holds the shown pose
-                    hold.restore(self.runtime.pose, self.runtime.crowd_targets or (preview_state.armature,))
-                push_morphs()
+            _follow.resume(self, preview_state, clips)     # a re-import or a rename: the clip plays on
+            # what the clip does not play holds the pose shown when the preview started
+            before_update, after_sample = preview_hold.hooks(self, depsgraph, preview_state, before, push_morphs)
 
             if self.reader is not None and self.runtime.guard is not None:
                 # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
@@ -643,26 +626,6 @@ class StylizedSession:
                 before.after(self.runtime)
             return True
         return self._update_timeline(depsgraph)
-
-    def _preview_hold(self, depsgraph, state):
-        """The pose shown when the preview of ``state`` started (``preview_hold.PreviewHold``):
-        at a start (a state, or a runtime, not seen by the last preview frame) Blender's evaluated
-        pose is read once, as the timeline shows it, and the clip is sampled again over it (the
-        palettes follow in the preview's update)."""
-        from .preview_hold import PreviewHold
-
-        hold = getattr(self, "_hold", None)
-        if hold is not None and hold.matches(state, self.runtime):
-            return hold
-        nodes, mats, _weights = self.reader.read(depsgraph)    # (the preview pushes its own weights)
-        pose = self.runtime.pose
-        if len(nodes) and pose.set_local_matrices(nodes, mats):
-            pose.update_world_matrices()
-        player = self.runtime.player
-        if player.clip is not None:
-            player.seek(player.current_time)
-        self._hold = PreviewHold(state, self.runtime, self.runtime.pose.local_matrices)
-        return self._hold
 
     def _update_timeline(self, depsgraph) -> bool:
         self._hold = None       # timeline mode: the next preview frame starts anew
@@ -749,10 +712,12 @@ class StylizedSession:
         return cache[1]
 
     # ------------------------------------------------------------------------------------------
-    def _fallback_items(self, depsgraph, skip_objects: set) -> list:
-        """Blender's evaluated mesh for everything the GPU path does not draw itself."""
+    def _fallback_items(self, depsgraph, skip_objects: set, camera=None, height: int = 0) -> list:
+        """Blender's evaluated mesh for everything the GPU path does not draw itself (hair curves
+        as ribbons facing ``camera``)."""
         items, self._fallback_skipped = split_drawable(     # a NaN / 1e20 transform: skipped, named
-            self.fallback.items(depsgraph, self.backend, skip_objects, self.fallbacks, self.import_error or ""))
+            self.fallback.items(depsgraph, self.backend, skip_objects, self.fallbacks, self.import_error or "",
+                                camera=camera, height=height))
         return items
 
     def _gpu_items(self, depsgraph) -> list:
@@ -798,7 +763,7 @@ class StylizedSession:
         gpu_items = self._gpu_items(depsgraph)
         drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in self._gpu_nodes} \
             if self.scene_asset is not None else set()
-        items = gpu_items + self._fallback_items(depsgraph, drawn)
+        items = gpu_items + self._fallback_items(depsgraph, drawn, camera, height)
         t3 = time.perf_counter()
         settings = settings_from_scene(scene, width, height, film_transparent)
         frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
@@ -806,8 +771,8 @@ class StylizedSession:
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
         rs = self.runtime.stats if self.runtime is not None else None
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
-                               | {(n, r) for n, r in self.fallbacks.items()
-                                  if n not in getattr(self, "_fallback_skipped", {})})
+                               | {(n, r) for n, r in self.fallbacks.items() if n in self.fallback.present
+                                  and n not in getattr(self, "_fallback_skipped", {})})
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
             import_count=self.import_count, last_import_reason=self.last_import_reason,
@@ -827,6 +792,7 @@ class StylizedSession:
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
+            losses=frame_losses(items, frame.materials),
         )
         return frame
 

@@ -321,6 +321,12 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
             col.label(text=f"Material nodes not mapped: {len(unmapped)}", icon="NODETREE")
             for msg in unmapped:
                 col.label(text=msg)
+        losses = stats.get("losses") or []
+        if losses:
+            col = layout.column(align=True)
+            col.label(text=f"Missing or invisible: {len(losses)}", icon="ERROR")
+            for msg in losses:
+                col.label(text=msg)
         problems = stats.get("problems") or []     # bad input: objects not drawn, actions, VRM data
         if problems:
             col = layout.column(align=True)

@@ -373,8 +373,9 @@ def test_convert_operator_from_vrm_nodes(empty_scene):
     assert props.enabled
     after = _mats().resolve_material(mat)
     assert after.source == "stylized"
-    fields = [f.name for f in dataclasses.fields(before) if f.name not in ("source", "textures")]
+    fields = [f.name for f in dataclasses.fields(before) if f.name not in ("source", "textures", "images")]
     _assert_params(after, {k: getattr(before, k) for k in fields})
+    assert {i.name for i in after.images} == {i.name for i in before.images} == {img.name}
     assert after.textures["base_color"].image == img
     assert _approx(after.textures["base_color"].uv_offset, before.textures["base_color"].uv_offset)
     # already MToon: nothing to do unless overwrite

@@ -68,3 +68,4 @@ class MToonParams:
     unmapped: tuple = ()                    # what the node-tree reader could not map, one message each
     source: str = "default"                 # "stylized" | "vrm_addon" | "principled" | "unlit" | "default"
     is_vrm_outline_material: bool = False   # the VRM add-on's "MToon Outline (...)" material: passes skip it
+    images: tuple = ()                      # every bpy Image the material uses (losses.material_images)

@@ -6,7 +6,7 @@ Order: (1) our ``material.stylized_mtoon`` when enabled; (2) the VRM Add-on's MT
 """
 from __future__ import annotations
 
-from . import node_tree, principled, shadow_flags, vrm_addon
+from . import losses, node_tree, principled, shadow_flags, vrm_addon
 from .params import TEXTURE_SLOTS, MToonParams, TextureRef
 
 
@@ -57,7 +57,16 @@ def from_properties(material, props) -> MToonParams:
 
 
 def resolve_uncached(material, use_properties: bool = True) -> MToonParams:
-    """Resolve ``material`` (None allowed); ``use_properties=False`` skips step 1 (for conversion)."""
+    """Resolve ``material`` (None allowed); ``use_properties=False`` skips step 1 (for conversion).
+    ``images`` lists every image the material uses (losses.material_images: the render log names
+    those whose file is missing)."""
+    p = _resolve(material, use_properties)
+    if material is not None:
+        p.images = losses.material_images(material, p)
+    return p
+
+
+def _resolve(material, use_properties: bool) -> MToonParams:
     if material is None:
         return MToonParams(base_color=(0.8, 0.8, 0.8, 1.0), shade_color=principled.shade_from_base((0.8,) * 3))
     props = getattr(material, "stylized_mtoon", None)
