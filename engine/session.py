@@ -232,7 +232,9 @@ class StylizedSession:
         self.scene_asset = None
         self.runtime = None
         self.reader = None
-        self.assets = AssetCache()
+        from .importer.edits import EditSignals
+
+        self.assets = AssetCache(edits=None if viewport else EditSignals())   # final renders: edit signals
         self.fallback = FallbackDrawer()
         self.import_error = None
         self.update_error = None
@@ -407,7 +409,9 @@ class StylizedSession:
         if reasons:
             return reasons
         meshes = {e.mesh_name for e in self.assets.meshes.values()} if verify_all else set()
-        self.assets.begin_check()
+        if self.assets.edits is not None:
+            self.assets.edits.start()   # (again, if a file load removed its handler)
+        self.assets.begin_check()       # (reads the view layers' pending edit tags: EditSignals)
         for u in depsgraph.updates:
             try:
                 idb = getattr(u.id, "original", u.id)
@@ -423,10 +427,20 @@ class StylizedSession:
                 reasons.append(f"{type(idb).__name__.lower()} '{name}' changed its relations")
         if reasons:
             return reasons
+        edits = self.assets.edits
+        if edits is not None and not verify_all and not edits.pending_read:
+            # a UI render's thread cannot read the view layers' pending tags: the render
+            # depsgraph's own geometry updates stand in for them (conservative: animation too)
+            edits.note(depsgraph.updates)
+        meshes |= self.assets.edited_meshes()
         for name in sorted(meshes):
-            why = self.assets.mesh_content_changed(name)
+            # F12 (verify_all) hashes every shape key (an untagged edit shows, as in Blender's
+            # fresh render depsgraph); a later Ctrl+F12 frame only those reported edited
+            why = self.assets.mesh_content_changed(name, keys=verify_all)
             if why:
                 reasons.append(why)
+        if verify_all and not reasons and edits is not None:
+            edits.trusted()             # every held mesh was read anew and matched
         return reasons
 
     def _structure_changes(self, depsgraph) -> list:
@@ -472,6 +486,8 @@ class StylizedSession:
         from .world.scene_runtime import SceneRuntime
 
         self._need_import = False
+        if self.assets.edits is not None:
+            self.assets.edits.start()   # depsgraph_update_post: weights re-read only after an edit
         self.import_count += 1
         self.last_sync = "import"
         self.last_import_reason = "; ".join(dict.fromkeys(self.reimport_reasons)) or "first import"
@@ -485,6 +501,8 @@ class StylizedSession:
             error = str(ex)
         else:
             error = None
+            if self.assets.edits is not None:
+                self.assets.edits.trusted()     # every mesh was fingerprinted anew
         if error is None and not self.viewport:
             _scene, view_layer = importer.resolve_scene(depsgraph)
             self._structure_key = importer.structure_key(importer.collect_objects(view_layer))
@@ -836,4 +854,6 @@ class StylizedSession:
         self.backend = None
         self.fallback.clear()
         self.assets.clear()
+        if self.assets.edits is not None:
+            self.assets.edits.stop()    # its depsgraph_update_post handler goes with the session
         self._need_import = True

@@ -6,10 +6,12 @@ A session owns one cache.  An entry is reused only when the data it came from is
   shape-key layout, deform bones, vertex-group names, material slots; cheap, no vertex data) and
   the *content* fingerprint: a SHA-1 over every public mesh attribute (positions, UVs, colours,
   material indices, sharp faces, custom normals...), the corner topology, the corner normals,
-  every shape key's coordinates and, where they deform the mesh, the vertex-group weights.
-  ``verify=True`` (final renders, farm jobs, scripts) recomputes the fingerprint on every import,
-  so no edit of positions, weights, shape-key data, UVs, material slots or modifiers can render
-  stale.  ``verify=False`` (the viewport) trusts Blender's depsgraph updates instead: the session
+  every shape key's coordinates and, where they deform the mesh, the vertex-group weights, as
+  three parts (``mesh_content_fingerprint``).  ``verify=True`` (final renders, farm jobs,
+  scripts) recomputes the bulk parts on every import and the vertex-group weights (a per-vertex
+  walk, no bulk read exists) when Blender reported the object, mesh or shape keys edited since
+  they were verified (``EditSignals``, edits.py; every weight API tags them), so no edit of
+  positions, weights, shape-key data, UVs, material slots or modifiers can render stale.  ``verify=False`` (the viewport) trusts Blender's depsgraph updates instead: the session
   drops the entries that an update names (``invalidate_id``) and reuses the others unread.
 * **clips**, keyed by (action, target object, kind): the action's keys (a checksum of every
   key point, handle and interpolation of the slot's F-curves), the scene fps and the targets.
@@ -45,11 +47,7 @@ def _domain_size(mesh, domain: str) -> int:
             "CORNER": len(mesh.loops)}.get(domain, -1)
 
 
-def mesh_content_fingerprint(obj, mesh, weights_matter: bool) -> str:
-    """SHA-1 of everything of ``mesh`` the importer turns into an asset (see the module doc)."""
-    from .morph import read_key_coords
-    from .skin import read_vertex_groups
-
+def _hasher():
     h = hashlib.sha1()
 
     def add(tag: str, a: np.ndarray) -> None:
@@ -57,6 +55,13 @@ def mesh_content_fingerprint(obj, mesh, weights_matter: bool) -> str:
         h.update(np.int64(a.size).tobytes())
         h.update(np.ascontiguousarray(a).view(np.uint8))
 
+    return h, add
+
+
+def base_fingerprint(mesh) -> str:
+    """SHA-1 of every public mesh attribute, the corner topology and the corner normals: the bulk
+    arrays (``foreach_get``), cheap enough for every check."""
+    h, add = _hasher()
     for attr in mesh.attributes:
         name = attr.name
         if name.startswith(".") and name not in _INTERNAL_DRAWN:
@@ -81,22 +86,46 @@ def mesh_content_fingerprint(obj, mesh, weights_matter: bool) -> str:
         cn = np.empty(nl * 3, np.float32)
         mesh.corner_normals.foreach_get("vector", cn)
         add("corner_normals", cn)
-    key = mesh.shape_keys
-    nv = len(mesh.vertices)
-    if key is not None:
-        for kb in key.key_blocks:
-            add("key:" + kb.name, read_key_coords(kb, nv))
-    if weights_matter and len(obj.vertex_groups):
-        vi, gi, wi = read_vertex_groups(mesh)
-        add("vg_v", vi)
-        add("vg_g", gi)
-        add("vg_w", wi)
     return h.hexdigest()
+
+
+def keys_fingerprint(mesh, reads=None) -> Optional[str]:
+    """SHA-1 of every shape key's coordinates (None: the mesh has no shape keys)."""
+    from .reads import MeshReads
+
+    key = mesh.shape_keys
+    if key is None:
+        return None
+    reads = reads if reads is not None else MeshReads(mesh)
+    h, add = _hasher()
+    for kb in key.key_blocks:
+        add("key:" + kb.name, reads.key_coords(kb))
+    return h.hexdigest()
+
+
+def weights_fingerprint(mesh, reads=None) -> str:
+    """SHA-1 of the vertex-group weights (the per-vertex walk: the expensive part)."""
+    from .reads import MeshReads
+
+    reads = reads if reads is not None else MeshReads(mesh)
+    h, add = _hasher()
+    vi, gi, wi = reads.vertex_groups()
+    add("vg_v", vi)
+    add("vg_g", gi)
+    add("vg_w", wi)
+    return h.hexdigest()
+
+
+def mesh_content_fingerprint(obj, mesh, weights_matter: bool, reads=None) -> tuple:
+    """(base, shape keys, weights) fingerprints of everything of ``mesh`` the importer turns into
+    an asset (see the module doc); weights None where they do not deform the mesh."""
+    wm = bool(weights_matter and len(obj.vertex_groups))
+    return (base_fingerprint(mesh), keys_fingerprint(mesh, reads), weights_fingerprint(mesh, reads) if wm else None)
 
 
 class MeshEntry(NamedTuple):
     structure: tuple        # importer.meshes.mesh_structure_signature
-    content: Optional[str]  # mesh_content_fingerprint (None: not computed)
+    content: Optional[tuple]  # mesh_content_fingerprint (None: not computed)
     asset: object           # MeshAsset
     mesh_name: str
     palette_bones: tuple    # bone names in palette order ((): not skinned)
@@ -106,12 +135,14 @@ class MeshEntry(NamedTuple):
 class AssetCache:
     """Assets reused across imports of one session (see the module doc)."""
 
-    def __init__(self):
+    def __init__(self, edits=None):
         self.meshes: Dict[str, MeshEntry] = {}
         self.clips: Dict[tuple, tuple] = {}     # key -> (signature, node keys, clip)
         self.known = KnownState()
         self.stats: Dict[str, float] = {}       # timings and counts of the last import
-        self._content_memo: Dict[tuple, str] = {}   # (mesh name, weights) -> fingerprint, per import
+        self.edits = edits                      # EditSignals (edits.py) or None: every mesh counts as edited
+        self._content_memo: Dict[tuple, tuple] = {}  # (mesh name, weights, keys) -> (fingerprint, fresh), per import
+        self._reads: Dict[str, object] = {}     # mesh name -> MeshReads, per import
         self.mesh_hits = 0
         self.mesh_misses = 0
 
@@ -119,6 +150,14 @@ class AssetCache:
         self.meshes.clear()
         self.clips.clear()
         self.known = KnownState()
+        self._reads = {}
+        self._content_memo = {}
+
+    def reads_of(self, mesh):
+        """The ``MeshReads`` of ``mesh`` for this import (shared by the fingerprint and the build)."""
+        from .reads import reads_for
+
+        return reads_for(self._reads, mesh)
 
     # ---------------------------------------------------------------- meshes
     def find_mesh(self, obj, structure: tuple, weights_matter: bool, verify: bool):
@@ -128,42 +167,96 @@ class AssetCache:
         content = None
         if verify:
             content = self.content_of(obj, weights_matter)
+            # the entry (kept or rebuilt) holds this content: its edit signals are answered
+            self._verified(obj)
         if entry is None or entry.structure != structure or (verify and entry.content != content):
             self.mesh_misses += 1
             return None, content
         self.mesh_hits += 1
         return entry, content
 
-    def content_of(self, obj, weights_matter: bool) -> str:
-        """The content fingerprint of ``obj``'s mesh, computed once per mesh datablock and import
-        (linked duplicates share the data, so they share the fingerprint)."""
-        key = (obj.data.name, bool(weights_matter and len(obj.vertex_groups)))
-        hit = self._content_memo.get(key)
-        if hit is None:
-            t0 = time.perf_counter()
-            hit = mesh_content_fingerprint(obj, obj.data, weights_matter)
-            self.stats["fingerprint_s"] = self.stats.get("fingerprint_s", 0.0) + time.perf_counter() - t0
-            self._content_memo[key] = hit
+    def content_of(self, obj, weights_matter: bool, keys: bool = True) -> tuple:
+        """The content fingerprint of ``obj``'s mesh (``mesh_content_fingerprint``), computed once
+        per mesh datablock and import (linked duplicates share the data, so they share it).
+
+        The base part (attributes, topology, corner normals) is read every time; the shape keys
+        with ``keys`` (final renders' F12: an edit Blender was not told about still shows) or when
+        the mesh was reported edited; the vertex-group weights only when the mesh, its object or
+        its shape keys were reported edited since they were last verified (``EditSignals``), or
+        when no verified asset of this mesh holds them.  Otherwise the held asset's parts stand."""
+        mesh = obj.data
+        wm = bool(weights_matter and len(obj.vertex_groups))
+        memo_key = (mesh.name, wm, bool(keys))
+        hit = self._content_memo.get(memo_key)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter()
+        reads = self.reads_of(mesh)
+        prev = self._held_content(obj, mesh.name, wm)
+        edited = self.edits is None or self.edits.edited(obj, mesh)
+        if prev is None or edited:
+            key_part = keys_fingerprint(mesh, reads)
+            weight_part = weights_fingerprint(mesh, reads) if wm else None
+            self.stats["weights_read"] = self.stats.get("weights_read", 0) + int(wm)
+        else:
+            key_part = keys_fingerprint(mesh, reads) if keys else prev[1]
+            weight_part = prev[2]
+        hit = (base_fingerprint(mesh), key_part, weight_part)
+        self.stats["fingerprint_s"] = self.stats.get("fingerprint_s", 0.0) + time.perf_counter() - t0
+        self._content_memo[memo_key] = hit
         return hit
 
+    def _held_content(self, obj, mesh_name: str, wm: bool) -> Optional[tuple]:
+        """The content of a held asset of this mesh datablock (the object's own first, else a
+        linked duplicate's) whose weights part is there exactly when ``wm``; None if none."""
+        own = self.meshes.get(obj.name)
+        cands = ([own] if own is not None else []) + list(self.meshes.values())
+        for e in cands:
+            if (e.mesh_name == mesh_name and isinstance(e.content, tuple) and len(e.content) == 3
+                    and (e.content[2] is not None) == wm):
+                return e.content
+        return None
+
+    def _verified(self, obj) -> None:
+        if self.edits is not None:
+            self.edits.verified(obj, obj.data)
+
     def begin_import(self, stats: dict) -> None:
-        """A new import: its timings go to ``stats``; fingerprints are read anew."""
+        """A new import: its timings go to ``stats``; fingerprints and reads are made anew."""
         self.stats = stats
         self._content_memo = {}
+        self._reads = {}
+        if self.edits is not None:
+            self.edits.collect_pending()
 
     def holds_mesh(self, mesh_name: str) -> bool:
         """Whether an asset was made from the mesh datablock called ``mesh_name``."""
         return any(e.mesh_name == mesh_name for e in self.meshes.values())
 
-    def mesh_content_changed(self, mesh_name: str) -> Optional[str]:
+    def edited_meshes(self) -> set:
+        """Names of the held mesh datablocks whose object, mesh or shape keys were reported
+        edited since they were verified (every held mesh when no signals are received)."""
+        import bpy
+
+        out = set()
+        for obj_name, e in self.meshes.items():
+            obj = bpy.data.objects.get(obj_name)
+            if obj is None or obj.type != "MESH" or obj.data is None:
+                out.add(e.mesh_name)
+            elif self.edits is None or self.edits.edited(obj, obj.data):
+                out.add(e.mesh_name)
+        return out
+
+    def mesh_content_changed(self, mesh_name: str, keys: bool = True) -> Optional[str]:
         """Why the assets made from the mesh datablock ``mesh_name`` no longer match its data
         (an object gone or renamed, its content fingerprint changed), or None when they all
         still do.  Fingerprints are computed once per datablock between ``begin_import`` /
-        ``begin_check`` calls (linked duplicates share one)."""
+        ``begin_check`` calls (linked duplicates share one); ``keys``: see ``content_of``."""
         import bpy
 
         from .meshes import mesh_fallbacks, weights_matter
 
+        users = []
         for obj_name, e in self.meshes.items():
             if e.mesh_name != mesh_name:
                 continue
@@ -171,8 +264,11 @@ class AssetCache:
             if obj is None or obj.type != "MESH" or obj.data is None or obj.data.name != mesh_name:
                 return f"object '{obj_name}' no longer uses mesh '{mesh_name}'"
             _reasons, am, arm = mesh_fallbacks(obj)
-            if self.content_of(obj, weights_matter(obj, am, arm)) != e.content:
+            if self.content_of(obj, weights_matter(obj, am, arm), keys) != e.content:
                 return f"mesh '{mesh_name}' edited"
+            users.append(obj)
+        for obj in users:
+            self._verified(obj)
         return None
 
     def begin_check(self) -> None:
@@ -180,8 +276,11 @@ class AssetCache:
         time goes to a new ``stats``)."""
         self.stats = {}
         self._content_memo = {}
+        self._reads = {}
+        if self.edits is not None:
+            self.edits.collect_pending()
 
-    def find_shared(self, mesh_name: str, shared: tuple, content: Optional[str]):
+    def find_shared(self, mesh_name: str, shared: tuple, content: Optional[tuple]):
         """An entry another object made from the same mesh datablock with the same shared
         structure and content (a linked duplicate), or None."""
         for e in self.meshes.values():
@@ -189,7 +288,8 @@ class AssetCache:
                 return e
         return None
 
-    def store_mesh(self, obj, structure: tuple, content: Optional[str], asset, palette_bones, shared: tuple = ()) -> None:
+    def store_mesh(self, obj, structure: tuple, content: Optional[tuple], asset, palette_bones,
+                   shared: tuple = ()) -> None:
         if content is None:
             content = self.content_of(obj, bool(palette_bones) or _key_groups(obj))
         self.meshes[obj.name] = MeshEntry(structure, content, asset, obj.data.name, tuple(palette_bones), shared)

@@ -11,7 +11,8 @@ import numpy as np
 from ..assets import AssetError, Bounds, MeshAsset, MorphTargetAsset, PrimitiveAsset, SkinAsset
 from . import skin as _skin
 from .mesh import read_mesh, split_by_material
-from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, read_key_coords
+from .morph_build import build_morphs as _build_morphs
+from .reads import MeshReads
 from .nodes import NodeBuilder
 
 VRM_OUTLINE_PREFIX = "VRM Add-on MToon 1.0 Outline Geometry"
@@ -188,7 +189,8 @@ def import_mesh(obj, nb: NodeBuilder, cache=None, verify: bool = True, stats: Op
             cache.store_mesh(obj, structure, twin.content, asset, twin.palette_bones, shared)
             return asset
     try:
-        asset, palette_bones = _build_mesh(obj, mesh, reasons, am, arm, nb, mesh_world, stats)
+        asset, palette_bones = _build_mesh(obj, mesh, reasons, am, arm, nb, mesh_world, stats,
+                                           cache.reads_of(mesh) if cache is not None else None)
     except AssetError as ex:
         msg = str(ex)
         prefix = f"mesh '{obj.name}' "
@@ -241,7 +243,8 @@ def _palette_nodes(obj, arm, palette_bones, nb: NodeBuilder, mesh_world):
     return jn, ibm
 
 
-def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats: dict):
+def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats: dict, reads=None):
+    reads = reads if reads is not None else MeshReads(mesh)
     t0 = time.perf_counter()
     nv = len(mesh.vertices)
     if len(mesh.polygons) and not len(mesh.loop_triangles):
@@ -265,7 +268,7 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
     need_vg = len(obj.vertex_groups) > 0 and (
         (arm is not None and am.use_vertex_groups) or
         (use_keys and any(kb.vertex_group for kb in key.key_blocks)))
-    vg = _skin.read_vertex_groups(mesh) if need_vg else None
+    vg = reads.vertex_groups() if need_vg else None
 
     # --- skin ---------------------------------------------------------------------------------
     infl = None
@@ -324,65 +327,7 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
     t2 = time.perf_counter()
     morphs_per_prim = [[] for _ in prims]
     if use_keys and prims:
-        kbs = list(key.key_blocks)
-        ref = key.reference_key
-        coords = {}
-
-        def co_of(kb):
-            if kb.name not in coords:
-                coords[kb.name] = read_key_coords(kb, nv)
-            return coords[kb.name]
-
-        nl, npoly = len(mesh.loops), len(mesh.polygons)
-        loop_vert = np.empty(nl, np.int32)
-        mesh.loops.foreach_get("vertex_index", loop_vert)
-        poly_start = np.empty(npoly, np.int32)
-        poly_total = np.empty(npoly, np.int32)
-        mesh.polygons.foreach_get("loop_start", poly_start)
-        mesh.polygons.foreach_get("loop_total", poly_total)
-        nsolver = NormalDeltaSolver(cs.normals, cs.source_vertices, cs.corner_to_split, base_co,
-                                    loop_vert, poly_start, poly_total)
-        tsolvers = [TangentDeltaSolver(p.positions, p.normals, p.uv0, p.indices) if p.uv0 is not None else None
-                    for p in prims]
-        taken = {kb.name for kb in kbs if kb.name}
-        split_local = []
-        for p in prims:
-            lm = np.full(cs.positions.shape[0], -1, np.int64)
-            lm[p.split_vertices] = np.arange(p.split_vertices.shape[0])
-            split_local.append(lm)
-        vgroup_index = {g.name: g.index for g in obj.vertex_groups}
-        for ki, kb in enumerate(kbs):
-            if kb == ref:
-                continue
-            name = kb.name if kb.name else fallback_key_name(ki, taken)
-            taken.add(name)
-            rel = kb.relative_key if kb.relative_key is not None else ref
-            ck, cr = co_of(kb), co_of(rel)
-            ne = ck != cr
-            mids = np.flatnonzero(ne[:, 0] | ne[:, 1] | ne[:, 2])
-            d = np.zeros((nv, 3))
-            d[mids] = ck[mids].astype(np.float64) - cr[mids]
-            if kb.vertex_group and vg is not None and kb.vertex_group in vgroup_index:
-                d[mids] *= _skin.group_weights(*vg, vgroup_index[kb.vertex_group], nv)[mids, None]
-            if not np.isfinite(d[mids].sum()):
-                raise AssetError(f"mesh '{obj.name}' shape key '{name}': non-finite vertex positions")
-            moved = np.zeros(nv, bool)
-            moved[mids[np.any(d[mids] != 0.0, axis=1)]] = True
-            n_ids, n_d = nsolver.deltas(d, moved)
-            for pi, p in enumerate(prims):
-                pd = d[p.source_vertices]
-                lmap = split_local[pi]
-                loc = lmap[n_ids]
-                ok = loc >= 0
-                p_ids, p_nd = loc[ok], n_d[ok]
-                nd = np.zeros((p.positions.shape[0], 3), np.float32)
-                nd[p_ids] = p_nd
-                td = (tsolvers[pi].deltas(pd, moved[p.source_vertices], p_ids, p_nd)
-                      if tsolvers[pi] is not None else None)
-                morphs_per_prim[pi].append(MorphTargetAsset(
-                    name=name, position_deltas=pd, normal_deltas=nd, tangent_deltas=td,
-                    weight_min=float(kb.slider_min), weight_max=float(kb.slider_max), mute=bool(kb.mute),
-                    key_name=kb.name))
+        morphs_per_prim = _build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads)
     stats["morph_s"] = stats.get("morph_s", 0.0) + time.perf_counter() - t2
 
     slots = obj.material_slots

@@ -175,7 +175,8 @@ def _tri_corner_normals_p(pts: np.ndarray) -> np.ndarray:
 class TangentDeltaSolver:
     """Tangent deltas of one primitive (same formula as mesh.compute_tangents, incremental)."""
 
-    def __init__(self, positions, normals, uv, tris):
+    def __init__(self, positions, normals, uv, tris, source_vertices=None):
+        self.src = None if source_vertices is None else np.asarray(source_vertices, np.int64)
         self.pos = np.asarray(positions, np.float64)
         self.nor = np.asarray(normals, np.float64)
         self.uv = np.asarray(uv, np.float64)
@@ -187,12 +188,16 @@ class TangentDeltaSolver:
         self.t0 = _normalize(self.tan0 - self.nor * np.sum(self.nor * self.tan0, axis=1, keepdims=True))
         self.vptr, self.vtris = _csr(self.tris, v)
 
-    def _tri_dirs(self, pos, tris, deltas=None):
+    def _tri_dirs(self, pos, tris, deltas=None, corner_deltas=None):
+        """``corner_deltas``: (T,3,3) position deltas of each triangle's corners (instead of
+        per-vertex ``deltas``)."""
         if pos is None:
             pos = self.pos
         p0, p1, p2 = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
         if deltas is not None:
             p0, p1, p2 = p0 + deltas[tris[:, 0]], p1 + deltas[tris[:, 1]], p2 + deltas[tris[:, 2]]
+        if corner_deltas is not None:
+            p0, p1, p2 = p0 + corner_deltas[:, 0], p1 + corner_deltas[:, 1], p2 + corner_deltas[:, 2]
         w0, w1, w2 = self.uv[tris[:, 0]], self.uv[tris[:, 1]], self.uv[tris[:, 2]]
         e1, e2 = p1 - p0, p2 - p0
         d1, d2 = w1 - w0, w2 - w0
@@ -205,6 +210,42 @@ class TangentDeltaSolver:
         idx = tris.ravel()
         rep = np.repeat(vals, 3, axis=0)
         return _accumulate(idx, rep, v)
+
+    def sparse_deltas(self, vertex_deltas: np.ndarray, vertex_moved: np.ndarray, n_ids: np.ndarray,
+                      n_deltas: np.ndarray):
+        """Like ``deltas`` but from per-Blender-vertex deltas ``vertex_deltas`` (nv,3) and
+        ``vertex_moved`` (nv,) bool (the solver needs ``source_vertices``), returning only the
+        rows that may change: (ids (K,) ascending, (K,3) float32)."""
+        moved = vertex_moved[self.src]
+        empty = (np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
+        if self.tris.shape[0] == 0 or not (moved.any() or n_ids.size):
+            return empty
+        aff_t = incident(self.vptr, self.vtris, np.flatnonzero(moved))
+        if aff_t.size:
+            at = self.tris[aff_t]
+            s1, _ = self._tri_dirs(None, at, None, vertex_deltas[self.src[at]])
+            diff = s1 - self.sdir0[aff_t]
+            uv_, li = np.unique(at.ravel(), return_inverse=True)
+            add = _accumulate(li.ravel(), np.repeat(diff, 3, axis=0), uv_.size)
+        else:
+            uv_ = np.zeros(0, np.int64)
+            add = np.zeros((0, 3))
+        ids = np.union1d(uv_, n_ids)
+        return ids, self._finish(ids, uv_, add, n_ids, n_deltas)
+
+    def _finish(self, ids, uv_, add, n_ids, n_deltas) -> np.ndarray:
+        t = self.tan0[ids].copy()
+        if uv_.size:
+            t[np.searchsorted(ids, uv_)] += add
+        n = self.nor[ids].copy()
+        if n_ids.size:
+            n[np.searchsorted(ids, n_ids)] += n_deltas
+        n1 = _normalize(n)
+        t1 = _normalize(t - n1 * np.sum(n1 * t, axis=1, keepdims=True))
+        good = np.linalg.norm(t1, axis=1) > 0.5
+        dd = t1 - self.t0[ids]
+        dd[~good] = 0.0
+        return dd.astype(np.float32)
 
     def deltas(self, position_deltas: np.ndarray, moved: np.ndarray, n_ids: np.ndarray,
                n_deltas: np.ndarray) -> np.ndarray:
@@ -226,18 +267,7 @@ class TangentDeltaSolver:
             uv_ = np.zeros(0, np.int64)
             add = np.zeros((0, 3))
         ids = np.union1d(uv_, nd_full_ids)
-        t = self.tan0[ids].copy()
-        if uv_.size:
-            t[np.searchsorted(ids, uv_)] += add
-        n = self.nor[ids].copy()
-        if n_ids.size:
-            n[np.searchsorted(ids, n_ids)] += n_deltas
-        n1 = _normalize(n)
-        t1 = _normalize(t - n1 * np.sum(n1 * t, axis=1, keepdims=True))
-        good = np.linalg.norm(t1, axis=1) > 0.5
-        dd = t1 - self.t0[ids]
-        dd[~good] = 0.0
-        out[ids] = dd
+        out[ids] = self._finish(ids, uv_, add, n_ids, n_deltas)
         return out
 
 
