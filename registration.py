@@ -17,6 +17,7 @@ COMPAT_PANELS = (
     "RENDER_PT_color_management_curves", "RENDER_PT_color_management_white_balance",
     "RENDER_PT_color_management_advanced", "RENDER_PT_color_management_working_space", "RENDER_PT_film_transparent",
     "RENDER_PT_simplify", "RENDER_PT_simplify_viewport", "RENDER_PT_simplify_render",
+    "RENDER_PT_stereoscopy",
     "VIEWLAYER_PT_layer",
     # object and data
     "OBJECT_PT_visibility", "OBJECT_PT_custom_props",
@@ -26,7 +27,7 @@ COMPAT_PANELS = (
     "DATA_PT_context_light", "DATA_PT_light", "DATA_PT_EEVEE_light", "DATA_PT_spot", "DATA_PT_custom_props_light",
     "DATA_PT_light_animation",
     "DATA_PT_context_camera", "DATA_PT_camera", "DATA_PT_lens", "DATA_PT_camera_dof", "DATA_PT_camera_dof_aperture",
-    "DATA_PT_camera_display", "DATA_PT_camera_safe_areas", "DATA_PT_camera_background_image",
+    "DATA_PT_camera_display", "DATA_PT_camera_stereoscopy", "DATA_PT_camera_safe_areas", "DATA_PT_camera_background_image",
     "DATA_PT_custom_props_camera", "DATA_PT_camera_animation",
     # materials and world
     "EEVEE_MATERIAL_PT_context_material", "MATERIAL_PT_custom_props", "MATERIAL_PT_animation",

@@ -11,7 +11,8 @@ import bpy
 import numpy as np
 
 from . import gpu_util
-from .session import StylizedSession, camera_from_object, camera_from_matrices
+from .passes import render_passes
+from .session import StylizedSession, camera_for_view, camera_from_object, camera_from_matrices
 
 # Test/tool hook: the linear float pixels handed to Blender for the last final render
 # (Blender's own "Render Result" image cannot be read back in background mode).
@@ -94,6 +95,11 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
     # ------------------------------------------------------------------------------------------
     # Final render
     # ------------------------------------------------------------------------------------------
+    def update_render_passes(self, scene=None, renderlayer=None):
+        """The passes of ``renderlayer`` under Blender's names (engine/passes/render_passes.py),
+        so the compositor's Render Layers node offers them."""
+        render_passes.register(self, scene, renderlayer)
+
     def render(self, depsgraph):
         if gpu_util.has_pending_task():
             gpu_util.run_pending_tasks()
@@ -140,22 +146,13 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
                 return
             self.update_progress(0.4)
             self.update_stats("Stylized", "Drawing")
-            camera = camera_from_object(depsgraph, cam.evaluated_get(depsgraph), width, height)
-            pixels = self.session.render_pixels(depsgraph, camera, width, height,
-                                                film_transparent=rd.film_transparent, final=True)
+            pixels, result_ms = self._render_views(depsgraph, cam.evaluated_get(depsgraph), width, height)
         except Exception as ex:  # report, never leave a traceback as the only message
             self.report({"ERROR"}, f"Stylized render failed: {ex}")
             raise
-        if self.test_break():
+        if pixels is None or self.test_break():
             return
         self._drawn_from = drawn_from + (frame,)
-        self.update_progress(0.9)
-        t_result = time.perf_counter()      # (result_ms: mostly first touches of Blender's new buffers)
-        result = self.begin_result(0, 0, width, height)
-        layer = result.layers[0].passes["Combined"]
-        layer.rect.foreach_set(pixels.reshape(-1))
-        self.end_result(result)
-        result_ms = (time.perf_counter() - t_result) * 1e3
         log = render_log_lines(scene.frame_current, self.session.stats)
         for line in log:
             print(line, flush=True)
@@ -165,6 +162,56 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
                            seconds=time.perf_counter() - t0, stats=dict(self.session.stats), log=log,
                            pipeline=dict(pipe), result_ms=result_ms)
         self.update_progress(1.0)
+
+    def _render_views(self, depsgraph, cam_eval, width: int, height: int):
+        """Every view Blender asks for (one, or left and right with Stereoscopy) of this view
+        layer, with its passes, into this layer of the result; only the Render Region is written
+        (Blender hands a result of the region's size: the frame is drawn whole and cropped, so
+        the region equals the full render inside it).  Returns (the first view's Combined as
+        written, ms spent writing the result); (None, 0) when the render was cancelled."""
+        rd = depsgraph.scene.render
+        layer = depsgraph.view_layer
+        passes = render_passes.requested(layer)
+        result = self.begin_result(0, 0, width, height, layer=layer.name)
+        written, result_s = None, 0.0
+        try:
+            rw, rh = int(result.resolution_x), int(result.resolution_y)
+            x0, y0 = render_region_origin(rd, width, height) if (rw, rh) != (width, height) else (0, 0)
+            views = [v.name for v in result.views]
+            target = result.layers[0].passes
+            for view in views:
+                if len(views) > 1:
+                    self.active_view_set(view)
+                camera = self._view_camera(depsgraph, cam_eval, width, height, len(views) > 1)
+                images = self.session.render_layers(depsgraph, camera, width, height,
+                                                    film_transparent=rd.film_transparent, passes=passes)
+                t = time.perf_counter()    # (result_ms: mostly first touches of Blender's new buffers)
+                for name, image in images.items():
+                    rpass = target.find_by_name(render_passes.blender_name(name), view)
+                    if rpass is None:
+                        continue
+                    crop = np.ascontiguousarray(image[y0:y0 + rh, x0:x0 + rw], np.float32)
+                    rpass.rect.foreach_set(crop.reshape(-1))
+                    if written is None and name == "Combined":
+                        written = crop
+                result_s += time.perf_counter() - t
+                if self.test_break():
+                    return None, 0.0
+        finally:
+            t = time.perf_counter()
+            self.end_result(result)
+            result_s += time.perf_counter() - t
+        return written, result_s * 1e3
+
+    def _view_camera(self, depsgraph, cam_eval, width: int, height: int, multiview: bool):
+        """The camera of the active view: with several views, Blender's per-view model matrix
+        and lens shift (``camera_model_matrix`` / ``camera_shift_x``: stereo convergence modes)."""
+        if not multiview:
+            return camera_from_object(depsgraph, cam_eval, width, height)
+        spherical = bool(self.use_spherical_stereo(cam_eval))
+        model = np.array(self.camera_model_matrix(cam_eval, use_spherical_stereo=spherical))
+        shift = float(self.camera_shift_x(cam_eval, use_spherical_stereo=spherical))
+        return camera_for_view(depsgraph, cam_eval, width, height, model, shift)
 
     def _write_empty(self, depsgraph):
         rd = depsgraph.scene.render
@@ -199,6 +246,15 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         draw_texture_fullscreen(texture, width, height)
         self.unbind_display_space_shader()
         gpu.state.blend_set("NONE")
+
+
+def render_region_origin(rd, width: int, height: int):
+    """The Render Region's lower-left pixel, as Blender computes it (render_init_from_main:
+    border x size in single precision, truncated)."""
+    if not rd.use_border:
+        return 0, 0
+    return (int(np.float32(rd.border_min_x) * np.float32(width)),
+            int(np.float32(rd.border_min_y) * np.float32(height)))
 
 
 def render_log_lines(frame: int, stats: dict) -> list:

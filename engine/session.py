@@ -12,7 +12,9 @@ import numpy as np
 
 from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
 from .materials.losses import frame_losses
+from .passes import render_passes
 from .passes.frame import CameraData, FrameData, FrameSettings, LightData
+from .passes.visibility import fill_visibility
 from .world.transform_guard import skip_message, split_drawable
 
 
@@ -27,6 +29,30 @@ def camera_from_object(depsgraph, cam_eval, width: int, height: int) -> CameraDa
     view = np.linalg.inv(np.array(cam_eval.matrix_world))
     is_ortho = getattr(cam_eval.data, "type", "PERSP") == "ORTHO"
     return camera_from_matrices(view, np.array(proj), is_ortho)
+
+
+def camera_for_view(depsgraph, cam_eval, width: int, height: int, model, shift_x: float) -> CameraData:
+    """One view of a multi-view (stereo) render: the view's camera matrix ``model`` and lens shift
+    ``shift_x`` as Blender's RenderEngine gives them (camera_model_matrix / camera_shift_x).  The
+    camera's own projection is moved by the difference of shifts: Blender's view plane is offset
+    by shift x viewfac (BKE_camera_params_compute_viewplane), viewfac the fitted sensor's side in
+    pixels, so the projection's x offset changes by 2 dshift viewfac / width."""
+    rd = depsgraph.scene.render
+    base = camera_from_object(depsgraph, cam_eval, width, height)
+    cd = cam_eval.data
+    aspx, aspy = float(rd.pixel_aspect_x), float(rd.pixel_aspect_y)
+    fit = getattr(cd, "sensor_fit", "AUTO")
+    if fit == "AUTO":
+        fit = "HORIZONTAL" if aspx * width >= aspy * height else "VERTICAL"
+    viewfac = float(width) if fit == "HORIZONTAL" else (aspy / aspx) * float(height)
+    d = 2.0 * (float(shift_x) - float(cd.shift_x)) * viewfac / float(width)
+    proj = np.array(base.projection)
+    if base.is_ortho:
+        proj[0, 3] -= d
+    else:
+        proj[0, 2] += d
+    view = np.linalg.inv(np.asarray(model, np.float64))
+    return camera_from_matrices(view, proj, base.is_ortho)
 
 
 def world_color(scene) -> np.ndarray:
@@ -770,7 +796,7 @@ class StylizedSession:
         return out
 
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,
-                    film_transparent: bool = False, preview_state=None) -> FrameData:
+                    film_transparent: bool = False, preview_state=None, passes=()) -> FrameData:
         self._ensure_gpu()
         scene = depsgraph.scene
         t0 = time.perf_counter()
@@ -784,9 +810,11 @@ class StylizedSession:
         items = gpu_items + self._fallback_items(depsgraph, drawn, camera, height)
         t3 = time.perf_counter()
         settings = settings_from_scene(scene, width, height, film_transparent)
+        settings.gpu_passes = render_passes.needs_gpu(passes)
         frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
                           materials=self._materials(items),
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
+        fill_visibility(depsgraph, frame)     # holdouts, camera-hidden objects, material pass indices
         rs = self.runtime.stats if self.runtime is not None else None
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
                                | {(n, r) for n, r in self.fallbacks.items() if n in self.fallback.present
@@ -815,9 +843,10 @@ class StylizedSession:
         return frame
 
     def render_texture(self, depsgraph, camera: CameraData, width: int, height: int, film_transparent=False,
-                       preview_state=None):
+                       preview_state=None, passes=()):
         t0 = time.perf_counter()
-        frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state)
+        frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state, passes)
+        self.last_frame = frame
         t1 = time.perf_counter()
         tex = self.pipeline.execute(frame)
         t2 = time.perf_counter()
@@ -839,6 +868,27 @@ class StylizedSession:
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent)
         return texture_to_numpy(tex, width, height)
+
+    def render_layers(self, depsgraph, camera: CameraData, width: int, height: int,
+                      film_transparent: bool = False, passes=()) -> dict:
+        """A final frame with its render passes: {"Combined": (H, W, 4), pass name: (H, W, C)}
+        (engine/passes/render_passes.py); only the requested passes are read or drawn."""
+        from .gpu_util import texture_to_numpy
+
+        tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes)
+        out = {"Combined": texture_to_numpy(tex, width, height)}
+        if passes:
+            frame = self.last_frame
+            ids = {}
+            if "IndexOB" in passes:
+                import bpy
+
+                for it in frame.items:
+                    ob = bpy.data.objects.get(it.object_name)
+                    ids[int(getattr(it, "object_id", 0))] = int(getattr(ob, "pass_index", 0))
+            out.update(render_passes.read(self.pipeline, frame, passes, out["Combined"], depsgraph.scene, ids))
+        self.last_frame = None
+        return out
 
     def free(self) -> None:
         if self.runtime is not None:

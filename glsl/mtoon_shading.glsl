@@ -158,6 +158,13 @@ vec3 view_vector(vec3 wpos)
   return (fr.camera_pos.w > 0.5) ? -fr.camera_fwd.xyz : normalize(fr.camera_pos.xyz - wpos);
 }
 
+/* What the render passes read (engine/passes/render_passes.py, SPEC_PASSES variants): the
+ * received shadow of the sun (1 = lit), the lit/shade ramp before the shadow (weighted by each
+ * light's colour) and the rim term added to the colour. */
+float pass_shadow = 1.0;
+float pass_shade = 0.0;
+vec3 pass_rim = vec3(0.0);
+
 /* Full surface result (direct + GI + emission + rim) for shading normal N. */
 vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun)
 {
@@ -178,12 +185,21 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
   int shadow_light = int(fr.shadow_texel.y);
   vec3 direct = vec3(0.0);
   vec3 rim_light = vec3(0.0);
+#ifdef SPEC_PASSES
+  float shade_sum = 0.0, shade_w = 0.0;
+  pass_shadow = vis_sun;
+#endif
   for (int i = 0; i < count; i++) {
     vec3 L, C;
     light_sample(i, wpos, L, C);
     float d = clamp(dot(N, L), -1.0, 1.0);
     float ramp = linearstep_guarded(-1.0 + toony, 1.0 - toony, d + shift);
     float s = (i == shadow_light) ? vis_sun : 1.0;
+#ifdef SPEC_PASSES
+    float lw = dot(C, vec3(0.2126, 0.7152, 0.0722));
+    shade_sum += ramp * lw;
+    shade_w += lw;
+#endif
     ramp *= s; /* shadow after the ramp: shadowed areas take the shade colour */
     direct += C * mix(shade, lit, ramp);
     rim_light += C * s;
@@ -218,6 +234,12 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
     rim *= texture(tex_rim, tex_uv(TEX_RIM, uvA)).rgb;
   }
   color += rim * mix(vec3(1.0), rim_light + rgi, mt.params0.y);
+#ifdef SPEC_PASSES
+  pass_rim = rim * mix(vec3(1.0), rim_light + rgi, mt.params0.y);
+#endif
+#endif
+#ifdef SPEC_PASSES
+  pass_shade = (shade_w > 0.0) ? shade_sum / shade_w : 0.0;
 #endif
   return color;
 }

@@ -1,4 +1,5 @@
-"""Render Properties > Stylized (scene settings, colour-management hint)."""
+"""Render Properties > Stylized (scene settings, colour-management hint) and View Layer > Passes
+(Blender's data passes and the toon passes of engine/passes/render_passes.py)."""
 from __future__ import annotations
 
 import bpy
@@ -90,11 +91,68 @@ class STYLIZED_PT_render_post(_RenderBase, bpy.types.Panel):
         layout.prop(st, "profile_gpu")
 
 
+def _passes_changed(self, context):
+    """Blender asks the engine for its passes again (the compositor's Render Layers node)."""
+    for layer in getattr(self.id_data, "view_layers", ()):
+        if layer.stylized_passes.as_pointer() == self.as_pointer():
+            layer.update_render_passes()
+
+
+class StylizedLayerPasses(bpy.types.PropertyGroup):
+    """The toon passes of one view layer (engine/passes/render_passes.py)."""
+
+    use_outline: bpy.props.BoolProperty(
+        name="Outline", default=False, update=_passes_changed,
+        description="Render pass 'Outline': the MToon outline's colour times its coverage, and the coverage "
+                    "as alpha, so the compositor can retint or remove the outlines")
+    use_shadow: bpy.props.BoolProperty(
+        name="Shadow", default=False, update=_passes_changed,
+        description="Render pass 'Shadow': the sun's shadow received by the visible surface (1 = lit, 0 = in shadow)")
+    use_shade: bpy.props.BoolProperty(
+        name="Shade", default=False, update=_passes_changed,
+        description="Render pass 'Shade': MToon's lit/shade ramp before shadows (1 = lit colour, 0 = shade colour)")
+    use_rim: bpy.props.BoolProperty(
+        name="Rim", default=False, update=_passes_changed,
+        description="Render pass 'Rim': the rim light (rim colour, matcap, rim lighting) added to the colour")
+
+
+class STYLIZED_PT_layer_passes(bpy.types.Panel):
+    bl_label = "Passes"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "view_layer"
+    COMPAT_ENGINES = {ENGINE}
+
+    @classmethod
+    def poll(cls, context):
+        return context.engine in cls.COMPAT_ENGINES and hasattr(context.view_layer, "stylized_passes")
+
+    def draw(self, context):
+        layer = context.view_layer
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        col = layout.column(heading="Data", align=True)
+        for prop in ("use_pass_combined", "use_pass_z", "use_pass_mist", "use_pass_normal"):
+            col.prop(layer, prop)
+        col = layout.column(heading="Indexes", align=True)
+        col.prop(layer, "use_pass_object_index")
+        col.prop(layer, "use_pass_material_index")
+        col = layout.column(heading="Toon", align=True)
+        toon = layer.stylized_passes
+        for prop in ("use_outline", "use_shadow", "use_shade", "use_rim"):
+            col.prop(toon, prop)
+
+
 CLASSES = (STYLIZED_PT_render_settings, STYLIZED_PT_render_shadows, STYLIZED_PT_render_outlines,
-           STYLIZED_PT_render_post)
+           STYLIZED_PT_render_post, STYLIZED_PT_layer_passes)
 
 
 def register():
+    bpy.utils.register_class(StylizedLayerPasses)
+    bpy.types.ViewLayer.stylized_passes = bpy.props.PointerProperty(
+        type=StylizedLayerPasses, name="Stylized Passes",
+        description="The Stylized engine's toon render passes of this view layer")
     for c in CLASSES:
         bpy.utils.register_class(c)
 
@@ -102,3 +160,5 @@ def register():
 def unregister():
     for c in reversed(CLASSES):
         bpy.utils.unregister_class(c)
+    del bpy.types.ViewLayer.stylized_passes
+    bpy.utils.unregister_class(StylizedLayerPasses)

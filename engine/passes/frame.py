@@ -74,6 +74,9 @@ class FrameSettings:
     # where giEqualizationFactor has no visible effect)
     world_sky_color: Optional[np.ndarray] = None
     world_ground_color: Optional[np.ndarray] = None
+    # render passes that need the forward pass's extra outputs (engine/passes/render_passes.py):
+    # False = none requested, the shaders write none and no extra target exists
+    gpu_passes: bool = False
 
 
 @dataclass
@@ -86,3 +89,11 @@ class FrameData:
     # every palette of the frame as one float32 texel array (SkinningPaletteSet.texel_rows()):
     # grouped draws read their palette texture from it instead of concatenating the palettes
     palette_rows: object = None
+    # the view layer's visibility (engine/passes/visibility.py): objects that are holdouts (their
+    # own Holdout flag or a holdout collection), materials whose output is a Holdout shader, and
+    # objects the camera does not see (Visibility > Camera off, indirect-only collections) that
+    # still cast shadows
+    holdout_objects: frozenset = frozenset()
+    holdout_materials: frozenset = frozenset()
+    camera_hidden: frozenset = frozenset()
+    material_pass_index: dict = field(default_factory=dict)   # material name -> Pass Index (IndexMA)

@@ -97,10 +97,18 @@ void main()
   vec4 base = mtoon_base(uvA);
   float face = gl_FrontFacing ? 1.0 : -1.0;   /* back faces (double-sided) flip the frame */
   vec3 ngeo = normalize(v_normal) * face;
+#ifdef SPEC_HOLDOUT
+  /* a holdout (object, collection or Holdout shader): alpha 0 and RGB 0, depth still written */
+  frag_color = vec4(0.0);
+  frag_aux = vec4(ngeo, v_object_id);
+  PASS_OUT(0.0, 0.0, vec3(0.0), 0.0);
+  return;
+#endif
   if ((MAT_FLAGS & MAT_UNLIT) != 0) {
     /* unlit (KHR_materials_unlit, an Emission shader): the base colour as it is */
     frag_color = base;
     frag_aux = vec4(ngeo, v_object_id);
+    PASS_OUT(1.0, 1.0, vec3(0.0), 0.0);
     return;
   }
   vec3 N = ngeo;
@@ -125,6 +133,7 @@ void main()
   vec3 c = mtoon_shade(v_world, N, ngeo, uvA, base.rgb, vis);
   frag_color = vec4(c, base.a);
   frag_aux = vec4(N, v_object_id);
+  PASS_OUT(pass_shadow, pass_shade, pass_rim, 0.0);
 }
 """
 
@@ -199,6 +208,7 @@ void main()
   vec3 c = mtoon_shade(v_world, N, N, uvA, base.rgb, vis);
   frag_color = vec4(mt.outline_color.rgb * mix(vec3(1.0), c, mt.outline_color.w), base.a);
   frag_aux = vec4(N, v_object_id);
+  PASS_OUT(0.0, 0.0, vec3(0.0), 1.0);   /* outline coverage */
 }
 """
 
@@ -241,6 +251,25 @@ void main()
   frag_color = vec4(0.0);
 }
 """
+
+# Render passes (engine/passes/render_passes.py): a SPEC_PASSES variant writes two more targets,
+# pass0 = (received shadow, lit/shade ramp, Material > Pass Index, outline coverage) and
+# pass1 = (rim colour, 0); without SPEC_PASSES nothing more is written.
+_PASS_OUT = """
+#ifdef SPEC_PASSES
+#define PASS_OUT(shadow, shade, rim, outline) \\
+  frag_pass0 = vec4(shadow, shade, float(mt.pad1), outline); frag_pass1 = vec4(rim, 0.0)
+#else
+#define PASS_OUT(shadow, shade, rim, outline)
+#endif
+"""
+_SURFACE_OUT = (("VEC4", "frag_color"), ("VEC4", "frag_aux"))
+_PASS_TARGETS = (("VEC4", "frag_pass0"), ("VEC4", "frag_pass1"))
+
+
+def _surface_outputs(defines) -> tuple:
+    return _SURFACE_OUT + (_PASS_TARGETS if "SPEC_PASSES" in defines else ())
+
 
 _SURFACE_IFACE = (("smooth", "VEC3", "v_world"), ("smooth", "VEC3", "v_normal"),
                   ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"), ("smooth", "VEC4", "v_color"),
@@ -356,15 +385,15 @@ def _variant(key: str, spec, make):
 def forward_shader(spec=None):
     return _variant("mtoon_forward", spec, lambda d: _build(
         "stylized_mtoon_forward", _FORWARD_VS,
-        _MATERIAL_VIEW + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
-        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux")), defines=d))
+        _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
+        _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 
 def outline_shader(spec=None):
     return _variant("mtoon_outline", spec, lambda d: _build(
         "stylized_mtoon_outline", _OUTLINE_VS,
-        _MATERIAL_VIEW + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
-        _SURFACE_IFACE, (("VEC4", "frag_color"), ("VEC4", "frag_aux")), defines=d))
+        _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
+        _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 
 def shadow_shader(spec=None):

@@ -150,7 +150,10 @@ class FramePipeline:
         self.textures = TextureCache()
         self._size = None
         self._color = self._aux = self._depth = None
-        self._fb_main = self._fb_blend = None
+        self._fb_main = self._fb_blend = self._fb_plain = self._fb_passes = None
+        self.pass_targets = None   # (pass0, pass1) textures while render passes are requested
+        self._passes = False
+        self.last_color = None     # the frame's colour before the screen-space outline and FXAA
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}           # material name -> material_spec (the shader variant's material part)
@@ -164,16 +167,27 @@ class FramePipeline:
         self.last_aux = None       # (tests) the aux target of the last frame: normal xyz, object id
 
     # -- resources ---------------------------------------------------------------------------------
-    def _ensure_targets(self, width: int, height: int):
+    def _ensure_targets(self, width: int, height: int, passes: bool = False):
+        """Colour, aux (normal, object id) and depth; with ``passes`` (render passes that need the
+        forward pass's extra outputs, engine/passes/render_passes.py) two more targets: pass0
+        (shadow, shade, material pass index, outline coverage) and pass1 (rim rgb).  Without
+        passes they are not made, and the shaders write none (no cost)."""
         import gpu
 
         if self._size != (width, height):
             self._color = gpu.types.GPUTexture((width, height), format="RGBA32F")
             self._aux = gpu.types.GPUTexture((width, height), format="RGBA32F")
             self._depth = gpu.types.GPUTexture((width, height), format="DEPTH_COMPONENT32F")
-            self._fb_main = gpu.types.GPUFrameBuffer(color_slots=(self._color, self._aux), depth_slot=self._depth)
+            self._fb_plain = gpu.types.GPUFrameBuffer(color_slots=(self._color, self._aux), depth_slot=self._depth)
             self._fb_blend = gpu.types.GPUFrameBuffer(color_slots=(self._color,), depth_slot=self._depth)
+            self._fb_passes = self.pass_targets = None
             self._size = (width, height)
+        if passes and self._fb_passes is None:
+            self.pass_targets = (gpu.types.GPUTexture((width, height), format="RGBA32F"),
+                                 gpu.types.GPUTexture((width, height), format="RGBA32F"))
+            self._fb_passes = gpu.types.GPUFrameBuffer(color_slots=(self._color, self._aux) + self.pass_targets,
+                                                       depth_slot=self._depth)
+        self._fb_main = self._fb_passes if passes else self._fb_plain
 
     def _prepare_materials(self, frame):
         """One std140 block and one texture set per material used this frame."""
@@ -195,11 +209,14 @@ class FramePipeline:
                 texs.append(tex)
             # the resolved parameters are cached per material (and replaced when it changes), so
             # the same object with the same textures reuses its uniform block
-            if hit is not None and hit[0] is src and src is not None and hit[2] == present:
+            index = int(frame.material_pass_index.get(name, 0))
+            if hit is not None and hit[0] is src and src is not None and hit[2] == (present, index):
                 ubo = hit[3]
             else:
-                ubo = make_ubo(pack_material(mat, present))
-                cache[name] = (src, mat, present, ubo)
+                data = pack_material(mat, present)
+                data[74:75].view(np.int32)[:] = index     # MToonMaterial.pad1: Material > Pass Index
+                ubo = make_ubo(data)
+                cache[name] = (src, mat, (present, index), ubo)
             self._mats[name] = (mat, ubo, texs)
             self._mspec[name] = material_spec(mat, present)
 
@@ -239,7 +256,8 @@ class FramePipeline:
         self._settings = s
         self.gpu_times = {}
         t0 = time.perf_counter()
-        self._ensure_targets(s.width, s.height)
+        self._passes = bool(getattr(s, "gpu_passes", False))
+        self._ensure_targets(s.width, s.height, self._passes)
         self._prepare_materials(frame)
         max_lights = int(min(MAX_LIGHTS, max(0, getattr(s, "max_lights", MAX_LIGHTS))))
         lights = [l for l in frame.lights if l.kind in LIGHT_KINDS]
@@ -257,7 +275,10 @@ class FramePipeline:
             casters = [it for it in items
                        if getattr(it, "cast_shadow", True) and self._mats[it.material_name][0].cast_shadow]
             casters.sort(key=lambda it: it.material_name)
-        visible = frustum_visible(items, frame.camera.view_projection)
+        # Object > Visibility > Camera off (and indirect-only collections): casts, is not seen
+        hidden = frame.camera_hidden
+        seen = [it for it in items if it.object_name not in hidden] if hidden else items
+        visible = frustum_visible(seen, frame.camera.view_projection)
         # instance data of every item the passes may draw; items sharing a batch, material and
         # deformation layout are drawn with one instanced call (engine/passes/instancing.py)
         self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
@@ -282,13 +303,18 @@ class FramePipeline:
 
         # ---- 2. forward opaque / mask -------------------------------------------------------------
         self.stats.update(items=len(items), visible=len(visible), casters=len(casters))
-        opaque, mask, blend = [], [], []
+        opaque, mask, blend, holdout = [], [], [], []
         for it in visible:
+            if it.object_name in frame.holdout_objects or it.material_name in frame.holdout_materials:
+                holdout.append(it)       # alpha 0 and RGB 0 where it covers, still occluding
+                continue
             mode = self._mats[it.material_name][0].alpha_mode
             (blend if mode == "BLEND" else mask if mode == "MASK" else opaque).append(it)
+        holdout.sort(key=lambda it: it.material_name)
         opaque.sort(key=lambda it: it.material_name)
         mask.sort(key=lambda it: it.material_name)
-        wc = np.asarray(s.world_color, np.float64)
+        # premultiplied colour, as Blender's results are: an empty transparent film is (0, 0, 0, 0)
+        wc = np.zeros(3) if s.film_transparent else np.asarray(s.world_color, np.float64)
         alpha = 0.0 if s.film_transparent else 1.0
         # colour + depth through the colour-only framebuffer, the aux target to zero on its own:
         # each target is cleared once (a clear of the main framebuffer also wrote the aux target)
@@ -301,6 +327,8 @@ class FramePipeline:
             gpu.state.depth_mask_set(True)
             gpu.state.blend_set("NONE")
             self._draw_list(forward_shader, opaque + mask, outline=False)
+            if holdout:
+                self._draw_list(forward_shader, holdout, outline=False, extra=("SPEC_HOLDOUT",))
             t0 = self._flush("forward_ms", t0)
             # ---- 3. outline mask (inverse hull) ----------------------------------------------------
             if s.outlines:
@@ -332,6 +360,7 @@ class FramePipeline:
         t0 = self._flush("blend_ms", t0)
 
         color = self._color
+        self.last_color = color
         # ---- 4. screen-space outline ------------------------------------------------------------------
         if s.screen_space_outline:
             color = self.screen_outline.execute(frame, color, self._aux, self._depth)
@@ -356,7 +385,7 @@ class FramePipeline:
         with self._fb_aux.bind():
             self._fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
 
-    def _draw_list(self, shader_for, items, outline: bool):
+    def _draw_list(self, shader_for, items, outline: bool, extra=()):
         """Draw ``items`` (sorted by material) grouped: one draw per group of instances
         (engine/passes/instancing.py; a group of one is drawn alone, as before), each with
         ``shader_for(spec)``'s variant for its material, the frame and its deformation
@@ -374,7 +403,10 @@ class FramePipeline:
             if outline and (mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates")
                             or mat.outline_width <= 0):
                 continue
-            shader = shader_for(surface_spec(self._mspec[name], fspec, inst.vertex_class(group), outline))
+            spec = surface_spec(self._mspec[name], fspec, inst.vertex_class(group), outline) + tuple(extra)
+            if self._passes:
+                spec = spec + ("SPEC_PASSES",)
+            shader = shader_for(spec)
             if shader is not bound:
                 shader.bind()
                 bound = shader
@@ -396,7 +428,9 @@ class FramePipeline:
         self.post.free()
         self.textures.clear()
         self._color = self._aux = self._depth = None
-        self._fb_main = self._fb_blend = None
+        self._fb_main = self._fb_blend = self._fb_plain = self._fb_passes = None
+        self.pass_targets = None
+        self.last_color = None
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}

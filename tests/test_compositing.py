@@ -1,0 +1,245 @@
+"""Issue 26 items 1-4: render passes under Blender's names (Depth, Normal, Mist against EEVEE;
+IndexOB / IndexMA against Cycles; the toon passes Outline, Shadow, Shade, Rim), view layers
+(each into its own layer, with its own visibility), holdout and camera visibility, all through F12
+into a multilayer EXR read back with tests/exr_read.py."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from mathutils import Vector
+
+import conftest as C
+import compositing_scene as S
+from exr_read import layer_pass
+
+
+def _interior(mask):
+    """``mask`` without its one-pixel border (edges differ by anti-aliasing between engines)."""
+    m = np.asarray(mask, bool)
+    out = m.copy()
+    out[1:] &= m[:-1]
+    out[:-1] &= m[1:]
+    out[:, 1:] &= m[:, :-1]
+    out[:, :-1] &= m[:, 1:]
+    return out
+
+
+def test_depth_normal_mist_passes_match_eevee(empty_scene, tmp_path):
+    scene = empty_scene
+    S.stage(scene)
+    layer = scene.view_layers[0]
+    layer.use_pass_z = layer.use_pass_normal = layer.use_pass_mist = True
+    ms = scene.world.mist_settings
+    ms.start, ms.depth, ms.falloff = 3.0, 9.0, "LINEAR"
+    ours = S.render_exr(scene, tmp_path / "ours.exr")
+    eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=1)
+    for name in ("ViewLayer.Depth.Z", "ViewLayer.Normal.X", "ViewLayer.Mist.Z"):
+        assert name in ours, sorted(ours)
+    z_o, z_e = layer_pass(ours, "ViewLayer.Depth", "Z")[..., 0], layer_pass(eevee, "ViewLayer.Depth", "Z")[..., 0]
+    C.save_png(np.stack([np.concatenate([z_o, z_e], 1) / 12.0] * 3 + [np.ones((S.H, 2 * S.W))], -1),
+               C.ARTIFACTS / "pass_depth.png")
+    covered = _interior((z_e < 1e9) & (z_o < 1e9))
+    assert np.count_nonzero(covered) > 0.5 * S.W * S.H
+    rel = np.abs(z_o - z_e)[covered] / z_e[covered]
+    assert np.median(rel) < 2e-3 and np.percentile(rel, 95) < 0.02
+    # the background: both engines write 1e10
+    scene.objects["Ground"].hide_render = True
+    ours_bg = S.render_exr(scene, tmp_path / "ours_bg.exr")
+    zb = layer_pass(ours_bg, "ViewLayer.Depth", "Z")[..., 0]
+    assert np.count_nonzero(zb >= 1e9) > 1000 and zb.max() == np.float32(1e10)
+    scene.objects["Ground"].hide_render = False
+    n_o = layer_pass(ours, "ViewLayer.Normal", "XYZ")
+    n_e = layer_pass(eevee, "ViewLayer.Normal", "XYZ")
+    dots = np.sum(n_o * n_e, -1)[covered]
+    assert np.percentile(dots, 10) > 0.98, np.percentile(dots, [1, 10, 50])
+    m_o, m_e = layer_pass(ours, "ViewLayer.Mist", "Z")[..., 0], layer_pass(eevee, "ViewLayer.Mist", "Z")[..., 0]
+    assert 0.05 < np.median(m_e[covered]) < 0.95          # the mist range crosses the scene
+    assert np.percentile(np.abs(m_o - m_e)[covered], 95) < 0.01
+
+
+def test_index_passes_match_cycles(empty_scene, tmp_path):
+    scene = empty_scene
+    ball, box, ground = S.stage(scene)
+    layer = scene.view_layers[0]
+    layer.use_pass_object_index = layer.use_pass_material_index = True
+    ball.pass_index, box.pass_index, ground.pass_index = 3, 5, 1
+    bpy.data.materials["Red"].pass_index = 7
+    bpy.data.materials["Blue"].pass_index = 9
+    ours = S.render_exr(scene, tmp_path / "ours.exr")
+    cyc = S.render_exr(scene, tmp_path / "cycles.exr", engine="CYCLES", samples=1)
+    # Blender's names: "Object Index" / "Material Index" since 5.0, "IndexOB" / "IndexMA" in 4.5
+    names = ("Object Index", "Material Index") if bpy.app.version >= (5, 0, 0) else ("IndexOB", "IndexMA")
+    for name in names:
+        o = layer_pass(ours, f"ViewLayer.{name}", "X")[..., 0]
+        c = layer_pass(cyc, f"ViewLayer.{name}", "X")[..., 0]
+        agree = np.mean(o == c)
+        assert agree > 0.97, (name, agree, np.unique(o), np.unique(c))
+        assert set(np.unique(o)) == set(np.unique(c)), name
+
+
+def _toon_scene(scene):
+    ball, box, ground = S.stage(scene)
+    st = scene.stylized
+    st.fxaa = False
+    mat = bpy.data.materials["Red"]
+    mt = mat.stylized_mtoon
+    mt.enabled = True
+    mt.base_color = (0.8, 0.1, 0.1, 1.0)
+    mt.shade_color = (0.2, 0.02, 0.05)
+    mt.outline_width_mode = "worldCoordinates"
+    mt.outline_width = 0.05
+    mt.outline_color = (0.0, 1.0, 0.0)
+    mt.outline_lighting_mix = 0.0
+    mt.rim_color = (0.0, 0.0, 0.0)
+    scene.objects["Sun"].rotation_euler = (0.0, np.radians(60.0), 0.0)     # from the right: a dark side
+    toon = scene.view_layers[0].stylized_passes
+    toon.use_outline = toon.use_shadow = toon.use_shade = toon.use_rim = True
+    scene.view_layers[0].use_pass_normal = True
+    scene.view_layers[0].use_pass_z = True
+    return ball, mt
+
+
+def test_toon_passes_outline_shadow_shade_rim(empty_scene, tmp_path):
+    scene = empty_scene
+    ball, mt = _toon_scene(scene)
+    ch = S.render_exr(scene, tmp_path / "toon.exr")
+    for name in ("Outline.A", "Shadow.X", "Shade.X", "Rim.R"):
+        assert f"ViewLayer.{name}" in ch, sorted(ch)
+    comb = S.combined(ch)
+    outline = layer_pass(ch, "ViewLayer.Outline")
+    cov = outline[..., 3] > 0.5
+    # the outline's pixels: the green outline colour, exactly the combined colour there
+    assert np.count_nonzero(cov) > 50
+    np.testing.assert_allclose(outline[cov, :3], comb[cov, :3], atol=1e-5)
+    assert (outline[cov, 1] > 5 * outline[cov, 0]).all()
+    # ... and the only pixels that change when the outlines are switched off
+    scene.stylized.outlines = False
+    plain = S.combined(S.render_exr(scene, tmp_path / "plain.exr"))
+    changed = np.abs(plain - comb).max(-1) > 1e-4
+    assert S.coverage_iou(changed, cov) > 0.95
+    scene.stylized.outlines = True
+    # Shadow: 0 where the ground lies in the ball's shadow, and exactly there the ground darkens
+    shadow = layer_pass(ch, "ViewLayer.Shadow", "X")[..., 0]
+    scene.stylized.shadows = False
+    unshadowed = S.combined(S.render_exr(scene, tmp_path / "noshadow.exr"))
+    scene.stylized.shadows = True
+    darker = (unshadowed[..., 0] - comb[..., 0]) > 0.05
+    drawn = layer_pass(ch, "ViewLayer.Depth", "Z")[..., 0] < 1e9          # (the sky receives nothing)
+    ground = drawn & (np.ptp(unshadowed[..., :3], axis=-1) < 0.02)       # the grey ground
+    C.save_png(np.stack([shadow, darker, ground, np.ones_like(shadow)], -1), C.ARTIFACTS / "pass_shadow.png")
+    assert np.count_nonzero(ground & (shadow < 0.5)) > 30
+    assert S.coverage_iou(_interior(darker) & ground, _interior(ground & (shadow < 0.5))) > 0.8
+    # Shade: the lit/shade ramp follows N.L on the ball (Normal pass, the sun's direction)
+    sun = scene.objects["Sun"]
+    L = np.array(sun.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0)))
+    n = layer_pass(ch, "ViewLayer.Normal", "XYZ")
+    ndl = n @ L
+    shade = layer_pass(ch, "ViewLayer.Shade", "X")[..., 0]
+    red = _interior((comb[..., 0] > 2 * comb[..., 2]) & ~cov)
+    assert (shade[red & (ndl > 0.3)] > 0.9).mean() > 0.95
+    assert (shade[red & (ndl < -0.3)] < 0.1).mean() > 0.95
+    # Rim: what the rim adds to the colour
+    assert np.abs(layer_pass(ch, "ViewLayer.Rim", "RGB")).max() == 0.0        # black rim: nothing
+    mt.rim_color = (0.6, 0.6, 1.0)
+    mt.rim_fresnel_power = 2.0
+    rimmed = S.render_exr(scene, tmp_path / "rim.exr")
+    rim = layer_pass(rimmed, "ViewLayer.Rim", "RGB")
+    added = S.combined(rimmed)[..., :3] - comb[..., :3]
+    assert rim.max() > 0.2
+    np.testing.assert_allclose(rim[red], added[red], atol=2e-4)
+
+
+def test_passes_not_enabled_make_no_targets(empty_scene, tmp_path):
+    from stylized_renderer.engine import render_engine
+
+    scene = empty_scene
+    _toon_scene(scene)
+    S.render_exr(scene, tmp_path / "with.exr")
+    assert render_engine._final["session"].pipeline.pass_targets is not None
+    scene.objects["Sun"].rotation_euler = (0.0, np.radians(60.0), 0.0)     # from the right: a dark side
+    toon = scene.view_layers[0].stylized_passes
+    toon.use_outline = toon.use_shadow = toon.use_shade = toon.use_rim = False
+    render_engine.free_final_session()
+    ch = S.render_exr(scene, tmp_path / "without.exr")
+    assert render_engine._final["session"].pipeline.pass_targets is None
+    assert not any(k.startswith("ViewLayer.Outline") for k in ch)
+
+
+def _transparent(scene):
+    scene.render.film_transparent = True
+    scene.objects["Ground"].hide_render = True
+
+
+def test_view_layers_render_each_with_its_own_visibility(empty_scene, tmp_path):
+    scene = empty_scene
+    S.stage(scene)
+    _transparent(scene)
+    second = scene.view_layers.new("Second")
+    second.layer_collection.children["Character"].exclude = True
+    third = scene.view_layers.new("Third")
+    third.layer_collection.children["Character"].holdout = True
+    ours = S.render_exr(scene, tmp_path / "ours.exr")
+    eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=1)
+    ball_px = None
+    for name in ("ViewLayer", "Second", "Third"):
+        o, e = S.combined(ours, name), S.combined(eevee, name)
+        assert S.coverage_iou(o[..., 3] > 0.5, e[..., 3] > 0.5) > 0.9, name
+        if name == "ViewLayer":
+            ball_px = (o[..., 0] > 2 * o[..., 2]) & (o[..., 3] > 0.99)
+            assert np.count_nonzero(ball_px) > 300
+        else:
+            assert o[ball_px, 3].max() == 0.0 and np.abs(o[ball_px, :3]).max() == 0.0, name
+    C.save_png(np.concatenate([S.combined(ours, n) for n in ("ViewLayer", "Second", "Third")], 1),
+               C.ARTIFACTS / "view_layers.png")
+    # per-layer Use and Render Single Layer: only those layers are in the file
+    second.use = False
+    assert not any(k.startswith("Second.") for k in S.render_exr(scene, tmp_path / "use.exr"))
+    second.use = True
+    # Render Single Layer: the layers Blender hands the engine are those EEVEE gets
+    scene.render.use_single_layer = True
+    layers = lambda ch: {k.split(".")[0] for k in ch}     # noqa: E731
+    assert layers(S.render_exr(scene, tmp_path / "single.exr")) == \
+        layers(S.render_exr(scene, tmp_path / "single_eevee.exr", engine="EEVEE", samples=1))
+
+
+def test_holdout_object_and_shader_give_alpha_zero_while_occluding(empty_scene, tmp_path):
+    scene = empty_scene
+    ball, box, ground = S.stage(scene)
+    scene.render.film_transparent = True
+    ball.is_holdout = True
+    # the cube's material outputs a Holdout shader
+    mat = bpy.data.materials["Blue"]
+    nt = mat.node_tree
+    hold = nt.nodes.new("ShaderNodeHoldout")
+    out = next(n for n in nt.nodes if n.type == "OUTPUT_MATERIAL")
+    nt.links.new(hold.outputs[0], out.inputs["Surface"])
+    ours = S.combined(S.render_exr(scene, tmp_path / "ours.exr"))
+    eevee = S.combined(S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=1))
+    C.save_png(np.concatenate([ours, eevee], 1), C.ARTIFACTS / "holdout.png")
+    hole_e = eevee[..., 3] < 0.5
+    hole_o = ours[..., 3] < 0.5
+    assert np.count_nonzero(hole_e) > 300
+    assert S.coverage_iou(hole_o, hole_e) > 0.9
+    assert np.abs(ours[ours[..., 3] == 0.0, :3]).max() == 0.0
+
+
+def test_camera_ray_visibility_off_hides_but_keeps_the_shadow(empty_scene, tmp_path):
+    scene = empty_scene
+    ball, box, ground = S.stage(scene)
+    scene.stylized.outlines = False
+    seen = S.combined(S.render_exr(scene, tmp_path / "seen.exr"))
+    ball.visible_camera = False
+    ours = S.combined(S.render_exr(scene, tmp_path / "ours.exr"))
+    eevee = S.combined(S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=1))
+    ball.hide_render = True
+    gone = S.combined(S.render_exr(scene, tmp_path / "gone.exr"))
+    gone_e = S.combined(S.render_exr(scene, tmp_path / "gone_eevee.exr", engine="EEVEE", samples=1))
+    C.save_png(np.concatenate([seen, ours, eevee, gone], 1), C.ARTIFACTS / "camera_visibility.png")
+    red = lambda px: (px[..., 0] > 2 * px[..., 2]) & (px[..., 0] > 0.2)   # noqa: E731
+    assert np.count_nonzero(red(seen)) > 300
+    assert np.count_nonzero(red(ours)) == 0 and np.count_nonzero(red(eevee)) == 0
+    # its shadow stays on the ground (darker than with the ball not rendered at all)
+    shade_o = (gone[..., 1] - ours[..., 1]) > 0.05
+    shade_e = (gone_e[..., 1] - eevee[..., 1]) > 0.05
+    assert np.count_nonzero(shade_e) > 30 and np.count_nonzero(shade_o) > 30
+    assert S.coverage_iou(shade_o, shade_e) > 0.5
