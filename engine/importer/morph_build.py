@@ -12,7 +12,7 @@ import numpy as np
 
 from ..assets import AssetError, MorphTargetAsset
 from . import skin as _skin
-from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name
+from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, sorted_unique
 
 _EMPTY_I = np.zeros(0, np.int64)
 
@@ -86,7 +86,7 @@ def _target(p, lmap, tsolver, d, moved, n_ids, n_d, name, kb) -> MorphTargetAsse
         tan_ids, tan = tsolver.sparse_deltas(d, moved, nrm_ids, nrm)
     else:
         tan_ids, tan = _EMPTY_I, None
-    ids = np.union1d(np.union1d(pos_ids, nrm_ids), tan_ids) if (nrm_ids.size or tan_ids.size) else pos_ids
+    ids = sorted_unique(v, pos_ids, nrm_ids, tan_ids) if (nrm_ids.size or tan_ids.size) else pos_ids
     k = ids.shape[0]
     prow = np.zeros((k, 3), np.float32)
     if pos_ids.size:
