@@ -279,6 +279,34 @@ def test_nan_object_in_the_viewport_is_named_in_the_stats(empty_scene, session):
     assert np.abs(a - b).max() > 0.1                        # the character keeps moving
 
 
+def test_nan_bone_skips_the_meshes_it_deforms_and_names_the_bone(empty_scene, capfd):
+    scene = empty_scene
+    info = _demo(scene)
+    info["armature"].pose.bones["hand.R"].scale.x = float("nan")        # (a connected bone: no location)
+    px = render_scene(scene)
+    st = render_engine.last_render["stats"]
+    lines = _log_lines(capfd.readouterr().out)
+    assert st["update_error"] is None and np.isfinite(px).all()
+    body = [ln for ln in lines if f"'{info['body'].name}'" in ln]
+    assert len(body) == 1 and "bone 'hand.R' of armature 'DemoRig'" in body[0] and "not finite" in body[0], lines
+    assert len([ln for ln in lines if f"'{info['prop'].name}'" in ln]) == 1, lines      # parented to the hand
+    assert not any(f"'{info['face'].name}'" in ln for ln in lines), lines              # the head is fine
+    assert _cover(px).sum() > 100                                                    # the face is drawn
+
+
+def test_armature_object_scaled_to_zero_collapses_everything(empty_scene, tmp_path, capfd):
+    scene = empty_scene
+    info = _demo(scene)
+    render_scene(scene)
+    info["armature"].scale = (0.0, 0.0, 0.0)
+    scene.frame_set(5)
+    px = render_scene(scene)
+    lines = _log_lines(capfd.readouterr().out)
+    assert not any("failed" in ln for ln in lines), lines
+    ref = _still(scene, "BLENDER_WORKBENCH", tmp_path / "wb.exr")
+    assert _cover(ref).sum() == 0 and _cover(px).sum() == 0
+
+
 @pytest.fixture
 def preview_session(monkeypatch):
     from test_vrm_preview_channels import clocked_session

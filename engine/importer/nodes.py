@@ -208,10 +208,11 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
         world = arm_world @ ml[i]      # the rest world: inverse binds are taken against it
         pb = pose.bones.get(b.name) if pose is not None else None
         target = bone_target(pb, len(nb.nodes))
+        # a NaN pose channel binds as identity (the timeline skips what the bone deforms, by name)
+        bt, br, bs, _ref = _finite_bind(target.location, normalize_quat(_rot_of(target.rotation_mode,
+                                                                                target.rotation)), target.scale)
         idx = nb.add(world, name=f"{arm.name}/{b.name}", kind=NODE_BONE, parent=pidx, pre_matrix=pre,
-                     bind_translation=target.location, bind_rotation=normalize_quat(_rot_of(target.rotation_mode,
-                                                                                          target.rotation)),
-                     bind_scale=target.scale, object_name=arm.name, bone_name=b.name,
+                     bind_translation=bt, bind_rotation=br, bind_scale=bs, object_name=arm.name, bone_name=b.name,
                      inherit_rotation=bool(inh_rot[i]), inherit_scale=str(b.inherit_scale),
                      local_location=bool(local_loc[i]))
         nb.targets[(arm.name, b.name)] = target

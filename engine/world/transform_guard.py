@@ -21,8 +21,8 @@ import numpy as np
 
 from ..finite import DRAW_LIMIT, undrawable
 
-NOT_FINITE = "its transform is not finite (a NaN or infinite location, rotation or scale{where})"
-TOO_LARGE = "its transform exceeds {limit:g} (a scale or location too large for 32-bit floats{where})"
+NOT_FINITE = "{what} is not finite (a NaN or infinite location, rotation or scale)"
+TOO_LARGE = "{what} exceeds {limit:g} (a scale or location too large for 32-bit floats)"
 
 
 class TransformGuard:
@@ -109,15 +109,15 @@ class TransformGuard:
         nodes = self.scene.nodes
         out: Dict[int, str] = {}
 
-        def why(node: int, where: str) -> Optional[str]:
+        def why(node: int, what: str) -> Optional[str]:
             if nonfinite[node]:
-                return NOT_FINITE.format(where=where)
+                return NOT_FINITE.format(what=what)
             if large[node]:
-                return TOO_LARGE.format(limit=DRAW_LIMIT, where=where)
+                return TOO_LARGE.format(limit=DRAW_LIMIT, what=what)
             return None
 
         for m in self._mesh_nodes:          # per mesh object, only when something is wrong
-            r = why(m, "")
+            r = why(m, "its transform")
             if r is not None:
                 out[m] = r
         for mesh, joints, arm in self._skins:
@@ -128,7 +128,7 @@ class TransformGuard:
                 nd = nodes[c]
                 what = f"bone '{nd.bone_name}' of armature '{nd.object_name}'" if nd.bone_name else \
                     f"armature '{nd.object_name}'"
-                r = why(c, f" of {what}, which deforms it")
+                r = why(c, f"the transform of {what}, which deforms it,")
                 if r is not None:
                     out[mesh] = r
                     break
@@ -154,5 +154,5 @@ def split_drawable(items: list) -> Tuple[list, Dict[str, str]]:
     for it, b, w in zip(items, bad, worlds):
         if b:
             skipped[it.object_name] = (NOT_FINITE if not np.isfinite(w).all() else TOO_LARGE).format(
-                limit=DRAW_LIMIT, where="")
+                limit=DRAW_LIMIT, what="its transform")
     return [it for it, b in zip(items, bad) if not b], skipped
