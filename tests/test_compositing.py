@@ -125,6 +125,8 @@ def test_toon_passes_outline_shadow_shade_rim(empty_scene, tmp_path):
     scene.stylized.shadows = True
     darker = (unshadowed[..., 0] - comb[..., 0]) > 0.05
     drawn = layer_pass(ch, "ViewLayer.Depth", "Z")[..., 0] < 1e9          # (the sky receives nothing)
+    assert (shadow[~drawn] == 1.0).all()            # the sky receives no shadow (and no stale value)
+    assert np.abs(layer_pass(ch, "ViewLayer.Shade", "X")[~drawn]).max() == 0.0
     ground = drawn & (np.ptp(unshadowed[..., :3], axis=-1) < 0.02)       # the grey ground
     C.save_png(np.stack([shadow, darker, ground, np.ones_like(shadow)], -1), C.ARTIFACTS / "pass_shadow.png")
     assert np.count_nonzero(ground & (shadow < 0.5)) > 30

@@ -8,7 +8,7 @@ import numpy as np
 
 import conftest as C
 import compositing_scene as S
-from exr_read import layer_pass, read_exr
+from exr_read import read_exr
 
 
 def _region(scene, bx=(0.253, 0.757), by=(0.3, 0.9)):

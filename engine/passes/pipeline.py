@@ -384,6 +384,14 @@ class FramePipeline:
             self._fb_aux_src = self._aux
         with self._fb_aux.bind():
             self._fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
+        if self._passes:
+            # the pass targets where nothing is drawn: Shadow 1 (nothing received), the rest 0
+            if getattr(self, "_fb_pass_src", None) is not self.pass_targets:
+                self._fb_pass_clear = tuple(gpu.types.GPUFrameBuffer(color_slots=(t,)) for t in self.pass_targets)
+                self._fb_pass_src = self.pass_targets
+            for fb, c in zip(self._fb_pass_clear, ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0))):
+                with fb.bind():
+                    fb.clear(color=c)
 
     def _draw_list(self, shader_for, items, outline: bool, extra=()):
         """Draw ``items`` (sorted by material) grouped: one draw per group of instances

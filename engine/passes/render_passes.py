@@ -13,7 +13,8 @@ Mist       Z         the world's Mist Pass settings (start, depth, falloff) over
 IndexOB    X         Object > Relations > Pass Index of the front-most object (0: background)
 IndexMA    X         Material > Settings > Pass Index of the front-most surface
 Outline    RGBA      the MToon outline's colour x its coverage, and the coverage (premultiplied)
-Shadow     X         the sun's shadow received by the front-most surface (1 = lit, 0 = shadow)
+Shadow     X         the sun's shadow received by the front-most surface (1 = lit, 0 = shadow;
+                     1 on the background)
 Shade      X         MToon's lit/shade ramp before the shadow (1 = lit colour, 0 = shade colour)
 Rim        RGB       MToon's rim term (rim colour, matcap, rim lighting) added to the colour
 =========  ========  =====================================================================

@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A composite made from the Stylized engine's render passes (README "Compositing").
+
+    .venv/bin/python tools/render_compositing.py [--out docs/compositing.png] [--resolution 480x360]
+
+Builds the demo scene (demo/character.py), switches on the Mist, Depth and toon passes, renders
+F12 into a multilayer EXR (out/compositing/passes.exr) and composes three panels from that file:
+the Combined pass as rendered; the outlines retinted through the Outline pass (combined - outline
++ outline coverage x a new colour) with the received Shadow tinted blue; and depth fog over the
+Mist pass.  Each panel is made only from passes of the written file.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=str(ROOT / "docs" / "compositing.png"))
+    p.add_argument("--resolution", default="480x360")
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap
+    import bpy
+
+    ext = _bootstrap.load(register=False)
+    ext.register()
+    from demo.character import build_demo_scene
+    from exr_read import layer_pass, read_exr
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    build_demo_scene(scene)
+    w, h = (int(v) for v in args.resolution.split("x"))
+    scene.render.resolution_x, scene.render.resolution_y = w, h
+    scene.frame_set(20)
+    layer = scene.view_layers[0]
+    layer.use_pass_mist = layer.use_pass_z = True
+    toon = layer.stylized_passes
+    toon.use_outline = toon.use_shadow = True
+    ms = scene.world.mist_settings
+    ms.start, ms.depth, ms.falloff = 4.0, 10.0, "QUADRATIC"
+    imf = scene.render.image_settings
+    if hasattr(imf, "media_type"):
+        imf.media_type = "MULTI_LAYER_IMAGE"
+    else:
+        imf.file_format = "OPEN_EXR_MULTILAYER"
+    if hasattr(imf, "use_exr_interleave"):
+        imf.use_exr_interleave = True
+    imf.exr_codec = "NONE"
+    imf.color_depth = "32"
+    exr = ROOT / "out" / "compositing" / "passes.exr"
+    exr.parent.mkdir(parents=True, exist_ok=True)
+    scene.render.filepath = str(exr)
+    bpy.ops.render.render(write_still=True)
+    ch = read_exr(exr)
+    comb = layer_pass(ch, "ViewLayer.Combined")
+    outline = layer_pass(ch, "ViewLayer.Outline")
+    shadow = layer_pass(ch, "ViewLayer.Shadow", "X")
+    mist = layer_pass(ch, "ViewLayer.Mist", "Z")
+    cov = outline[..., 3:4]
+    # 1. outlines retinted (a warm orange) and the received shadow tinted blue
+    tint = np.array([1.0, 0.35, 0.05])
+    retint = comb[..., :3] - outline[..., :3] + cov * tint
+    retint = retint * (shadow + (1.0 - shadow) * np.array([0.55, 0.65, 1.0]))
+    # 2. depth fog over the Mist pass
+    fog = np.array([0.75, 0.8, 0.9])
+    fogged = comb[..., :3] * (1.0 - 0.85 * mist) + fog * 0.85 * mist
+    panels = [comb[..., :3], retint, fogged]
+    img = np.concatenate([np.concatenate([p, np.ones((h, w, 1))], -1) for p in panels], 1).astype(np.float32)
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    im = bpy.data.images.new("compositing", width=img.shape[1], height=img.shape[0], alpha=True, float_buffer=True)
+    im.pixels.foreach_set(np.ascontiguousarray(img).ravel())
+    im.filepath_raw = str(out)
+    im.file_format = "PNG"
+    im.save()
+    print(f"composite: {out} ({img.shape[1]}x{img.shape[0]}) from {exr}")
+    ext.unregister()
+
+
+if __name__ == "__main__":
+    main()
