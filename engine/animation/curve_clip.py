@@ -113,7 +113,9 @@ class CurveTracks:
             sv = b.s_base.copy()
             sv.ravel()[self._s[0]] = v[self._s[1]] * self._s_mul
         if self._r_run is not None:
-            qv = normalize_rows(v[self._r_run[0]:self._r_run[1]].reshape(-1, 4).copy())
+            q = v[self._r_run[0]:self._r_run[1]].reshape(-1, 4)
+            n = np.sqrt(np.einsum("ij,ij->i", q, q))
+            qv = q / n[:, None] if n.all() else normalize_rows(q.copy())
             if self._delta_rows.size:
                 d = self._delta_rows
                 qv[d] = _qmul(b.r_delta[d], qv[d])
