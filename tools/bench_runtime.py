@@ -40,6 +40,11 @@ How memory is measured:
               GPU batches, the armature and the action.
 Last, the Rigify character of tools/bench_bake.py (preview player vs frame_set, bake cost per frame):
   bench-rigify: frame_set_ms=A player_ms=B ratio_player=R bake_ms_per_frame=C
+``--heavy`` prints only the heavy rig's bench-runtime line.  The heavy rig's clip is a plain clip:
+the player evaluates its 1,460 Bezier quaternion curves at the frame's time (engine/animation/
+fcurves.py; they share their key frames, so one located segment and one (C, 4) x (4,) product),
+then normalises each quaternion as Blender does.  Its sampling step measured 15 us against 22 us
+for the integer-frame samples and slerp it replaced (same process, interleaved).
 This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
