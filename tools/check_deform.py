@@ -419,13 +419,13 @@ class Checker:
                 between = ([(f, BETWEEN_SUBFRAME) for f in frames[:-1][:self.between_frames]]
                            if baked is not None else [])
                 # plain clips: between frames too, at a few frames spread over the clip
-                exact = baked is None and getattr(clip, "curves", None) is not None and not any(
-                    "sampled at every frame" in n for n in clip.notes)
+                exact = baked is None and not any(
+                    "sampled at every frame" in n for n in getattr(clip, "notes", ()))
                 if baked is None and len(frames) > 1:
                     pick = np.unique(np.linspace(0, len(frames) - 2, min(self.fraction_frames, len(frames) - 1))
                                      .round().astype(int))
                     between += [(frames[int(i)], sub) for i in pick for sub in FRACTION_SUBFRAMES]
-                for note in clip.notes:
+                for note in getattr(clip, "notes", ()):
                     print(f"  note: clip '{clip.name}': {note}")
                 self.clips_checked.append((clip.name, clip.target_object))
                 for f, sub in [(f, 0.0) for f in frames] + between:
