@@ -191,14 +191,16 @@ class FallbackDrawer:
         digest = strands.digest + hair.camera_key(camera, height, strip).hex() + "\0".join(mats)
         entry = seen.get(key) or self._entries.get(key)
         if entry is None or entry[0] != digest:
+            # the evaluated strands are kept while the curves are unchanged (a camera move
+            # rebuilds only the ribbons)
+            evaluated = entry[2] if entry is not None and entry[2].digest == strands.digest else hair.evaluate(strands)
             built = []
-            for p in hair.ribbon_primitives(strands, camera, height, strip, mats):
-                p, lb = _finite_primitive(p)
+            for p in hair.ribbon_primitives(evaluated, camera, height, strip, mats):
                 if p.indices.shape[0] == 0:
                     continue
-                built.append((p, backend.create_stream(p, cache_static=False), lb, p.material_name))
+                built.append((p, backend.create_stream(p, cache_static=False), p.bounds, p.material_name))
                 self.streams_created += 1
-            entry = (digest, built)
+            entry = (digest, built, evaluated)
         seen[key] = entry
         identity = np.eye(4)
         for k, (p, stream, lb, mname) in enumerate(entry[1]):

@@ -173,7 +173,7 @@ def test_object_disabled_in_renders_is_not_named(empty_scene):
 # 14. hair curves
 # ------------------------------------------------------------------------------------------------
 
-def hair_scene(scene, strands=300, points=6, radius=None):
+def hair_scene(scene, strands=300, points=4, radius=None):
     """A sphere with ``strands`` straight hairs (bpy.data.hair_curves, headless on 4.5-5.2), a
     brown hair material, a camera and a sun; returns (sphere, hair object)."""
     import bmesh
@@ -194,7 +194,9 @@ def hair_scene(scene, strands=300, points=6, radius=None):
     d = rng.normal(size=(strands, 3))
     d /= np.linalg.norm(d, axis=1, keepdims=True)
     t = np.linspace(0.0, 0.6, points)
-    pos = (d[:, None, :] * (1.0 + t[None, :, None])).reshape(-1, 3).astype(np.float32)
+    # out from the surface, falling under their weight (curved: Catmull-Rom strands)
+    fall = np.array([0.0, 0.0, -1.0])[None, None, :] * (t ** 2)[None, :, None]
+    pos = (d[:, None, :] * (1.0 + t[None, :, None]) + fall).reshape(-1, 3).astype(np.float32)
     hc.position_data.foreach_set("vector", pos.ravel())
     if radius is not None:
         hc.attributes.new("radius", "FLOAT", "POINT").data.foreach_set(
@@ -284,3 +286,36 @@ def test_hair_in_front_of_the_head_and_casting_shadows(empty_scene):
     # shadows: on head pixels no strand covers, the hair's shadow darkens some of them
     darker = (px[..., :3].sum(-1) < no_shadow[..., :3].sum(-1) - 0.05) & head_px
     assert darker.sum() > 0.02 * head_px.sum(), (int(darker.sum()), int(head_px.sum()))
+
+
+def test_hair_strands_are_evaluated_as_blender_evaluates_them(empty_scene):
+    """Catmull-Rom strands (hair's default curve type) with per-curve resolutions, 2-, 3- and
+    5-point curves and a poly curve, against Blender's own evaluation: Object > Convert > Mesh
+    of the same curves (one vertex per evaluated point)."""
+    from stylized_renderer.engine import hair
+
+    scene = empty_scene
+    hc = bpy.data.hair_curves.new("Curly")
+    hc.add_curves([5, 2, 3, 4])
+    rng = np.random.default_rng(0)
+    hc.position_data.foreach_set("vector", rng.normal(size=(14, 3)).astype(np.float32).ravel())
+    hc.attributes.new("resolution", "INT", "CURVE").data.foreach_set("value", np.array([12, 4, 3, 5], np.int32))
+    hc.attributes.new("radius", "FLOAT", "POINT").data.foreach_set("value", np.linspace(0.01, 0.05, 14, dtype=np.float32))
+    hc.set_types(type="POLY", indices=[3])
+    ob = bpy.data.objects.new("Curly", hc)
+    scene.collection.objects.link(ob)
+    ob.location = (1.0, 2.0, 3.0)
+    ob.rotation_euler = (0.3, 0.2, 0.1)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ours = hair.evaluate(hair.read_strands(ob.evaluated_get(dg), np.array(ob.matrix_world)))
+    assert list(np.diff(ours.offsets)) == [4 * 12 + 1, 4 + 1, 2 * 3 + 1, 4]
+    bpy.context.view_layer.objects.active = ob
+    ob.select_set(True)
+    assert bpy.ops.object.convert(target="MESH") == {"FINISHED"}
+    conv = bpy.context.object
+    co = np.empty(len(conv.data.vertices) * 3, np.float32)
+    conv.data.vertices.foreach_get("co", co)
+    m = np.array(conv.matrix_world)
+    co = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+    assert co.shape == ours.positions.shape
+    assert np.abs(co - ours.positions).max() < 1e-5
