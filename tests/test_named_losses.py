@@ -85,12 +85,24 @@ def test_missing_image_is_named_once_with_its_materials(empty_scene, tmp_path):
     assert px[60, 40, 1] > px[60, 40, 0]          # green again
 
 
-def test_missing_image_in_the_stats_panel(empty_scene, tmp_path):
-    """The viewport's Stats panel lists the same line (viewport session through draw_view)."""
-    from test_viewport_ui import Ctx, draw_panel
-    from test_viewport_draw import draw, look_at, perspective
-
+@pytest.fixture
+def view_session(ext):
+    """A viewport session (the Stats panel reads the last one), freed in a GPU context."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine import session as session_mod
     from stylized_renderer.engine.session import StylizedSession
+
+    s = StylizedSession(viewport=True)
+    yield s
+    gpu_util.run_in_gpu_context(s.free)
+    session_mod._last_viewport_session = None
+
+
+def test_missing_image_in_the_stats_panel(empty_scene, tmp_path, view_session):
+    """The viewport's Stats panel lists the same line (viewport session through draw_view)."""
+    from test_viewport_draw import draw, look_at, perspective
+    from test_viewport_ui import Ctx, draw_panel
+
     from stylized_renderer.panels import viewport_panels as vp
 
     scene = empty_scene
@@ -99,12 +111,9 @@ def test_missing_image_in_the_stats_panel(empty_scene, tmp_path):
     _plane(scene, "Body", 0.0, _image_material("Skin", gone))
     os.remove(tmp_path / "skin.png")
     gone.reload()
-    session = StylizedSession(viewport=True)
-    try:
-        draw(session, look_at((0.0, -6.0, 0.0)), perspective(0.7, 1.5), False, 150, 100)
-        labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()
-    finally:
-        session.free()
+    draw(view_session, look_at((0.0, -6.0, 0.0)), perspective(0.7, 1.5), False, 150, 100)
+    labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()
+    assert "Missing or invisible: 1" in labels, labels
     hits = [l for l in labels if l.startswith("image 'Skin_BaseColor' of material 'Skin' is missing")]
     assert len(hits) == 1, labels
 
@@ -319,3 +328,37 @@ def test_hair_strands_are_evaluated_as_blender_evaluates_them(empty_scene):
     co = co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
     assert co.shape == ours.positions.shape
     assert np.abs(co - ours.positions).max() < 1e-5
+
+
+def test_hair_in_the_viewport_rebuilds_ribbons_only_when_the_view_or_the_curves_change(empty_scene, view_session):
+    """The viewport path (draw_view): hair drawn, named in the Stats panel as drawn through the
+    fallback; a redraw of the same view creates no GPU stream, another view builds new ribbons
+    (facing it), an edit of the curves shows in the next frame."""
+    from test_viewport_draw import draw, look_at, object_mask, perspective
+    from test_viewport_ui import Ctx, draw_panel
+
+    from stylized_renderer.panels import viewport_panels as vp
+
+    scene = empty_scene
+    head, hair = hair_scene(scene)
+    head.hide_viewport = True
+    window = perspective(0.5, 1.5)
+    front = look_at((0.0, -8.0, 0.0))
+    first = object_mask(draw(view_session, front, window, False, 150, 100))
+    assert first.sum() > 500
+    labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()
+    assert "Hair: hair curves: strands drawn as camera-facing ribbons" in labels, labels
+    made = view_session.fallback.streams_created
+    again = object_mask(draw(view_session, front, window, False, 150, 100))
+    assert view_session.fallback.streams_created == made and np.array_equal(first, again)
+    side = object_mask(draw(view_session, look_at((8.0, 0.0, 0.0)), window, False, 150, 100))
+    assert view_session.fallback.streams_created > made and side.sum() > 500
+    # the curves edited (all strands moved up by 1 m): the next frame shows them moved
+    co = np.empty(len(hair.data.points) * 3, np.float32)
+    hair.data.position_data.foreach_get("vector", co)
+    hair.data.position_data.foreach_set("vector", (co.reshape(-1, 3) + [0.0, 0.0, 1.0]).ravel())
+    hair.data.update_tag()
+    moved = object_mask(draw(view_session, front, window, False, 150, 100))
+    rows = np.nonzero(first.any(axis=1))[0], np.nonzero(moved.any(axis=1))[0]
+    assert moved.sum() > 500 and not np.array_equal(first, moved)
+    assert abs(rows[1].mean() - rows[0].mean()) > 5, rows
