@@ -153,8 +153,22 @@ def test_object_with_one_visible_material_is_not_named(empty_scene):
     both.data.polygons[0].material_index = 1
     render_scene(scene)
     lines = [l for l in _log() if "fully transparent" in l]
-    assert len(lines) == 1 and "object 'Ghost'" in lines[0] and "'Glass'" in lines[0], _log()
+    assert len(lines) == 1 and "object 'Ghost'" in lines[0] and "(alpha 0: 'Glass')" in lines[0], _log()
     assert ghost.name == "Ghost"
+    # an Alpha Clip below its threshold (our MToon properties, MASK 0.3 < 0.5): invisible too
+    clip = add_material("Leaf", (0.2, 0.8, 0.2))
+    clip.stylized_mtoon.enabled = True
+    clip.stylized_mtoon.alpha_mode = "MASK"
+    clip.stylized_mtoon.alpha_cutoff = 0.5
+    clip.stylized_mtoon.base_color = (0.2, 0.8, 0.2, 0.3)
+    leaf = _plane(scene, "Leaf", 0.0, clip)
+    leaf.location.z = 1.5
+    px = render_scene(scene)
+    lines = [l for l in _log() if "object 'Leaf'" in l]
+    assert lines == [f"Stylized frame {scene.frame_current}: object 'Leaf' is invisible: every material is fully "
+                     "transparent (alpha below the clip threshold: 'Leaf'), as in Blender"], _log()
+    leaf.hide_render = True
+    assert np.array_equal(render_scene(scene), px)        # it drew nothing: the line is true
 
 
 # ------------------------------------------------------------------------------------------------

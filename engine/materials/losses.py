@@ -76,14 +76,19 @@ def _abspath(path: str, library) -> str:
         return bpy.path.abspath(path)
 
 
+def _alpha(params) -> float:
+    return float(params.base_color[3]) if len(params.base_color) > 3 else 1.0
+
+
 def fully_transparent(params) -> bool:
     """Nothing of a surface with these parameters is drawn: a BLEND material of alpha 0, or a
-    MASK material whose alpha (the base factor's, times the texture's) is below its cutoff."""
-    alpha = float(params.base_color[3]) if len(params.base_color) > 3 else 1.0
+    MASK material whose alpha factor is below its cutoff (the texture's and the vertex colour's
+    alpha only lower it; the shader discards alpha < cutoff, as Blender's Alpha Clip does)."""
+    alpha = _alpha(params)
     if params.alpha_mode == "BLEND":
         return alpha <= 0.0
     if params.alpha_mode == "MASK":
-        return alpha <= 0.0 < float(params.alpha_cutoff)
+        return alpha < float(params.alpha_cutoff)
     return False
 
 
@@ -114,11 +119,15 @@ def frame_losses(items, materials: dict) -> list:
         params = materials.get(it.material_name)
         if params is None or getattr(params, "is_vrm_outline_material", False):
             continue
-        per_object.setdefault(it.object_name, {})[it.material_name] = fully_transparent(params)
+        per_object.setdefault(it.object_name, {})[it.material_name] = params
     for obj in sorted(per_object):
         mats = per_object[obj]
-        if mats and all(mats.values()):
-            names = sorted(mats)
-            lines.append(f"object '{obj}' is invisible: every material is fully transparent "
-                         f"(alpha 0: {_quoted(n or '(none)' for n in names)}), as in Blender")
+        if not all(fully_transparent(p) for p in mats.values()):
+            continue
+        zero = [n for n in sorted(mats) if _alpha(mats[n]) <= 0.0]
+        clipped = [n for n in sorted(mats) if _alpha(mats[n]) > 0.0]
+        parts = ([f"alpha 0: {_quoted(zero)}"] if zero else []) + \
+            ([f"alpha below the clip threshold: {_quoted(clipped)}"] if clipped else [])
+        lines.append(f"object '{obj}' is invisible: every material is fully transparent ({'; '.join(parts)}), "
+                     "as in Blender")
     return lines
