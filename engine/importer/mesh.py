@@ -134,9 +134,12 @@ def compute_tangents(positions: np.ndarray, normals: np.ndarray, uv: np.ndarray,
         r = np.where(np.abs(det) > 1e-20, 1.0 / np.where(det == 0, 1, det), 0.0)[:, None]
         sdir = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) * r
         tdir = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) * r
-        for k in range(3):
-            np.add.at(tan, t[:, k], sdir)
-            np.add.at(bit, t[:, k], tdir)
+        # per-vertex sums over the triangle corners (bincount: the corners in the same order
+        # as a loop of np.add.at, one pass per component instead of an unbuffered scatter)
+        idx = t.T.ravel()
+        for c in range(3):
+            tan[:, c] = np.bincount(idx, weights=np.tile(sdir[:, c], 3), minlength=v)
+            bit[:, c] = np.bincount(idx, weights=np.tile(tdir[:, c], 3), minlength=v)
     n = normals.astype(np.float64)
     tan = tan - n * np.sum(n * tan, axis=1, keepdims=True)
     ln = np.linalg.norm(tan, axis=1, keepdims=True)
