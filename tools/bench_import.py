@@ -1,12 +1,30 @@
 """Import benchmark on the generated heavy rig (365 bones, ~50k vertices, 4 influences,
-50 shape keys, 3 actions of 100 frames).
+50 shape keys, 3 actions of 100 frames; 8 expressions keyed, so Blender re-evaluates the mesh
+every frame and a final render's check runs on every frame).
 
-Run: .venv/bin/python tools/bench_import.py   (prints figures; the last line is machine-readable)
+Prints, the last line machine-readable:
+
+* ``import_s``: the full import of the scene (no cache), best of 3, in this process, with its
+  parts (mesh reads, skin, morphs, actions);
+* ``first_f12_ratio``: the first F12 of the heavy rig's saved .blend (960x540) with Stylized
+  over Workbench's first F12, each in a fresh process that opens the file and renders once
+  (``--first-f12 FILE ENGINE``; best of 2 processes each); ``first_view_ratio``: the viewport's
+  first Rendered frame (a viewport session's sync and draw, as ``view_update``/``view_draw`` run
+  it) in a fresh process over the same Workbench figure (``--first-view FILE``);
+* ``check_ratio``: in a Ctrl+F12 of the heavy rig (frames 1-4), the time frames 2-4 spend in
+  the re-sync check (``step_ms``: structure, depsgraph updates, content fingerprints of the
+  meshes Blender re-evaluated or reported edited) over the frame's wall time (median);
+  ``f12_check_ms``: what an F12 of the unchanged scene spends verifying every mesh.
+
+Run: .venv/bin/python tools/bench_import.py   (make bench)
 """
 from __future__ import annotations
 
+import os
 import pathlib
+import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -23,6 +41,18 @@ def _load():
     return importer
 
 
+def _setup_render(scene, width=960, height=540):
+    import bpy
+
+    cam = bpy.data.objects.new("BenchCam", bpy.data.cameras.new("BenchCam"))
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    cam.location = (0.0, -6.0, 1.0)
+    cam.rotation_euler = (1.5708, 0.0, 0.0)
+    scene.render.resolution_x, scene.render.resolution_y = width, height
+    scene.render.resolution_percentage = 100
+
+
 def main(repeats: int = 3) -> None:
     import bpy
     from tools import scenes
@@ -30,96 +60,143 @@ def main(repeats: int = 3) -> None:
     importer = _load()
     bpy.ops.wm.read_factory_settings(use_empty=True)
     t = time.perf_counter()
-    arm, body = scenes.build_heavy_rig()
+    arm, body = scenes.build_heavy_rig(keyed_expressions=8)
     print(f"heavy rig built in {time.perf_counter() - t:.2f} s: {len(arm.data.bones)} bones, "
           f"{len(body.data.vertices)} vertices, {len(body.data.shape_keys.key_blocks) - 1} shape keys, "
           f"{sum(1 for a in bpy.data.actions)} actions")
     scene = bpy.context.scene
+    _setup_render(scene)
+    out_dir = tempfile.mkdtemp(prefix="bench_import_")
+    path = os.path.join(out_dir, "heavy.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
     best = None
-    cpu_best = None
     for _ in range(repeats):
         t = time.perf_counter()
-        c = time.process_time()
         asset = importer.import_scene(scene)     # no cache: everything built
         dt = time.perf_counter() - t
-        dc = time.process_time() - c
-        cpu_best = dc if cpu_best is None else min(cpu_best, dc)
         if best is None or dt < best[0]:
             best = (dt, dict(asset.import_stats))
     import_s, stats = best
-    try:
-        import os
-        load = os.getloadavg()[0]
-    except OSError:
-        load = float("nan")
-    print(f"full import: {import_s:.3f} s wall (best of {repeats}), {cpu_best:.3f} s CPU; "
-          f"load average {load:.1f} on {os.cpu_count()} CPUs")
-    for k in ("nodes_s", "meshes_s", "mesh_read_s", "skin_s", "morph_s", "actions_s", "assemble_s"):
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"full import: {import_s:.3f} s wall (best of {repeats}); load average {load:.1f} on {os.cpu_count()} CPUs")
+    for k in ("nodes_s", "meshes_s", "mesh_read_s", "skin_s", "morph_s", "fingerprint_s", "actions_s", "assemble_s"):
         print(f"  {k:22s} {stats.get(k, 0.0):.3f}")
-    prim = asset.meshes[0].primitives[0]
-    print(f"  nodes={asset.node_count} primitives={len(asset.meshes[0].primitives)} influences={prim.influences} "
-          f"morphs={len(prim.morph_targets)} clips={len(asset.animations)}")
-    # the session's asset cache: a verified re-import fingerprints every mesh (what F12 and farm
-    # frames pay so that no edit renders stale); an unverified one trusts depsgraph updates
-    cache = importer.AssetCache()
-    importer.import_scene(scene, cache=cache)
-    nb = importer.build_nodes(importer.collect_objects(bpy.context.view_layer))
-    first = cache.meshes[body.name].asset
-    fp, unv = [], []
-    for _ in range(5):
-        t = time.perf_counter()
-        m = importer.import_mesh(body, nb, cache, verify=True)
-        fp.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        importer.import_mesh(body, nb, cache, verify=False)
-        unv.append(time.perf_counter() - t)
-    assert m is first
-    check_ms = sorted(fp)[2] * 1000
-    print(f"verified cached mesh re-import (content fingerprint): {check_ms:.1f} ms (median of 5); "
-          f"unverified: {sorted(unv)[2] * 1000:.2f} ms")
-    importer.import_scene(scene, cache=cache, clips=False)
-    t = time.perf_counter()
-    importer.import_scene(scene, cache=cache, clips=False)     # what a final render's frame pays
-    full_ms = (time.perf_counter() - t) * 1000
-    print(f"verified cached full-scene re-import (no clips, as final renders do): {full_ms:.1f} ms")
-    f12_ms = _f12_ms(scene)
-    print(f"F12 frame of the heavy rig ({scene.render.resolution_x}x{scene.render.resolution_y}, "
-          f"frames 2-3 of one animation render): {f12_ms:.0f} ms; "
-          f"check/F12 = {full_ms / f12_ms:.3f}")
-    print(f"bench-import: import_s={import_s:.3f} check_ms={full_ms:.1f} f12_ms={f12_ms:.0f} "
-          f"check_ratio={full_ms / f12_ms:.3f}")
+
+    check_ratio, step_ms, frame_ms, f12_check_ms = _animation_check(scene, out_dir)
+    print(f"Ctrl+F12 of the heavy rig at 960x540, frames 2-4: check (step_ms) {step_ms:.1f} ms of a "
+          f"{frame_ms:.0f} ms frame (median); F12 of the unchanged scene verifies in {f12_check_ms:.1f} ms")
+
+    firsts = {"STYLIZED": [], "BLENDER_WORKBENCH": [], "VIEW": []}
+    for _ in range(2):
+        for eng in ("BLENDER_WORKBENCH", "STYLIZED"):
+            firsts[eng].append(_fresh(["--first-f12", path, eng]))
+        firsts["VIEW"].append(_fresh(["--first-view", path]))
+    wb, ours, view = (min(firsts[k]) for k in ("BLENDER_WORKBENCH", "STYLIZED", "VIEW"))
+    print(f"first F12 in a fresh process (best of 2, wall/CPU): Stylized {ours[0]:.3f}/{ours[1]:.3f} s, "
+          f"Workbench {wb[0]:.3f}/{wb[1]:.3f} s; first viewport frame {view[0]:.3f}/{view[1]:.3f} s")
+    print(f"bench-import: import_s={import_s:.3f} first_f12_ratio={ours[0] / wb[0]:.3f} "
+          f"first_f12_cpu_ratio={ours[1] / wb[1]:.3f} first_view_ratio={view[0] / wb[0]:.3f} "
+          f"check_ratio={check_ratio:.3f} check_ms={step_ms:.1f} frame_ms={frame_ms:.0f} f12_check_ms={f12_check_ms:.1f}")
 
 
-def _f12_ms(scene) -> float:
-    """Mean wall time of frames 2 and 3 of a Ctrl+F12 (the engine and its session survive
-    between the frames: those frames verify the cache instead of importing)."""
-    import tempfile
-
+def _animation_check(scene, out_dir):
+    """(check ratio, check ms, frame ms) of frames 2-4 of a Ctrl+F12, and an F12's check ms."""
     import bpy
 
     from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.render_engine import last_render
 
-    cam = bpy.data.objects.new("BenchCam", bpy.data.cameras.new("BenchCam"))
-    scene.collection.objects.link(cam)
-    scene.camera = cam
-    cam.location = (0.0, -6.0, 1.0)
-    cam.rotation_euler = (1.5708, 0.0, 0.0)
     scene.render.engine = "STYLIZED"
-    scene.frame_start, scene.frame_end = 1, 3
-    times = {}
+    scene.frame_start, scene.frame_end = 1, 4
+    scene.render.filepath = os.path.join(out_dir, "f")
+    render_engine.free_final_session()
+    times, steps = {}, {}
 
     def post(sc, *_):
         times[sc.frame_current] = time.perf_counter()
+        steps[sc.frame_current] = last_render.get("stats", {}).get("step_ms", float("nan"))
 
     bpy.app.handlers.render_post.append(post)
     try:
-        scene.render.filepath = tempfile.mkdtemp() + "/f"
-        t0 = time.perf_counter()
         bpy.ops.render.render(animation=True)
     finally:
         bpy.app.handlers.render_post.remove(post)
-    del render_engine
-    return (times[3] - times[1]) * 500 if 1 in times and 3 in times else (time.perf_counter() - t0) * 1000 / 3
+    ratios, checks, frames = [], [], []
+    for f in (2, 3, 4):
+        dt = (times[f] - times[f - 1]) * 1e3
+        ratios.append(steps[f] / dt)
+        checks.append(steps[f])
+        frames.append(dt)
+    scene.frame_set(2)
+    bpy.ops.render.render()
+    bpy.ops.render.render()                  # the second F12: verifies, imports nothing
+    f12_check = last_render["stats"].get("step_ms", float("nan"))
+    render_engine.free_final_session()
+    med = lambda v: sorted(v)[len(v) // 2]     # noqa: E731
+    return med(ratios), med(checks), med(frames), f12_check
+
+
+def _fresh(args) -> tuple:
+    """Run this script in a fresh process with ``args``; the (wall, CPU) seconds it prints."""
+    out = subprocess.run([sys.executable, __file__] + args, capture_output=True, text=True, timeout=600)
+    for line in out.stdout.splitlines():
+        if line.startswith("first_s="):
+            f = dict(kv.split("=") for kv in line.split())
+            return float(f["first_s"]), float(f["cpu_s"])
+    raise RuntimeError(f"{args}: no result\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+
+
+def first_f12(path: str, engine: str) -> None:
+    import bpy
+
+    _load()
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene = bpy.context.scene
+    scene.render.engine = engine
+    t, c = time.perf_counter(), time.process_time()
+    bpy.ops.render.render()
+    print(f"first_s={time.perf_counter() - t:.4f} cpu_s={time.process_time() - c:.4f}", flush=True)
+
+
+def first_view(path: str) -> None:
+    """The viewport's first Rendered frame: a viewport session syncs the depsgraph (as
+    ``view_update`` does) and draws the camera view (as ``view_draw``), in a GPU context."""
+    import bpy
+    import numpy as np
+
+    _load()
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.render_engine import draw_view
+    from stylized_renderer.engine.session import StylizedSession, camera_from_object
+
+    bpy.ops.wm.open_mainfile(filepath=path)
+    scene = bpy.context.scene
+    scene.render.engine = "STYLIZED"
+    w, h = scene.render.resolution_x, scene.render.resolution_y
+    result = {}
+
+    t, c = time.perf_counter(), time.process_time()
+    dg = bpy.context.evaluated_depsgraph_get()      # what the viewport evaluates before drawing
+    result["eval"] = time.perf_counter() - t
+
+    def draw():
+        t = time.perf_counter()
+        s = StylizedSession(viewport=True)
+        s.sync(dg)
+        cam = camera_from_object(dg, scene.camera.evaluated_get(dg), w, h)
+        draw_view(s, dg, np.asarray(cam.view), np.asarray(cam.projection), False, w, h)
+        result["s"] = time.perf_counter() - t
+        s.free()
+
+    gpu_util.run_in_gpu_context(draw)
+    # (CPU: includes the tiny GPU-context scene's render around the draw)
+    print(f"first_s={result['eval'] + result['s']:.4f} cpu_s={time.process_time() - c:.4f}", flush=True)
+
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 3 and sys.argv[1] == "--first-f12":
+        first_f12(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) > 2 and sys.argv[1] == "--first-view":
+        first_view(sys.argv[2])
+    else:
+        main()

@@ -126,7 +126,9 @@ def add_curve(cb, data_path, index, frames, values, interpolation=None):
 # ----------------------------------------------------------------------------------------------
 
 def build_heavy_rig(bones=365, vertices=50000, shape_keys=50, actions=3, frames=100, influences=4,
-                    scene=None, seed=0):
+                    scene=None, seed=0, keyed_expressions=0):
+    """``keyed_expressions``: key the values of that many shape keys over ``frames`` (an avatar
+    talking: Blender re-evaluates the mesh on every frame, so a final render checks it)."""
     rng = np.random.default_rng(seed)
     depth = 19
     specs = []
@@ -209,6 +211,12 @@ def build_heavy_rig(bones=365, vertices=50000, shape_keys=50, actions=3, frames=
             for c in range(4):
                 add_curve(cb, f'pose.bones["{nm}"].rotation_quaternion', c, fr, q[:, c])
         act.use_fake_user = True
+    if shape_keys and keyed_expressions:
+        key = ob.data.shape_keys
+        kact, kcb = new_action("HeavyExpressions", key, id_type="KEY")
+        kf = np.arange(0, frames + 1, 2, dtype=np.float64)
+        for k in range(min(keyed_expressions, shape_keys)):
+            add_curve(kcb, f'key_blocks["Shape{k:02d}"].value', 0, kf, 0.5 + 0.5 * np.sin(kf * 0.3 + k))
     finish()
     return arm, ob
 
