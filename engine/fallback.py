@@ -33,6 +33,9 @@ from .assets import Bounds
 DRAWABLE_TYPES = {"MESH", "CURVE", "SURFACE", "FONT", "META"}
 GEOMETRY_TYPES = DRAWABLE_TYPES - {"MESH"}
 HAIR_REASON = "hair curves: strands drawn as camera-facing ribbons"
+# object types EEVEE draws and these passes do not: named in the render log / Stats, never silent
+NOT_DRAWN_TYPES = {"POINTCLOUD": "point cloud", "GREASEPENCIL": "Grease Pencil", "GPENCIL": "Grease Pencil",
+                   "VOLUME": "volume"}
 
 
 @dataclass
@@ -84,6 +87,7 @@ class FallbackDrawer:
         self._entries: Dict[tuple, Tuple[str, list]] = {}
         self.streams_created = 0
         self.present: set = set()     # objects the last frame's depsgraph shows (see the module doc)
+        self.not_drawn: Dict[str, str] = {}     # object name -> kind, of NOT_DRAWN_TYPES shown this frame
 
     @property
     def live_stream_count(self) -> int:
@@ -106,11 +110,15 @@ class FallbackDrawer:
         items: List[FallbackItem] = []
         seen: Dict[tuple, Tuple[str, list]] = {}
         self.present = set()
+        self.not_drawn = {}
         strip = getattr(depsgraph.scene.render, "hair_type", "STRAND") == "STRIP"
         for inst in depsgraph.object_instances:
             ob = inst.object
             if not inst.is_instance and inst.show_self:
                 self.present.add(ob.name)
+            if ob.type in NOT_DRAWN_TYPES and inst.show_self:
+                self.not_drawn[ob.original.name] = NOT_DRAWN_TYPES[ob.type]
+                continue
             if ob.type == "CURVES" and inst.show_self and camera is not None:
                 self._hair(inst, backend, camera, height, strip, seen, items)
                 continue
@@ -174,6 +182,12 @@ class FallbackDrawer:
                                           fallback_reason=reason))
         self._entries = seen     # streams of instances not drawn this frame are released here
         return items
+
+    def not_drawn_lines(self) -> List[str]:
+        """One line per object of a type these passes cannot draw (point clouds, Grease Pencil,
+        volumes), for the render log and the Stats panel."""
+        return [f"object '{n}' is not drawn: {k} objects have no Stylized drawing (EEVEE draws them)"
+                for n, k in sorted(self.not_drawn.items())]
 
     def _hair(self, inst, backend, camera, height, strip, seen, items) -> None:
         """The ribbons of one ``CURVES`` instance (engine/hair.py), streams kept while the strands

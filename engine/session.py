@@ -838,7 +838,7 @@ class StylizedSession:
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
-            losses=frame_losses(items, frame.materials),
+            losses=frame_losses(items, frame.materials) + self.fallback.not_drawn_lines(),
         )
         return frame
 

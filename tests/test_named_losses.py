@@ -376,3 +376,20 @@ def test_hair_in_the_viewport_rebuilds_ribbons_only_when_the_view_or_the_curves_
     rows = np.nonzero(first.any(axis=1))[0], np.nonzero(moved.any(axis=1))[0]
     assert moved.sum() > 500 and not np.array_equal(first, moved)
     assert abs(rows[1].mean() - rows[0].mean()) > 5, rows
+
+
+def test_point_cloud_is_named_as_not_drawn(empty_scene):
+    """Object types these passes cannot draw (a point cloud here; Grease Pencil and volumes alike)
+    are named once per frame instead of vanishing without a word."""
+    scene = empty_scene
+    add_camera(scene)
+    cloud = bpy.data.objects.new("Sparks", bpy.data.pointclouds.new("Sparks"))
+    scene.collection.objects.link(cloud)
+    render_scene(scene)
+    line = (f"Stylized frame {scene.frame_current}: object 'Sparks' is not drawn: point cloud objects have no "
+            "Stylized drawing (EEVEE draws them)")
+    assert _log().count(line) == 1, _log()
+    assert line.split(": ", 1)[1] in _stats()["losses"]
+    cloud.hide_render = True
+    render_scene(scene)
+    assert not any("Sparks" in l for l in _log()), _log()
