@@ -28,7 +28,7 @@ from ..assets.curves import (CYCLE_MIRROR, CYCLE_REPEAT_OFFSET, EASE_AUTO, EASE_
                              IPO_CUBIC, IPO_ELASTIC, IPO_EXPO, IPO_LINEAR, IPO_QUAD, IPO_QUART,
                              IPO_QUINT, IPO_SINE, FCurveSetAsset)
 
-#: Blender's key search threshold (BKE_fcurve_bezt_binarysearch_index_ex(..., 0.0001, ...))
+#: Blender's key search threshold (BKE_fcurve_bezt_binarysearch_index_ex(..., 0.0001, ...), IS_EQT: <=)
 EXACT_THRESH = 1e-4
 _FLT_EPS = float(np.finfo(np.float32).eps)
 _POW_MIN = 0.0009765625
@@ -238,9 +238,9 @@ class CurveEvaluator:
             return self._grid[:, k] @ np.array((1.0, f - xs[-1], 0.0, 0.0))
         i = bisect.bisect_right(xs, f)
         a = i - 1
-        if f - xs[a] < EXACT_THRESH:
+        if f - xs[a] <= EXACT_THRESH:
             return self._grid[:, a + 1, 0].copy()
-        if xs[i] - f < EXACT_THRESH:
+        if xs[i] - f <= EXACT_THRESH:
             return self._grid[:, k if i == k - 1 else i + 1, 0].copy()
         kind = kinds[a]
         if kind == K_CONST:
@@ -308,8 +308,8 @@ class CurveEvaluator:
         left = right - 1
         x = self._gx
         fi = f[gi]
-        exact_l = np.abs(fi - x[left]) < EXACT_THRESH
-        exact_r = ~exact_l & (np.abs(x[right] - fi) < EXACT_THRESH)
+        exact_l = np.abs(fi - x[left]) <= EXACT_THRESH
+        exact_r = ~exact_l & (np.abs(x[right] - fi) <= EXACT_THRESH)
         seg = left - first[gi]
         s = np.where(exact_r, np.where(right == last[gi], counts[gi], seg + 2), seg + 1)
         slot[gi] = s
