@@ -32,7 +32,6 @@ from .assets import Bounds
 
 DRAWABLE_TYPES = {"MESH", "CURVE", "SURFACE", "FONT", "META"}
 GEOMETRY_TYPES = DRAWABLE_TYPES - {"MESH"}
-HAIR_REASON = "hair curves: strands drawn as camera-facing ribbons"
 # object types EEVEE draws and these passes do not: named in the render log / Stats, never silent
 NOT_DRAWN_TYPES = {"POINTCLOUD": "point cloud", "GREASEPENCIL": "Grease Pencil", "GPENCIL": "Grease Pencil",
                    "VOLUME": "volume"}
@@ -203,6 +202,7 @@ class FallbackDrawer:
         key = ("hair", name, ob.name, tuple(inst.persistent_id), bool(inst.is_instance))
         mats = [s.material.name if s.material is not None else "" for s in ob.material_slots]
         digest = strands.digest + hair.camera_key(camera, height, strip).hex() + "\0".join(mats)
+        why = hair.reason(strands)
         entry = seen.get(key) or self._entries.get(key)
         if entry is None or entry[0] != digest:
             # the evaluated strands are kept while the curves are unchanged (a camera move
@@ -223,4 +223,4 @@ class FallbackDrawer:
                                       material_index=p.material_index, primitive_index=k,
                                       object_id=10000 + len(items),
                                       cast_shadow=bool(getattr(ob, "visible_shadow", True)),
-                                      fallback_reason=HAIR_REASON))
+                                      fallback_reason=why))

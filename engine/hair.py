@@ -9,9 +9,10 @@ evaluated curves and evaluated as Blender evaluates them for drawing: Catmull-Ro
 default type) with Blender's basis (``bke::curves::catmull_rom``: the end points repeated,
 ``resolution`` samples per segment, 12 where the curves have no ``resolution`` attribute), the
 radius with them; poly curves as they are; Bezier and NURBS curves through their control points
-(not evaluated: noted in the report line's reason).  A ribbon mesh is then built on the CPU for
-the frame's camera, vectorised over all points: two vertices per point, offset along ``normalize(tangent x to_camera)`` by half the width
-(at least half a pixel at that depth, so a strand never vanishes between pixels), with the normal
+(not evaluated: ``reason`` says so in the Stats panel and the render log).  A ribbon mesh is then
+built on the CPU for the frame's camera, vectorised over all points: two vertices per point,
+offset along ``normalize(tangent x to_camera)`` by half the width (at least half a pixel at that
+depth, so a strand never vanishes between pixels), with the normal
 of a cylinder seen from the camera (``to_camera`` without its tangent part), and two triangles per
 segment wound to face the camera.  The ribbons are drawn like any fallback mesh: forward (the
 material's MToon values or the toon look derived from it), shadow casting from the sun's view of
@@ -132,6 +133,17 @@ def evaluate(strands: HairStrands) -> HairStrands:
     out_r[eval_offsets[1:][has] - 1] = radius[last_of[has]]
     return HairStrands(positions=out_p, radius=np.abs(out_r), offsets=eval_offsets, materials=strands.materials,
                        digest=strands.digest)
+
+
+REASON = "hair curves: strands drawn as camera-facing ribbons"
+
+
+def reason(strands: HairStrands) -> str:
+    """What the Stats panel and the render log say about these strands (why they are drawn as
+    they are)."""
+    if strands.types is not None and np.any((strands.types != CATMULL_ROM) & (strands.types != POLY)):
+        return REASON + "; Bezier and NURBS strands follow their control points"
+    return REASON
 
 
 def _unit(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:

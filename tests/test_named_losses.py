@@ -393,3 +393,14 @@ def test_point_cloud_is_named_as_not_drawn(empty_scene):
     cloud.hide_render = True
     render_scene(scene)
     assert not any("Sparks" in l for l in _log()), _log()
+
+
+def test_bezier_hair_says_it_follows_the_control_points(empty_scene):
+    """Bezier strands are drawn through their control points (not evaluated): the line says so."""
+    scene = empty_scene
+    head, hair = hair_scene(scene, strands=20)
+    hair.data.set_types(type="BEZIER", indices=[0, 1])
+    render_scene(scene)
+    assert (f"Stylized frame {scene.frame_current}: object 'Hair' is drawn from Blender's evaluated curves "
+            "(hair curves: strands drawn as camera-facing ribbons; Bezier and NURBS strands follow their "
+            "control points)") in _log(), _log()
