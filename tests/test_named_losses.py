@@ -404,3 +404,30 @@ def test_bezier_hair_says_it_follows_the_control_points(empty_scene):
     assert (f"Stylized frame {scene.frame_current}: object 'Hair' is drawn from Blender's evaluated curves "
             "(hair curves: strands drawn as camera-facing ribbons; Bezier and NURBS strands follow their "
             "control points)") in _log(), _log()
+
+
+@pytest.mark.parametrize("bsdf", ["ShaderNodeBsdfHair", "ShaderNodeBsdfHairPrincipled"])
+def test_hair_bsdf_colour_is_read_as_eevee_shades_it(empty_scene, tmp_path, bsdf):
+    """EEVEE shades the Hair BSDF and the Principled Hair BSDF as a diffuse surface of their Color
+    input (its GPU node falls back to a diffuse closure): the strands take that colour, and the
+    material reader names nothing as unmapped."""
+    scene = empty_scene
+    head, hair = hair_scene(scene)
+    head.hide_render = True
+    scene.render.hair_type = "STRIP"
+    scene.render.film_transparent = True
+    mat = hair.data.materials[0]
+    nt = mat.node_tree
+    node = nt.nodes.new(bsdf)
+    node.inputs["Color"].default_value = (0.05, 0.3, 0.6, 1.0)
+    out = next(n for n in nt.nodes if n.type == "OUTPUT_MATERIAL")
+    nt.links.new(node.outputs[0], out.inputs["Surface"])
+    px = render_scene(scene)
+    covered = px[..., 3] > 0.5
+    assert covered.sum() > 1000
+    med = np.median(px[covered][:, :3], axis=0)
+    assert med[2] > 1.5 * med[1] > 3.0 * med[0], med             # blue, not the viewport colour
+    assert not any("not mapped" in l for l in _log()), _log()
+    ref = _eevee_pixels(scene, tmp_path / "eevee.png")           # EEVEE's strands are blue too
+    ref_med = np.median(ref[ref[..., 3] > 0.5][:, :3], axis=0)
+    assert ref_med[2] > ref_med[1] > ref_med[0], ref_med

@@ -303,7 +303,7 @@ class Reader:
             return Surface("principled", node)
         if t == "EMISSION":
             return Surface("unlit", node)
-        if t == "BSDF_DIFFUSE":
+        if t in ("BSDF_DIFFUSE", "BSDF_HAIR", "BSDF_HAIR_PRINCIPLED"):    # EEVEE: hair BSDFs shade as diffuse
             return Surface("diffuse", node)
         if t == "MIX_SHADER":
             return self._mix_shader(node, depth)
