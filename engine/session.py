@@ -129,7 +129,7 @@ def settings_from_scene(scene, width: int, height: int, film_transparent: bool) 
         outlines=bool(g("outlines", True)), screen_space_outline=bool(g("screen_space_outline", False)),
         screen_space_outline_width=float(g("screen_space_outline_width", 1.0)),
         screen_space_outline_color=np.array(ssc[:3], np.float64), fxaa=bool(g("fxaa", True)),
-        profile_gpu=bool(g("profile_gpu", False)),
+        profile_gpu=bool(g("profile_gpu", False)), samples=max(1, int(g("render_samples", 1))),
     )
 
 
@@ -843,12 +843,21 @@ class StylizedSession:
         return frame
 
     def render_texture(self, depsgraph, camera: CameraData, width: int, height: int, film_transparent=False,
-                       preview_state=None, passes=()):
+                       preview_state=None, passes=(), after_first=None):
+        """The frame's texture; a final render draws the scene's anti-aliasing samples
+        (engine/passes/samples.py: ``after_first`` runs on the first, centre sample), the viewport
+        one sample with FXAA."""
+        from .passes.samples import Accumulator, render_samples
+
         t0 = time.perf_counter()
         frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state, passes)
         self.last_frame = frame
         t1 = time.perf_counter()
-        tex = self.pipeline.execute(frame)
+        if self.viewport:
+            frame.settings.samples = 1
+        if getattr(self, "_accumulator", None) is None:
+            self._accumulator = Accumulator()
+        tex = render_samples(self.pipeline, frame, self._accumulator, after_first)
         t2 = time.perf_counter()
         self.stats["pipeline_ms"] = (t2 - t1) * 1e3
         self.stats["render_ms"] = (t2 - t0) * 1e3
@@ -875,9 +884,9 @@ class StylizedSession:
         (engine/passes/render_passes.py); only the requested passes are read or drawn."""
         from .gpu_util import texture_to_numpy
 
-        tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes)
-        out = {"Combined": texture_to_numpy(tex, width, height)}
-        if passes:
+        out = {}
+
+        def read_passes():          # on the first (centre) sample, while its targets are current
             frame = self.last_frame
             ids = {}
             if "IndexOB" in passes:
@@ -886,7 +895,11 @@ class StylizedSession:
                 for it in frame.items:
                     ob = bpy.data.objects.get(it.object_name)
                     ids[int(getattr(it, "object_id", 0))] = int(getattr(ob, "pass_index", 0))
-            out.update(render_passes.read(self.pipeline, frame, passes, out["Combined"], depsgraph.scene, ids))
+            out.update(render_passes.read(self.pipeline, frame, passes, depsgraph.scene, ids))
+
+        tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
+                                  after_first=read_passes if passes else None)
+        out["Combined"] = texture_to_numpy(tex, width, height)
         self.last_frame = None
         return out
 
@@ -895,6 +908,8 @@ class StylizedSession:
             self.runtime.release()
         if self.pipeline is not None:
             self.pipeline.free()
+        if getattr(self, "_accumulator", None) is not None:
+            self._accumulator.free()
         if self.backend is not None:
             self.backend.release_all()
         self.runtime = None

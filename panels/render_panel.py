@@ -32,6 +32,7 @@ class STYLIZED_PT_render_settings(_RenderBase, bpy.types.Panel):
         layout.use_property_split = True
         layout.use_property_decorate = False
         layout.prop(st, "max_lights")
+        layout.prop(st, "render_samples", text="Render Samples")
 
 
 class STYLIZED_PT_render_shadows(_RenderBase, bpy.types.Panel):

@@ -250,6 +250,11 @@ class StylizedSceneSettings(bpy.types.PropertyGroup):
     fxaa: BoolProperty(
         name="FXAA", default=True, update=_scene_update,
         description="Fast approximate anti-aliasing as the last pass")
+    render_samples: IntProperty(
+        name="Samples", default=8, min=1, soft_max=32, max=256,
+        description="Anti-aliasing samples of final renders (F12, Ctrl+F12): the frame is drawn this many "
+                    "times with sub-pixel offsets and averaged (shadows once per frame). 1 = one sample "
+                    "with FXAA. The viewport keeps FXAA")
     profile_gpu: BoolProperty(
         name="Profile GPU Passes", default=False, update=_scene_update,
         description="Measure each pass's GPU time. Blender's Python gpu module has no timer queries, so this "

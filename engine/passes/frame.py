@@ -77,6 +77,11 @@ class FrameSettings:
     # render passes that need the forward pass's extra outputs (engine/passes/render_passes.py):
     # False = none requested, the shaders write none and no extra target exists
     gpu_passes: bool = False
+    # anti-aliasing of final frames (engine/passes/samples.py): samples per frame (1 = FXAA only),
+    # this draw's sub-pixel offset in pixels, and whether it reuses the frame's shadow maps
+    samples: int = 1
+    jitter: tuple = (0.0, 0.0)
+    reuse_shadow: bool = False
 
 
 @dataclass

@@ -154,6 +154,7 @@ class FramePipeline:
         self.pass_targets = None   # (pass0, pass1) textures while render passes are requested
         self._passes = False
         self.last_color = None     # the frame's colour before the screen-space outline and FXAA
+        self._shadow_on = None     # whether the last frame drew shadow maps (None: none kept)
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}           # material name -> material_spec (the shader variant's material part)
@@ -288,18 +289,25 @@ class FramePipeline:
         if self.skin_once.run(self._instances):
             t0 += self._flush("skin_once_ms", t_skin, self.skin_once._fb) - t_skin
         self.stats.update(skin_once_vertices=self.skin_once.vertices, skin_once_draws=self.skin_once.draws)
-        shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
+        # a later anti-aliasing sample of the same frame keeps its shadow maps (engine/passes/samples.py)
+        reuse = bool(getattr(s, "reuse_shadow", False)) and self._shadow_on is not None
+        if reuse:
+            shadows_on = self._shadow_on
+        else:
+            shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
+            self._shadow_on = shadows_on
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
                                               sun_i if shadows_on else -1))
         self._shadow_tex = None
         self._frame_spec = frame_spec(lights, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
                                       self.shadow.fit_result.count if shadows_on else 0)
-        if shadows_on:
+        if shadows_on and not reuse:
             inst = self._instances
             self.shadow.draw(lambda name, group: shadow_shader(shadow_spec(self._mspec[name], inst.vertex_class(group))),
                              casters, self._bind_material, inst)
+        if shadows_on:
             self._shadow_tex = self.shadow.texture
-        t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on else None, depth=True)
+        t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on and not reuse else None, depth=True)
 
         # ---- 2. forward opaque / mask -------------------------------------------------------------
         self.stats.update(items=len(items), visible=len(visible), casters=len(casters))
@@ -439,6 +447,7 @@ class FramePipeline:
         self._fb_main = self._fb_blend = self._fb_plain = self._fb_passes = None
         self.pass_targets = None
         self.last_color = None
+        self._shadow_on = None
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}

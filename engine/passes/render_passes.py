@@ -108,8 +108,9 @@ def mist_settings(scene):
     return float(ms.start), max(float(ms.depth), 1e-9), MIST_EXPONENT.get(ms.falloff, 2.0)
 
 
-def read(pipeline, frame, names, combined, scene, object_pass_index) -> dict:
-    """The requested passes as (H, W, C) float32 arrays (bottom row first, like ``combined``).
+def read(pipeline, frame, names, scene, object_pass_index) -> dict:
+    """The requested passes of the frame the pipeline just drew, as (H, W, C) float32 arrays
+    (bottom row first, as Blender's render result).
     ``object_pass_index``: object id (RenderItem.object_id) -> Pass Index."""
     from ..gpu_util import texture_to_numpy
 
