@@ -187,6 +187,17 @@ def test_object_scaled_to_zero_in_the_viewport_and_f12(empty_scene, session, tmp
     _same_silhouette(px, ref10)
 
 
+def test_preserve_volume_bone_scaled_to_zero_deforms_as_blender(empty_scene, capsys):
+    """Dual quaternion skinning (Preserve Volume) through a bone scaled to 0."""
+    from test_preserve_volume import build_arm
+
+    arm, ob = build_arm()
+    arm.pose.bones["lower"].scale = (0.0, 0.0, 0.0)
+    rc, out, fields = C.run_deform_check(capsys, frames="1-8:3", mode="timeline")
+    assert "failed" not in out and "path=gpu" in out, out
+    assert float(fields["max_rel_error"]) < 1e-4, out
+
+
 def test_object_scaled_flat_deforms_as_blender(empty_scene, capsys):
     """The skinned body scaled to 0 along one axis: flattened onto a plane as Blender does."""
     scene = empty_scene
