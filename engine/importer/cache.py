@@ -143,6 +143,7 @@ class AssetCache:
         self.edits = edits                      # EditSignals (edits.py) or None: every mesh counts as edited
         self._content_memo: Dict[tuple, tuple] = {}  # (mesh name, weights, keys) -> (fingerprint, fresh), per import
         self._reads: Dict[str, object] = {}     # mesh name -> MeshReads, per import
+        self._held_index: Optional[dict] = None  # mesh name -> entries (``_held_content``), per import
         self.mesh_hits = 0
         self.mesh_misses = 0
 
@@ -152,6 +153,7 @@ class AssetCache:
         self.known = KnownState()
         self._reads = {}
         self._content_memo = {}
+        self._held_index = None
 
     def reads_of(self, mesh):
         """The ``MeshReads`` of ``mesh`` for this import (shared by the fingerprint and the build)."""
@@ -209,13 +211,18 @@ class AssetCache:
     def _held_content(self, obj, mesh_name: str, wm: bool) -> Optional[tuple]:
         """The content of a held asset of this mesh datablock (the object's own first, else a
         linked duplicate's) whose weights part is there exactly when ``wm``; None if none."""
+        def usable(e):
+            return (e is not None and e.mesh_name == mesh_name and isinstance(e.content, tuple)
+                    and len(e.content) == 3 and (e.content[2] is not None) == wm)
+
         own = self.meshes.get(obj.name)
-        cands = ([own] if own is not None else []) + list(self.meshes.values())
-        for e in cands:
-            if (e.mesh_name == mesh_name and isinstance(e.content, tuple) and len(e.content) == 3
-                    and (e.content[2] is not None) == wm):
-                return e.content
-        return None
+        if usable(own):
+            return own.content
+        if self._held_index is None:        # mesh name -> held entries, once per import / check
+            self._held_index = {}
+            for e in self.meshes.values():
+                self._held_index.setdefault(e.mesh_name, []).append(e)
+        return next((e.content for e in self._held_index.get(mesh_name, ()) if usable(e)), None)
 
     def _verified(self, obj) -> None:
         if self.edits is not None:
@@ -226,6 +233,7 @@ class AssetCache:
         self.stats = stats
         self._content_memo = {}
         self._reads = {}
+        self._held_index = None
         if self.edits is not None:
             self.edits.collect_pending()
 
@@ -277,6 +285,7 @@ class AssetCache:
         self.stats = {}
         self._content_memo = {}
         self._reads = {}
+        self._held_index = None
         if self.edits is not None:
             self.edits.collect_pending()
 
