@@ -7,7 +7,6 @@ a shape key of 1e30 prints no numpy warning.  Driven through F12 / Ctrl+F12
 compared with Workbench and Blender's evaluated mesh in the same process."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import bpy

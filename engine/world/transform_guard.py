@@ -15,7 +15,7 @@ Owned by a SceneRuntime; no module state.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
