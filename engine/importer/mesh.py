@@ -59,13 +59,44 @@ def read_corner_colors(mesh, loop_verts: np.ndarray) -> Optional[np.ndarray]:
     return col
 
 
+def _int_attribute(mesh, name: str, domain: str, count: int) -> Optional[np.ndarray]:
+    """(count,) int64 values of the INT attribute ``name`` on ``domain`` (the bulk attribute
+    path), or None when the mesh has no such attribute."""
+    attr = mesh.attributes.get(name)
+    if attr is None or attr.domain != domain or attr.data_type != "INT" or len(attr.data) != count:
+        return None
+    return _get(attr.data, "value", count, 1, np.int32).astype(np.int64)
+
+
+def corner_verts(mesh) -> np.ndarray:
+    """(L,) int64 vertex of each corner: the ``.corner_vert`` attribute (a bulk copy), else
+    ``MeshLoop.vertex_index`` (a per-item read, about 13 ms for 200k corners)."""
+    nl = len(mesh.loops)
+    out = _int_attribute(mesh, ".corner_vert", "CORNER", nl)
+    return out if out is not None else _get(mesh.loops, "vertex_index", nl, 1, np.int64)
+
+
+def triangle_materials(mesh, nt: int) -> np.ndarray:
+    """(T,) int64 material index of each loop triangle: its polygon's (``loop_triangle_polygons``
+    and the FACE attribute ``material_index``, both bulk copies; ``MeshLoopTriangle.material_index``
+    is a per-item read of about 100 ms for 100k triangles), 0 where the mesh has no such attribute."""
+    if not nt:
+        return np.zeros(0, np.int64)
+    ltp = getattr(mesh, "loop_triangle_polygons", None)
+    if ltp is None or len(ltp) != nt:
+        return _get(mesh.loop_triangles, "material_index", nt, 1, np.int64)
+    polys = _get(ltp, "value", nt, 1, np.int32)
+    mat = _int_attribute(mesh, "material_index", "FACE", len(mesh.polygons))
+    return mat[polys] if mat is not None else np.zeros(nt, np.int64)
+
+
 def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> CornerSplit:
     """Triangulate ``mesh`` from its loop triangles and split corners by (vertex, normal, uv,
     colour).  ``colors``: read the render colour attribute (``CornerSplit.colors``)."""
     nv = len(mesh.vertices)
     nl = len(mesh.loops)
     positions = _get(mesh.vertices, "co", nv, 3, np.float32)
-    loop_verts = _get(mesh.loops, "vertex_index", nl, 1, np.int64)
+    loop_verts = corner_verts(mesh)
     # corner normals honour custom split normals and sharp edges/faces (Blender >= 4.1)
     if nl:
         cn = mesh.corner_normals
@@ -86,7 +117,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> Corne
 
     nt = len(mesh.loop_triangles)
     tri_loops = _get(mesh.loop_triangles, "loops", nt, 3, np.int64)
-    tri_mat = _get(mesh.loop_triangles, "material_index", nt, 1, np.int64) if nt else np.zeros(0, np.int64)
+    tri_mat = triangle_materials(mesh, nt)
 
     # Only corners used by triangles matter (loose edges/verts are not drawn).
     used = np.unique(tri_loops.ravel()) if nt else np.zeros(0, np.int64)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..assets import AssetError, MorphTargetAsset
 from . import skin as _skin
+from .mesh import corner_verts
 from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, sorted_unique
 
 _EMPTY_I = np.zeros(0, np.int64)
@@ -23,14 +24,11 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
     kbs = list(key.key_blocks)
     ref = key.reference_key
     nl, npoly = len(mesh.loops), len(mesh.polygons)
-    loop_vert = np.empty(nl, np.int32)
+    loop_vert = corner_verts(mesh)
     poly_start = np.empty(npoly, np.int32)
-    poly_total = np.empty(npoly, np.int32)
-    if nl:
-        mesh.loops.foreach_get("vertex_index", loop_vert)
     if npoly:
         mesh.polygons.foreach_get("loop_start", poly_start)
-        mesh.polygons.foreach_get("loop_total", poly_total)
+    poly_total = np.diff(poly_start, append=np.int32(nl)).astype(np.int32)   # face offsets are ascending
     nsolver = NormalDeltaSolver(cs.normals, cs.source_vertices, cs.corner_to_split, base_co,
                                 loop_vert, poly_start, poly_total)
     tsolvers = [TangentDeltaSolver(p.positions, p.normals, p.uv0, p.indices, source_vertices=p.source_vertices)
