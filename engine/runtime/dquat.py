@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..assets.types import Bounds
-from ..finite import affine_inv, affine_solve
+from ..finite import affine_inv, affine_solve, object_inv
 
 MARKER = 2.0                  # texel (0, first row).w of a Preserve Volume palette
 _FLT_EPS = float(np.finfo(np.float32).eps)
@@ -189,7 +189,7 @@ def update_group(group, world_matrices: np.ndarray, joints: np.ndarray, ibm: np.
     try:
         premat = affine_solve(arm_world, mesh_world)       # singular (scaled to 0): engine/finite.py
         chan = np.matmul(affine_solve(arm_world, joints), np.linalg.inv(rest_arm_matrices(group)))
-        mesh_inv = affine_inv(mesh_world)
+        mesh_inv = object_inv(mesh_world)
     except np.linalg.LinAlgError:
         return False
     if joints.shape[0] != group.inverse_binds.shape[0] or pal.joint_capacity != palette_rows(joints.shape[0]):

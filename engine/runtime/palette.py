@@ -13,7 +13,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..assets.types import Bounds, SkinAsset, bounds_of
-from ..finite import affine_inv, affine_solve
+from ..finite import affine_solve, object_inv
 from . import dquat as _dquat
 
 # bytes of one mat4; the seed checks jointCount * sizeof(mat4) for overflow
@@ -152,7 +152,7 @@ class SkinningPalette:
         j = joint_worlds.shape[0]
         if j != self.joint_capacity or inverse_binds.shape[0] != j:
             return False
-        mesh_inv = affine_inv(mesh_world)      # a mesh scaled to 0: collapses as in Blender
+        mesh_inv = object_inv(mesh_world)      # a mesh scaled to 0: collapses as in Blender
         skin = np.matmul(mesh_inv, np.matmul(joint_worlds, inverse_binds))   # (J,4,4) float64
         if box_center is not None and box_center.shape[0]:
             m = skin[box_joints]
@@ -477,7 +477,7 @@ class _PaletteBatch:
             if self._mesh_w is not None and (mesh_w == self._mesh_w).all():
                 mesh_inv = self._mesh_inv
             else:
-                mesh_inv = affine_inv(mesh_w)      # singular (scaled to 0): engine/finite.py
+                mesh_inv = object_inv(mesh_w)      # singular (scaled to 0): engine/finite.py
                 self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
                 self._minv_rows = (mesh_inv.transpose(0, 2, 1)[self.group_of_joint] if len(self.groups) > 1
                                    else None)         # inverse(meshWorld)^T per joint row (crowds)
