@@ -34,6 +34,7 @@ def smooth_normal_deltas(primitive) -> list:
     src = np.asarray(primitive.source_vertices, np.int64)
     normals = np.asarray(primitive.normals, np.float64)
     count = int(src.max()) + 1 if src.size else 0
+    nverts = src.shape[0]
     base = smooth_normals(normals, src, count).astype(np.float64)
     # split vertices grouped by source vertex, once
     order = np.argsort(src, kind="stable")
@@ -50,12 +51,12 @@ def smooth_normal_deltas(primitive) -> list:
         if changed.size == 0:
             out.append(empty)
             continue
-        sources = np.unique(src[changed])
+        sources = _sorted_unique(count, src[changed])
         c = per_source[sources]
         rows = order[np.repeat(first[sources], c) + (np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c))]
         # the sparse normal delta of each split vertex of those sources (zero where it has none)
-        at = np.minimum(np.searchsorted(t.indices, rows), t.indices.shape[0] - 1)
-        hit = t.indices[at] == rows
+        at = _positions(t.indices, nverts)[rows]
+        hit = at >= 0
         moved = normals[rows]
         moved[hit] += nrows[at[hit]]
         group = np.repeat(np.arange(sources.size), c)
@@ -68,9 +69,25 @@ def smooth_normal_deltas(primitive) -> list:
         d = new - base[rows]
         keep = np.any(d != 0.0, axis=1)
         rows, d = rows[keep], d[keep]
-        srt = np.argsort(rows)
+        srt = _positions(rows, nverts)[_sorted_unique(nverts, rows)]     # rows are unique: no sort
         rows, d = rows[srt].astype(np.int32), np.ascontiguousarray(d[srt], np.float32)
         out.append(_share_normal_rows(t, rows, d))
+    return out
+
+
+def _sorted_unique(size: int, *arrays) -> np.ndarray:
+    """Sorted unique values of non-negative ints < ``size`` (as np.unique / np.union1d), from
+    one boolean mask instead of a sort."""
+    mark = np.zeros(size, bool)
+    for a in arrays:
+        mark[a] = True
+    return np.flatnonzero(mark)
+
+
+def _positions(values: np.ndarray, size: int) -> np.ndarray:
+    """(size,) int64: the position of each value in ``values`` (unique ints < ``size``), -1 elsewhere."""
+    out = np.full(size, -1, np.int64)
+    out[values] = np.arange(values.shape[0])
     return out
 
 
@@ -86,10 +103,12 @@ def _share_normal_rows(target, rows: np.ndarray, d: np.ndarray) -> tuple:
     normal and the smooth delta is the normal delta up to float rounding, so the outline stores
     only the seams' rows.  Chosen when the corrections are fewer rows than the deltas."""
     idx, nrows = target.indices, target.normal_rows
-    u = np.union1d(idx, rows)
+    size = int(target.vertex_count)
+    u = _sorted_unique(size, idx, rows)
+    at = _positions(u, size)
     diff = np.zeros((u.shape[0], 3), np.float32)
-    diff[np.searchsorted(u, rows)] = d
-    diff[np.searchsorted(u, idx)] -= nrows
+    diff[at[rows]] = d
+    diff[at[idx]] -= nrows
     bad = np.abs(diff).max(axis=1, initial=0.0) > SHARE_TOLERANCE
     if int(bad.sum()) >= rows.shape[0]:
         return rows, d, False
