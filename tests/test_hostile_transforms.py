@@ -268,6 +268,23 @@ def test_nan_location_after_a_good_render_skips_that_object_alone(empty_scene, t
     assert not any(f"'{hat.name}'" in ln for ln in lines), lines
 
 
+def test_an_object_back_to_finite_values_is_drawn_again(empty_scene, capfd):
+    """A root prop whose fixed location gives the identity (the substitute the NaN frame drew
+    with): the same pose as that frame, drawn again and no longer named."""
+    scene = empty_scene
+    _demo(scene)
+    prop = _prop(scene, location=(0.0, 0.0, 0.0))
+    render_scene(scene)
+    prop.location.x = float("nan")
+    skipped = render_scene(scene).copy()
+    assert any("'Prop'" in ln for ln in render_engine.last_render["log"])
+    prop.location.x = 0.0
+    px = render_scene(scene)
+    assert not any("'Prop'" in ln for ln in render_engine.last_render["log"]), render_engine.last_render["log"]
+    assert np.abs(px - skipped).max() > 0.1                  # the prop is in the picture again
+    capfd.readouterr()
+
+
 def test_nan_object_in_the_viewport_is_named_in_the_stats(empty_scene, session):
     scene = empty_scene
     info = _demo(scene)

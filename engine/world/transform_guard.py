@@ -47,7 +47,7 @@ class TransformGuard:
         remembered for ``check``); the input itself when all are finite."""
         m = np.asarray(matrices, dtype=np.float64)
         if m.ndim != 3 or m.shape[1:] != (4, 4) or np.isfinite(m).all():
-            self._bad_locals = None
+            self.forget_locals()          # (an object back to finite values is checked again)
             return matrices
         bad = ~np.isfinite(m).all(axis=(1, 2))
         m = m.copy()
