@@ -10,8 +10,8 @@ the viewport shows Blender's pose (timeline mode); a deleted action's armature g
 clip (paused, at 0).
 
 ``follow(state)`` is cheap (two name look-ups; a scan of ``bpy.data`` only after a rename or a
-deletion): the viewport session calls it every preview frame, the Animation panel when it draws
-and the preview operators before they act.  ``restore_player`` puts a state's clip back on a
+deletion): the viewport session calls it after each depsgraph sync (``follow_after_sync``), the
+Animation panel when it draws and the preview operators before they act.  ``restore_player`` puts a state's clip back on a
 player that lost it (a new runtime after a re-import).
 """
 from __future__ import annotations
@@ -82,6 +82,16 @@ def follow(state) -> bool:
             _clip_deleted(state, name)
             changed = True
     return changed
+
+
+def follow_after_sync(session, state) -> None:
+    """``follow`` for the viewport session's frames: once per depsgraph sync of ``session`` (a
+    rename or a deletion always comes with one: ``TimelineReader.sync_token``), per runtime and
+    per state, not on every frame of an unchanged scene."""
+    key = (id(session.reader), getattr(session.reader, "sync_token", None), id(state))
+    if getattr(session, "_followed", None) != key:
+        session._followed = key
+        follow(state)
 
 
 def _clip_deleted(state, name: str) -> None:

@@ -584,7 +584,8 @@ class StylizedSession:
         if preview_state is not None:
             from . import preview_follow as _follow
 
-            _follow.follow(preview_state)     # a renamed armature or action is followed, a deleted one stops
+            _follow.follow_after_sync(self, preview_state)    # a renamed armature or action is followed,
+            # a deleted one stops
         if preview_state is not None and preview_state.active:
             from . import preview as _preview
 
