@@ -80,8 +80,8 @@ class Viewport:
         self.update()
         self.clock.now += wait
         dg = bpy.context.evaluated_depsgraph_get()
-        view = C_look_at((0.0, -6.0, 1.0))
-        proj = C_perspective(math.radians(40.0), self.W / self.H)
+        view = look_at((0.0, -6.0, 1.0))
+        proj = perspective(math.radians(40.0), self.W / self.H)
         return gpu_util.run_in_gpu_context(
             lambda: texture_to_numpy(draw_view(self.session, dg, view, proj, False, self.W, self.H), self.W, self.H))
 
@@ -91,7 +91,7 @@ class Viewport:
         gpu_util.run_in_gpu_context(self.session.free)
 
 
-def C_look_at(eye, target=(0.0, 0.0, 0.8), up=(0.0, 0.0, 1.0)) -> np.ndarray:
+def look_at(eye, target=(0.0, 0.0, 0.8), up=(0.0, 0.0, 1.0)) -> np.ndarray:
     eye, target, up = (np.asarray(v, float) for v in (eye, target, up))
     f = target - eye
     f /= np.linalg.norm(f)
@@ -104,7 +104,7 @@ def C_look_at(eye, target=(0.0, 0.0, 0.8), up=(0.0, 0.0, 1.0)) -> np.ndarray:
     return m
 
 
-def C_perspective(fov_y, aspect, near=0.1, far=100.0) -> np.ndarray:
+def perspective(fov_y, aspect, near=0.1, far=100.0) -> np.ndarray:
     f = 1.0 / math.tan(fov_y / 2.0)
     m = np.zeros((4, 4))
     m[0, 0], m[1, 1] = f / aspect, f
