@@ -454,3 +454,21 @@ def test_huge_shape_key_prints_no_numpy_warning(empty_scene, capfd):
     assert np.isfinite(px).all()
     lines = _log_lines(err.out)
     assert any(f"'{face.name}'" in ln for ln in lines), lines
+
+
+def test_nan_shape_key_value_is_named(empty_scene, capfd):
+    """A shape key whose value is NaN: the log names the object and the key (not "the runtime
+    update failed" twice), and no numpy warning is printed."""
+    scene = empty_scene
+    info = _demo(scene, transparent=False)
+    face = info["face"]
+    face.data.shape_keys.key_blocks["angry"].value = float("nan")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        px = render_scene(scene)
+    lines = _log_lines(capfd.readouterr().out)
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert np.isfinite(px).all()
+    named = [ln for ln in lines if f"'{face.name}'" in ln and "'angry'" in ln]
+    assert len(named) == 1, lines
+

@@ -364,6 +364,7 @@ class SceneRuntime:
             return False
         t0 = time.perf_counter()
         ok = True
+        self.last_error = None
         self.guard.hold_undrawable(None)                 # Blender's matrices are read: the preview's hold ends
         if nodes is not None and len(nodes):
             # a NaN / infinite matrix (one broken object) is drawn nowhere, the rest goes on
@@ -373,9 +374,20 @@ class SceneRuntime:
             ok = self.pose.update_world_matrices() and ok
         if morph_weights:
             for node, vals in morph_weights.items():
-                ok = self.set_node_morph_weights(node, vals) and ok
+                if not self.set_node_morph_weights(node, vals):
+                    ok = False
+                    self.last_error = self._weights_refused(node, vals)
         t1 = time.perf_counter()
         return self._finish_frame(ok, t0, t1)
+
+    def _weights_refused(self, node: int, vals) -> str:
+        """Why a node's shape-key values were refused, naming the object and the keys."""
+        names = self._key_names.get(int(node), [])
+        v = np.asarray(vals, dtype=np.float64).reshape(-1)
+        bad = [names[i] for i in np.flatnonzero(~np.isfinite(v)) if i < len(names)] if v.size == len(names) else []
+        what = ", ".join(f"'{k}'" for k in bad) if bad else "its values"
+        return (f"object '{self.scene.nodes[int(node)].object_name}': shape key {what} is not finite "
+                f"(NaN or infinite); the previous weights are kept")
 
     def _finish_frame(self, ok: bool, t0: float, t1: float) -> bool:
         world = self.pose.world_matrices
