@@ -149,9 +149,11 @@ class EditSignals:
             self.keys.discard(key.name)
 
     def trusted(self) -> None:
-        """Every held mesh was just read anew (a whole import, or an F12 check that found
-        nothing changed): signals count again after a loss."""
+        """Every held mesh was just verified (a whole import, or an F12 check that found nothing
+        changed): signals count again after a loss, and the names noted so far are answered
+        (also those of objects no asset is made from, so the sets do not grow)."""
         self.lost = False
+        self.clear()
 
     def clear(self) -> None:
         self.objects.clear()
