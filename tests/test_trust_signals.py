@@ -203,3 +203,29 @@ def test_a_weight_edit_between_animation_frames_is_drawn(grid_scene, tmp_path, w
     assert (mask_of(p2) != mask_of(p3)).sum() > 40, "the weight edit is not drawn"
     scene.frame_set(3)
     assert np.abs(p3 - _fresh(scene)).max() <= 1e-6
+
+
+def test_signals_are_answered_by_a_verified_f12(grid_scene, weight_reads):
+    """Edits of an object no asset is made from (a curve: drawn from Blender's evaluated mesh)
+    leave no signal behind once an F12 verified the scene, and do not make the rendered mesh's
+    weights be read."""
+    scene = grid_scene
+    _skinned_grid(scene)
+    cu = bpy.data.curves.new("Wire", "CURVE")
+    cu.dimensions = "3D"
+    cu.bevel_depth = 0.05
+    spline = cu.splines.new("POLY")
+    spline.points.add(1)
+    spline.points[0].co = (-1.5, -0.5, 0.5, 1.0)
+    spline.points[1].co = (-1.5, -0.5, 1.5, 1.0)
+    wire = bpy.data.objects.new("Wire", cu)
+    scene.collection.objects.link(wire)
+    render_scene(scene)
+    spline.points[1].co = (-1.2, -0.5, 1.8, 1.0)
+    cu.update_tag()
+    bpy.context.view_layer.update()
+    edits = render_engine._final["session"].assets.edits
+    assert "Wire" in edits.objects          # the handler heard the curve's geometry update
+    render_scene(scene)
+    assert weight_reads == ["Sheet"]
+    assert not (edits.objects or edits.meshes or edits.keys), (edits.objects, edits.meshes, edits.keys)
