@@ -64,3 +64,19 @@ def test_samples_keep_passes_exact_and_frames_repeatable(empty_scene, tmp_path):
     # every F12 of the frame gives the same picture (a farm renders it the same)
     np.testing.assert_array_equal(S.combined(a), S.combined(b))
     assert np.abs(S.combined(a) - S.combined(one)).max() > 0.05       # and it is anti-aliased
+
+
+def test_shading_once_matches_shading_every_sample(empty_scene, tmp_path, monkeypatch):
+    """The default path shades the frame once and resolves the samples' coverage; drawing the whole
+    pipeline for every sample (samples.SHADE_EVERY_SAMPLE) is the reference."""
+    from stylized_renderer.engine.passes import samples
+
+    scene = empty_scene
+    S.stage(scene)
+    scene.stylized.render_samples = 8
+    once = S.combined(S.render_exr(scene, tmp_path / "once.exr"))
+    monkeypatch.setattr(samples, "SHADE_EVERY_SAMPLE", True)
+    every = S.combined(S.render_exr(scene, tmp_path / "every.exr"))
+    C.save_png(np.concatenate([once, every], 1), C.ARTIFACTS / "antialiasing_once_every.png")
+    diff = np.abs(once - every).max(-1)
+    assert diff.mean() < 0.01 and np.percentile(diff, 99) < 0.15, (diff.mean(), np.percentile(diff, 99))

@@ -245,3 +245,23 @@ def test_camera_ray_visibility_off_hides_but_keeps_the_shadow(empty_scene, tmp_p
     shade_e = (gone_e[..., 1] - eevee[..., 1]) > 0.05
     assert np.count_nonzero(shade_e) > 30 and np.count_nonzero(shade_o) > 30
     assert S.coverage_iou(shade_o, shade_e) > 0.5
+
+
+def test_render_layers_node_offers_the_passes(empty_scene):
+    """update_render_passes: the compositor's Render Layers node shows the enabled passes (and
+    follows the toon switches)."""
+    scene = empty_scene
+    layer = scene.view_layers[0]
+    layer.use_pass_z = layer.use_pass_mist = True
+    layer.stylized_passes.use_outline = layer.stylized_passes.use_shade = True
+    if hasattr(scene, "compositing_node_group"):       # Blender 5.0+
+        tree = bpy.data.node_groups.new("Compositing", "CompositorNodeTree")
+        scene.compositing_node_group = tree
+    else:
+        scene.use_nodes = True
+        tree = scene.node_tree
+    node = tree.nodes.new("CompositorNodeRLayers")
+    shown = lambda: {o.name for o in node.outputs if o.enabled}      # noqa: E731
+    assert {"Depth", "Mist", "Outline", "Shade"} <= shown()
+    layer.stylized_passes.use_shade = False
+    assert "Shade" not in shown() and "Outline" in shown()

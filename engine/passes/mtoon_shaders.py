@@ -95,6 +95,12 @@ void main()
   load_fragment_material();
   vec2 uvA = animate_uv(v_uv);
   vec4 base = mtoon_base(uvA);
+#ifdef SPEC_ID_ONLY
+  /* a coverage sample (engine/passes/samples.py): only which surface covers the sample */
+  frag_color = vec4(v_object_id * 2.0, 0.0, 0.0, 1.0);
+  frag_aux = vec4(0.0);
+  return;
+#endif
   float face = gl_FrontFacing ? 1.0 : -1.0;   /* back faces (double-sided) flip the frame */
   vec3 ngeo = normalize(v_normal) * face;
 #ifdef SPEC_HOLDOUT
@@ -199,6 +205,11 @@ void main()
   load_fragment_material();
   vec2 uvA = animate_uv(v_uv);
   vec4 base = mtoon_base(uvA);
+#ifdef SPEC_ID_ONLY
+  frag_color = vec4(v_object_id * 2.0 + 1.0, 0.0, 0.0, 1.0);   /* the object's outline */
+  frag_aux = vec4(0.0);
+  return;
+#endif
   vec3 N = normalize(v_normal);           /* outward normal: the hull's back faces are drawn */
 #ifdef SPEC_NO_SHADOW
   float vis = 1.0;

@@ -319,6 +319,7 @@ class FramePipeline:
             mode = self._mats[it.material_name][0].alpha_mode
             (blend if mode == "BLEND" else mask if mode == "MASK" else opaque).append(it)
         holdout.sort(key=lambda it: it.material_name)
+        self._drawn = sorted(visible, key=lambda it: it.material_name)   # (coverage samples: draw_ids)
         opaque.sort(key=lambda it: it.material_name)
         mask.sort(key=lambda it: it.material_name)
         # premultiplied colour, as Blender's results are: an empty transparent film is (0, 0, 0, 0)
@@ -382,6 +383,34 @@ class FramePipeline:
         self.stats.update(self._instances.stats())
         self._instances = None
         return color
+
+    def draw_ids(self, frame, target) -> None:
+        """A coverage sample of the frame just drawn (engine/passes/samples.py): which surface
+        covers each pixel under ``frame.camera`` (a jittered projection), as object id x 2 (+1 on
+        its outline; 0 where nothing is drawn), into ``target`` (an R32F texture with its depth),
+        with the ID-only shader variants (nothing is shaded)."""
+        import gpu
+
+        s = frame.settings
+        items = self._drawn
+        self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
+        self._frame_ubo = make_ubo(pack_frame(frame, [], None, -1))
+        passes, self._passes = self._passes, False
+        tex, depth, fb = target
+        with fb.bind():
+            fb.clear(color=(0.0, 0.0, 0.0, 0.0), depth=1.0)
+            gpu.state.viewport_set(0, 0, s.width, s.height)
+            gpu.state.depth_test_set("LESS_EQUAL")
+            gpu.state.depth_mask_set(True)
+            gpu.state.blend_set("NONE")
+            self._draw_list(forward_shader, items, outline=False, extra=("SPEC_ID_ONLY",))
+            if s.outlines:
+                self._draw_list(outline_shader, items, outline=True, extra=("SPEC_ID_ONLY",))
+        gpu.state.face_culling_set("NONE")
+        gpu.state.front_facing_set(False)
+        gpu.state.depth_test_set("NONE")
+        self._passes = passes
+        self._instances = None
 
     def _aux_clear(self):
         # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn
