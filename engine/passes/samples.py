@@ -48,40 +48,61 @@ def jittered(camera, dx: float, dy: float, width: int, height: int):
     return dataclasses.replace(camera, projection=p)
 
 
-_RESOLVE_FS = """
-/* One coverage sample's colour at this pixel: the shaded frame (src, drawn once at the pixel
- * centres) where the sample sees the surface the centre sees; else the colour of the nearest of
- * the three neighbours towards the sample (across x, across y, diagonal) whose centre sees the
- * surface the sample sees (the sample lies across an edge); else this pixel's own colour.
- * ids: object id x 2 (+1 outline), 0 nothing.  No loop and no branch body (llvmpipe would run it
- * for every block of pixels): only selects. */
+#: coverage samples resolved per pass (samplers: the frame, the centre's ids and these)
+BATCH = 7
+
+_RESOLVE_HEAD = """
+/* Coverage samples' colours at this pixel, summed: for each sample, the shaded frame (src, drawn
+ * once at the pixel centres) where the sample sees the surface this pixel's centre sees; else the
+ * colour of the nearest of the three neighbours towards the sample (across x, across y, diagonal)
+ * whose centre sees the surface the sample sees (the sample lies across an edge); else this
+ * pixel's own colour.  ids: object id x 2 (+1 outline), 0 nothing.  Selects only, no loop or
+ * branch body (llvmpipe runs those for whole blocks of pixels).  The centre's 3x3 ids are
+ * fetched once for every sample of the pass. */
 void main()
 {
   ivec2 p = ivec2(gl_FragCoord.xy);
   ivec2 hi = textureSize(src, 0) - 1;
-  vec2 o = -params.yz;   /* a projection moved by +d shows at p what the centre frame has at p - d */
-  ivec2 sx = ivec2((o.x >= 0.0) ? 1 : -1, 0);
-  ivec2 sy = ivec2(0, (o.y >= 0.0) ? 1 : -1);
-  bool x_first = abs(o.x) >= abs(o.y);
-  ivec2 qa = clamp(p + (x_first ? sx : sy), ivec2(0), hi);
-  ivec2 qb = clamp(p + (x_first ? sy : sx), ivec2(0), hi);
-  ivec2 qc = clamp(p + sx + sy, ivec2(0), hi);
-  float want = texelFetch(ids_k, p, 0).r;
-  bool here = abs(texelFetch(ids_0, p, 0).r - want) < 0.25;
-  bool a = abs(texelFetch(ids_0, qa, 0).r - want) < 0.25;
-  bool b = abs(texelFetch(ids_0, qb, 0).r - want) < 0.25;
-  bool c = abs(texelFetch(ids_0, qc, 0).r - want) < 0.25;
-  ivec2 q = here ? p : (a ? qa : (b ? qb : (c ? qc : p)));
-  frag_color = texelFetch(src, q, 0) * params.x;
-}
+  float n[9];
+  for (int j = 0; j < 9; j++) {
+    n[j] = texelFetch(ids_0, clamp(p + ivec2(j % 3 - 1, j / 3 - 1), ivec2(0), hi), 0).r;
+  }
+  vec4 sum = vec4(0.0);
+"""
+
+_RESOLVE_SAMPLE = """
+  {{
+    /* a projection moved by +d shows at p what the centre frame has at p - d */
+    vec2 o = -{off};
+    int sx = (o.x >= 0.0) ? 1 : -1;
+    int sy = (o.y >= 0.0) ? 1 : -1;
+    bool x_first = abs(o.x) >= abs(o.y);
+    int ja = x_first ? 4 + sx : 4 + 3 * sy;
+    int jb = x_first ? 4 + 3 * sy : 4 + sx;
+    int jc = 4 + sx + 3 * sy;
+    float want = texelFetch(ids_{k}, p, 0).r;
+    int j = (abs(n[4] - want) < 0.25) ? 4 :
+            (abs(n[ja] - want) < 0.25) ? ja :
+            (abs(n[jb] - want) < 0.25) ? jb :
+            (abs(n[jc] - want) < 0.25) ? jc : 4;
+    sum += texelFetch(src, clamp(p + ivec2(j % 3 - 1, j / 3 - 1), ivec2(0), hi), 0);
+  }}
 """
 
 
-def _resolve_shader():
-    return cached_shader("coverage_resolve", lambda: fullscreen_shader(
-        "stylized_coverage_resolve", _RESOLVE_FS,
-        samplers=(("FLOAT_2D", "src"), ("FLOAT_2D", "ids_0"), ("FLOAT_2D", "ids_k")),
-        push_constants=(("VEC4", "params"),)))
+def _resolve_shader(count: int):
+    """The resolve pass of ``count`` (1..BATCH) coverage samples ids_1..ids_count; offsets in the
+    push constants o01, o23, o45, o67 (two per vec4), params.x the weight of one sample."""
+    body = _RESOLVE_HEAD
+    for k in range(1, count + 1):
+        off = f"o{2 * ((k - 1) // 2)}{2 * ((k - 1) // 2) + 1}." + ("xy" if (k - 1) % 2 == 0 else "zw")
+        body += _RESOLVE_SAMPLE.format(k=k, off=off)
+    body += "  frag_color = sum * params.x;\n}\n"
+    samplers = (("FLOAT_2D", "src"), ("FLOAT_2D", "ids_0")) + tuple(("FLOAT_2D", f"ids_{k}")
+                                                                      for k in range(1, count + 1))
+    return cached_shader(f"coverage_resolve_{count}", lambda: fullscreen_shader(
+        f"stylized_coverage_resolve_{count}", body, samplers=samplers,
+        push_constants=(("VEC4", "params"), ("VEC4", "o01"), ("VEC4", "o23"), ("VEC4", "o45"), ("VEC4", "o67"))))
 
 
 def _accumulate_shader():
@@ -100,45 +121,67 @@ class Accumulator:
         self._fb = None
 
     def id_target(self, k: int, width: int, height: int):
-        """(R32F id texture, depth texture, framebuffer) number ``k`` (0: the centre's, 1: a sample's)."""
+        """(R32F id texture, depth texture, framebuffer) number ``k``: 0 the centre's, 1..BATCH a
+        sample's (one depth texture, cleared by each draw)."""
         import gpu
 
         if getattr(self, "_ids_size", None) != (width, height):
+            d = gpu.types.GPUTexture((width, height), format="DEPTH_COMPONENT32F")
             self._ids = []
-            for _ in range(2):
+            for _ in range(BATCH + 1):
                 t = gpu.types.GPUTexture((width, height), format="R32F")
-                d = gpu.types.GPUTexture((width, height), format="DEPTH_COMPONENT32F")
                 self._ids.append((t, d, gpu.types.GPUFrameBuffer(color_slots=(t,), depth_slot=d)))
             self._ids_size = (width, height)
         return self._ids[k]
 
-    def add(self, tex, weight: float, width: int, height: int, first: bool, resolve=None) -> None:
-        """Add ``tex`` x ``weight``; with ``resolve`` = (ids_0, ids_k, (dx, dy)) the coverage
-        sample's colour (_RESOLVE_FS) instead."""
+    def _bind(self, width: int, height: int, first: bool):
         import gpu
 
         if self._size != (width, height):
             self.texture = gpu.types.GPUTexture((width, height), format="RGBA32F")
             self._fb = gpu.types.GPUFrameBuffer(color_slots=(self.texture,))
             self._size = (width, height)
-        with self._fb.bind():
-            if first:
+        if first:
+            with self._fb.bind():
                 self._fb.clear(color=(0.0, 0.0, 0.0, 0.0))
+
+    def _draw(self, sh, width: int, height: int):
+        import gpu
+
+        with self._fb.bind():
             gpu.state.viewport_set(0, 0, width, height)
             gpu.state.depth_test_set("NONE")
             gpu.state.face_culling_set("NONE")
             gpu.state.blend_set("ADDITIVE_PREMULT")
-            sh = _accumulate_shader() if resolve is None else _resolve_shader()
-            sh.bind()
-            sh.uniform_sampler("src", tex)
-            off = (0.0, 0.0)
-            if resolve is not None:
-                sh.uniform_sampler("ids_0", resolve[0])
-                sh.uniform_sampler("ids_k", resolve[1])
-                off = resolve[2]
-            sh.uniform_float("params", (float(weight), float(off[0]), float(off[1]), 0.0))
             fullscreen_batch(sh).draw(sh)
             gpu.state.blend_set("NONE")
+
+    def add(self, tex, weight: float, width: int, height: int, first: bool) -> None:
+        """Add ``tex`` x ``weight``."""
+        self._bind(width, height, first)
+        sh = _accumulate_shader()
+        sh.bind()
+        sh.uniform_sampler("src", tex)
+        sh.uniform_float("params", (float(weight), 0.0, 0.0, 0.0))
+        self._draw(sh, width, height)
+
+    def resolve(self, tex, weight: float, width: int, height: int, offsets, first: bool) -> None:
+        """Add the colours of the coverage samples in id targets 1..len(offsets) (each x
+        ``weight``) against the centre's ids (target 0); ``offsets``: their (dx, dy) in pixels."""
+        self._bind(width, height, first)
+        count = len(offsets)
+        sh = _resolve_shader(count)
+        sh.bind()
+        sh.uniform_sampler("src", tex)
+        sh.uniform_sampler("ids_0", self._ids[0][0])
+        for k in range(1, count + 1):
+            sh.uniform_sampler(f"ids_{k}", self._ids[k][0])
+        o = np.zeros(16)
+        o[:2 * count] = np.asarray(offsets, np.float64).reshape(-1)
+        sh.uniform_float("params", (float(weight), 0.0, 0.0, 0.0))
+        for i, name in enumerate(("o01", "o23", "o45", "o67")[:(count + 1) // 2]):   # (the others unused)
+            sh.uniform_float(name, tuple(float(v) for v in o[4 * i:4 * i + 4]))
+        self._draw(sh, width, height)
 
     def free(self):
         self.texture = None
@@ -165,15 +208,15 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
         tex = pipeline.execute(dataclasses.replace(frame, settings=base))
         if after_first is not None:
             after_first()
-        centre = accumulator.id_target(0, w, h)
-        pipeline.draw_ids(dataclasses.replace(frame, settings=base), centre)
-        other = accumulator.id_target(1, w, h)
-        for i, (dx, dy) in enumerate(sample_offsets(n)):
-            if i:
+        pipeline.draw_ids(dataclasses.replace(frame, settings=base), accumulator.id_target(0, w, h))
+        accumulator.add(tex, 1.0 / n, w, h, first=True)           # the centre sample: the frame itself
+        offsets = sample_offsets(n)[1:]
+        for b0 in range(0, len(offsets), BATCH):
+            batch = offsets[b0:b0 + BATCH]
+            for k, (dx, dy) in enumerate(batch, start=1):
                 pipeline.draw_ids(dataclasses.replace(frame, camera=jittered(frame.camera, dx, dy, w, h),
-                                                      settings=base), other)
-            ids = centre if i == 0 else other
-            accumulator.add(tex, 1.0 / n, w, h, first=(i == 0), resolve=(centre[0], ids[0], (dx, dy)))
+                                                      settings=base), accumulator.id_target(k, w, h))
+            accumulator.resolve(tex, 1.0 / n, w, h, batch, first=False)
         return accumulator.texture
     for i, (dx, dy) in enumerate(sample_offsets(n)):
         settings = base if i == 0 else dataclasses.replace(base, jitter=(float(dx), float(dy)), reuse_shadow=True)
