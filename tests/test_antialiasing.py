@@ -3,7 +3,6 @@ jittered sub-pixel samples of the whole pipeline; measured against the true cove
 engine at 4x the resolution, averaged down) on the silhouettes, next to EEVEE's figure."""
 from __future__ import annotations
 
-import bpy
 import numpy as np
 
 import conftest as C

@@ -155,6 +155,7 @@ class FramePipeline:
         self._passes = False
         self.last_color = None     # the frame's colour before the screen-space outline and FXAA
         self._shadow_on = None     # whether the last frame drew shadow maps (None: none kept)
+        self._drawn = []           # the last frame's items seen by the camera (draw_ids' coverage samples)
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}           # material name -> material_spec (the shader variant's material part)
