@@ -202,7 +202,6 @@ class FallbackDrawer:
         key = ("hair", name, ob.name, tuple(inst.persistent_id), bool(inst.is_instance))
         mats = [s.material.name if s.material is not None else "" for s in ob.material_slots]
         digest = strands.digest + hair.camera_key(camera, height, strip).hex() + "\0".join(mats)
-        why = hair.reason(strands)
         entry = seen.get(key) or self._entries.get(key)
         if entry is None or entry[0] != digest:
             # the evaluated strands are kept while the curves are unchanged (a camera move
@@ -216,6 +215,7 @@ class FallbackDrawer:
                 self.streams_created += 1
             entry = (digest, built, evaluated)
         seen[key] = entry
+        why = hair.reason(strands) + entry[2].budget_note       # (read strands carry no note)
         identity = np.eye(4)
         for k, (p, stream, lb, mname) in enumerate(entry[1]):
             items.append(FallbackItem(object_name=name, stream=stream, world=identity,
