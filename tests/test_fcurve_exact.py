@@ -190,3 +190,32 @@ def test_noise_modifier_falls_back_to_frames_with_a_stated_reason(feature_rig, c
     assert float(fields["fraction_max_rel_error"]) == 0.0, out     # not claimed exact between frames
     assert float(fields["max_rel_error"]) < 1e-4, out              # exact at the frames
     assert rc == 0, out
+
+
+@pytest.mark.parametrize("mode", ["ZXY", "QUATERNION", "AXIS_ANGLE"])
+def test_object_clip_with_delta_transforms_between_frames(empty_scene, capsys, mode):
+    """An object's own action (location, rotation in ``mode``, scale; Back, Bounce, Bezier keys)
+    over delta transforms: Blender's matrix_basis = T(loc + dloc) R(drot @ rot) S(scale * dscale)
+    between frames too."""
+    verts, faces = C.cube_geometry()
+    ob = C.add_mesh_object(empty_scene, "Prop", verts, faces)
+    ob.rotation_mode = mode
+    ob.delta_location = (0.3, -0.2, 0.1)
+    ob.delta_rotation_euler = (0.2, 0.4, -0.3)
+    ob.delta_rotation_quaternion = (0.9, 0.1, 0.3, -0.2)
+    ob.delta_scale = (1.2, 0.8, 1.1)
+    act, cb = scenes.new_action("PropMove", ob)
+    prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+    rng = np.random.default_rng(3)
+    for p, w, base, sd in (("location", 3, 0.0, 0.5), (prop, 4 if prop != "rotation_euler" else 3, 0.5, 0.6),
+                           ("scale", 3, 1.0, 0.2)):
+        for j in range(w):
+            fc = scenes.add_curve(cb, p, j, [1, 6, 13, 20], base + rng.normal(size=4) * sd)
+            for k, ipo in zip(fc.keyframe_points, ("BACK", "BOUNCE", "BEZIER", "BEZIER")):
+                k.interpolation = ipo
+                k.back = 1.7
+            fc.update()
+    rc, out, fields = _player_check(capsys, step=3)
+    assert int(fields["clips_checked"]) == 1 and "fraction Prop: verts=" in out, out
+    assert float(fields["fraction_max_rel_error"]) < 1e-4, out
+    assert rc == 0, out
