@@ -23,7 +23,8 @@ import hashlib
 import numpy as np
 
 from .backend import RuntimeBackend
-from .mesh_instance import pack_morph_entries
+from .mesh_instance import pack_morph_entries, pack_morph_span
+from ..geometry import smooth_normal_deltas
 from ..passes.shader_lib import MORPH_TEX_WIDTH, vertex_format
 
 _IDENTITY_ROWS = np.eye(4, dtype=np.float32).T.ravel()   # column-major = 4 texels of one row
@@ -389,10 +390,20 @@ class GpuBackend(RuntimeBackend):
             return memo[2]
         key, geo, entry = self._lookup(self._morph, primitive)
         if entry is None:
-            entry = [geo, None]
+            entry = [geo, None, None]     # geometry, deltas texture, (normals, sources, smooth deltas)
             self._morph[key] = entry
         self._morph_memo[id(primitive)] = (primitive, key, entry)
         return entry
+
+    def smooth_deltas(self, primitive) -> list:
+        """``smooth_normal_deltas(primitive)``, made once per geometry (its spans in the static
+        buffer, the runtime's morph table and the deltas texture all use it) and kept with the
+        primitive's morph entry (released with it)."""
+        entry = self._morph_entry(primitive)
+        hit = entry[2]
+        if hit is None or hit[0] is not primitive.normals or hit[1] is not primitive.source_vertices:
+            hit = entry[2] = (primitive.normals, primitive.source_vertices, smooth_normal_deltas(primitive))
+        return hit[2]
 
     def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True,
                       smooth_normals=None):
@@ -408,7 +419,7 @@ class GpuBackend(RuntimeBackend):
             if getattr(primitive, "morph_targets", ()):
                 # the spans go into the static buffer; the packed entries are not kept on the CPU
                 # (the deltas texture is packed again from the asset's sparse rows when needed)
-                span = pack_morph_entries(primitive)[0]
+                span = pack_morph_span(primitive, self.smooth_deltas(primitive))
             static = build_static(primitive, span)
             self._static[key] = (geo, static)
             self.static_uploads += 1
@@ -466,7 +477,8 @@ class GpuBackend(RuntimeBackend):
         if entry[1] is None:
             # packed from the asset's sparse rows, uploaded (4 texels per entry, already padded to
             # whole texture rows) and dropped: only the texture keeps the entries
-            _span, entries = pack_morph_entries(primitive, texels_multiple=MORPH_TEX_WIDTH)
+            _span, entries = pack_morph_entries(primitive, self.smooth_deltas(primitive),
+                                                texels_multiple=MORPH_TEX_WIDTH)
             entry[1] = float_texture(entries.reshape(-1, 4), 4)
             self.morph_texture_bytes += int(entries.nbytes)
             del entries

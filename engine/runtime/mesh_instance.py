@@ -106,6 +106,20 @@ def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
     return span, entries
 
 
+def pack_morph_span(primitive, smooth) -> np.ndarray:
+    """The (V,2) uint32 ``span`` of ``pack_morph_entries(primitive, smooth)`` alone (what the
+    static buffer needs), counted from the targets' rows without packing the entries."""
+    v = primitive.vertex_count
+    rows = [t.indices if s[0].size == 0 else np.union1d(t.indices, s[0])
+            for t, s in zip(primitive.morph_targets, smooth)]
+    counts = (np.bincount(np.concatenate(rows), minlength=v).astype(np.int64) if rows
+              else np.zeros(v, np.int64))
+    span = np.zeros((v, 2), np.uint32)
+    span[:, 0] = np.cumsum(counts) - counts
+    span[:, 1] = counts
+    return span
+
+
 class RuntimeMesh:
     """One backend stream per primitive of a MeshAsset, created once (shared by all instances)."""
 
@@ -146,7 +160,10 @@ class RuntimeMesh:
         """The shared per-target runtime data of one primitive (made once, for all instances)."""
         table = self._tables.get(primitive_index)
         if table is None:
-            table = morph_table(self.mesh_asset.primitives[primitive_index])
+            prim = self.mesh_asset.primitives[primitive_index]
+            # the backend's smooth-normal deltas of this primitive (made once with its static buffer)
+            smooth = getattr(self._backend, "smooth_deltas", None)
+            table = morph_table(prim, smooth(prim) if smooth is not None else None)
             self._tables[primitive_index] = table
         return table
 
@@ -189,9 +206,10 @@ class _TargetData:
             self.max_length = 0.0
 
 
-def morph_table(primitive) -> List[_TargetData]:
-    """One _TargetData per morph target of ``primitive`` (init time, a loop over targets)."""
-    snor = smooth_normal_deltas(primitive)
+def morph_table(primitive, smooth=None) -> List[_TargetData]:
+    """One _TargetData per morph target of ``primitive`` (init time, a loop over targets);
+    ``smooth``: its ``smooth_normal_deltas`` when already made."""
+    snor = smooth_normal_deltas(primitive) if smooth is None else smooth
     return [_TargetData(t, d) for t, d in zip(primitive.morph_targets, snor)]
 
 

@@ -1,0 +1,43 @@
+"""Issue 23 item 1 (the heavy avatar's first frame): what the runtime derives from a morphed
+primitive at initialisation is made once, not once per consumer."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from conftest import add_camera, add_sun, render_scene
+from test_sparse_morph import _bump_grid, _targets
+from stylized_renderer.engine import geometry
+from stylized_renderer.engine.runtime import gpu_backend, mesh_instance
+
+
+def test_first_f12_makes_the_smooth_normal_deltas_once_per_primitive(empty_scene, monkeypatch):
+    """The static buffer's spans, the runtime's morph table (and the deltas texture) all need
+    each primitive's outline smooth-normal deltas; the first F12 made them three times."""
+    ob = _bump_grid()
+    scene = bpy.context.scene
+    add_camera(scene, location=(0.0, -5.0, 1.0))
+    add_sun(scene, rotation=(0.6, 0.0, 0.4))
+    scene.frame_set(10)                         # keys at 0.9: the morph is drawn
+    calls = []
+    real = geometry.smooth_normal_deltas
+
+    def counted(primitive):
+        calls.append(primitive)
+        return real(primitive)
+
+    monkeypatch.setattr(mesh_instance, "smooth_normal_deltas", counted)
+    monkeypatch.setattr(gpu_backend, "smooth_normal_deltas", counted, raising=False)
+    px = render_scene(scene)
+    assert (px[..., 3] > 0.5).sum() > 1000         # the grid is drawn
+    assert len(calls) == 1, f"smooth_normal_deltas made {len(calls)} times for one primitive"
+
+
+def test_spans_alone_equal_the_packed_spans(empty_scene):
+    ob = _bump_grid()
+    prim, _ = _targets(ob)
+    smooth = geometry.smooth_normal_deltas(prim)
+    span, entries = mesh_instance.pack_morph_entries(prim, smooth)
+    alone = mesh_instance.pack_morph_span(prim, smooth)
+    assert alone.dtype == span.dtype and np.array_equal(alone, span)
+    assert int(span[:, 1].sum()) == entries.shape[0] > 0
