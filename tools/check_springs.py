@@ -59,10 +59,11 @@ def _fk(arm, basis: dict):
     return out
 
 
-def shake_bone(arm, spec, node_name):
-    """The bone that moves the springs: the parent of the first spring's first joint's parent chain
-    root that is not itself a joint (for Godette: head_Armature)."""
+def shake_bones(arm, spec, node_name):
+    """The bones that carry the springs: for each spring the nearest ancestor of its joints that is
+    not a joint itself (Godette: head_Armature and chest_Armature), in bone order."""
     joints = {node_name[j.node] for s in spec.springs for j in s.joints if j.node >= 0}
+    out = set()
     for s in spec.springs:
         for j in s.joints:
             if j.node < 0:
@@ -71,8 +72,8 @@ def shake_bone(arm, spec, node_name):
             while b is not None and b.name in joints:
                 b = b.parent
             if b is not None:
-                return b.name
-    return None
+                out.add(b.name)
+    return [b.name for b in arm.data.bones if b.name in out]
 
 
 def run(path: str, steps: int = 120, dt: float = 1.0 / 60.0, control: str = "none", log=print) -> dict:
@@ -110,20 +111,21 @@ def run(path: str, steps: int = 120, dt: float = 1.0 / 60.0, control: str = "non
     max_err = tip = 0.0
     joints = 0
     for arm, spec, rig, state, names, node_of, arm_node in results:
-        hb = shake_bone(arm, spec, names)
-        head = arm.pose.bones[hb]
-        head.rotation_mode = "QUATERNION"
+        shaken = [arm.pose.bones[b] for b in shake_bones(arm, spec, names)]
+        for pb in shaken:
+            pb.rotation_mode = "QUATERNION"
         our_rot = {}
-        tails = np.unique(np.concatenate([rig.head[rig.valid], rig.tail[rig.valid]]))
+        tails = np.unique([j.node for s in spec.springs for j in s.joints if j.node >= 0])   # every spring joint
         joints += int(tails.size)
         bones = arm.data.bones
         height = float(np.ptp(np.array([b.head_local for b in bones] + [b.tail_local for b in bones]), axis=0).max())
-        roots = rig.head[:, 0]
+        roots = rig.head[:, 0] if rig.depth else rig.head[:, :0].reshape(-1)
         rest_vec = None
         W = np.array(arm.matrix_world, np.float64)
         for n in range(1, steps + 1):
             yaw = math.radians(40.0) * math.sin(2.0 * math.pi * n / 37.0)
-            head.rotation_quaternion = Quaternion((0.0, 0.0, 1.0), yaw)
+            for i, pb in enumerate(shaken):     # the first carrier yaws, the others sway
+                pb.rotation_quaternion = Quaternion((0.0, 0.0, 1.0), yaw if i == 0 else 0.5 * yaw)
             ctx.view_layer.update()
             # ours: Blender's input basis for the non-spring bones, our rotations for spring heads
             basis = {b.name: np.array(arm.pose.bones[b.name].matrix_basis, np.float64) for b in bones}
@@ -147,13 +149,13 @@ def run(path: str, steps: int = 120, dt: float = 1.0 / 60.0, control: str = "non
             ours = np.array([(W @ pm[names[t]])[:3, 3] for t in tails])
             theirs = np.array([(W @ np.array(arm.pose.bones[names[t]].matrix))[:3, 3] for t in tails])
             max_err = max(max_err, float(np.abs(ours - theirs).max()) / height)
-            rel = np.array([(W @ pm[names[t]])[:3, 3] for t in rig.tail[:, -1:].ravel()]) if False else None
             tv = rig.tail[rig.valid]
             hv = np.broadcast_to(roots[:, None], rig.valid.shape)[rig.valid]
-            vec = np.array([(W @ pm[names[t]])[:3, 3] - (W @ pm[names[h]])[:3, 3] for t, h in zip(tv, hv)])
+            vec = np.array([(W @ pm[names[t]])[:3, 3] - (W @ pm[names[h]])[:3, 3] for t, h in zip(tv, hv)]).reshape(-1, 3)
             if rest_vec is None:
                 rest_vec = vec
-            tip = max(tip, float(np.linalg.norm(vec - rest_vec, axis=1).max()) / height)
+            if len(vec):
+                tip = max(tip, float(np.linalg.norm(vec - rest_vec, axis=1).max()) / height)
     return {"joints": joints, "steps": steps, "max_rel_error": max_err, "tip_motion": tip}
 
 

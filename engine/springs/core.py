@@ -129,8 +129,9 @@ class SpringRig:
         col_base = 0
         for ci, ch in enumerate(characters):
             for si, sp in enumerate(ch.springs):
+                # "listed": the joints as listed, unsorted (a negative control of the checks)
                 chains = sort_joints(sp.joints, ch.parent) if joint_order == "addon" else \
-                    [[j for j in sp.joints if j.node >= 0][::-1]]
+                    [[j for j in sp.joints if j.node >= 0]]
                 for chain in chains:
                     pairs = []
                     for h, t in zip(chain, chain[1:]):
