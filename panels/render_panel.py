@@ -146,7 +146,9 @@ class STYLIZED_PT_layer_passes(bpy.types.Panel):
 
 
 CLASSES = (STYLIZED_PT_render_settings, STYLIZED_PT_render_shadows, STYLIZED_PT_render_outlines,
-           STYLIZED_PT_render_post, STYLIZED_PT_layer_passes)
+           STYLIZED_PT_render_post)
+#: View Layer Properties panels (drawn with a view layer in the context)
+LAYER_CLASSES = (STYLIZED_PT_layer_passes,)
 
 
 def register():
@@ -154,12 +156,12 @@ def register():
     bpy.types.ViewLayer.stylized_passes = bpy.props.PointerProperty(
         type=StylizedLayerPasses, name="Stylized Passes",
         description="The Stylized engine's toon render passes of this view layer")
-    for c in CLASSES:
+    for c in CLASSES + LAYER_CLASSES:
         bpy.utils.register_class(c)
 
 
 def unregister():
-    for c in reversed(CLASSES):
+    for c in reversed(CLASSES + LAYER_CLASSES):
         bpy.utils.unregister_class(c)
     del bpy.types.ViewLayer.stylized_passes
     bpy.utils.unregister_class(StylizedLayerPasses)

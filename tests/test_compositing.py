@@ -265,3 +265,20 @@ def test_render_layers_node_offers_the_passes(empty_scene):
     assert {"Depth", "Mist", "Outline", "Shade"} <= shown()
     layer.stylized_passes.use_shade = False
     assert "Shade" not in shown() and "Outline" in shown()
+
+
+def test_layer_passes_panel_draws_every_switch(empty_scene):
+    """View Layer > Passes (our panel): Blender's data and index switches and every toon pass."""
+    from types import SimpleNamespace
+
+    from stylized_renderer.panels import render_panel
+    from test_materials import _draw
+
+    ctx = SimpleNamespace(scene=empty_scene, view_layer=empty_scene.view_layers[0], engine="STYLIZED")
+    panel = render_panel.STYLIZED_PT_layer_passes
+    assert panel.poll(ctx) and not panel.poll(SimpleNamespace(view_layer=ctx.view_layer, engine="CYCLES"))
+    drawn = {a for k, a in _draw(panel, ctx) if k == "prop"}
+    toon = {p.identifier for p in ctx.view_layer.stylized_passes.bl_rna.properties if p.identifier.startswith("use_")}
+    assert toon == {"use_outline", "use_shadow", "use_shade", "use_rim"}
+    assert toon | {"use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_object_index",
+                   "use_pass_material_index"} <= drawn
