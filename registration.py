@@ -69,6 +69,8 @@ def _submodules():
     mods.append(panels)
     from .engine import preview  # viewport preview: redraw timer, load_post/frame_change handlers
     mods.append(preview)
+    from .engine.springs import runtime as springs_runtime  # Object.stylized_spring_bones
+    mods.append(springs_runtime)
     return mods
 
 

@@ -20,6 +20,7 @@ from ..animation.player import AnimationPlayer
 from ..animation.pose import ScenePose
 from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
 from ..runtime.palette import SkinningPaletteSet
+from ..springs import runtime as springs_runtime
 from .extractor import RenderExtractor
 from .transform_guard import TransformGuard, skip_message
 
@@ -350,6 +351,7 @@ class SceneRuntime:
             vals = self.player.morph_values
             for state, ch, targets in self._clip_bindings:
                 state.set_weights(targets, vals[ch])
+        ok = springs_runtime.after_mixer(self, delta_time) and ok    # spring bones: after the mixer, before the palettes
         if after_sample is not None:
             after_sample()
         t1 = time.perf_counter()

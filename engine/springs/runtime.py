@@ -1,0 +1,154 @@
+"""Spring bones in the preview: one ``SpringsRuntime`` per SceneRuntime (owned by it, freed with it),
+run after the mixer (``AnimationPlayer.update``) and before the palettes (``after_mixer``).
+
+All characters' springs form one ``core.SpringRig``; the simulation advances in fixed 1/60 s steps
+of clip time (the add-on's rate), so playback speed and frame rate do not change the motion; it is
+reset on a clip change, a seek and Stop.  The per-armature toggle ``Object.stylized_spring_bones``
+("Animate Spring Bones") switches it off.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Optional
+
+import numpy as np
+
+from . import core
+
+STEP = 1.0 / 60.0
+MAX_STEPS_PER_FRAME = 12          # a long hitch does not stall the preview (the rest is dropped)
+PROP = "stylized_spring_bones"
+
+
+def _enabled(obj) -> bool:
+    return bool(getattr(obj, PROP, True))
+
+
+class SpringsRuntime:
+    def __init__(self, rig: core.SpringRig, warnings, key=()):
+        self.rig = rig
+        self.key = key                    # ((armature, Animate Spring Bones), ...) it was built for
+        self.state = rig.new_state()
+        self.warnings = list(warnings)
+        self.nodes, _ = core.pose_rotations(rig, np.zeros(rig.valid.shape + (4,)))
+        self.rotations: Optional[np.ndarray] = None
+        self.acc = 0.0
+        self._clip = None
+        self._time = None
+        self.last_ms = 0.0
+        self.steps_total = 0
+
+    @property
+    def joint_count(self) -> int:
+        return self.rig.joint_count
+
+    def reset(self) -> None:
+        self.state.reset()
+        self.rotations = None
+        self.acc = 0.0
+
+    def _discontinuous(self, player, delta_time: float) -> bool:
+        clip, t = player.clip, float(player.current_time)
+        jumped = False
+        if clip is not self._clip:
+            jumped = True
+        elif self._time is not None:
+            expect = self._time + (delta_time * player.playback_speed if player.is_playing else 0.0)
+            d = player.duration
+            err = abs(t - expect)
+            if d > 0.0:
+                err = min(err, abs(t - math.fmod(expect, d)), abs(t - d))
+            jumped = err > 1e-6
+        self._clip, self._time = clip, t
+        return jumped
+
+    def update(self, player, pose, delta_time: float) -> bool:
+        t0 = time.perf_counter()
+        if self._discontinuous(player, delta_time):
+            self.reset()
+        n = 0
+        if player.is_playing and math.isfinite(delta_time):
+            self.acc += max(delta_time * player.playback_speed, 0.0)
+            n = int(self.acc / STEP + 1e-9)
+            self.acc -= n * STEP
+            n = min(n, MAX_STEPS_PER_FRAME)
+        if n and (pose.is_dirty and not pose.update_world_matrices()):
+            return False
+        world = pose.world_matrices
+        for _ in range(n):
+            _, self.rotations = core.pose_rotations(self.rig, core.step(self.rig, self.state, world, STEP))
+        self.steps_total += n
+        ok = True
+        if self.rotations is not None and len(self.nodes):
+            t, _, s = pose.local_trs(self.nodes)
+            ok = pose.set_local_trs(self.nodes, t, self.rotations, s) and pose.update_world_matrices()
+        self.last_ms = (time.perf_counter() - t0) * 1000.0
+        return ok
+
+
+def build(scene_asset) -> Optional[SpringsRuntime]:
+    """The springs of every armature of ``scene_asset`` whose Blender object has VRM spring bones
+    and Animate Spring Bones on (bpy-side); None when there is none."""
+    import bpy
+
+    from .reader import has_springs, read_character
+
+    index = {n.name: i for i, n in enumerate(scene_asset.nodes)}
+    chars, warnings = [], []
+    key = toggles(scene_asset)
+    for i, node in enumerate(scene_asset.nodes):
+        if node.bone_name is not None:
+            continue
+        obj = bpy.data.objects.get(node.object_name)
+        if obj is None or not has_springs(obj) or not _enabled(obj):
+            continue
+        spec = read_character(obj, lambda b, a=obj.name: index.get(f"{a}/{b}", -1), i, warn=warnings.append)
+        if spec is not None:
+            chars.append(spec)
+    return SpringsRuntime(core.SpringRig(chars), warnings, key)
+
+
+def toggles(scene_asset) -> tuple:
+    """(armature, Animate Spring Bones) of the scene's armatures with spring bones."""
+    import bpy
+
+    from .reader import has_springs
+
+    out = []
+    for node in scene_asset.nodes:
+        obj = bpy.data.objects.get(node.object_name) if node.bone_name is None else None
+        if obj is not None and obj.type == "ARMATURE" and has_springs(obj):
+            out.append((obj.name, _enabled(obj)))
+    return tuple(out)
+
+
+def after_mixer(runtime, delta_time: float) -> bool:
+    """The hook of SceneRuntime.update: springs after the mixer, before the palettes."""
+    sr = getattr(runtime, "springs", None)
+    if sr is None or (sr.key and sr.key != toggles(runtime.scene)):   # first frame / a toggle changed
+        try:
+            sr = build(runtime.scene)
+        except Exception as ex:           # bad data: reported, the preview plays without springs
+            sr = SpringsRuntime(core.SpringRig([]), [f"spring bones: {ex}"])
+            runtime.last_error = f"spring bones: {ex}"
+        runtime.springs = sr
+    if not sr.rig.chain_count:
+        return True
+    return sr.update(runtime.player, runtime.pose, delta_time)
+
+
+def register() -> None:
+    import bpy
+
+    setattr(bpy.types.Object, PROP, bpy.props.BoolProperty(
+        name="Animate Spring Bones", default=True,
+        description="Simulate this VRM avatar's spring bones (hair, skirt) in the Stylized preview, "
+                    "as the VRM Add-on's spring bone animation does; off: they keep the clip's pose"))
+
+
+def unregister() -> None:
+    import bpy
+
+    if hasattr(bpy.types.Object, PROP):
+        delattr(bpy.types.Object, PROP)

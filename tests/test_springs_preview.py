@@ -1,0 +1,71 @@
+"""Spring bones in the preview (engine/springs/runtime.py via SceneRuntime.update): a generated VRM
+avatar with a head-shake clip, played through the real path (Scene property -> PreviewState ->
+session.update_frame), WITHOUT the VRM Add-on: the hair swings relative to the head; with
+Animate Spring Bones off it stays rigid; a seek resets the simulation."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+import springs_builder as B
+from stylized_renderer.engine import preview
+from test_bake import bakes  # noqa: F401  (fixture)
+from test_vrm_expressions import ADDON_DIR, disable_vrm_addon, vrm_addon  # noqa: F401
+from test_vrm_preview_channels import clocked_session
+
+
+@pytest.fixture
+def view(monkeypatch, ext, bakes):
+    yield from clocked_session(monkeypatch, strict=False)
+
+
+def _avatar_file(tmp_path):
+    from tools import check_springs
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert check_springs.enable_addon(ADDON_DIR)
+    arm = B.build_avatar()
+    B.add_shake_action(arm)
+    path = tmp_path / "springs_preview.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    disable_vrm_addon()
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    return bpy.data.objects["Avatar"]
+
+
+def _tip_in_head(rt, asset, chain=1):
+    idx = {n.name: i for i, n in enumerate(asset.nodes)}
+    head = rt.pose.world_matrix(idx["Avatar/head"])
+    tip = rt.pose.world_matrix(idx[f"Avatar/hair{chain}_8"])
+    return (np.linalg.inv(head) @ tip)[:3, 3]
+
+
+def _play(view, arm, frames):
+    scene = bpy.context.scene
+    st = preview.get_state(scene, arm)
+    st.active = True
+    rt = view.update(st)
+    st.push("play")
+    rt = view.update(st, 0.0)
+    path = [_tip_in_head(rt, view.session.scene_asset)]
+    for _ in range(frames):
+        rt = view.update(st, 1.0 / 24.0)
+        path.append(_tip_in_head(rt, view.session.scene_asset))
+    return st, rt, np.array(path)
+
+
+def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_path):
+    arm = _avatar_file(tmp_path)
+    st, rt, path = _play(view, arm, 24)
+    assert rt.springs is not None and rt.springs.joint_count == 6 * 9 + 8 * 5
+    assert rt.springs.steps_total == 60                      # 24 frames at 24 fps: 1 s of 60 Hz steps
+    swing = np.linalg.norm(path - path[0], axis=1).max()
+    assert swing > 0.05, swing                               # the tip moves relative to the head
+
+    arm.stylized_spring_bones = False
+    st.push("stop")
+    view.update(st, 0.0)
+    st2, rt2, path2 = _play(view, arm, 24)
+    assert not rt2.springs.rig.chain_count
+    assert np.linalg.norm(path2 - path2[0], axis=1).max() < 1e-6   # rigid: only the clip moves it
