@@ -434,8 +434,14 @@ def main() -> int:
                     help="only the heavy rig's frame (bench-runtime line, no scaling table)")
     ap.add_argument("--crowd", type=int, nargs="+", metavar="N",
                     help="only the crowd part, for these character counts (bench-crowd lines)")
+    ap.add_argument("--springs", action="store_true",
+                    help="only VRM spring bones against the VRM Add-on (bench-springs line, tools/bench_springs.py)")
     args = ap.parse_args()
     _bootstrap.load()
+    if args.springs:
+        import bench_springs
+
+        return bench_springs.main()
     if args.memory:
         print_memory(measure_memory())
         return 0
