@@ -128,6 +128,10 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
         if props.crowd:
             n = st.crowd_count if st.active else 0
             row.label(text=f"{n} characters" if n else "starts with Play")
+        from ..engine.springs import reader as spring_reader
+
+        if hasattr(arm, "stylized_spring_bones") and spring_reader.has_springs(arm):
+            layout.prop(arm, "stylized_spring_bones")     # VRM spring bones in the preview
         mode = ("Preview playing" if st.playing else "Preview paused") if st.active else "Timeline"
         if st.active and st.fading:
             mode += " (crossfading)"
@@ -305,6 +309,11 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
         col.label(text=f"Palette uploads: {stats.get('palette_uploads', 0)}")
         col.label(text=f"Morph uploads: {stats.get('morph_uploads', 0)}")
         col.label(text=f"Morphs composed in the shader: {stats.get('shader_morphs', 0)}")
+        springs = getattr(getattr(sess, "runtime", None), "springs", None)
+        if springs is not None and (springs.joint_count or springs.warnings):
+            col.label(text=f"Spring bones: {springs.joint_count} joints | {springs.last_ms:.3f} ms per frame")
+            for msg in springs.warnings[:6]:
+                col.label(text=msg, icon="ERROR")
         if stats.get("import_count"):
             col.label(text=f"Scene imports: {stats['import_count']} (last: {stats.get('last_import_reason', '')})")
         for key, label in (("import_error", "Import failed"), ("update_error", "Update failed")):

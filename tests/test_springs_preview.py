@@ -69,3 +69,17 @@ def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_pa
     st2, rt2, path2 = _play(view, arm, 24)
     assert not rt2.springs.rig.chain_count
     assert np.linalg.norm(path2 - path2[0], axis=1).max() < 1e-6   # rigid: only the clip moves it
+
+
+def test_panels_show_the_toggle_and_the_joints_simulated(vrm_addon, view, tmp_path):
+    from stylized_renderer.panels import viewport_panels as vp
+    from test_viewport_ui import Ctx, draw_panel
+
+    arm = _avatar_file(tmp_path)
+    _play(view, arm, 3)
+    scene = bpy.context.scene
+    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    assert "stylized_spring_bones" in [p[1] for p in lay.props()]
+    assert bpy.types.Object.bl_rna.properties["stylized_spring_bones"].description
+    lay = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, arm))
+    assert any(lbl.startswith("Spring bones: 94 joints | ") for lbl in lay.labels()), lay.labels()
