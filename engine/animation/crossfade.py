@@ -16,6 +16,7 @@ class _Fade:
         self.elapsed = 0.0
         self._union = None
         self.last = None        # (nodes, T, Q, S) of the last blended sample
+        self.mixer = None       # mixer.TRSMixer of the union's nodes (both sides accumulate into it)
 
     @property
     def alpha(self) -> float:

@@ -27,8 +27,9 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from .crossfade import _Fade, _Frozen
+from .mixer import MorphMixer, TRSMixer
 from .curve_clip import CurveTracks
-from .sampling import TrackSet, slerp
+from .sampling import TrackSet
 
 
 def _as_slice(idx: np.ndarray):
@@ -563,24 +564,30 @@ class AnimationPlayer:
 
     # ---------------------------------------------------------------- crossfade
     def _apply_fade(self, scene, pose) -> bool:
+        """The crossfade through the mixer: both sides accumulate with their fade weights."""
         f = self._fade
         nodes = f.nodes_union(self._nodes)
         ft, fq, fs, fm = f.source.sample_side(scene, nodes)
         it, iq, is_, im = self.sample_side(scene, nodes)
         a = f.alpha
-        t = (1.0 - a) * ft + a * it
-        s = (1.0 - a) * fs + a * is_
-        q = slerp(fq, iq, np.full(nodes.shape[0], a))
+        n = nodes.shape[0]
+        if f.mixer is None or f.mixer.count != n:
+            f.mixer = TRSMixer(n)
+        mix = f.mixer
+        mix.reset()
+        rows = np.arange(n)
+        mix.accumulate(rows, ft, fq, fs, 1.0 - a)
+        mix.accumulate(rows, it, iq, is_, a)
+        t, q, s = mix.apply(rows, ft, fq, fs)
         if nodes.size and not pose.set_local_trs(nodes, t, q, s):
             self.last_error = "pose rejected the blended transforms"
             return False
         f.last = (nodes, t, q, s)
-        vals = np.zeros(len(self._morph_keys))
-        vals[:self._own_morph_count] = a * im
+        morphs = MorphMixer(len(self._morph_keys))
+        morphs.accumulate(np.arange(self._own_morph_count), im, a)
         pos = {k: i for i, k in enumerate(self._morph_keys)}
         src_keys = f.source.morph_key_list()
         if src_keys:
-            idx = np.array([pos[k] for k in src_keys], np.int64)
-            np.add.at(vals, idx, (1.0 - a) * np.asarray(fm, np.float64))
-        self._morph_values = vals
+            morphs.accumulate(np.array([pos[k] for k in src_keys], np.int64), fm, 1.0 - a)
+        self._morph_values = morphs.apply()
         return True

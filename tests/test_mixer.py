@@ -1,0 +1,135 @@
+"""The one mixer (engine/animation/mixer.py): weighted accumulation of TRS (shortest-path
+quaternions), baked local matrices and morph weights, checked against Blender's own
+interpolation (mathutils: Quaternion.slerp, Vector.lerp), and the player's crossfade
+going through it."""
+from __future__ import annotations
+
+import numpy as np
+from mathutils import Quaternion, Vector
+
+from stylized_renderer.engine.animation.mixer import MatrixMixer, MorphMixer, TRSMixer
+
+RNG = np.random.default_rng(7)
+
+
+def unit_quats(n):
+    q = RNG.normal(size=(n, 4))
+    return q / np.linalg.norm(q, axis=1)[:, None]
+
+
+def bl_slerp(a, b, w):
+    return np.array(Quaternion(a).slerp(Quaternion(b), w))
+
+
+def same_rot(a, b, tol=1e-6):
+    return abs(abs(float(np.dot(a, b))) - 1.0) < tol
+
+
+def test_two_sources_are_blenders_slerp_and_lerp_at_the_fade_weight():
+    n = 16
+    ta, tb = RNG.normal(size=(n, 3)), RNG.normal(size=(n, 3))
+    qa, qb = unit_quats(n), unit_quats(n)
+    sa, sb = RNG.uniform(0.5, 2, (n, 3)), RNG.uniform(0.5, 2, (n, 3))
+    rows = np.arange(n)
+    for a in (0.0, 0.25, 0.6, 1.0):
+        m = TRSMixer(n)
+        m.accumulate(rows, ta, qa, sa, 1.0 - a)
+        m.accumulate(rows, tb, qb, sb, a)
+        t, q, s = m.apply(rows, np.zeros((n, 3)), np.tile([1.0, 0, 0, 0], (n, 1)), np.ones((n, 3)))
+        for i in range(n):
+            assert np.allclose(t[i], Vector(ta[i]).lerp(Vector(tb[i]), a), atol=1e-6)
+            assert np.allclose(s[i], Vector(sa[i]).lerp(Vector(sb[i]), a), atol=1e-6)
+            assert same_rot(q[i], bl_slerp(qa[i], qb[i], a)), (a, i, q[i], bl_slerp(qa[i], qb[i], a))
+
+
+def test_shortest_path_a_negated_quaternion_is_the_same_rotation():
+    n = 8
+    qa = unit_quats(n)
+    qb = unit_quats(n)
+    rows = np.arange(n)
+    m = TRSMixer(n)
+    m.accumulate(rows, np.zeros((n, 3)), qa, np.ones((n, 3)), 0.7)
+    m.accumulate(rows, np.zeros((n, 3)), -qb, np.ones((n, 3)), 0.3)    # -q: the same rotation
+    _, q, _ = m.apply(rows, np.zeros((n, 3)), qa, np.ones((n, 3)))
+    for i in range(n):
+        ref = bl_slerp(qa[i], qb[i], 0.3)     # Blender's slerp takes the short way
+        assert same_rot(q[i], ref), (i, q[i], ref)
+
+
+def test_three_sources_accumulate_progressively_and_a_partial_weight_fades_from_the_bind():
+    n = 5
+    q = [unit_quats(n) for _ in range(3)]
+    t = [RNG.normal(size=(n, 3)) for _ in range(3)]
+    w = (0.2, 0.3, 0.5)
+    rows = np.arange(n)
+    m = TRSMixer(n)
+    for k in range(3):
+        m.accumulate(rows, t[k], q[k], np.ones((n, 3)), w[k])
+    tt, qq, _ = m.apply(rows, np.zeros((n, 3)), np.tile([1.0, 0, 0, 0], (n, 1)), np.ones((n, 3)))
+    for i in range(n):
+        ref = bl_slerp(bl_slerp(q[0][i], q[1][i], 0.3 / 0.5), q[2][i], 0.5)
+        assert same_rot(qq[i], ref)
+        assert np.allclose(tt[i], w[0] * t[0][i] + w[1] * t[1][i] + w[2] * t[2][i], atol=1e-9)
+    # one source alone at 0.4 on rows 0..2: 40 % of the way from the bind pose; row 3, 4: bind
+    bind_q = unit_quats(n)
+    m = TRSMixer(n)
+    m.accumulate(rows[:3], t[0][:3], q[0][:3], np.full((3, 3), 2.0), 0.4)
+    tt, qq, ss = m.apply(rows, np.ones((n, 3)), bind_q, np.ones((n, 3)))
+    for i in range(3):
+        assert same_rot(qq[i], bl_slerp(bind_q[i], q[0][i], 0.4))
+        assert np.allclose(tt[i], Vector((1, 1, 1)).lerp(Vector(t[0][i]), 0.4), atol=1e-6)
+        assert np.allclose(ss[i], 1.4)
+    assert np.allclose(qq[3:], bind_q[3:]) and np.allclose(tt[3:], 1.0)
+    m.reset()
+    assert not m.weight.any()
+
+
+def test_matrices_and_morph_weights():
+    n = 4
+    ma = RNG.normal(size=(n, 4, 4))
+    mb = RNG.normal(size=(n, 4, 4))
+    rows = np.arange(n)
+    m = MatrixMixer(n)
+    m.accumulate(rows, ma, 0.75)
+    m.accumulate(rows, mb, 0.25)
+    out = m.apply(rows, np.zeros((n, 4, 4)))
+    # linear, element-wise, as the baked clip's crossfade always blended (mathutils' Matrix.lerp
+    # decomposes, which a bake's sheared locals cannot)
+    assert np.allclose(out, 0.75 * ma + 0.25 * mb, atol=1e-12)
+    m.reset()
+    m.accumulate(rows[:2], ma[:2], 0.5)           # alone at 0.5: half-way from the original
+    orig = np.broadcast_to(np.eye(4), (n, 4, 4))
+    assert np.allclose(m.apply(rows, orig), np.concatenate([0.5 * ma[:2] + 0.5 * orig[:2], orig[2:]]))
+    # morphs: keys 0, 1 from the incoming clip (a), keys 1, 2 from the outgoing one (1 - a)
+    mm = MorphMixer(3)
+    mm.accumulate([0, 1], [0.8, 0.4], 0.3)
+    mm.accumulate([1, 2], [1.0, 0.5], 0.7)
+    assert np.allclose(mm.apply(), [0.3 * 0.8, 0.3 * 0.4 + 0.7 * 1.0, 0.7 * 0.5])
+
+
+def test_the_player_crossfade_goes_through_the_mixer():
+    """Half-way through a fade the pose equals the mixer fed with both clips alone at their
+    times and the fade's weights (and Blender's slerp of the two rotations)."""
+    import test_player_crossfade as C
+    from stylized_renderer.engine.animation import player as player_mod
+
+    calls = []
+    orig = player_mod.TRSMixer.accumulate
+
+    def spy(self, rows, t, q, s, weight=1.0):
+        calls.append(float(np.asarray(weight).max()))
+        return orig(self, rows, t, q, s, weight)
+
+    player_mod.TRSMixer.accumulate = spy
+    try:
+        scene, pose, p, ca, cb = C.start_fade(fade=0.5, t_switch=0.4)
+        assert p.update(0.25, scene, pose)
+    finally:
+        player_mod.TRSMixer.accumulate = orig
+    assert calls and abs(calls[-1] + calls[-2] - 1.0) < 1e-12, calls
+    a = p.fade_weights[1]
+    pa, _ = C.sample_alone(scene, ca, 0.4 + 0.25)
+    pb, _ = C.sample_alone(scene, cb, 0.25)
+    q = C.trs(pose, 1)[1]
+    ref = bl_slerp(C.trs(pa, 1)[1], C.trs(pb, 1)[1], a)
+    assert same_rot(q, ref), (q, ref)
