@@ -128,42 +128,34 @@ class _BakeFeed:
     def _write(self, t: float, player) -> bool:
         b = self.baked
         pose = self.runtime.pose
+        smp = b.sample(t)            # the clip's exact matrices at t (bake.BakedPose.sample)
         fast = not player.is_fading and b.anchors is not None
-        if self.checked is pose and fast:
-            # the worlds come from the shortcut below: the locals are made only if read
-            pose.defer_local_matrices(b.inner_nodes, lambda: b.local_matrices(t, inner_only=True))
-            self.fade_from = None
-            ok = True
+        m = smp.locals
+        if player.is_fading:
+            if self.fade_from is None or self.fade_from.shape != m.shape:
+                self.fade_from = np.array(pose.local_matrices[b.inner_nodes])
+            w_out, w_in = player.fade_weights
+            m = self.fade_from * w_out + m * w_in
         else:
-            m = b.local_matrices(t, inner_only=True)
-            if player.is_fading:
-                if self.fade_from is None or self.fade_from.shape != m.shape:
-                    self.fade_from = np.array(pose.local_matrices[b.inner_nodes])
-                w_out, w_in = player.fade_weights
-                m = self.fade_from * w_out + m * w_in
-            else:
-                self.fade_from = None
-            if self.checked is not pose:      # the bake's nodes and matrices, once per pose
-                ok = pose.set_local_matrices(b.inner_nodes, m)
-                self.checked = pose if ok and b.finite else None
-            else:
-                pose.write_local_matrices(b.inner_nodes, m)
-                ok = True
+            self.fade_from = None
+        if self.checked is not pose:      # the bake's nodes and matrices, once per pose
+            ok = pose.set_local_matrices(b.inner_nodes, m)
+            self.checked = pose if ok and b.finite else None
+        else:
+            pose.write_local_matrices(b.inner_nodes, m)
+            ok = True
         if ok and fast:
             # the same pose as root-relative matrices: the worlds in one step per flat level
-            pose.set_world_shortcut(b.inner_nodes, b.anchors, b.relative_matrices_t(t))
+            pose.set_world_shortcut(b.inner_nodes, b.anchors, smp.relative_t)
         ps = self.runtime.palette_set
-        if b.bbone_nodes and self.relations is None:
-            self.relations = b.relation_table(ps.segment_keys)
+        rel = b.relations(smp, ps.segment_keys)[None] if b.bbone_nodes else None
         if self.joints is None:
-            self.joints = b.joint_table(ps.joint_rows) or False
+            self.joints = b.joint_map(ps.joint_rows) or False
         if self.joints and not player.is_fading:
-            # the palettes straight from the baked joints and their root bones' worlds
-            i, a = b.frame_at(t)
-            ok = ps.set_baked_joints(*self.joints, self.relations if b.bbone_nodes else None, i, a) and ok
-        elif b.bbone_nodes:
-            i, a = b.frame_at(t)
-            ok = ps.set_bbone_relation_frame(self.relations, i, a) and ok
+            # the palettes straight from the sampled joints and their root bones' worlds
+            ok = ps.set_baked_joints(b.joints(smp, self.joints), self.joints[2], rel, 0, 0.0) and ok
+        elif rel is not None:
+            ok = ps.set_bbone_relation_frame(rel, 0, 0.0) and ok
         return ok
 
     def __call__(self, player, dt) -> None:

@@ -392,7 +392,6 @@ def test_check_deform_player_mode_plays_the_face_slot(vrm_addon, capsys, monkeyp
     """tools/check_deform.py in player mode on a clip that keys an expression: Blender's side
     evaluates the action's ARMATURE slot on the armature data too (the add-on turns the preview
     into shape-key values), so the keyed face matches; without that slot the check fails."""
-    from stylized_renderer.engine.importer import bake
     from tools import check_deform
 
     open_godette()
@@ -406,6 +405,8 @@ def test_check_deform_player_mode_plays_the_face_slot(vrm_addon, capsys, monkeyp
     rc, f, out = run()
     assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
     assert "frames=4" in out, out                       # HappyClip, the only clip: 2 objects x 2 frames
-    monkeypatch.setattr(bake, "_isolate_data_slot", lambda owner, action: None)
+    from stylized_renderer.engine.importer import bake_isolate
+
+    monkeypatch.setattr(bake_isolate, "_isolate_data_slot", lambda owner, action: None)
     rc, f, out = run()
     assert rc != 0 and float(f["max_rel_error"]) > check_deform.TOLERANCE, out

@@ -66,8 +66,9 @@ _actions = None  # engine.importer.actions, likewise
 TOLERANCE = 1e-4
 NORMAL_TOLERANCE = 0.5         # median 1 - cos(angle): 60 degrees = inverted/unskinned/unmorphed normals
 MAX_FRAMES = 250
-BETWEEN_FRAMES = 4             # baked clips: frames between integer frames checked (reported, not pass/fail)
-BETWEEN_SUBFRAME = 0.5         # ... at this fraction past each integer frame
+BETWEEN_FRAMES = 4             # baked clips: frames (spread over the clip) checked between frames ...
+BETWEEN_SUBFRAMES = (0.25, 0.5, 0.75)   # ... at these fractions past each (pass/fail: BETWEEN_TOLERANCE)
+BETWEEN_TOLERANCE = 1e-3       # baked clips between frames: the adaptive bake's target (issue 22)
 FRACTION_FRAMES = 4            # plain clips: frames (spread over the clip) checked between frames ...
 FRACTION_SUBFRAMES = (0.25, 0.5, 0.75)   # ... at these fractions past each (part of the pass/fail)
 
@@ -414,10 +415,13 @@ class Checker:
                 frames = frames[::max(1, int(step))]
                 if frames_limit:
                     frames = frames[:frames_limit]
-                # between integer frames (baked clips only): the bake is interpolated linearly
-                # there; reported, not part of the pass/fail (the preview's known error)
-                between = ([(f, BETWEEN_SUBFRAME) for f in frames[:-1][:self.between_frames]]
-                           if baked is not None else [])
+                # between integer frames (baked clips): the bake is interpolated between its
+                # samples there (exact within BETWEEN_TOLERANCE: a failure above)
+                between = []
+                if baked is not None and len(frames) > 1:
+                    pick = np.unique(np.linspace(0, len(frames) - 2, min(self.between_frames, len(frames) - 1))
+                                     .round().astype(int))
+                    between = [(frames[int(i)], sub) for i in pick for sub in BETWEEN_SUBFRAMES]
                 # plain clips: between frames too, at a few frames spread over the clip
                 exact = baked is None and not any(
                     "sampled at every frame" in n for n in getattr(clip, "notes", ()))
@@ -436,7 +440,8 @@ class Checker:
                     state.push("clip", clip.name)
                     state.push("seek", (f + sub - clip.frame_start) / clip.fps)
                     state.push("pause")
-                    mode = "player" if sub == 0.0 else ("fraction" if exact else "between")
+                    mode = ("player" if sub == 0.0 else "baked-between" if baked is not None
+                            else "fraction" if exact else "between")
 
                     def task():
                         s = self.session
@@ -523,12 +528,20 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
     objects = set()
     between = 0.0
     fraction = 0.0
+    baked_between = 0.0
     for (name, m), r in sorted(checker.results.items()):
         objects.add(name)
         if m == "between":
             between = max(between, r["err"])
             print(f"  {m:8s} {name}: max_rel_error={r['err']:.3e} (between frames of baked or resampled "
                   f"clips: reported only)")
+            continue
+        if m == "baked-between":
+            baked_between = max(baked_between, r["err"])
+            if r["path"] == "gpu":
+                failed |= not (r["err"] <= BETWEEN_TOLERANCE)
+            print(f"  {m:8s} {name}: max_rel_error={r['err']:.3e} (baked clips at {BETWEEN_SUBFRAMES} past "
+                  f"{BETWEEN_FRAMES} frames: fails above {BETWEEN_TOLERANCE:g})")
             continue
         if m == "fraction" and r["path"] == "gpu":
             fraction = max(fraction, r["err"])
@@ -552,7 +565,8 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
     print(f"deform-check: objects={len(objects)} frames={total_frames} max_rel_error={worst:.3e} "
           f"fallbacks={len({n for (n, _m), r in checker.results.items() if r['path'] != 'gpu'})} "
           f"skipped={len(checker.skipped)} baked={len(checker.baked)} between_max_rel_error={between:.3e} "
-          f"fraction_max_rel_error={fraction:.3e} clips_checked={len(checker.clips_checked)}")
+          f"fraction_max_rel_error={fraction:.3e} baked_between_max_rel_error={baked_between:.3e} "
+          f"clips_checked={len(checker.clips_checked)}")
     return 1 if failed else 0
 
 

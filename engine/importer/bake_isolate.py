@@ -1,0 +1,140 @@
+"""Isolation: Blender evaluating one action alone (shared with tools/check_deform.py), and the
+values an action writes (saved and restored around a bake).  Split out of ``bake.py``."""
+from __future__ import annotations
+
+from . import actions as _actions
+
+
+def animated_ids() -> list:
+    """Every ID with animation data whose actions or NLA tracks an isolation touches."""
+    import bpy
+
+    out = []
+    for coll in (bpy.data.objects, bpy.data.shape_keys, bpy.data.meshes, bpy.data.armatures,
+                 bpy.data.materials, bpy.data.scenes):
+        for idb in coll:
+            if getattr(idb, "animation_data", None) is not None:
+                out.append(idb)
+    return out
+
+
+def save_animation() -> list:
+    """[(id, action, slot, [(track, mute)])] of every animated ID (``restore_animation``)."""
+    saved = []
+    for idb in animated_ids():
+        ad = idb.animation_data
+        saved.append((idb, ad.action, getattr(ad, "action_slot", None),
+                      [(tr, tr.mute) for tr in ad.nla_tracks]))
+    return saved
+
+
+def restore_animation(saved) -> None:
+    """Put back what ``save_animation`` recorded; animation data created since (``isolate`` on an
+    ID that had none) is removed again."""
+    held = {idb.as_pointer() for idb, _a, _s, _t in saved}
+    for idb in animated_ids():
+        if idb.as_pointer() not in held:
+            idb.animation_data_clear()
+    for idb, action, slot, tracks in saved:
+        ad = idb.animation_data
+        if ad is None:
+            continue
+        if ad.action != action:
+            ad.action = action
+        if action is not None and slot is not None and getattr(ad, "action_slot", None) != slot:
+            try:
+                ad.action_slot = slot
+            except Exception:
+                pass
+        for tr, mute in tracks:
+            if tr.mute != mute:
+                tr.mute = mute
+
+
+def isolate(owner, action, slot=None, with_data: bool = False) -> None:
+    """Unassign every action and mute every NLA track, then assign ``action`` (and ``slot``) to
+    ``owner`` alone (``with_data``: its data's slot too, see ``_isolate_data_slot``)."""
+    for idb in animated_ids():
+        ad = idb.animation_data
+        if ad.action is not None:
+            ad.action = None
+        for tr in ad.nla_tracks:
+            tr.mute = True
+    ad = owner.animation_data or owner.animation_data_create()
+    ad.action = action
+    if hasattr(ad, "action_slot"):
+        if slot is None and getattr(ad, "action_slot", None) is None and len(action.slots):
+            slot = action.slots[0]
+        if slot is not None:
+            try:
+                ad.action_slot = slot
+            except Exception:
+                pass
+    if with_data:
+        _isolate_data_slot(owner, action)
+
+
+def _isolate_data_slot(owner, action) -> None:
+    """An armature's action can also key its data (the VRM Add-on's expression previews live on
+    the armature data, in the action's ARMATURE slot): assign that slot to the data too, so the
+    isolated evaluation plays the whole clip. Only where the data already has animation data
+    (nothing is created on the user's data)."""
+    data = getattr(owner, "data", None)
+    dad = getattr(data, "animation_data", None)
+    if dad is None or not hasattr(dad, "action_slot"):
+        return
+    slots = [s for s in getattr(action, "slots", ()) if s.target_id_type == "ARMATURE"]
+    if not slots:
+        return
+    dad.action = action
+    try:
+        dad.action_slot = slots[0]
+    except Exception:
+        pass
+
+
+# ------------------------------------------------------------------------------------------------
+# values the action writes (saved and restored around a bake)
+# ------------------------------------------------------------------------------------------------
+
+def _split_path(path: str):
+    """('container path', key): key is an attribute name or a ('["name"]') custom property."""
+    if path.endswith('"]'):
+        i = path.rfind('["')
+        return path[:i], ("item", path[i + 2:-2].replace('\\"', '"').replace("\\\\", "\\"))
+    i = path.rfind(".")
+    return (path[:i], ("attr", path[i + 1:])) if i >= 0 else ("", ("attr", path))
+
+
+def _written_values(owner, action, slot) -> list:
+    """[(container, key, value)] of every property the action's curves write on ``owner``."""
+    out = []
+    seen = set()
+    for fc in _actions.slot_fcurves(action, slot):
+        if fc.data_path in seen:
+            continue
+        seen.add(fc.data_path)
+        base, (kind, key) = _split_path(fc.data_path)
+        try:
+            cont = owner.path_resolve(base) if base else owner
+            val = cont[key] if kind == "item" else getattr(cont, key)
+        except Exception:   # a path Blender cannot resolve writes nothing either
+            continue
+        if hasattr(val, "to_list"):
+            val = val.to_list()
+        elif not isinstance(val, (int, float, bool, str)) and hasattr(val, "__len__"):
+            val = tuple(val)
+        out.append((cont, kind, key, val))
+    return out
+
+
+def _restore_values(written) -> None:
+    for cont, kind, key, val in written:
+        try:
+            if kind == "item":
+                cont[key] = val
+            else:
+                setattr(cont, key, val)
+        except Exception:
+            pass
+

@@ -1,0 +1,205 @@
+"""Compact tables of baked matrices, interpolated in a space that does not shrink (issue 22 item 2).
+
+A ``MatrixTable`` holds (F,N,4,4) affine matrices sampled at F times.  Each matrix is split into
+translation, rotation (a unit quaternion, continuous along F) and stretch (the symmetric factor
+of the polar decomposition ``M3 = R @ P``: scale and shear), stored as float32; matrices that do
+not change over F are stored once (float64).  ``at(i, a)`` composes, for a time between samples
+i and i + 1 at blend ``a``, ``T(lerp t) @ R(slerp q) @ P(lerp p)``: exact at the samples (float32
+precision), and a rotating limb keeps its length between them (a matrix lerp shrinks it).
+numpy only, vectorised over the matrices (no Python loop over bones or frames).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_SYM = (np.array([0, 1, 2, 0, 0, 1]), np.array([0, 1, 2, 1, 2, 2]))   # stretch: xx yy zz xy xz yz
+
+
+def quat_from_rot(r: np.ndarray) -> np.ndarray:
+    """(...,4) unit quaternions (w, x, y, z) of (...,3,3) rotation matrices (vectorised)."""
+    m = r.reshape(-1, 3, 3)
+    n = m.shape[0]
+    q = np.empty((n, 4))
+    tr = m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2]
+    d = np.stack([tr, m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]], axis=1)
+    k = np.argmax(d, axis=1)
+    # the largest of 4w^2, 4x^2, 4y^2, 4z^2 is taken as the pivot (stable)
+    w4 = np.sqrt(np.maximum(1.0 + tr, 1e-30)) * 2.0
+    x4 = np.sqrt(np.maximum(1.0 + m[:, 0, 0] - m[:, 1, 1] - m[:, 2, 2], 1e-30)) * 2.0
+    y4 = np.sqrt(np.maximum(1.0 - m[:, 0, 0] + m[:, 1, 1] - m[:, 2, 2], 1e-30)) * 2.0
+    z4 = np.sqrt(np.maximum(1.0 - m[:, 0, 0] - m[:, 1, 1] + m[:, 2, 2], 1e-30)) * 2.0
+    a21, a12 = m[:, 2, 1], m[:, 1, 2]
+    a02, a20 = m[:, 0, 2], m[:, 2, 0]
+    a10, a01 = m[:, 1, 0], m[:, 0, 1]
+    cand = np.stack([
+        np.stack([0.25 * w4, (a21 - a12) / w4, (a02 - a20) / w4, (a10 - a01) / w4], 1),
+        np.stack([(a21 - a12) / x4, 0.25 * x4, (a01 + a10) / x4, (a02 + a20) / x4], 1),
+        np.stack([(a02 - a20) / y4, (a01 + a10) / y4, 0.25 * y4, (a12 + a21) / y4], 1),
+        np.stack([(a10 - a01) / z4, (a02 + a20) / z4, (a12 + a21) / z4, 0.25 * z4], 1)], 1)
+    q = cand[np.arange(n), k]
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    return q.reshape(r.shape[:-2] + (4,))
+
+
+def rot_from_quat(q: np.ndarray) -> np.ndarray:
+    """(...,3,3) rotation matrices of (...,4) quaternions (normalised here)."""
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    out[..., 0, 1] = 2 * (x * y - w * z)
+    out[..., 0, 2] = 2 * (x * z + w * y)
+    out[..., 1, 0] = 2 * (x * y + w * z)
+    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    out[..., 1, 2] = 2 * (y * z - w * x)
+    out[..., 2, 0] = 2 * (x * z - w * y)
+    out[..., 2, 1] = 2 * (y * z + w * x)
+    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
+
+
+def slerp(q0: np.ndarray, q1: np.ndarray, a) -> np.ndarray:
+    """(...,4) spherical interpolation (shortest arc; nlerp where the arc is tiny)."""
+    d = np.einsum("...i,...i->...", q0, q1)
+    q1 = np.where(d[..., None] < 0.0, -q1, q1)
+    d = np.abs(d)
+    th = np.arccos(np.clip(d, -1.0, 1.0))
+    s = np.sin(th)
+    small = s < 1e-6
+    s = np.where(small, 1.0, s)
+    w0 = np.where(small, 1.0 - a, np.sin((1.0 - a) * th) / s)
+    w1 = np.where(small, a, np.sin(a * th) / s)
+    out = q0 * w0[..., None] + q1 * w1[..., None]
+    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+
+
+def decompose(m: np.ndarray):
+    """(t (...,3), q (...,4), p (...,6)) of (...,4,4) affine matrices: ``M3 = R(q) @ P`` with P
+    symmetric (polar decomposition by SVD; a mirroring matrix keeps its flip in P)."""
+    m3 = m[..., :3, :3]
+    u, sv, vt = np.linalg.svd(m3)
+    r = u @ vt
+    flip = np.linalg.det(r) < 0.0
+    if flip.any():
+        u = u.copy()
+        u[flip, :, 2] *= -1.0
+        r = u @ vt
+    p = np.swapaxes(r, -1, -2) @ m3
+    p = 0.5 * (p + np.swapaxes(p, -1, -2))
+    return m[..., :3, 3].copy(), quat_from_rot(r), p[..., _SYM[0], _SYM[1]]
+
+
+def compose(t: np.ndarray, q: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """(...,4,4) affine matrices ``T(t) @ R(q) @ P(p)`` (inverse of ``decompose``)."""
+    ps = np.empty(p.shape[:-1] + (3, 3))
+    ps[..., _SYM[0], _SYM[1]] = p
+    ps[..., _SYM[1], _SYM[0]] = p
+    out = np.zeros(t.shape[:-1] + (4, 4))
+    out[..., :3, :3] = rot_from_quat(q) @ ps
+    out[..., :3, 3] = t
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def continuous(q: np.ndarray) -> np.ndarray:
+    """(F,...,4) quaternions on one hemisphere along F, per track (vectorised)."""
+    if q.shape[0] < 2:
+        return q
+    d = np.einsum("f...i,f...i->f...", q[1:], q[:-1])
+    s = np.cumprod(np.where(d < 0.0, -1.0, 1.0), axis=0)
+    out = q.copy()
+    out[1:] *= s[..., None]
+    return out
+
+
+class MatrixTable:
+    """(F,N,4,4) matrices sampled at F times, stored decomposed (see the module docstring).
+
+    ``static``: (N,4,4) float64, the first sample of every matrix (exact for those that never
+    change); ``moving`` (M,): the matrices that change, with ``t`` (F,M,3), ``q`` (F,M,4)
+    (continuous along F) and ``p`` (F,M,6) float32."""
+
+    def __init__(self, mats: np.ndarray, tol: float = 1e-7):
+        mats = np.asarray(mats, np.float64)
+        self.frames, self.count = int(mats.shape[0]), int(mats.shape[1])
+        self.static = mats[0].copy() if self.frames else np.tile(np.eye(4), (self.count, 1, 1))
+        if self.frames > 1 and self.count:
+            dev = np.abs(mats - mats[:1]).reshape(self.frames, self.count, 16).max(axis=(0, 2))
+            self.moving = np.flatnonzero(dev > tol * np.maximum(1.0, np.abs(self.static).reshape(self.count, 16).max(1)))
+        else:
+            self.moving = np.zeros(0, np.int64)
+        t, q, p = decompose(mats[:, self.moving]) if self.moving.size else (
+            np.zeros((self.frames, 0, 3)), np.zeros((self.frames, 0, 4)), np.zeros((self.frames, 0, 6)))
+        self.t = t.astype(np.float32)
+        self.q = continuous(q).astype(np.float32)
+        self.p = p.astype(np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.static.nbytes + self.moving.nbytes + self.t.nbytes + self.q.nbytes + self.p.nbytes)
+
+    def at(self, i: int, a: float, rows=None) -> np.ndarray:
+        """(N,4,4) float64 matrices between samples i and i + 1 at blend ``a`` (``a`` 0: sample i)."""
+        out = self.static.copy()
+        if not self.moving.size:
+            return out
+        if a <= 0.0 or self.frames == 1:
+            out[self.moving] = compose(self.t[i].astype(np.float64), self.q[i].astype(np.float64),
+                                       self.p[i].astype(np.float64))
+            return out
+        j = i + 1
+        t = self.t[i] * (1.0 - a) + self.t[j] * a
+        p = self.p[i] * (1.0 - a) + self.p[j] * a
+        q = slerp(self.q[i].astype(np.float64), self.q[j].astype(np.float64), a)
+        out[self.moving] = compose(t.astype(np.float64), q, p.astype(np.float64))
+        return out
+
+    def all_frames(self) -> np.ndarray:
+        """(F,N,4,4) float64: every sample (bake time only: transient)."""
+        out = np.broadcast_to(self.static, (self.frames,) + self.static.shape).copy()
+        if self.moving.size:
+            out[:, self.moving] = compose(self.t.astype(np.float64), self.q.astype(np.float64),
+                                          self.p.astype(np.float64))
+        return out
+
+    def midpoints(self) -> np.ndarray:
+        """(F-1,N,4,4) float64: the interpolation at the middle of every interval (vectorised)."""
+        out = np.broadcast_to(self.static, (max(self.frames - 1, 0),) + self.static.shape).copy()
+        if self.moving.size and self.frames > 1:
+            t = 0.5 * (self.t[:-1] + self.t[1:])
+            p = 0.5 * (self.p[:-1] + self.p[1:])
+            q = slerp(self.q[:-1].astype(np.float64), self.q[1:].astype(np.float64), 0.5)
+            out[:, self.moving] = compose(t.astype(np.float64), q, p.astype(np.float64))
+        return out
+
+
+def levels(parents: np.ndarray):
+    """[(rows, parent rows)] per depth of a forest given by ``parents`` (-1: a root), from the
+    roots down: ``chain`` composes one level at a time (a few vectorised products)."""
+    parents = np.asarray(parents, np.int64)
+    depth = np.zeros(parents.size, np.int64)
+    up = parents.copy()
+    for _ in range(parents.size):           # one step per level, all rows at once
+        has = up >= 0
+        if not has.any():
+            break
+        depth += has
+        up = np.where(has, parents[np.maximum(up, 0)], -1)
+    return [(np.flatnonzero(depth == d), parents[depth == d]) for d in range(int(depth.max(initial=-1)) + 1)]
+
+
+def chain(local: np.ndarray, plan) -> np.ndarray:
+    """(...,N,4,4) ``parent chain @ local`` of every row (roots: their local), ``plan`` from
+    ``levels``."""
+    out = np.empty_like(local)
+    for rows, par in plan:
+        if rows.size == 0:
+            continue
+        top = par < 0
+        if top.all():
+            out[..., rows, :, :] = local[..., rows, :, :]
+        else:
+            out[..., rows, :, :] = local[..., rows, :, :]
+            sub = rows[~top]
+            out[..., sub, :, :] = out[..., par[~top], :, :] @ local[..., sub, :, :]
+    return out
