@@ -1,7 +1,7 @@
 """Compare our GPU-deformed vertices with Blender's evaluated meshes, in world space.
 
 Usage:
-  .venv/bin/python tools/check_deform.py FILE.blend [--frames SPEC] [--mode timeline|player|both]
+  .venv/bin/python tools/check_deform.py FILE.blend [--frames SPEC] [--mode timeline|player|both|scene]
                                          [--morph auto|rebuild|shader]
 
 SPEC: "1-48", "1,5,9", "1-100:5" (default: every frame of the scene range, at most 250).
@@ -492,7 +492,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("blend")
     ap.add_argument("--frames", default=None)
-    ap.add_argument("--mode", choices=("timeline", "player", "both"), default="both")
+    ap.add_argument("--mode", choices=("timeline", "player", "both", "scene"), default="both",
+                    help="scene: the Scene preview's animation against the timeline (tools/check_scene.py)")
     ap.add_argument("--morph", choices=("auto", "rebuild", "shader"), default="auto")
     ap.add_argument("--player-step", type=int, default=1, help="check every n-th frame of each clip")
     args = ap.parse_args(argv)
@@ -500,6 +501,10 @@ def main(argv=None) -> int:
     import bpy
 
     bpy.ops.wm.open_mainfile(filepath=str(pathlib.Path(args.blend).resolve()))
+    if args.mode == "scene":
+        from tools import check_scene
+
+        return check_scene.run(bpy.context.scene)
     return run_checks(args.frames, args.mode, args.morph, args.player_step)
 
 

@@ -1,0 +1,80 @@
+"""Scene playback's animation (engine/nla_source.py + engine/animation/nla.py) against Blender's
+timeline evaluation (scene.frame_set with subframes): every strip option and blend type on
+generated characters, shape-key NLA, object actions, the test data files; negative controls (a
+wrong blend type, a wrong repeat mapping, a missing extrapolation) must fail the check."""
+from __future__ import annotations
+
+import pathlib
+
+import bpy
+import pytest
+
+from tools import check_scene
+from stylized_renderer.engine.animation import nla
+from stylized_renderer.engine.nla_source import SceneAnimation
+
+TESTDATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata"
+
+
+@pytest.fixture
+def nla_scene():
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = check_scene.build_nla_scene(0)
+    yield scene
+    bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def frames(scene):
+    return check_scene.scene_frames(scene, (0.0, 0.35, 0.5), step=2)
+
+
+def test_generated_nla_scene_matches_the_timeline(nla_scene):
+    anim = SceneAnimation(nla_scene)
+    # five characters, a mesh's object action and its shape keys' NLA
+    assert len(anim.ids) == 7
+    used = {s.blend for a in anim.ids for t in a.stack.tracks for s in t.strips}
+    assert used == set(nla.BLEND_TYPES.values())
+    err, lines = check_scene.compare(nla_scene, anim, frames(nla_scene))
+    assert err <= check_scene.TOL, "\n".join(lines)
+
+
+def _every_strip(anim):
+    return [s for a in anim.ids for t in a.stack.tracks for s in t.strips]
+
+
+def wrong_blend(anim):
+    for s in _every_strip(anim):
+        s.blend = (s.blend + 1) % 5
+
+
+def wrong_repeat(anim):
+    for s in _every_strip(anim):
+        if s.repeat != 1.0:      # played on past the action's end instead of repeating
+            s.action_end = s.action_start + (s.end - s.start) / (abs(s.scale) or 1.0)
+            s.repeat = 1.0
+
+
+def no_extrapolation(anim):
+    for s in _every_strip(anim):
+        s.extend = nla.NOTHING
+    for a in anim.ids:
+        a.stack.action_extend = nla.NOTHING
+
+
+@pytest.mark.parametrize("mutate", [wrong_blend, wrong_repeat, no_extrapolation])
+def test_negative_controls_fail_the_check(nla_scene, mutate):
+    anim = SceneAnimation(nla_scene)
+    err, lines = check_scene.compare(nla_scene, anim, frames(nla_scene), mutate=mutate)
+    assert err > 100 * check_scene.TOL, "\n".join(lines)
+
+
+def test_check_deform_mode_scene_on_the_nla_test_file(capsys):
+    path = TESTDATA / "03_all_animations.blend"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared/testdata is not in a user's clone)")
+    from tools import check_deform
+
+    rc = check_deform.main([str(path), "--mode", "scene"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "scene: ids=3 channels=9" in out

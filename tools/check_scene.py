@@ -1,0 +1,249 @@
+"""``check_deform.py --mode scene``: the Scene preview's animation (``engine.nla_source`` +
+``engine.animation.nla``) against Blender's timeline evaluation (``scene.frame_set(f,
+subframe=s)``) of the same time, on every animated channel of every Object and shape-key
+datablock: object transforms, pose-bone transforms, shape-key values.
+
+    .venv/bin/python tools/check_deform.py FILE.blend --mode scene
+    .venv/bin/python tools/check_scene.py --generated      # the generated NLA scenes
+
+Prints one line per ID (channels, max error, worst channel) and
+``scene: ids=N channels=M frames=F max_err=E`` and exits 0 only when every channel is within
+1e-4 (relative to the object's size for locations) at integer and fractional frames.
+``build_nla_scene()`` makes the generated scenes: several characters with every strip option
+(action sub-range, scale, repeat, reverse, Hold / Hold Forward / Nothing, blend in / out,
+animated influence and strip time, mute and solo) and every blend type (Replace, Combine with
+quaternions, axis-angle and scale, Add, Subtract, Multiply), shape-key NLA and object actions.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+
+TOL = 1e-4
+FRACTIONS = (0.0, 0.25, 0.5, 0.8)
+
+
+def _read(idb, keys):
+    out = np.empty(len(keys))
+    for j, (path, i) in enumerate(keys):
+        v = idb.path_resolve(path)
+        out[j] = float(v[i]) if hasattr(v, "__len__") else float(v)
+    return out
+
+
+def _sizes(a):
+    """Per channel tolerance scale: the object's size for locations, 1 otherwise."""
+    ob = a.id
+    size = 1.0
+    if hasattr(ob, "dimensions"):
+        size = max(1.0, float(max(ob.dimensions)))
+    return np.array([size if p.endswith("location") else 1.0 for p, _ in a.keys])
+
+
+def scene_frames(scene, fractions=FRACTIONS, step: int = 1) -> list:
+    lo, hi = scene.frame_start - 3, scene.frame_end + 3
+    return [(f, s) for f in range(lo, hi + 1, step) for s in fractions]
+
+
+def compare(scene, anim, frames, mutate=None, verbose=False):
+    """Max tolerance-relative error over ``frames`` [(frame, subframe)] between ``anim``
+    (a SceneAnimation, read before) and Blender; ``mutate(anim)`` alters our stacks first (the
+    negative controls).  Returns (max relative error, per-ID lines)."""
+    if mutate is not None:
+        mutate(anim)
+    worst = {}
+    for f, sub in frames:
+        scene.frame_set(f, subframe=sub)
+        t = f + sub
+        for a, vals, written in anim.evaluate(t):
+            if not a.keys:
+                continue
+            ref = _read(a.id, a.keys)
+            err = np.abs(vals - ref) / _sizes(a)
+            err = np.where(np.isfinite(err), err, np.inf)
+            k = int(np.argmax(err))
+            e = float(err[k])
+            if e > worst.get(a.name, (-1.0,))[0]:
+                worst[a.name] = (e, a.keys[k], t, float(vals[k]), float(ref[k]))
+    lines = []
+    for a in anim.ids:
+        e, key, t, v, r = worst.get(a.name, (0.0, None, None, 0.0, 0.0))
+        lines.append(f"  {a.name}: channels={len(a.keys)} max_err={e:.3g}"
+                     + (f" worst {key[0]}[{key[1]}] at {t:g}: ours {v:.6g} blender {r:.6g}" if key else ""))
+    m = max((w[0] for w in worst.values()), default=0.0)
+    return m, lines
+
+
+def run(scene, frames=None, out=print) -> int:
+    from stylized_renderer.engine.nla_source import SceneAnimation
+
+    anim = SceneAnimation(scene)
+    frames = frames if frames is not None else scene_frames(scene)
+    m, lines = compare(scene, anim, frames)
+    for line in lines:
+        out(line)
+    for a in anim.ids:
+        for n in a.notes:
+            out(f"  note: {n}")
+    chans = sum(len(a.keys) for a in anim.ids)
+    out(f"scene: ids={len(anim.ids)} channels={chans} frames={len(frames)} max_err={m:.3g}")
+    return 0 if m <= TOL else 1
+
+
+# ------------------------------------------------------------------ generated scenes
+def _assign(idb, act, curves, interp="BEZIER"):
+    """Key ``curves`` into ``act`` through ``idb`` (so the action gets ``idb``'s slot), then
+    unassign it."""
+    ad = idb.animation_data_create()
+    ad.action = act
+    for (path, index), keys in curves.items():
+        for f, v in keys:
+            owner_path, _, prop = path.rpartition(".")
+            owner = idb.path_resolve(owner_path) if owner_path else idb
+            arr = getattr(owner, prop)
+            if hasattr(arr, "__len__"):
+                arr[index] = v
+            else:
+                setattr(owner, prop, v)
+            idb.keyframe_insert(path, index=index if hasattr(arr, "__len__") else -1, frame=f)
+    for fc in _fcurves(act):
+        for kp in fc.keyframe_points:
+            kp.interpolation = interp
+    ad.action = None
+    return act
+
+
+def _fcurves(act):
+    out = []
+    for layer in act.layers:
+        for st in layer.strips:
+            for cb in st.channelbags:
+                out.extend(cb.fcurves)
+    return out
+
+
+def build_nla_scene(seed: int = 0):
+    """Several characters with NLA stacks (see the module docstring) added to the context scene
+    (the one ``frame_set`` evaluates headless); returns it."""
+    import bpy
+
+    rng = np.random.default_rng(seed)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 60
+    objs = []
+    blends = ["REPLACE", "COMBINE", "ADD", "SUBTRACT", "MULTIPLY"]
+    modes = ["QUATERNION", "AXIS_ANGLE", "XYZ"]
+    for c in range(5):
+        ob = bpy.data.objects.new(f"Char{c}_{seed}", None)
+        scene.collection.objects.link(ob)
+        ob.rotation_mode = modes[c % 3]
+        objs.append(ob)
+    rot = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4),
+           "XYZ": ("rotation_euler", 3)}
+    for c, ob in enumerate(objs):
+        rp, rn = rot[ob.rotation_mode]
+
+        def curves(lo, hi):
+            d = {}
+            for i in range(3):
+                d[("location", i)] = [(lo, float(rng.uniform(-1, 1))), (0.5 * (lo + hi), float(rng.uniform(-1, 1))),
+                                      (hi, float(rng.uniform(-1, 1)))]
+                d[("scale", i)] = [(lo, float(rng.uniform(0.5, 1.5))), (hi, float(rng.uniform(0.5, 1.5)))]
+            for i in range(rn):
+                d[(rp, i)] = [(lo, float(rng.uniform(-1, 1))), (hi, float(rng.uniform(-1, 1)))]
+            return d
+
+        acts = [_assign(ob, bpy.data.actions.new(f"{ob.name}_A{k}"), curves(1.0, 11.0 + 2 * k)) for k in range(4)]
+        active = _assign(ob, bpy.data.actions.new(f"{ob.name}_ACT"), curves(1.0, 21.0))
+        ad = ob.animation_data
+        # track 0: two strips, sub-range + scale + repeat, reverse; extrapolations vary
+        t0 = ad.nla_tracks.new()
+        s = t0.strips.new("a", 5, acts[0])
+        s.action_frame_start, s.action_frame_end = 2.0, 9.0
+        s.scale = 1.5
+        s.repeat = 2.0 if c % 2 == 0 else 1.5
+        s.extrapolation = ["HOLD", "HOLD_FORWARD", "NOTHING"][c % 3]
+        s2 = t0.strips.new("b", int(math.ceil(s.frame_end)) + 4, acts[1])
+        s2.use_reverse = c % 2 == 1
+        s2.extrapolation = ["NOTHING", "HOLD", "HOLD_FORWARD"][c % 3]
+        s2.blend_in, s2.blend_out = 2.0, 3.0
+        # track 1: the character's blend type, animated influence
+        t1 = ad.nla_tracks.new()
+        s3 = t1.strips.new("c", 8, acts[2])
+        s3.blend_type = blends[c % 5]
+        s3.extrapolation = "HOLD"
+        s3.use_animated_influence = True
+        s3.influence = 0.2
+        s3.keyframe_insert("influence", frame=8)
+        s3.influence = 0.9
+        s3.keyframe_insert("influence", frame=30)
+        # track 2: another blend type, animated strip time (cyclic on odd characters); muted on char 3
+        t2 = ad.nla_tracks.new()
+        s4 = t2.strips.new("d", 20, acts[3])
+        s4.blend_type = blends[(c + 2) % 5]
+        s4.extrapolation = "HOLD_FORWARD"
+        s4.use_animated_time = True
+        s4.use_animated_time_cyclic = c % 2 == 1
+        s4.strip_time = 2.0
+        s4.keyframe_insert("strip_time", frame=20)
+        s4.strip_time = 16.0
+        s4.keyframe_insert("strip_time", frame=40)
+        t2.mute = c == 3
+        t1.is_solo = c == 4
+        ad.action = active
+        ad.action_blend_type = blends[(c + 1) % 5]
+        ad.action_influence = 0.6
+        ad.action_extrapolation = ["HOLD", "HOLD_FORWARD", "NOTHING"][(c + 1) % 3]
+    # a mesh with shape-key NLA and an object action
+    me = bpy.data.meshes.new("Face")
+    me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    face = bpy.data.objects.new("Face", me)
+    scene.collection.objects.link(face)
+    face.shape_key_add(name="Basis")
+    for n in ("Smile", "Blink"):
+        k = face.shape_key_add(name=n)
+        k.slider_max = 0.9
+    key = me.shape_keys
+    kacts = [_assign(key, bpy.data.actions.new(f"KA{k}"), {
+        ('key_blocks["Smile"].value', 0): [(1, 0.1 * k), (10, 0.5 + 0.1 * k)],
+        ('key_blocks["Blink"].value', 0): [(1, 0.7), (10, 0.2 * k)]}) for k in range(3)]
+    kad = key.animation_data
+    for k, blend in enumerate(("REPLACE", "ADD", "COMBINE")):
+        tr = kad.nla_tracks.new()
+        st = tr.strips.new(f"k{k}", 1 + 12 * k, kacts[k])
+        st.blend_type = blend
+        st.repeat = 1.0 + 0.5 * k
+        st.extrapolation = "HOLD" if k == 0 else "HOLD_FORWARD"
+    fact = _assign(face, bpy.data.actions.new("FaceMove"), {("location", 2): [(1, 0.0), (30, 2.0)],
+                                                              ("rotation_euler", 0): [(1, 0.0), (30, 1.0)]})
+    face.animation_data.action = fact
+    return scene
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("blend", nargs="?")
+    ap.add_argument("--generated", action="store_true")
+    args = ap.parse_args(argv)
+    from tools import _bootstrap
+
+    _bootstrap.load(register=False)
+    import bpy
+
+    if args.blend:
+        bpy.ops.wm.open_mainfile(filepath=args.blend)
+        return run(bpy.context.scene)
+    rc = 0
+    for seed in (0, 1):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        scene = build_nla_scene(seed)
+        print(f"generated scene {seed}:")
+        rc |= run(scene)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
