@@ -67,7 +67,8 @@ TOLERANCE = 1e-4
 NORMAL_TOLERANCE = 0.5         # median 1 - cos(angle): 60 degrees = inverted/unskinned/unmorphed normals
 MAX_FRAMES = 250
 BETWEEN_FRAMES = 4             # baked clips: frames (spread over the clip) checked between frames ...
-BETWEEN_SUBFRAMES = (0.25, 0.5, 0.75)   # ... at these fractions past each (pass/fail: BETWEEN_TOLERANCE)
+BETWEEN_SUBFRAMES = (0.25, 0.5, 0.75, 0.3, 0.62)   # ... at these fractions past each (pass/fail: BETWEEN_TOLERANCE;
+#                                                 0.3 and 0.62 lie off the adaptive bake's 1/2**k samples)
 BETWEEN_TOLERANCE = 1e-3       # baked clips between frames: the adaptive bake's target (issue 22)
 FRACTION_FRAMES = 4            # plain clips: frames (spread over the clip) checked between frames ...
 FRACTION_SUBFRAMES = (0.25, 0.5, 0.75)   # ... at these fractions past each (part of the pass/fail)

@@ -2,7 +2,8 @@
 (``bake_tables``: translation lerp, rotation slerp, stretch lerp of each bone's parent-relative
 matrix) is not within ``TOLERANCE`` of Blender's evaluation half-way, a sub-frame sample is
 added, down to 1 / 2**MAX_DEPTH of a frame (IK flips and stepped keys: the jump lands where
-Blender has it, within that).  Which mid-points are checked against Blender: those where a cubic
+Blender has it, within that), at most BUDGET mid-point evaluations per sample (the worst first;
+what is left unrefined counts in the error the bake reports).  Which mid-points are checked against Blender: those where a cubic
 through the neighbouring samples disagrees with the interpolation (``estimate``), and every
 ``AUDIT``-th interval regardless.  The error is measured on every bone's head and tail in
 armature space, relative to the rig's rest extent.  numpy only (the caller evaluates Blender).
@@ -14,8 +15,9 @@ import numpy as np
 from .bake_tables import chain, compose, decompose, slerp
 
 TOLERANCE = 5e-4     # of the rig's size, half the preview's 1e-3 (skinning blends several bones)
-MAX_DEPTH = 3        # sub-frame samples down to 1/8 of a frame
+MAX_DEPTH = 6        # sub-frame samples down to 1/64 of a frame (a kink: IK reaching full stretch)
 AUDIT = 8            # every AUDIT-th interval's mid-point is measured even where the estimate is low
+BUDGET = 16.0        # at most this many mid-point evaluations per sample of the plain bake (bake time)
 
 
 def locals_of(pose: np.ndarray, parents: np.ndarray) -> np.ndarray:
@@ -36,9 +38,11 @@ def midpoints(pose_a: np.ndarray, pose_b: np.ndarray, parents: np.ndarray, plan)
 
 
 def points(pose: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """(...,B,2,3) head and tail of every bone."""
-    head = pose[..., :3, 3]
-    tail = head + pose[..., :3, 1] * lengths[:, None]
+    """(...,B',2,3) head and tail of every bone with a length (not NaN: the deform bones)."""
+    use = np.flatnonzero(np.isfinite(lengths))
+    sub = pose[..., use, :, :]
+    head = sub[..., :3, 3]
+    tail = head + sub[..., :3, 1] * lengths[use, None]
     return np.stack([head, tail], axis=-2)
 
 
@@ -66,8 +70,13 @@ def rig_extent(armature) -> tuple:
     tail = np.empty(n * 3, np.float32)
     bones.foreach_get("head_local", head)
     bones.foreach_get("tail_local", tail)
-    pts = np.concatenate([head.reshape(n, 3), tail.reshape(n, 3)]).astype(np.float64)
-    size = float(np.linalg.norm(pts.max(0) - pts.min(0))) if n else 1.0
+    # only deform bones move the meshes (controls and mechanism bones need no sub-frame sample
+    # of their own): the others get no points (NaN, ignored); all when none deforms
+    deform = {b.name for b in bones if b.use_deform} or {b.name for b in bones}
+    sel = np.array([b.name in deform for b in bones], bool)
+    pts = np.concatenate([head.reshape(n, 3)[sel], tail.reshape(n, 3)[sel]]).astype(np.float64)
+    size = float(np.linalg.norm(pts.max(0) - pts.min(0))) if pts.size else 1.0
     by_name = {b.name: float(b.length) for b in bones}
-    lengths = np.array([by_name.get(pb.name, 0.0) for pb in armature.pose.bones], np.float64)
+    lengths = np.array([by_name.get(pb.name, 0.0) if pb.name in deform else np.nan
+                        for pb in armature.pose.bones], np.float64)
     return lengths, max(size, 1e-6)

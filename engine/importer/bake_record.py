@@ -294,20 +294,28 @@ def _refine(ev, scene, samples: dict, parents, plan, lengths, size: float):
     est = _adaptive.estimate(pose, mids, lengths, size)
     k = np.arange(est.size)
     pick = np.flatnonzero((est > 0.5 * _adaptive.TOLERANCE) | (k % _adaptive.AUDIT == _adaptive.AUDIT // 2))
-    todo = [(order[i], order[i + 1], mids[i]) for i in pick.tolist()]
+    todo = [(order[i], order[i + 1], mids[i], float(est[i])) for i in pick.tolist()]
     del pose, mids
     added = checked = 0
     residual = 0.0
+    budget = int(math.ceil(_adaptive.BUDGET * len(order)))
     for depth in range(_adaptive.MAX_DEPTH):
         if not todo:
             break
-        at = [0.5 * (a + b) for a, b, _m in todo]
+        if checked + len(todo) > budget:          # the worst intervals first, the rest unrefined
+            todo.sort(key=lambda x: -x[3])
+            keep = max(budget - checked, 0)
+            residual = max([residual] + [x[3] for x in todo[keep:]])
+            todo = todo[:keep]
+            if not todo:
+                break
+        at = [0.5 * (a + b) for a, b, _m, _e in todo]
         got = ev.run(scene, at)
         truth = np.stack([got[float(m)][0] for m in at])
-        err = _adaptive.error(np.stack([m for _a, _b, m in todo]), truth, lengths, size)
+        err = _adaptive.error(np.stack([m for _a, _b, m, _e in todo]), truth, lengths, size)
         checked += len(at)
         nxt = []
-        for (a, b, _m), m, e in zip(todo, at, err.tolist()):     # per failing interval (few)
+        for (a, b, _m, _e), m, e in zip(todo, at, err.tolist()):     # per failing interval (few)
             if e <= _adaptive.TOLERANCE:
                 residual = max(residual, e)
                 continue
@@ -316,12 +324,12 @@ def _refine(ev, scene, samples: dict, parents, plan, lengths, size: float):
             if depth + 1 == _adaptive.MAX_DEPTH:
                 residual = max(residual, e)       # a jump Blender makes within 1/2**depth frame
                 continue
-            nxt.append((a, m))
-            nxt.append((m, b))
+            nxt.append((a, m, e))
+            nxt.append((m, b, e))
         if nxt:
-            pa = np.stack([samples[a][0] for a, _b in nxt])
-            pb = np.stack([samples[b][0] for _a, b in nxt])
+            pa = np.stack([samples[a][0] for a, _b, _e in nxt])
+            pb = np.stack([samples[b][0] for _a, b, _e in nxt])
             mm = _adaptive.midpoints(pa, pb, parents, plan)
-            nxt = [(a, b, mm[j]) for j, (a, b) in enumerate(nxt)]
+            nxt = [(a, b, mm[j], e) for j, (a, b, e) in enumerate(nxt)]
         todo = nxt
     return added, checked, residual
