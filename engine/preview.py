@@ -55,6 +55,9 @@ class PreviewState:
     rendering: bool = False                   # a render of this scene runs (render_init .. complete)
     armature_ref: tuple = ()                  # (name, session_uid) of the armature (preview_follow)
     action_ref: tuple = ()                    # (name, session_uid) of the clip's action (preview_follow)
+    scene_mode: bool = False                  # Scene: every animated object plays (engine/preview_scene.py)
+    scene_frame: float = 0.0                  # Scene: the scene time shown (frames, fractional)
+    scene_notes: list = field(default_factory=list)   # Scene: what the playback does not evaluate
     _crowd_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
     _conflict_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
 

@@ -542,6 +542,10 @@ class StylizedSession:
 
             _follow.follow_after_sync(self, preview_state)    # a renamed armature or action is followed,
             # a deleted one stops
+        if preview_state is not None and preview_state.active and preview_state.scene_mode:
+            from . import preview_scene
+
+            return preview_scene.update(self, depsgraph, preview_state, dt)   # Scene: every animated object
         if preview_state is not None and preview_state.active:
             from . import preview as _preview
 

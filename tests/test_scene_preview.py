@@ -17,11 +17,10 @@ TESTDATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "test
 
 
 @pytest.fixture
-def nla_scene():
-    bpy.ops.wm.read_homefile(use_empty=True)
+def nla_scene(empty_scene):
     scene = check_scene.build_nla_scene(0)
     yield scene
-    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
 
 
 def frames(scene):
@@ -30,8 +29,8 @@ def frames(scene):
 
 def test_generated_nla_scene_matches_the_timeline(nla_scene):
     anim = SceneAnimation(nla_scene)
-    # five characters, a mesh's object action and its shape keys' NLA
-    assert len(anim.ids) == 7
+    # five characters, a rig's bones, a mesh's object action and its shape keys' NLA
+    assert len(anim.ids) == 8
     used = {s.blend for a in anim.ids for t in a.stack.tracks for s in t.strips}
     assert used == set(nla.BLEND_TYPES.values())
     err, lines = check_scene.compare(nla_scene, anim, frames(nla_scene))
@@ -78,3 +77,24 @@ def test_check_deform_mode_scene_on_the_nla_test_file(capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "scene: ids=3 channels=9" in out
+
+
+def test_scene_preview_draws_what_the_timeline_draws(nla_scene, capsys):
+    """The viewport path: a Scene-mode preview state seeked to each time, the session's
+    update_frame (no depsgraph read by the playback), every drawn vertex read back and compared
+    with Blender's evaluated mesh after frame_set at the same time."""
+    rc = check_scene.run_deform(nla_scene, check_scene.scene_frames(nla_scene, (0.0, 0.5), step=4))
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "scene-deform: objects=7" in out
+    for name in ("Char0_0", "RigSkin_0", "Face"):
+        assert f"scene {name}: verts=" in out and "path=gpu" in out.split(f"scene {name}:")[1].split("\n")[0]
+
+
+def test_a_scene_preview_a_few_frames_late_fails_the_deform_check(nla_scene, monkeypatch, capsys):
+    from stylized_renderer.engine import nla_source
+
+    orig = nla_source.IdAnimation.evaluate
+    monkeypatch.setattr(nla_source.IdAnimation, "evaluate", lambda self, t: orig(self, t - 2.0))
+    rc = check_scene.run_deform(nla_scene, check_scene.scene_frames(nla_scene, (0.0,), step=6))
+    assert rc == 1, capsys.readouterr().out

@@ -93,6 +93,48 @@ def run(scene, frames=None, out=print) -> int:
     return 0 if m <= TOL else 1
 
 
+def run_deform(scene, frames=None, out=print) -> int:
+    """The preview's Scene playback as the viewport drives it (``StylizedSession.update_frame``
+    with a Scene-mode PreviewState seeked to each time, no depsgraph read by the playback) against
+    Blender's evaluated meshes after ``frame_set`` at the same time: every GPU-drawn vertex, read
+    back through check_deform's readback, within 1e-4 of the object's size."""
+    import bpy
+
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.preview import PreviewState
+    from tools import check_deform as cd
+
+    scene.render.engine = "STYLIZED"
+    checker = cd.Checker()
+    state = PreviewState(active=True, scene_mode=True)
+    frames = frames if frames is not None else scene_frames(scene)
+    for f, sub in frames:
+        scene.frame_set(f, subframe=sub)
+        dg = bpy.context.evaluated_depsgraph_get()
+        state.push("scene_seek", f + sub)
+        state.push("pause")
+
+        def task():
+            s = checker.session
+            s._ensure_gpu()
+            s._ensure_runtime(dg)
+            if not s.update_frame(dg, state):
+                raise RuntimeError(f"Scene preview update failed: {s.update_error or s.runtime.last_failure()}")
+            checker._compare("scene", dg)
+
+        gpu_util.run_in_gpu_context(task)
+    worst = 0.0
+    for (name, _m), r in sorted(checker.results.items()):
+        if r["path"] == "gpu":
+            worst = max(worst, r["err"])
+        out(f"  scene {name}: verts={r['verts']} max_rel_error={r['err']:.3e} path={r['path']}")
+    for n in state.scene_notes:
+        out(f"  note: {n}")
+    checker.session.free()
+    out(f"scene-deform: objects={len(checker.results)} frames={len(frames)} max_rel_error={worst:.3e}")
+    return 0 if worst <= TOL else 1
+
+
 # ------------------------------------------------------------------ generated scenes
 def _assign(idb, act, curves, interp="BEZIER"):
     """Key ``curves`` into ``act`` through ``idb`` (so the action gets ``idb``'s slot), then
@@ -136,24 +178,46 @@ def build_nla_scene(seed: int = 0):
     objs = []
     blends = ["REPLACE", "COMBINE", "ADD", "SUBTRACT", "MULTIPLY"]
     modes = ["QUATERNION", "AXIS_ANGLE", "XYZ"]
+    from tools import scenes
+
+    cube_v = [(x, y, z) for x in (-0.3, 0.3) for y in (-0.3, 0.3) for z in (0.0, 0.6)]
+    cube_f = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
     for c in range(5):
-        ob = bpy.data.objects.new(f"Char{c}_{seed}", None)
-        scene.collection.objects.link(ob)
+        ob = scenes.make_mesh(f"Char{c}_{seed}", cube_v, cube_f, scene=scene)
         ob.rotation_mode = modes[c % 3]
         objs.append(ob)
+    # a rig: pose bones in each rotation mode, one per character track layout below
+    specs = [(f"B{i}", None if i == 0 else f"B{i - 1}", (0, 0, i * 0.5), (0, 0, (i + 1) * 0.5)) for i in range(3)]
+    rig = scenes.make_armature(f"Rig_{seed}", specs, scene=scene, location=(3, 0, 0))
+    verts, quads, _uv = scenes.grid(3, 7, size=(0.4, 1.5), origin=(-0.2, 0.0, 0.0))
+    skin = scenes.make_mesh(f"RigSkin_{seed}", verts, quads, scene=scene)
+    z = np.asarray(verts)[:, 2]
+    weights = {}
+    for i in range(3):
+        w = np.clip(1.0 - np.abs(z - (i + 0.5) * 0.5) / 0.5, 0.0, 1.0)
+        sel = np.flatnonzero(w > 0)
+        weights[f"B{i}"] = (sel, w[sel])
+    scenes.skin_to(skin, rig, weights)
+    skin.location = (3, 0, 0)
+    for i, pb in enumerate(rig.pose.bones):
+        pb.rotation_mode = modes[i % 3]
+    objs.append(rig)
     rot = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4),
            "XYZ": ("rotation_euler", 3)}
     for c, ob in enumerate(objs):
-        rp, rn = rot[ob.rotation_mode]
+        owners = ([(f'pose.bones["{pb.name}"].', pb.rotation_mode) for pb in ob.pose.bones]
+                  if ob.type == "ARMATURE" else [("", ob.rotation_mode)])
 
         def curves(lo, hi):
             d = {}
-            for i in range(3):
-                d[("location", i)] = [(lo, float(rng.uniform(-1, 1))), (0.5 * (lo + hi), float(rng.uniform(-1, 1))),
-                                      (hi, float(rng.uniform(-1, 1)))]
-                d[("scale", i)] = [(lo, float(rng.uniform(0.5, 1.5))), (hi, float(rng.uniform(0.5, 1.5)))]
-            for i in range(rn):
-                d[(rp, i)] = [(lo, float(rng.uniform(-1, 1))), (hi, float(rng.uniform(-1, 1)))]
+            for pre, mode in owners:
+                rp, rn = rot[mode]
+                for i in range(3):
+                    d[(pre + "location", i)] = [(lo, float(rng.uniform(-1, 1))), (0.5 * (lo + hi), float(rng.uniform(-1, 1))),
+                                                (hi, float(rng.uniform(-1, 1)))]
+                    d[(pre + "scale", i)] = [(lo, float(rng.uniform(0.5, 1.5))), (hi, float(rng.uniform(0.5, 1.5)))]
+                for i in range(rn):
+                    d[(pre + rp, i)] = [(lo, float(rng.uniform(-1, 1))), (hi, float(rng.uniform(-1, 1)))]
             return d
 
         acts = [_assign(ob, bpy.data.actions.new(f"{ob.name}_A{k}"), curves(1.0, 11.0 + 2 * k)) for k in range(4)]
@@ -173,7 +237,7 @@ def build_nla_scene(seed: int = 0):
         # track 1: the character's blend type, animated influence
         t1 = ad.nla_tracks.new()
         s3 = t1.strips.new("c", 8, acts[2])
-        s3.blend_type = blends[c % 5]
+        s3.blend_type = blends[c % 5] if ob.type != "ARMATURE" else "COMBINE"
         s3.extrapolation = "HOLD"
         s3.use_animated_influence = True
         s3.influence = 0.2
@@ -192,7 +256,7 @@ def build_nla_scene(seed: int = 0):
         s4.strip_time = 16.0
         s4.keyframe_insert("strip_time", frame=40)
         t2.mute = c == 3
-        t1.is_solo = c == 4
+        t1.is_solo = c == 4 and ob.type != "ARMATURE"
         ad.action = active
         ad.action_blend_type = blends[(c + 1) % 5]
         ad.action_influence = 0.6
@@ -203,9 +267,11 @@ def build_nla_scene(seed: int = 0):
     face = bpy.data.objects.new("Face", me)
     scene.collection.objects.link(face)
     face.shape_key_add(name="Basis")
-    for n in ("Smile", "Blink"):
+    for j, n in enumerate(("Smile", "Blink")):
         k = face.shape_key_add(name=n)
         k.slider_max = 0.9
+        for i, p in enumerate(k.data):
+            p.co = (p.co[0] + 0.3 * (i == j), p.co[1], p.co[2] + 0.5 * (i == 2 - j))
     key = me.shape_keys
     kacts = [_assign(key, bpy.data.actions.new(f"KA{k}"), {
         ('key_blocks["Smile"].value', 0): [(1, 0.1 * k), (10, 0.5 + 0.1 * k)],

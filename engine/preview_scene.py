@@ -1,0 +1,189 @@
+"""The preview's *Scene* playback: every animated object of the scene plays from the current frame
+at the scene's rate, range and loop, as timeline playback would, without evaluating Blender's
+depsgraph.  Read once when Scene playback starts (``ScenePlayback``, kept by the session): each
+Object's and shape-key datablock's active action and NLA stack (``nla_source``); per frame the
+stacks are evaluated (``animation.nla``), their object / pose-bone channels become the nodes' local
+TRS through the importer's curve binding (``CurveBindingAsset``: rotation modes, delta transforms,
+connected bones, as a plain clip plays them) and the shape-key channels the meshes' morph weights;
+the runtime then updates as on a timeline frame (palettes, morphs), after the mixer step W2d's
+spring bones hook into (``SceneRuntime.update_timeline``).
+
+Not evaluated here (the panel says so through ``notes``): constraints, IK and drivers (Blender's
+bake is not wired into Scene playback yet), VRM expression previews, meta / transition strips.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .animation.curve_clip import CurveTracks
+from .assets.curves import FCurveSetAsset
+from .importer import actions as _actions
+from .importer.curve_read import build_binding
+from .importer.nodes import bone_target, object_target
+from .nla_source import SceneAnimation
+
+
+def _constant_curves(values: np.ndarray) -> FCurveSetAsset:
+    """One constant curve per channel at its default value (the binding's curve set: the frame
+    passes the NLA's values, these are what an evaluation without them would give)."""
+    n = values.shape[0]
+    co = np.stack([np.zeros(n), values], axis=1)
+    z = np.zeros(n)
+    return FCurveSetAsset(counts=np.ones(n, np.int64), co=co, handle_left=co.copy(), handle_right=co.copy(),
+                          interpolation=np.ones(n, np.int64), easing=np.zeros(n, np.int64), back=z, amplitude=z,
+                          period=z, extrapolation=np.zeros(n, np.int64), has_cycles=np.zeros(n, bool),
+                          cycles=np.zeros((n, 4), np.int64))
+
+
+class ScenePlayback:
+    """What Scene playback evaluates per frame for one runtime (one SceneAsset)."""
+
+    def __init__(self, scene, scene_asset, runtime):
+        import bpy
+
+        self.runtime = runtime
+        self.anim = SceneAnimation(scene)
+        self.notes: List[str] = [n for a in self.anim.ids for n in a.notes]
+        index = {(nd.object_name, nd.bone_name): i for i, nd in enumerate(scene_asset.nodes)}
+        offsets = np.cumsum([0] + [len(a.keys) for a in self.anim.ids])
+        self._offsets = offsets
+        work = []
+        tokens: Dict[int, int] = {}
+        keep = []
+        self._morphs = []     # (node, base weights, positions in the node's keys, global channels)
+        for a, off in zip(self.anim.ids, offsets[:-1]):
+            idb = a.id
+            if idb.bl_rna.identifier == "Key":
+                self._bind_key(bpy, idb, a, int(off), index)
+                continue
+            node = index.get((idb.name, None))
+            if node is None:
+                continue
+            obj_curves, bone_curves = {}, {}
+            for j, (path, comp) in enumerate(a.keys):
+                tok = object()
+                keep.append(tok)
+                tokens[id(tok)] = int(off) + j
+                mb = _actions.RE_BONE.match(path)
+                if mb:
+                    bone_curves.setdefault(_actions._unescape(mb.group(1)), {})[(mb.group(2), comp)] = tok
+                elif _actions.RE_OBJ.match(path):
+                    obj_curves[(path, comp)] = tok
+            if obj_curves:
+                tgt = object_target(idb, node)
+                work.append((tgt, _actions._used_curves(tgt, obj_curves)))
+            pose = getattr(idb, "pose", None)
+            for bname, cs in bone_curves.items():
+                bnode = index.get((idb.name, bname))
+                if bnode is None or pose is None:
+                    continue
+                tgt = bone_target(pose.bones.get(bname), bnode)
+                work.append((tgt, _actions._used_curves(tgt, cs)))
+        defaults = np.concatenate([a.current for a in self.anim.ids]) if self.anim.ids else np.zeros(0)
+        binding = build_binding(_constant_curves(defaults), work, tokens)
+        self._tracks = CurveTracks(binding, 0.0, 1.0)
+        b = binding
+        self._nodes = np.unique(np.concatenate([b.t_nodes, b.r_nodes, b.s_nodes]))
+        self._rows = tuple(np.searchsorted(self._nodes, n) for n in (b.t_nodes, b.r_nodes, b.s_nodes))
+        self._values = defaults.copy()
+
+    def _bind_key(self, bpy, key, a, off: int, index) -> None:
+        users = [ob for ob in bpy.data.objects
+                 if getattr(getattr(ob, "data", None), "shape_keys", None) == key]
+        for ob in users:
+            node = index.get((ob.name, None))
+            if node is None:
+                continue
+            names = self.runtime.morph_key_names(node)
+            if not names:
+                continue
+            pos = {n: i for i, n in enumerate(names)}
+            base = np.array([float(key.key_blocks[n].value) if n in key.key_blocks else 0.0 for n in names])
+            slots, chans = [], []
+            for j, (path, _comp) in enumerate(a.keys):
+                m = _actions.RE_KEY.match(path)
+                if m and _actions._unescape(m.group(1)) in pos:
+                    slots.append(pos[_actions._unescape(m.group(1))])
+                    chans.append(off + j)
+            if slots:
+                self._morphs.append((node, base, np.array(slots, np.int64), np.array(chans, np.int64)))
+
+    def evaluate(self, frame: float):
+        """Every channel's value at scene time ``frame``."""
+        vals = self._values
+        for a, off, (v, _written) in zip(self.anim.ids, self._offsets[:-1], (a.evaluate(frame) for a in self.anim.ids)):
+            vals[off:off + v.shape[0]] = v
+        return vals
+
+    def apply(self, frame: float) -> bool:
+        """The scene at ``frame`` into the runtime: node TRS, morph weights, then the frame's
+        update (palettes, morph streams)."""
+        rt = self.runtime
+        vals = self.evaluate(frame)
+        ok = True
+        if self._nodes.size:
+            tv, qv, sv = self._tracks.sample(0.0, values=vals)
+            t, q, s = rt.pose.local_trs(self._nodes)
+            tr, rr, sr = self._rows
+            if tv is not None:
+                t[tr] = tv
+            if qv is not None:
+                q[rr] = qv
+            if sv is not None:
+                s[sr] = sv
+            ok = rt.pose.set_local_trs(self._nodes, t, q, s)
+        weights = {}
+        for node, base, slots, chans in self._morphs:
+            w = base.copy()
+            w[slots] = vals[chans]
+            weights[node] = w
+        return rt.update_timeline(None, None, weights) and ok
+
+
+def scene_clock(scene):
+    """(fps, first frame, last frame) of the scene's playback."""
+    fps = float(scene.render.fps) / float(scene.render.fps_base or 1.0)
+    return fps, float(scene.frame_start), float(scene.frame_end)
+
+
+def advance(frame: float, dt: float, fps: float, start: float, end: float, loop: bool):
+    """(frame after ``dt`` seconds, still playing) as timeline playback moves: at the scene's rate,
+    continuously (no frame snapping), wrapping from the last frame to the first (loop) or stopping
+    on the last."""
+    f = frame + dt * fps
+    if f <= end or end <= start:
+        return f, True
+    if not loop:
+        return end, False
+    return start + math.fmod(f - start, end - start), True
+
+
+def update(session, depsgraph, state, dt: float) -> bool:
+    """One preview frame in Scene mode (``StylizedSession.update_frame``): commands, the clock,
+    then the scene at the shown frame.  The playback data lives on the session."""
+    import bpy
+
+    scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
+    pb: Optional[ScenePlayback] = getattr(session, "_scene_playback", None)
+    if pb is None or pb.runtime is not session.runtime:
+        pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime)
+        state.scene_notes = list(pb.notes)
+    fps, start, end = scene_clock(scene)
+    for cmd in state.commands:
+        if cmd[0] == "scene_seek":
+            state.scene_frame = float(cmd[1])
+        elif cmd[0] == "play":
+            state.playing = True
+            dt = 0.0           # play starts from the shown frame
+        elif cmd[0] == "pause":
+            state.playing = False
+    state.commands.clear()
+    if state.playing:
+        state.scene_frame, state.playing = advance(state.scene_frame, dt * state.speed, fps, start, end,
+                                                   state.looping)
+    ok = pb.apply(state.scene_frame)
+    state.last_palette_uploads = session.runtime.palette_set.last_upload_count
+    return ok
