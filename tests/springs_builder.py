@@ -127,3 +127,29 @@ def add_shake_action(arm, frames=48, yaw_deg=40.0):
         hp.keyframe_insert("location", frame=f)
     arm.animation_data.action.name = "Shake"
     return arm.animation_data.action
+
+
+def add_bone_boxes(arm, size=0.035):
+    """One mesh object: a small box at the middle of every bone, weighted fully to that bone."""
+    import bmesh
+
+    me = bpy.data.meshes.new(arm.name + "_boxes")
+    ob = bpy.data.objects.new(arm.name + "_boxes", me)
+    bpy.context.scene.collection.objects.link(ob)
+    bm = bmesh.new()
+    groups = []
+    for b in arm.data.bones:
+        c = (b.head_local + b.tail_local) * 0.5
+        res = bmesh.ops.create_cube(bm, size=size)
+        for v in res["verts"]:
+            v.co += c
+        groups.append((b.name, [v.index for v in res["verts"]] if False else res["verts"]))
+    bm.verts.index_update()
+    idx = [(name, [v.index for v in vs]) for name, vs in groups]
+    bm.to_mesh(me)
+    bm.free()
+    for name, vs in idx:
+        ob.vertex_groups.new(name=name).add(vs, 1.0, "REPLACE")
+    ob.parent = arm
+    ob.modifiers.new("Armature", "ARMATURE").object = arm
+    return ob

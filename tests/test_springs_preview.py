@@ -63,6 +63,12 @@ def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_pa
     swing = np.linalg.norm(path - path[0], axis=1).max()
     assert swing > 0.05, swing                               # the tip moves relative to the head
 
+    st.push("pause")
+    view.update(st, 0.0)
+    st.push("seek", 0.0)                                     # a seek resets the simulation: rest again
+    rt = view.update(st, 0.0)
+    assert np.allclose(_tip_in_head(rt, view.session.scene_asset), path[0], atol=1e-6)
+
     arm.stylized_spring_bones = False
     st.push("stop")
     view.update(st, 0.0)

@@ -521,6 +521,9 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
 
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
+    for ob in bpy.data.objects:       # spring bones (engine/springs) are ours: Blender's pose has none
+        if getattr(ob, "stylized_spring_bones", False):
+            ob.stylized_spring_bones = False
     checker = Checker(morph)
     frames = parse_frames(frames_spec, scene)
     total_frames = 0

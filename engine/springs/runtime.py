@@ -38,14 +38,19 @@ class SpringsRuntime:
         self._time = None
         self.last_ms = 0.0
         self.steps_total = 0
+        self._sample_count = -1
+        self.timeline = None              # timeline.TimelineSprings: the F12 / timeline pre-roll
 
     @property
     def joint_count(self) -> int:
         return self.rig.joint_count
 
     def reset(self) -> None:
+        """Seek, clip change, Stop: a new simulation; the joints go back to their rest rotation."""
         self.state.reset()
-        self.rotations = None
+        if self.rotations is not None:
+            self.rotations = np.zeros_like(self.rotations)
+            self.rotations[:, 0] = 1.0
         self.acc = 0.0
 
     def _discontinuous(self, player, delta_time: float) -> bool:
@@ -80,7 +85,9 @@ class SpringsRuntime:
             _, self.rotations = core.pose_rotations(self.rig, core.step(self.rig, self.state, world, STEP))
         self.steps_total += n
         ok = True
-        if self.rotations is not None and len(self.nodes):
+        sampled = player.sample_count != self._sample_count      # the mixer rewrote the pose
+        self._sample_count = player.sample_count
+        if self.rotations is not None and len(self.nodes) and (n or sampled):
             t, _, s = pose.local_trs(self.nodes)
             ok = pose.set_local_trs(self.nodes, t, self.rotations, s) and pose.update_world_matrices()
         self.last_ms = (time.perf_counter() - t0) * 1000.0
@@ -123,19 +130,35 @@ def toggles(scene_asset) -> tuple:
     return tuple(out)
 
 
-def after_mixer(runtime, delta_time: float) -> bool:
-    """The hook of SceneRuntime.update: springs after the mixer, before the palettes."""
+def ensure(runtime) -> SpringsRuntime:
+    """The runtime's SpringsRuntime, built on first use and again when a toggle changed."""
     sr = getattr(runtime, "springs", None)
-    if sr is None or (sr.key and sr.key != toggles(runtime.scene)):   # first frame / a toggle changed
+    if sr is None or (sr.key and sr.key != toggles(runtime.scene)):
         try:
             sr = build(runtime.scene)
         except Exception as ex:           # bad data: reported, the preview plays without springs
             sr = SpringsRuntime(core.SpringRig([]), [f"spring bones: {ex}"])
             runtime.last_error = f"spring bones: {ex}"
         runtime.springs = sr
+    return sr
+
+
+def after_mixer(runtime, delta_time: float) -> bool:
+    """The hook of SceneRuntime.update: springs after the mixer, before the palettes."""
+    sr = ensure(runtime)
     if not sr.rig.chain_count:
         return True
     return sr.update(runtime.player, runtime.pose, delta_time)
+
+
+def after_timeline(runtime) -> bool:
+    """The hook of SceneRuntime.update_timeline (engine/springs/timeline.py)."""
+    from ..vrm_expressions import addon_registered
+    from .timeline import after_timeline as run
+
+    if addon_registered():            # Blender's evaluated pose already holds the add-on's result
+        return True
+    return run(runtime, ensure(runtime))
 
 
 def register() -> None:

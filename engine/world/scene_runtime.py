@@ -374,6 +374,7 @@ class SceneRuntime:
             ok = self.pose.set_local_matrices(nodes, local_matrices)
         if self.pose.is_dirty:
             ok = self.pose.update_world_matrices() and ok
+        ok = springs_runtime.after_timeline(self) and ok     # spring bones without the VRM Add-on
         if morph_weights:
             for node, vals in morph_weights.items():
                 if not self.set_node_morph_weights(node, vals):
