@@ -168,7 +168,8 @@ def update(session, depsgraph, state, dt: float) -> bool:
 
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
     pb: Optional[ScenePlayback] = getattr(session, "_scene_playback", None)
-    if pb is None or pb.runtime is not session.runtime:
+    reload = ("scene_reload",) in state.commands
+    if pb is None or pb.runtime is not session.runtime or reload:
         pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime)
         state.scene_notes = list(pb.notes)
     fps, start, end = scene_clock(scene)

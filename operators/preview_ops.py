@@ -286,6 +286,7 @@ class STYLIZED_OT_preview_play(_PreviewOp, bpy.types.Operator):
             return {"CANCELLED"}
         if not ensure_bake(context, st, self.report):
             return {"CANCELLED"}
+        st.scene_mode = False            # a clip: Scene playback ends
         st.push("play")
         if not st.looping and st.duration > 0.0 and st.time >= st.duration:
             st.time = 0.0
@@ -325,6 +326,7 @@ class STYLIZED_OT_preview_stop(_PreviewOp, bpy.types.Operator):
         st, _ = got
         if not ensure_bake(context, st, self.report):
             return {"CANCELLED"}
+        st.scene_mode = False
         st.push("stop")
         st.playing = False
         st.time = 0.0
@@ -355,8 +357,59 @@ class STYLIZED_OT_preview_seek(_PreviewOp, bpy.types.Operator):
         return {"FINISHED"}
 
 
+class STYLIZED_OT_preview_scene(bpy.types.Operator):
+    bl_idname = "stylized.preview_scene"
+    bl_label = "Scene"
+    bl_description = ("Play / pause / stop every animated object of the scene in the viewport preview, from the "
+                      "current frame at the scene's rate, range and loop, as timeline playback would (the timeline "
+                      "does not move and Blender's depsgraph is not evaluated)")
+    bl_options = {"REGISTER"}
+
+    action: EnumProperty(
+        name="Action", default="PLAY", options={"SKIP_SAVE"},
+        items=(("PLAY", "Play", "Play the scene from the shown frame (the current frame when it starts)"),
+               ("PAUSE", "Pause", "Pause the scene playback at the shown frame"),
+               ("STOP", "Stop", "Stop the scene playback: the viewport shows the timeline again")),
+        description="What to do with the scene playback")
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None
+
+    def execute(self, context):
+        scene = context.scene
+        st = preview.get_state(scene, getattr(context, "active_object", None))
+        if self.action == "PLAY":
+            if not (st.active and st.scene_mode):
+                st.scene_frame = float(scene.frame_current) + float(scene.frame_subframe)
+                st.commands.clear()
+                st.push("scene_reload")        # the scene's animation is read again
+            st.scene_mode = True
+            st.looping = bool(scene.stylized_preview.loop)
+            st.push("play")
+            st.playing = True
+            st.active = True
+            preview.ensure_timer()
+            self.report({"INFO"}, f"Playing the scene from frame {st.scene_frame:.2f}")
+        elif self.action == "PAUSE":
+            if not (st.active and st.scene_mode):
+                self.report({"WARNING"}, "The scene is not playing in the preview")
+                return {"CANCELLED"}
+            st.push("pause")
+            st.playing = False
+            self.report({"INFO"}, f"Scene paused at frame {st.scene_frame:.2f}")
+        else:
+            st.scene_mode = False
+            st.playing = False
+            st.active = False
+            st.commands.clear()
+            self.report({"INFO"}, "Scene playback stopped: the viewport shows the timeline")
+        _redraw()
+        return {"FINISHED"}
+
+
 classes = (StylizedPreviewProps, STYLIZED_OT_preview_play, STYLIZED_OT_preview_pause,
-           STYLIZED_OT_preview_stop, STYLIZED_OT_preview_seek)
+           STYLIZED_OT_preview_stop, STYLIZED_OT_preview_seek, STYLIZED_OT_preview_scene)
 
 
 def register():

@@ -344,7 +344,30 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
                 col.label(text=msg)
 
 
-classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_expressions, STYLIZED_PT_viewport_stats)
+class STYLIZED_PT_viewport_scene(_SidebarBase, bpy.types.Panel):
+    """Animation > Scene: every animated object of the scene plays as the timeline would
+    (engine/preview_scene.py), next to the single clips above."""
+    bl_label = "Scene"
+    bl_idname = "STYLIZED_PT_viewport_scene"
+    bl_parent_id = "STYLIZED_PT_viewport_animation"
+
+    @_timed
+    def draw(self, context):
+        layout = self.layout
+        st = preview.peek_state(context.scene)
+        row = layout.row(align=True)
+        for action, icon in (("PLAY", "PLAY"), ("PAUSE", "PAUSE"), ("STOP", "SNAP_FACE")):
+            row.operator("stylized.preview_scene", text=action.title(), icon=icon).action = action
+        if st is not None and st.active and st.scene_mode:
+            layout.label(text=f"Scene {'playing' if st.playing else 'paused'} at frame {st.scene_frame:.2f}")
+            for note in st.scene_notes[:4]:
+                layout.label(text=note, icon="INFO")
+        else:
+            layout.label(text="Every animated object from the current frame, as the timeline plays it")
+
+
+classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_scene, STYLIZED_PT_viewport_expressions,
+           STYLIZED_PT_viewport_stats)
 
 
 def register():

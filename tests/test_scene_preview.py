@@ -98,3 +98,43 @@ def test_a_scene_preview_a_few_frames_late_fails_the_deform_check(nla_scene, mon
     monkeypatch.setattr(nla_source.IdAnimation, "evaluate", lambda self, t: orig(self, t - 2.0))
     rc = check_scene.run_deform(nla_scene, check_scene.scene_frames(nla_scene, (0.0,), step=6))
     assert rc == 1, capsys.readouterr().out
+
+
+def test_scene_operator_and_panel_play_from_the_current_frame(nla_scene, capsys):
+    """Animation > Scene: Play starts at the current frame and the session draws the scene there
+    (as the timeline shows it), the clock advances at the scene's rate and wraps at the end,
+    Pause holds, Stop hands back to the timeline; the sub-panel offers the three actions."""
+    import test_viewport_ui as U
+    from stylized_renderer.engine import preview, preview_scene
+    from stylized_renderer.panels import viewport_panels as vp
+
+    preview.clear_states()
+    try:
+        nla_scene.frame_set(17)
+        assert bpy.ops.stylized.preview_scene(action="PLAY") == {"FINISHED"}
+        st = preview.get_state(nla_scene)
+        assert st.active and st.playing and st.scene_mode and st.scene_frame == 17.0
+        assert preview.timers_active()
+        lay = U.draw_panel(vp.STYLIZED_PT_viewport_scene, U.Ctx(nla_scene, None))
+        assert lay.operators() == ["stylized.preview_scene"] * 3
+        assert "Scene playing at frame 17.00" in lay.labels()
+        # the session's frame with the operator's state: what Blender shows at frame 17
+        assert bpy.ops.stylized.preview_scene(action="PAUSE") == {"FINISHED"}
+        rc = check_scene.run_deform(nla_scene, [(17, 0.0)], state=st)
+        assert rc == 0, capsys.readouterr().out
+        assert st.scene_frame == 17.0 and not st.playing and st.active and st.scene_mode
+        # a few frames later in the scene: the drawn pose is not the timeline's any more (the
+        # comparison above was the playback's, not Blender's read back)
+        st.push("scene_seek", 25.0)
+        assert check_scene.run_deform(nla_scene, [(17, 0.0)], state=st) == 1
+        # the clock: the scene's rate; past the last frame it wraps to the first (loop) or stops
+        fps, start, end = preview_scene.scene_clock(nla_scene)
+        assert preview_scene.advance(17.0, 0.5, fps, start, end, True) == (17.0 + 0.5 * fps, True)
+        assert preview_scene.advance(end - 1.0, 3.0 / fps, fps, start, end, True) == (start + 2.0, True)
+        assert preview_scene.advance(end - 1.0, 3.0 / fps, fps, start, end, False) == (end, False)
+        assert bpy.ops.stylized.preview_scene(action="STOP") == {"FINISHED"}
+        assert not st.active and not st.scene_mode
+        assert bpy.ops.stylized.preview_scene(action="PAUSE") == {"CANCELLED"}
+    finally:
+        preview.stop_timer()
+        preview.clear_states()

@@ -93,26 +93,32 @@ def run(scene, frames=None, out=print) -> int:
     return 0 if m <= TOL else 1
 
 
-def run_deform(scene, frames=None, out=print) -> int:
+def run_deform(scene, frames=None, out=print, state=None) -> int:
     """The preview's Scene playback as the viewport drives it (``StylizedSession.update_frame``
     with a Scene-mode PreviewState seeked to each time, no depsgraph read by the playback) against
     Blender's evaluated meshes after ``frame_set`` at the same time: every GPU-drawn vertex, read
-    back through check_deform's readback, within 1e-4 of the object's size."""
+    back through check_deform's readback, within 1e-4 of the object's size.  ``state``: a
+    PreviewState the operators set up (its queued commands and frame are used as they are)."""
     import bpy
 
-    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine import gpu_util, preview
     from stylized_renderer.engine.preview import PreviewState
     from tools import check_deform as cd
 
     scene.render.engine = "STYLIZED"
     checker = cd.Checker()
-    state = PreviewState(active=True, scene_mode=True)
+    given = state is not None
+    state = state if given else PreviewState(active=True, scene_mode=True)
     frames = frames if frames is not None else scene_frames(scene)
     for f, sub in frames:
-        scene.frame_set(f, subframe=sub)
+        with preview.timeline_handback_suspended():     # the check's frame_set, not the user scrubbing
+            scene.frame_set(f, subframe=sub)
         dg = bpy.context.evaluated_depsgraph_get()
-        state.push("scene_seek", f + sub)
-        state.push("pause")
+        if not state.active or not state.scene_mode:
+            raise RuntimeError("the preview state is not in Scene mode: nothing to compare")
+        if not given:
+            state.push("scene_seek", f + sub)
+            state.push("pause")
 
         def task():
             s = checker.session
