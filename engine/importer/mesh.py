@@ -11,6 +11,7 @@ from typing import Optional
 import numpy as np
 
 from ..geometry import smooth_normals  # noqa: F401 (re-exported)
+from .morph import sorted_unique
 
 
 @dataclass
@@ -120,7 +121,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> Corne
     tri_mat = triangle_materials(mesh, nt)
 
     # Only corners used by triangles matter (loose edges/verts are not drawn).
-    used = np.unique(tri_loops.ravel()) if nt else np.zeros(0, np.int64)
+    used = sorted_unique(nl, tri_loops.ravel()) if nt else np.zeros(0, np.int64)
     cols = [loop_verts[used].astype(np.float64)[:, None], normals[used].astype(np.float64)]
     if uv is not None:
         cols.append(uv[used].astype(np.float64))

@@ -45,6 +45,11 @@ def unique_inverse(values: np.ndarray, size: int):
 
 def incident(ptr: np.ndarray, tri_ids: np.ndarray, verts: np.ndarray) -> np.ndarray:
     """Sorted unique triangles touching any of ``verts``."""
+    return sorted_unique(tri_ids.shape[0], gather(ptr, tri_ids, verts))
+
+
+def gather(ptr: np.ndarray, ids: np.ndarray, verts: np.ndarray) -> np.ndarray:
+    """``ids[ptr[v]:ptr[v + 1]]`` of every vertex in ``verts``, concatenated (CSR rows)."""
     if verts.size == 0:
         return np.zeros(0, np.int64)
     starts = ptr[verts]
@@ -53,7 +58,7 @@ def incident(ptr: np.ndarray, tri_ids: np.ndarray, verts: np.ndarray) -> np.ndar
     if total == 0:
         return np.zeros(0, np.int64)
     offs = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    return sorted_unique(tri_ids.shape[0], tri_ids[offs + np.arange(total)])
+    return ids[offs + np.arange(total)]
 
 
 def _accumulate(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
@@ -141,7 +146,7 @@ class NormalDeltaSolver:
         mv = np.flatnonzero(moved_v)
         if self.lv.size == 0 or mv.size == 0 or self.ngroups == 0:
             return empty
-        touched = incident(self.vptr, self.vloops, mv)   # loops of the moved vertices
+        touched = gather(self.vptr, self.vloops, mv)     # loops of the moved vertices
         polys = sorted_unique(self.ps.shape[0], self.lp[touched])
         counts = self.pt[polys]
         total = int(counts.sum())
