@@ -74,3 +74,26 @@ def test_setup_reads_the_same_without_the_addon(vrm_addon, tmp_path):
     springs, colliders = without
     assert len(springs) == 14 and [c[1] for c in colliders] == [0, 1, 1]     # sphere, two capsules
     assert colliders[1][4] == pytest.approx(0.08, abs=1e-5)
+
+
+@needs_godette
+def test_vrm0_secondary_animation_is_migrated_as_the_addon_does(ext):
+    """Without a spring_bone1 copy, the VRM 0.x bone groups give what the add-on's "Assign VRM 0.0
+    Spring Bones" wrote into Godette's file (same joints, parameters, colliders), add-on absent."""
+    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.springs import reader
+
+    assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
+    bpy.ops.wm.open_mainfile(filepath=str(GODETTE))
+    arm = bpy.data.objects["Armature"]
+    stored = _spec_summary(reader.read_character(arm, *reader.standalone_nodes(arm)))
+    sb = vx.extension_props(arm.data)["spring_bone1"]
+    sb["springs"] = []
+    sb["colliders"] = []
+    sb["collider_groups"] = []
+    assert reader.has_springs(arm)
+    migrated = _spec_summary(reader.read_character(arm, *reader.standalone_nodes(arm)))
+    strip = lambda springs: [s[1:] for s in springs]          # noqa: E731  (names carry a uuid)
+    assert strip(migrated[0]) == strip(stored[0]) and len(stored[0]) == 8
+    assert [c[:2] for c in migrated[1]] == [c[:2] for c in stored[1]]
+    assert np.allclose([c[2] + (c[4],) for c in migrated[1]], [c[2] + (c[4],) for c in stored[1]], atol=1e-4)

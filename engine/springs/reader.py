@@ -26,13 +26,93 @@ def spring_data(arm_obj):
     data = getattr(arm_obj, "data", None)
     ext = extension_props(data) if data is not None else None
     sb = _g(ext, "spring_bone1") if ext is not None else None
-    if sb is None or not len(_g(sb, "springs", [])):
+    if sb is None or not (len(_g(sb, "springs", [])) or len(_g(sb, "colliders", []))):
         return None
     return sb
 
 
+def vrm0_data(arm_obj):
+    """VRM 0.x ``secondary_animation`` with bone groups (used when there is no spring_bone1 copy)."""
+    data = getattr(arm_obj, "data", None)
+    ext = extension_props(data) if data is not None else None
+    sa = _g(_g(ext, "vrm0", {}), "secondary_animation") if ext is not None else None
+    if sa is None or not len(_g(sa, "bone_groups", [])):
+        return None
+    return sa
+
+
 def has_springs(arm_obj) -> bool:
-    return getattr(arm_obj, "type", "") == "ARMATURE" and spring_data(arm_obj) is not None
+    if getattr(arm_obj, "type", "") != "ARMATURE":
+        return False
+    sb = spring_data(arm_obj)
+    return bool(len(_g(sb, "springs", []))) if sb is not None else vrm0_data(arm_obj) is not None
+
+
+def _vrm0_springs(arm_obj, sa, by_uuid, node_of_bone):
+    """The add-on's "Assign VRM 0.0 Spring Bones" migration (spring_bone1/ops.py:1294-1411) as specs:
+    one sphere collider per VRM 0.x collider Empty (radius = display size x mean |scale|), one
+    spring per bone chain (root + first child repeatedly; other children start new chains)."""
+    from collections import deque
+
+    colliders, groups = [], {}
+    for grp in _g(sa, "collider_groups", []):
+        uuid = str(_g(grp, "uuid", ""))
+        if not uuid:
+            continue
+        bone = _bone_name(_g(grp, "node"), by_uuid)
+        ids = []
+        for c in _g(grp, "colliders", []):
+            ob = _g(c, "bpy_object")
+            if ob is None:
+                continue
+            if bone and arm_obj.pose.bones.get(bone) is not None:
+                ids.append(len(colliders))
+                radius = float(np.float32(ob.empty_display_size * np.abs(np.array(ob.scale)).mean()))
+                colliders.append(ColliderSpec(node=node_of_bone(bone), kind=SPHERE, radius=radius,
+                                              offset=tuple(_local(arm_obj, bone, ob.matrix_world)[:3, 3])))
+        groups[uuid] = ids
+    bones = arm_obj.data.bones
+    assigned, springs = set(), []
+    for bg in _g(sa, "bone_groups", []):
+        roots = []
+        for ref in _g(bg, "bones", []):
+            b = bones.get(_bone_name(ref, by_uuid) or "")
+            if b is None or b.name in assigned:
+                continue
+            t = b
+            while t is not None and t not in roots:
+                t = t.parent
+            if t is not None:
+                continue
+            kids = list(b.children)
+            while kids:
+                k = kids.pop()
+                if k in roots:
+                    roots.remove(k)
+                kids.extend(k.children)
+            roots.append(b)
+        chains, starts = [], deque(roots)
+        while starts:
+            b = starts.popleft()
+            chain, kids = [b.name], deque(b.children)
+            while kids:
+                first = kids.popleft()
+                chain.append(first.name)
+                starts.extend(kids)
+                kids = deque(first.children)
+            chains.append(chain)
+        assigned.update(n for c in chains for n in c)
+        center = _bone_name(_g(bg, "center"), by_uuid)
+        cols = [i for g in _g(bg, "collider_groups", []) for i in groups.get(str(_g(g, "collider_group_uuid", "")), [])]
+        gdir = tuple(float(x) for x in _g(bg, "gravity_dir", (0.0, 0.0, 0.0)))
+        for chain in chains:
+            joints = [JointSpec(node=node_of_bone(n), stiffness=float(_g(bg, "stiffiness", 0.0)),
+                                drag_force=float(_g(bg, "drag_force", 0.0)),
+                                gravity_power=float(_g(bg, "gravity_power", 0.0)), gravity_dir=gdir,
+                                hit_radius=float(_g(bg, "hit_radius", 0.0))) for n in chain]
+            springs.append(SpringSpec(name=str(_g(bg, "comment", "")) or "Spring", joints=joints, colliders=cols,
+                                      center_node=node_of_bone(center) if center else -1))
+    return springs, colliders
 
 
 def _bone_by_uuid(arm_obj) -> dict:
@@ -111,9 +191,13 @@ def read_character(arm_obj, node_of_bone: Callable[[str], int], armature_node: i
     """The springs of one armature object as a bpy-free CharacterSpec (nodes via ``node_of_bone``);
     None when it has none.  Problems (a joint whose bone is missing...) go to ``warn``."""
     sb = spring_data(arm_obj)
-    if sb is None:
+    sa = vrm0_data(arm_obj) if sb is None or not len(_g(sb, "springs", [])) else None
+    if sb is None and sa is None:
         return None
     by_uuid = _bone_by_uuid(arm_obj)
+    if sa is not None:
+        springs, colliders = _vrm0_springs(arm_obj, sa, by_uuid, node_of_bone)
+        return _character(arm_obj, node_of_bone, armature_node, springs, colliders)
     colliders: List[ColliderSpec] = []
     col_index = {}
     for col in _g(sb, "colliders", []):
@@ -151,6 +235,10 @@ def read_character(arm_obj, node_of_bone: Callable[[str], int], armature_node: i
         center = _bone_name(_g(sp, "center"), by_uuid)
         springs.append(SpringSpec(name=name, joints=joints, colliders=cols,
                                   center_node=node_of_bone(center) if center else -1))
+    return _character(arm_obj, node_of_bone, armature_node, springs, colliders)
+
+
+def _character(arm_obj, node_of_bone, armature_node, springs, colliders) -> CharacterSpec:
     rest, parent, inherit = {}, {}, {}
     for b in arm_obj.data.bones:
         n = node_of_bone(b.name)
