@@ -41,3 +41,33 @@ def test_spans_alone_equal_the_packed_spans(empty_scene):
     alone = mesh_instance.pack_morph_span(prim, smooth)
     assert alone.dtype == span.dtype and np.array_equal(alone, span)
     assert int(span[:, 1].sum()) == entries.shape[0] > 0
+
+
+def test_row_kernels_equal_numpy_bit_for_bit():
+    """The importer's normal/tangent deltas must not change with the faster row kernels."""
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(5000, 3))
+    b = a + rng.normal(size=(5000, 3)) * 1e-4
+    assert np.array_equal(geometry.norm3(a), np.linalg.norm(a, axis=1))
+    assert np.array_equal(geometry.dot3(a, b), np.sum(a * b, axis=1))
+    assert np.array_equal(geometry.cross3(a, b), np.cross(a, b))
+
+
+def test_vertex_group_read_equals_the_per_element_walk(empty_scene):
+    """skin.read_vertex_groups (bulk reads per vertex) gives every (vertex, group, weight) of
+    Blender's data in Blender's order, including vertices in no group and several groups."""
+    from stylized_renderer.engine.importer.skin import read_vertex_groups
+
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=16, ring_count=8)
+    ob = bpy.context.object
+    rng = np.random.default_rng(3)
+    groups = [ob.vertex_groups.new(name=f"G{i}") for i in range(5)]
+    for v in range(len(ob.data.vertices)):
+        for gi in rng.choice(5, size=int(rng.integers(0, 4)), replace=False):
+            groups[gi].add([v], float(rng.random()), "REPLACE")
+    vi, gi, wi = read_vertex_groups(ob.data)
+    walk = [(v.index, g.group, g.weight) for v in ob.data.vertices for g in v.groups]
+    assert len(walk) > len(ob.data.vertices) // 2
+    assert vi.tolist() == [w[0] for w in walk] and gi.tolist() == [w[1] for w in walk]
+    assert wi.tolist() == [w[2] for w in walk]
+    assert (vi.dtype, gi.dtype, wi.dtype) == (np.int64, np.int64, np.float64)
