@@ -140,6 +140,7 @@ class ScenePlayback:
             w = base.copy()
             w[slots] = vals[chans]
             weights[node] = w
+        rt.springs_frame = frame        # the shown frame, for the spring bones (engine/springs/timeline.py)
         return rt.update_timeline(None, None, weights) and ok
 
 

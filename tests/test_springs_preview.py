@@ -89,3 +89,24 @@ def test_panels_show_the_toggle_and_the_joints_simulated(vrm_addon, view, tmp_pa
     assert bpy.types.Object.bl_rna.properties["stylized_spring_bones"].description
     lay = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, arm))
     assert any(lbl.startswith("Spring bones: 94 joints | ") for lbl in lay.labels()), lay.labels()
+
+
+def test_scene_preview_swings_the_hair_at_the_shown_frame(vrm_addon, view, tmp_path):
+    """Animation > Scene (engine/preview_scene.py) plays the avatar's action; the springs follow the
+    preview's frame (pre-roll from the start frame at 60 Hz), not the timeline's."""
+    arm = _avatar_file(tmp_path)
+    scene = bpy.context.scene
+    scene.render.fps = 24
+    scene.frame_set(1)
+    assert bpy.ops.stylized.preview_scene(action="PLAY") == {"FINISHED"}
+    st = preview.get_state(scene)
+    rt = view.update(st, 0.0)
+    asset = view.session.scene_asset
+    path = [_tip_in_head(rt, asset)]
+    for _ in range(12):
+        rt = view.update(st, 1.0 / 24.0)
+        path.append(_tip_in_head(rt, asset))
+    assert st.scene_mode and st.scene_frame == pytest.approx(13.0) and scene.frame_current == 1
+    assert rt.springs.timeline.steps == 30                  # (13 - 1) / 24 s at 60 Hz
+    assert np.linalg.norm(np.array(path) - path[0], axis=1).max() > 0.05
+    assert arm.stylized_spring_bones

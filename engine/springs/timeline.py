@@ -31,6 +31,7 @@ class TimelineSprings:
         self.rotations = None
         self.pose = None
         self.players = []
+        self.warnings = []
 
 
 def _setup(tl, runtime, scene, key) -> bool:
@@ -52,7 +53,13 @@ def _setup(tl, runtime, scene, key) -> bool:
         action = bpy.data.actions.get(action_name) if action_name else None
         if obj is None or action is None:
             continue
-        clip = import_action(action, runtime.scene, obj, scene)
+        try:
+            clip = import_action(action, runtime.scene, obj, scene)
+        except Exception as ex:          # a broken action: the springs pre-roll without it, said so
+            msg = f"spring bones of '{name}': action '{action_name}' not sampled ({ex})"
+            if msg not in tl.warnings:
+                tl.warnings.append(msg)
+            continue
         p = AnimationPlayer()
         p.set_clip(clip)
         tl.players.append(p)
@@ -80,16 +87,21 @@ def after_timeline(runtime, sr) -> bool:
     pose is set and before the palettes; nothing when the VRM Add-on is registered."""
     import bpy
 
-    if not sr.rig.chain_count:
+    scene = getattr(bpy.context, "scene", None)
+    if not sr.rig.chain_count or scene is None:
         return True
-    scene = bpy.context.scene
     key = _key(sr, scene)
     fps = key[2]
-    t = (scene.frame_current + scene.frame_subframe - key[1]) / fps if fps > 0 else 0.0
+    # the frame shown: the Scene preview's clock when it set one for this update, else the scene's
+    frame = runtime.__dict__.pop("springs_frame", None)
+    if frame is None:
+        frame = scene.frame_current + scene.frame_subframe
+    t = (frame - key[1]) / fps if fps > 0 else 0.0
     target = max(int(math.floor(t / STEP + 1e-9)), 0)
     tl = sr.timeline
     if tl is None:
         tl = sr.timeline = TimelineSprings(sr.rig)
+        tl.warnings = sr.warnings         # shown by the Stats panel
     if tl.key != key or target < tl.steps:
         if not _setup(tl, runtime, scene, key):
             return False
