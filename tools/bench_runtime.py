@@ -16,6 +16,8 @@ with a breakdown of the largest engine arrays (``--memory`` runs only that part)
 (N linked duplicates of the demo character, N = 1, 6, 36; ``--crowd N ...`` runs only that part):
   bench-crowd: n=N frame_set_ms=A player_ms=B ratio=R ms_per_character=C session_ms=S session_ratio=Q
   bench-crowd-slope: update_ms_per_added_character=... frame_set_ms_per_added_character=...
+and the Scene preview (``--scene``; tools/bench_scene.py: the heavy rig + 5 characters with NLA):
+  bench-scene: frame_set_ms=A scene_ms=B ratio=R ids=N channels=M
 where B is SceneRuntime.update of all N characters playing the demo's clip (set_clip with every
 rig as a target), S the same through the user path (the viewport session's update_frame with a
 PreviewState playing the clip with "Play on All Characters" on: the command drain, the shape-key
@@ -434,6 +436,8 @@ def main() -> int:
                     help="only the heavy rig's frame (bench-runtime line, no scaling table)")
     ap.add_argument("--crowd", type=int, nargs="+", metavar="N",
                     help="only the crowd part, for these character counts (bench-crowd lines)")
+    ap.add_argument("--scene", action="store_true",
+                    help="only the Scene preview against frame_set (bench-scene line, tools/bench_scene.py)")
     ap.add_argument("--springs", action="store_true",
                     help="only VRM spring bones against the VRM Add-on (bench-springs line, tools/bench_springs.py)")
     args = ap.parse_args()
@@ -442,6 +446,11 @@ def main() -> int:
         import bench_springs
 
         return bench_springs.main()
+    if args.scene:
+        import bench_scene
+
+        bench_scene.print_scene(bench_scene.measure())
+        return 0
     if args.memory:
         print_memory(measure_memory())
         return 0
@@ -475,6 +484,9 @@ def main() -> int:
     print_memory(measure_memory())
     print("crowd: N linked duplicates of the demo character playing its clip (preview update vs frame_set)")
     print_crowd([measure_crowd(n) for n in (1, 6, 36)])
+    import bench_scene   # the heavy rig + 5 characters with NLA stacks: Scene preview vs frame_set
+
+    bench_scene.print_scene(bench_scene.measure())
     import bench_bake   # the Rigify character (tools/bench_bake.py): preview player vs frame_set, bake cost
 
     r = bench_bake.measure()

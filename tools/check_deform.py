@@ -505,7 +505,8 @@ def main(argv=None) -> int:
     if args.mode == "scene":
         from tools import check_scene
 
-        return check_scene.run(bpy.context.scene)
+        channels = check_scene.run(bpy.context.scene)
+        return check_scene.run_deform(bpy.context.scene) | channels
     return run_checks(args.frames, args.mode, args.morph, args.player_step)
 
 

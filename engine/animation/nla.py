@@ -85,8 +85,10 @@ class Stack:
         q = np.flatnonzero(self.modes == MIX_QUAT)
         self._quat_heads = q[::4] if q.size % 4 == 0 else q[:0]
         self._quat_of = np.full(self.modes.shape[0], -1, np.int64)
-        for g, h in enumerate(self._quat_heads):
-            self._quat_of[h:h + 4] = h
+        if self._quat_heads.size:
+            self._quat_of[self._quat_heads[:, None] + np.arange(4)] = self._quat_heads[:, None]
+        self._blend_rows = {}     # id(Source) -> (channels it blends, its quaternion heads)
+        self._clamps = None
         self.domain = self._domain()
 
     # -------------------------------------------------------------- structure
@@ -116,11 +118,25 @@ class Stack:
         return self._expand_quats(dom)
 
     def _expand_quats(self, mask: np.ndarray) -> np.ndarray:
+        """``mask`` with every quaternion it touches whole (all four components)."""
         if self._quat_heads.size:
-            grp = self._quat_of[mask & (self._quat_of >= 0)]
-            for h in np.unique(grp):
-                mask[h:h + 4] = True
+            q = self._quat_of >= 0
+            hit = np.zeros(mask.shape[0], bool)
+            hit[self._quat_of[mask & q]] = True
+            mask |= q & hit[np.maximum(self._quat_of, 0)]
         return mask
+
+    def _rows_of(self, src: Source):
+        """(channels ``src`` blends: its own plus the rest of each quaternion it keys, their
+        quaternion heads): made once per source."""
+        hit = self._blend_rows.get(id(src))
+        if hit is None or hit[0] is not src:
+            mask = np.zeros(self.modes.shape[0], bool)
+            mask[src.channels] = True
+            idx = np.flatnonzero(self._expand_quats(mask))
+            heads = np.unique(self._quat_of[idx[self.modes[idx] == MIX_QUAT]])
+            hit = self._blend_rows[id(src)] = (src, idx, heads)
+        return hit[1], hit[2]
 
     # -------------------------------------------------------------- evaluation
     def evaluate(self, t: float, current: np.ndarray):
@@ -151,9 +167,16 @@ class Stack:
         return self._clamp(out, written), written
 
     def _clamp(self, out, written):
-        if self.lower is not None:
-            lo = np.where(written & ~np.isnan(self.lower), np.maximum(out, np.nan_to_num(self.lower, nan=-np.inf)), out)
-            out = np.where(written & ~np.isnan(self.upper), np.minimum(lo, np.nan_to_num(self.upper, nan=np.inf)), lo)
+        """Blender's write through RNA: written channels clamped to their property's range."""
+        if self.lower is None:
+            return out
+        if self._clamps is None:
+            lo = np.where(np.isnan(self.lower), -np.inf, self.lower)
+            hi = np.where(np.isnan(self.upper), np.inf, self.upper)
+            self._clamps = (lo, hi, bool(np.isfinite(lo).any() or np.isfinite(hi).any()))
+        lo, hi, any_ = self._clamps
+        if any_:
+            out = np.where(written, np.minimum(np.maximum(out, lo), hi), out)
         return out
 
     def _blend_strip(self, snap: np.ndarray, picked) -> None:
@@ -167,12 +190,9 @@ class Stack:
         ch = src.channels
         # the strip's own snapshot: its values on the channels it keys, the defaults on the rest
         # of a quaternion it keys partly (quaternions are all-or-nothing)
-        mask = np.zeros(snap.shape[0], bool)
-        mask[ch] = True
-        mask = self._expand_quats(mask)
+        idx, heads = self._rows_of(src)
         s = self.defaults.copy()
         s[ch] = vals
-        idx = np.flatnonzero(mask)
         lo = snap[idx]
         sv = s[idx]
         w = float(infl)
@@ -186,9 +206,9 @@ class Stack:
         elif mode == MULTIPLY:
             snap[idx] = w * (lo * sv) + (1.0 - w) * lo
         else:
-            self._combine(snap, s, idx, w)
+            self._combine(snap, s, idx, heads, w)
 
-    def _combine(self, snap, s, idx, w) -> None:
+    def _combine(self, snap, s, idx, heads, w) -> None:
         modes = self.modes[idx]
         base = self.defaults[idx]
         add = (modes == MIX_ADD) | (modes == MIX_AXIS_ANGLE)
@@ -201,7 +221,6 @@ class Stack:
             b = np.where(base[prop] == 0.0, 1.0, base[prop])
             with np.errstate(divide="ignore", invalid="ignore"):
                 snap[i] = snap[i] * np.power(s[i] / b, w)
-        heads = np.unique(self._quat_of[idx[modes == MIX_QUAT]])
         if heads.size:
             g = heads[:, None] + np.arange(4)[None, :]
             snap[g] = qmul(_normalize(snap[g]), qpow(_normalize(s[g]), w))

@@ -1,0 +1,115 @@
+"""bench-scene (``tools/bench_runtime.py --scene``): the preview's Scene playback frame against
+Blender's ``scene.frame_set`` on one scene: the heavy rig (365 bones, ~50k vertices, 50 shape
+keys) with an NLA stack (HeavyAction1 Replace under HeavyAction2 Combine at 0.5, HeavyAction0
+active with Add at 0.3) plus 5 demo characters (the demo and 4 linked duplicates) with NLA stacks
+(Idle Replace, Wave Combine with blend in / out, repeat 2; the active action unassigned on the
+copies, their own stacks on every rig object), and the face's shape-key NLA.
+
+  bench-scene: frame_set_ms=A scene_ms=B ratio=R ids=N channels=M
+
+A: the median of ``scene.frame_set`` over frames 1..100; B: the median of the viewport
+session's ``update_frame`` with a Scene-mode PreviewState playing (the NLA of every ID, the pose,
+palettes and morph uploads, GPU backend).  Same process, same scene.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def build():
+    import bpy
+
+    import scenes
+    from bench_runtime import build_crowd
+
+    names = build_crowd(5)
+    before = set(bpy.data.actions)
+    scenes.build_heavy_rig(scene=bpy.context.scene, actions=3, frames=100)
+    heavy = sorted((a for a in bpy.data.actions if a not in before and a.name.startswith("HeavyAction")),
+                   key=lambda a: a.name)
+    arm = next(ob for ob in bpy.context.scene.objects if ob.type == "ARMATURE" and ob.name not in names)
+    ad = arm.animation_data
+    ad.action = None
+    t0 = ad.nla_tracks.new()
+    t0.strips.new("h1", 1, heavy[1])
+    t1 = ad.nla_tracks.new()
+    s = t1.strips.new("h2", 1, heavy[2])
+    s.blend_type = "COMBINE"
+    s.use_animated_influence = True
+    s.influence = 0.5
+    ad.action = heavy[0]
+    ad.action_blend_type = "ADD"
+    ad.action_influence = 0.3
+    idle = bpy.data.actions["Idle"]
+    wave = bpy.data.actions["Wave"]
+    for k, name in enumerate(names):
+        ob = bpy.data.objects[name]
+        a = ob.animation_data or ob.animation_data_create()
+        a.action = None
+        tr = a.nla_tracks.new()
+        st = tr.strips.new("idle", 1 + k, idle)
+        st.extrapolation = "HOLD"
+        tr = a.nla_tracks.new()
+        st = tr.strips.new("wave", 5 + k, wave)
+        st.blend_type = "COMBINE"
+        st.repeat = 2.0
+        st.blend_in, st.blend_out = 4.0, 4.0
+        st.extrapolation = "HOLD_FORWARD"
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 100
+    scenes.finish()
+    return names
+
+
+def median_ms(fn, n):
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(out)
+
+
+def measure(frames: int = 40) -> dict:
+    import bpy
+
+    from stylized_renderer.engine import gpu_util, preview
+    from stylized_renderer.engine.session import StylizedSession
+
+    build()
+    scene = bpy.context.scene
+
+    def frame_set(i):
+        scene.frame_set(1 + (i % 100))
+
+    frame_set(0)
+    fs = median_ms(frame_set, frames)
+    scene.frame_set(1)
+
+    def task():
+        s = StylizedSession(viewport=True)
+        dg = bpy.context.evaluated_depsgraph_get()
+        s._ensure_gpu()
+        s._ensure_runtime(dg)
+        st = preview.PreviewState(active=True, scene_mode=True)
+        st.push("scene_reload")
+        st.push("play")
+        assert s.update_frame(dg, st), s.update_error
+        pb = s._scene_playback
+        ms = median_ms(lambda i: s.update_frame(dg, st), frames)
+        assert st.playing and st.scene_frame > 1.0
+        r = {"scene_ms": ms, "ids": len(pb.anim.ids), "channels": sum(len(a.keys) for a in pb.anim.ids),
+             "palette_uploads": s.runtime.stats.palette_uploads}
+        s.free()
+        return r
+
+    r = gpu_util.run_in_gpu_context(task)
+    r["frame_set_ms"] = fs
+    return r
+
+
+def print_scene(r) -> None:
+    print(f"bench-scene: frame_set_ms={r['frame_set_ms']:.3f} scene_ms={r['scene_ms']:.3f} "
+          f"ratio={r['scene_ms'] / r['frame_set_ms']:.3f} ids={r['ids']} channels={r['channels']} "
+          f"palette_uploads={r['palette_uploads']}")
