@@ -236,16 +236,21 @@ class SpringState:
         self.steps = 0
 
 
+def _len(v: np.ndarray) -> np.ndarray:
+    """Row lengths (np.linalg.norm(axis=-1) without its dispatch cost)."""
+    return np.sqrt(np.einsum("...i,...i->...", v, v))
+
+
 def _norm(v: np.ndarray) -> np.ndarray:
     """mathutils ``normalized()``: a zero vector stays zero."""
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    n = _len(v)[..., None]
     return np.divide(v, n, out=np.zeros_like(v), where=n > 0)
 
 
 def _rot3(m: np.ndarray):
     """decompose(): (translation, rotation 3x3, scale) of (...,4,4) affine matrices."""
     m3 = m[..., :3, :3]
-    s = np.linalg.norm(m3, axis=-2)
+    s = np.sqrt(np.einsum("...ij,...ij->...j", m3, m3))
     neg = np.linalg.det(m3) < 0
     s = np.where(neg[..., None], -s, s) if neg.any() else s
     safe = np.where(np.abs(s) > 0, s, 1.0)
@@ -255,8 +260,8 @@ def _rot3(m: np.ndarray):
 def _quat_axis_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Quaternion(a.cross(b), a.angle(b, 0)) as wxyz (zero axis -> identity)."""
     axis = np.cross(a, b)
-    ln = np.linalg.norm(axis, axis=-1)
-    la, lb = np.linalg.norm(a, axis=-1), np.linalg.norm(b, axis=-1)
+    ln = _len(axis)
+    la, lb = _len(a), _len(b)
     den = la * lb
     cos = np.divide(np.einsum("...i,...i->...", a, b), den, out=np.ones_like(den), where=den > 0)
     ang = np.where(den > 0, np.arccos(np.clip(cos, -1.0, 1.0)), 0.0)
@@ -320,7 +325,7 @@ def _collide(p, hit, kind, a, b, r, nrm):
     c = np.where(capsule[:, None], a + ab * s[:, None], a)
     inside = (kind == INSIDE_SPHERE) | (kind == INSIDE_CAPSULE)
     v = np.where(inside[:, None], c - p, p - c)
-    ln = np.linalg.norm(v, axis=1)
+    ln = _len(v)
     tiny = ln < EPS
     n = np.divide(v, ln[:, None], out=np.zeros_like(v), where=~tiny[:, None])
     d = np.where(inside, -ln - hit + r, ln - hit - r)
@@ -344,7 +349,6 @@ def step(rig: SpringRig, state: SpringState, world: np.ndarray, dt: float) -> np
     W = world[rig.arm_node]                                     # (C,4,4)
     Winv = np.linalg.inv(W)
     _, Wr, _ = _rot3(W)
-    obj = lambda nodes, arm: np.linalg.inv(world[arm]) @ world[nodes]   # noqa: E731  pose_bone.matrix
     # colliders in world space (B = W @ pose_bone.matrix = the bone node's world matrix)
     if rig.col_node.size:
         B = world[rig.col_node]
@@ -361,7 +365,7 @@ def step(rig: SpringRig, state: SpringState, world: np.ndarray, dt: float) -> np
     # the first head's "before" matrix
     pn = rig.parent_node
     hasp = pn >= 0
-    Pm = np.where(hasp[:, None, None], obj(np.maximum(pn, 0), rig.arm_node), np.eye(4))
+    Pm = np.where(hasp[:, None, None], Winv @ world[np.maximum(pn, 0)], np.eye(4))   # pose_bone.matrix
     before = np.where(hasp[:, None, None], Pm @ rig.parent_rel, rig.parent_rel)
     rows = np.arange(C)
     for k in range(K):
@@ -381,7 +385,7 @@ def step(rig: SpringRig, state: SpringState, world: np.ndarray, dt: float) -> np
         start = rig.start[r, k]
         sdir = _norm((Wr[r] @ (Q @ start[..., None]))[..., 0])
         nxt = cur + inertia + sdir * (dt * rig.stiff[r, k])[:, None] + rig.gdir[r, k] * (dt * rig.gpow[r, k])[:, None]
-        L = np.linalg.norm(world[rig.head[r, k]][:, :3, 3] - tail_now, axis=1)[:, None]
+        L = _len(world[rig.head[r, k]][:, :3, 3] - tail_now)[:, None]
         nxt = head_w + _norm(nxt - head_w) * L
         for m in range(rig.collider_slots):
             ci = rig.col_idx[r, m]
@@ -397,8 +401,8 @@ def step(rig: SpringRig, state: SpringState, world: np.ndarray, dt: float) -> np
                 p2 = nxt[q] - n[pen] * d[pen][:, None]
                 nxt[q] = head_w[q] + _norm(p2 - head_w[q]) * L[q]
         local = (Wik[:, :3, :3] @ nxt[..., None])[..., 0] + Wik[:, :3, 3]
-        bi = np.linalg.inv(bf)
-        end = (bi[:, :3, :3] @ local[..., None])[..., 0] + bi[:, :3, 3]
+        # before^-1 @ local, before = T @ R @ diag(S): diag(1/S) @ R^T @ (local - T)
+        end = np.einsum("nji,nj->ni", Q, local - T) / np.where(S != 0, S, 1.0)
         rot = _quat_axis_angle(start, end)
         R = Q @ quat_to_mat3(rot)
         new_head = np.zeros_like(bf)
