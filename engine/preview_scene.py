@@ -26,6 +26,34 @@ from .importer.nodes import bone_target, object_target
 from .nla_source import SceneAnimation
 
 
+def needs_blender(scene) -> List[str]:
+    """Why Scene playback cannot play this scene itself: one message per object whose motion
+    needs Blender's evaluation (constraints, IK, drivers), naming it and what drives it.  Empty
+    when it can.  (Clips of such rigs are baked through Blender; Scene playback is not yet.)"""
+    out = []
+    for ob in scene.objects:
+        why = []
+        cons = [c for c in ob.constraints if not c.mute and c.influence > 0.0]
+        if cons:
+            why.append("object constraint " + ", ".join(f"'{c.name}' ({c.type})" for c in cons[:3]))
+        pose = getattr(ob, "pose", None)
+        if pose is not None:
+            bc = [(pb.name, c) for pb in pose.bones for c in pb.constraints if not c.mute and c.influence > 0.0]
+            if bc:
+                why.append("bone constraint " + ", ".join(f"'{c.name}' ({c.type}) on '{b}'" for b, c in bc[:3])
+                           + (f" and {len(bc) - 3} more" if len(bc) > 3 else ""))
+        for idb, what in ((ob, "object"), (getattr(ob, "data", None), "data"),
+                          (getattr(getattr(ob, "data", None), "shape_keys", None), "shape keys")):
+            ad = getattr(idb, "animation_data", None)
+            drivers = [d for d in (ad.drivers if ad is not None else ()) if not d.mute]
+            if drivers:
+                why.append(f"{len(drivers)} driver(s) on its {what} (e.g. {drivers[0].data_path})")
+        if why:
+            out.append(f"object '{ob.name}' is driven by {'; '.join(why)}: Scene playback does not evaluate "
+                       "that (no bake of the scene yet); play its clip, or use the timeline")
+    return out
+
+
 def _constant_curves(values: np.ndarray) -> FCurveSetAsset:
     """One constant curve per channel at its default value (the binding's curve set: the frame
     passes the NLA's values, these are what an evaluation without them would give)."""
@@ -171,8 +199,18 @@ def update(session, depsgraph, state, dt: float) -> bool:
     pb: Optional[ScenePlayback] = getattr(session, "_scene_playback", None)
     reload = ("scene_reload",) in state.commands
     if pb is None or pb.runtime is not session.runtime or reload:
+        why = needs_blender(scene)
+        if why:
+            # never play a wrong pose: timeline mode, and the panel says why
+            session._scene_playback = None
+            state.last_error = why[0] + (f" (and {len(why) - 1} more object(s))" if len(why) > 1 else "")
+            state.scene_notes = why
+            state.active = state.playing = False
+            state.commands.clear()
+            return session._update_timeline(depsgraph)
         pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime)
         state.scene_notes = list(pb.notes)
+        state.last_error = None
     fps, start, end = scene_clock(scene)
     for cmd in state.commands:
         if cmd[0] == "scene_seek":

@@ -380,6 +380,13 @@ class STYLIZED_OT_preview_scene(bpy.types.Operator):
         scene = context.scene
         st = preview.get_state(scene, getattr(context, "active_object", None))
         if self.action == "PLAY":
+            from ..engine import preview_scene
+
+            why = preview_scene.needs_blender(scene)
+            if why:
+                st.last_error = why[0]
+                self.report({"ERROR"}, why[0] + (f" (and {len(why) - 1} more object(s))" if len(why) > 1 else ""))
+                return {"CANCELLED"}
             if not (st.active and st.scene_mode):
                 st.scene_frame = float(scene.frame_current) + float(scene.frame_subframe)
                 st.commands.clear()

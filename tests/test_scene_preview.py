@@ -138,3 +138,25 @@ def test_scene_operator_and_panel_play_from_the_current_frame(nla_scene, capsys)
     finally:
         preview.stop_timer()
         preview.clear_states()
+
+
+def test_a_scene_needing_blenders_evaluation_is_refused_with_the_reason(nla_scene, capsys):
+    """An IK constraint (or a driver) would be played wrong: Play refuses, naming the object and
+    the constraint; a session asked to play it anyway stays on the timeline and says why."""
+    from stylized_renderer.engine import preview
+
+    rig = bpy.data.objects["Rig_0"]
+    ik = rig.pose.bones["B2"].constraints.new("IK")
+    ik.chain_count = 2
+    preview.clear_states()
+    try:
+        with pytest.raises(RuntimeError, match="object 'Rig_0' is driven by bone constraint 'IK'"):
+            bpy.ops.stylized.preview_scene(action="PLAY")      # reported as an error, cancelled
+        st = preview.get_state(nla_scene)
+        assert not st.active
+        assert "object 'Rig_0' is driven by bone constraint" in st.last_error and "(IK) on 'B2'" in st.last_error
+        rc = check_scene.run_deform(nla_scene, [(5, 0.0)])
+        out = capsys.readouterr().out
+        assert rc == 1 and "refused: object 'Rig_0'" in out, out
+    finally:
+        preview.clear_states()

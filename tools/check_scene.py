@@ -107,6 +107,7 @@ def run_deform(scene, frames=None, out=print, state=None) -> int:
 
     scene.render.engine = "STYLIZED"
     checker = cd.Checker()
+    refused = []
     given = state is not None
     state = state if given else PreviewState(active=True, scene_mode=True)
     frames = frames if frames is not None else scene_frames(scene)
@@ -114,7 +115,7 @@ def run_deform(scene, frames=None, out=print, state=None) -> int:
         with preview.timeline_handback_suspended():     # the check's frame_set, not the user scrubbing
             scene.frame_set(f, subframe=sub)
         dg = bpy.context.evaluated_depsgraph_get()
-        if not state.active or not state.scene_mode:
+        if not state.scene_mode:
             raise RuntimeError("the preview state is not in Scene mode: nothing to compare")
         if not given:
             state.push("scene_seek", f + sub)
@@ -126,9 +127,17 @@ def run_deform(scene, frames=None, out=print, state=None) -> int:
             s._ensure_runtime(dg)
             if not s.update_frame(dg, state):
                 raise RuntimeError(f"Scene preview update failed: {s.update_error or s.runtime.last_failure()}")
+            if not state.active:
+                refused.append(state.last_error)      # a failure, never Blender compared with itself
+                return
             checker._compare("scene", dg)
 
         gpu_util.run_in_gpu_context(task)
+        if refused:
+            out(f"  refused: {refused[0]}")
+            checker.session.free()
+            out(f"scene-deform: refused frames={len(frames)}")
+            return 1
     worst = 0.0
     for (name, _m), r in sorted(checker.results.items()):
         if r["path"] == "gpu":
