@@ -1,16 +1,17 @@
 """Small GPU helpers shared by the passes, the runtime and the tools.
 
 In background mode Blender only provides a GPU context inside ``RenderEngine.render()`` of an
-engine with ``bl_use_gpu_context = True``.  ``run_in_gpu_context`` uses that: it queues a callable,
-renders a tiny temporary scene with the STYLIZED engine, and our ``render()`` runs the queued
-callable instead of drawing.  Tools (check_deform) and tests use it to read GPU results back.
+engine with ``bl_use_gpu_context = True``.  ``run_in_gpu_context`` uses that: it registers a
+temporary render engine whose ``render()`` runs the callable (held by that class alone, for the
+length of the call), renders a tiny temporary scene with it, then removes both again.  Tools
+(check_deform) and tests use it to read GPU results back.
 """
 from __future__ import annotations
 
 import numpy as np
 
-_pending_tasks: list = []
 TASK_SCENE_NAME = ".stylized_gpu_task"
+TASK_ENGINE_ID = "STYLIZED_GPU_TASK"
 
 
 def texture_to_numpy(texture, width: int, height: int, channels: int = 4) -> np.ndarray:
@@ -28,49 +29,64 @@ def texture_to_numpy(texture, width: int, height: int, channels: int = 4) -> np.
     return np.array(view, dtype=np.float32, copy=True)
 
 
-def has_pending_task() -> bool:
-    return bool(_pending_tasks)
+def _task_engine(task: dict):
+    """A RenderEngine class whose ``render()`` runs ``task["fn"]`` once with the GPU context
+    current and writes an empty result (the task travels in this class, made per call)."""
+    import bpy
 
+    class StylizedGpuTask(bpy.types.RenderEngine):
+        bl_idname = TASK_ENGINE_ID
+        bl_label = "Stylized GPU task"
+        bl_use_gpu_context = True
+        bl_use_preview = False
 
-def run_pending_tasks() -> None:
-    """Called from inside ``render()``: run every queued callable with the GPU context current."""
-    while _pending_tasks:
-        task = _pending_tasks.pop(0)
-        try:
-            task["result"] = task["fn"]()
-        except BaseException as ex:  # handed back to the caller of run_in_gpu_context
-            task["error"] = ex
+        def render(self, depsgraph):
+            if "fn" in task:
+                fn = task.pop("fn")
+                try:
+                    task["result"] = fn()
+                except BaseException as ex:  # handed back to the caller of run_in_gpu_context
+                    task["error"] = ex
+            rd = depsgraph.scene.render
+            result = self.begin_result(0, 0, max(1, rd.resolution_x), max(1, rd.resolution_y))
+            self.end_result(result)
+
+    return StylizedGpuTask
 
 
 def run_in_gpu_context(fn):
     """Run ``fn()`` with a GPU context and return its result (re-raising its exception).
 
-    Works headless. Creates a temporary scene with a camera and removes it again, so the user's
-    scenes are untouched.
+    Works headless. Creates a temporary render engine and a temporary scene with a camera and
+    removes them again, so the user's scenes and engines are untouched.
     """
     import bpy
 
     if not _engine_registered():
         raise RuntimeError("the Stylized engine is not registered")
     task = {"fn": fn}
-    _pending_tasks.append(task)
-    scene = bpy.data.scenes.new(TASK_SCENE_NAME)
-    cam_data = bpy.data.cameras.new(TASK_SCENE_NAME)
-    cam = bpy.data.objects.new(TASK_SCENE_NAME, cam_data)
+    engine = _task_engine(task)
+    bpy.utils.register_class(engine)
+    scene = cam_data = cam = None
     try:
+        scene = bpy.data.scenes.new(TASK_SCENE_NAME)
+        cam_data = bpy.data.cameras.new(TASK_SCENE_NAME)
+        cam = bpy.data.objects.new(TASK_SCENE_NAME, cam_data)
         scene.collection.objects.link(cam)
         scene.camera = cam
-        scene.render.engine = "STYLIZED"
+        scene.render.engine = TASK_ENGINE_ID
         scene.render.resolution_x = 4
         scene.render.resolution_y = 4
         scene.render.resolution_percentage = 100
         bpy.ops.render.render(scene=scene.name)
     finally:
-        if task in _pending_tasks:
-            _pending_tasks.remove(task)
-        bpy.data.objects.remove(cam)
-        bpy.data.cameras.remove(cam_data)
-        bpy.data.scenes.remove(scene)
+        if cam is not None:
+            bpy.data.objects.remove(cam)
+        if cam_data is not None:
+            bpy.data.cameras.remove(cam_data)
+        if scene is not None:
+            bpy.data.scenes.remove(scene)
+        bpy.utils.unregister_class(engine)
     if "error" in task:
         raise task["error"]
     if "result" not in task:

@@ -10,7 +10,6 @@ import time
 import bpy
 import numpy as np
 
-from . import gpu_util
 from .passes import render_passes
 from .session import StylizedSession, camera_for_view, camera_from_object, camera_from_matrices
 
@@ -101,10 +100,6 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         render_passes.register(self, scene, renderlayer)
 
     def render(self, depsgraph):
-        if gpu_util.has_pending_task():
-            gpu_util.run_pending_tasks()
-            self._write_empty(depsgraph)
-            return
         scene = depsgraph.scene
         rd = scene.render
         width = max(1, int(rd.resolution_x * rd.resolution_percentage / 100))
@@ -212,13 +207,6 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         model = np.array(self.camera_model_matrix(cam_eval, use_spherical_stereo=spherical))
         shift = float(self.camera_shift_x(cam_eval, use_spherical_stereo=spherical))
         return camera_for_view(depsgraph, cam_eval, width, height, model, shift)
-
-    def _write_empty(self, depsgraph):
-        rd = depsgraph.scene.render
-        w = max(1, int(rd.resolution_x * rd.resolution_percentage / 100))
-        h = max(1, int(rd.resolution_y * rd.resolution_percentage / 100))
-        result = self.begin_result(0, 0, w, h)
-        self.end_result(result)
 
     # ------------------------------------------------------------------------------------------
     # Viewport

@@ -218,6 +218,9 @@ class StylizedSession:
 
         self.assets = AssetCache(edits=None if viewport else EditSignals())   # final renders: edit signals
         self.fallback = FallbackDrawer()
+        from .materials.cache import MaterialCache
+
+        self.material_cache = MaterialCache()   # viewport: MToon params until a depsgraph update names the material
         self.import_error = None
         self.update_error = None
         self.problems = []
@@ -276,8 +279,6 @@ class StylizedSession:
             return
         import bpy
 
-        from . import materials
-
         known = self.assets.known
         live = []
         for u in updates:
@@ -294,7 +295,7 @@ class StylizedSession:
             _mark_bakes_dirty()
         for u, idb in live:
             if isinstance(idb, bpy.types.Material):
-                materials.invalidate(idb.name)
+                self.material_cache.invalidate(idb.name)
                 continue
             if animated and isinstance(idb, (bpy.types.Object, bpy.types.Mesh, bpy.types.Key,
                                              bpy.types.Action, bpy.types.Armature)):
@@ -385,8 +386,6 @@ class StylizedSession:
         """Why ``sync_render_step`` must re-import (empty: nothing we hold changed)."""
         import bpy
 
-        from . import materials
-
         reasons = self._structure_changes(depsgraph)
         if reasons:
             return reasons
@@ -404,7 +403,7 @@ class StylizedSession:
                 if u.is_updated_geometry and self.assets.holds_mesh(name):
                     meshes.add(name)
             elif isinstance(idb, bpy.types.Material):
-                materials.invalidate(name)
+                self.material_cache.invalidate(name)
             elif isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
                 reasons.append(f"{type(idb).__name__.lower()} '{name}' changed its relations")
         if reasons:
@@ -746,10 +745,10 @@ class StylizedSession:
         node trees: cheap), so a script that recolours a material between frames is never stale."""
         import bpy
 
-        from .materials import resolve_material, vrm_binds
+        from .materials import vrm_binds
         from .materials.resolve import resolve_uncached
 
-        resolve = resolve_material if self.viewport else resolve_uncached
+        resolve = self.material_cache.resolve if self.viewport else resolve_uncached
         out = {}
         for name in {it.material_name for it in items}:
             # this frame's VRM expression colour/UV binds on a copy (never on the cached params)

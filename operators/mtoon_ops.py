@@ -44,7 +44,6 @@ class STYLIZED_OT_convert_to_mtoon(bpy.types.Operator):
         return bool(_target_materials(context, True))
 
     def execute(self, context):
-        from ..engine.materials import invalidate
         from ..engine.materials.resolve import resolve_uncached, write_properties
         from ..engine.materials.vrm_addon import is_outline_material
 
@@ -59,8 +58,7 @@ class STYLIZED_OT_convert_to_mtoon(bpy.types.Operator):
                 continue
             params = resolve_uncached(mat, use_properties=False)
             write_properties(props, params)
-            props.enabled = True
-            invalidate(mat.name)
+            props.enabled = True     # (tags the material: the viewport session re-reads it)
             done.append(f"{mat.name} (from {_SOURCE_LABELS.get(params.source, params.source)})")
         if not done:
             self.report({"WARNING"}, "Nothing converted" + (": skipped " + ", ".join(skipped) if skipped else ""))

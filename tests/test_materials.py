@@ -317,42 +317,69 @@ def test_our_textures_and_uv_animation_convention(empty_scene):
 # ---------------------------------------------------------------------------------------------
 
 def test_cache_and_invalidation(empty_scene):
-    m = _mats()
+    """A session's MaterialCache: a hit walks no node tree; an invalidation (what the session does
+    for a Material in Blender's depsgraph updates) or a structural change re-reads."""
+    from stylized_renderer.engine.materials.cache import MaterialCache
+
+    m = MaterialCache()
     mat = C.add_material("Cached", (0.5, 0.5, 0.5))
-    a = m.resolve_material(mat)
-    assert m.resolve_material(mat) is a                      # cached: no node walk on a hit
+    a = m.resolve(mat)
+    assert m.resolve(mat) is a                               # cached: no node walk on a hit
     bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
     bsdf.inputs["Base Color"].default_value = (0.1, 0.2, 0.3, 1.0)
-    assert m.resolve_material(mat) is a                      # socket edits wait for an invalidation ...
-    m.invalidate(mat.name)                                   # ... (the depsgraph handler / session call this)
-    b = m.resolve_material(mat)
+    assert m.resolve(mat) is a                               # socket edits wait for an invalidation ...
+    m.invalidate(mat.name)                                   # ... (the session's depsgraph sync calls it)
+    b = m.resolve(mat)
     assert b is not a and _approx(b.base_color, (0.1, 0.2, 0.3, 1.0))
     mat.node_tree.nodes.new("ShaderNodeTexImage")            # structural change: fingerprint catches it
-    assert m.resolve_material(mat) is not b
-    c = m.resolve_material(mat)
-    mat.stylized_mtoon.enabled = True                        # our properties invalidate through update callbacks
-    assert m.resolve_material(mat) is not c and m.resolve_material(mat).source == "stylized"
-    d = m.resolve_material(mat)
-    mat.stylized_mtoon.rim_lift = 0.3
-    assert _approx(m.resolve_material(mat).rim_lift, 0.3) and m.resolve_material(mat) is not d
-    # evaluated copies resolve to the original's entry
+    assert m.resolve(mat) is not b
+    c = m.resolve(mat)
+    mat.stylized_mtoon.enabled = True                        # the enabled flag is in the fingerprint
+    assert m.resolve(mat) is not c and m.resolve(mat).source == "stylized"
+    assert MaterialCache().resolve(mat) is not m.resolve(mat)   # each owner has its own entries
     m.invalidate()
-    assert m.cache_size() == 0
+    assert len(m) == 0
+
+
+def _synced_viewport_session(scene):
+    """A viewport session fed Blender's depsgraph updates, as view_update feeds it."""
+    from stylized_renderer.engine.session import StylizedSession
+
+    s = StylizedSession(viewport=True)
+
+    def on_update(_scene, depsgraph):
+        s.sync(depsgraph, depsgraph.updates)
+
+    bpy.app.handlers.depsgraph_update_post.append(on_update)
+    return s, on_update
 
 
 def test_depsgraph_update_invalidates(empty_scene):
-    m = _mats()
+    """Through the viewport session's sync: a node edit and an edit of our MToon properties reach
+    the session's cache through Blender's depsgraph updates (no module-level cache, no callback)."""
     mat = C.add_material("Dg", (0.5, 0.5, 0.5))
     ob = C.add_mesh_object(empty_scene, "DgCube", *C.cube_geometry(), material=mat)
     assert ob is not None
     bpy.context.view_layer.update()
-    a = m.resolve_material(mat)
-    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
-    bsdf.inputs["Base Color"].default_value = (0.9, 0.1, 0.1, 1.0)
-    mat.node_tree.update_tag()
-    bpy.context.view_layer.update()
-    b = m.resolve_material(mat)
-    assert b is not a and _approx(b.base_color, (0.9, 0.1, 0.1, 1.0))
+    s, hook = _synced_viewport_session(empty_scene)
+    try:
+        cache = s.material_cache
+        a = cache.resolve(mat)
+        bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+        bsdf.inputs["Base Color"].default_value = (0.9, 0.1, 0.1, 1.0)
+        mat.node_tree.update_tag()
+        bpy.context.view_layer.update()
+        b = cache.resolve(mat)
+        assert b is not a and _approx(b.base_color, (0.9, 0.1, 0.1, 1.0))
+        mat.stylized_mtoon.enabled = True
+        bpy.context.view_layer.update()
+        c = cache.resolve(mat)
+        mat.stylized_mtoon.rim_lift = 0.3                    # a value outside the fingerprint
+        bpy.context.view_layer.update()
+        assert _approx(cache.resolve(mat).rim_lift, 0.3) and cache.resolve(mat) is not c
+    finally:
+        bpy.app.handlers.depsgraph_update_post.remove(hook)
+        s.free()
 
 
 # ---------------------------------------------------------------------------------------------

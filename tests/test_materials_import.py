@@ -169,7 +169,6 @@ def px_region(img, x0, x1, z0, z1):
 def _resolve(name):
     from stylized_renderer.engine import materials
 
-    materials.invalidate()
     return materials.resolve_material(bpy.data.materials[name])
 
 
@@ -516,7 +515,6 @@ def _open(path):
     bpy.ops.wm.open_mainfile(filepath=str(path))
     from stylized_renderer.engine import materials
 
-    materials.invalidate()
     return {m.name: materials.resolve_material(m) for m in bpy.data.materials}
 
 

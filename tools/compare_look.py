@@ -194,9 +194,8 @@ def _fmt(rgb) -> str:
 
 
 def report(bpy, renders: dict, masks: dict) -> tuple:
-    from stylized_renderer.engine.materials import describe, invalidate, resolve_material
+    from stylized_renderer.engine.materials import describe, resolve_material
 
-    invalidate()
     diffs, chromas = [], []
     for name in sorted(masks):
         mat = bpy.data.materials.get(name)
