@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from .animation.mixer import MatrixMixer
 from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
 from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
 from .materials.losses import frame_losses
@@ -104,28 +105,22 @@ def _mark_bakes_dirty() -> None:
 
 
 class _BakeFeed:
-    """What a bake gives the preview beyond the player's clip (``bake.BakedPose``): the exact
-    local matrices of the non-root bones and the B-Bone segments, at the time the player samples.
-
-    Before the player's update (it is about to sample, with no bind-pose reset and no crossfade
-    pending) they are written for the time it will sample (``preview.sample_time_after``), so
-    the palettes are computed once.  After it, when the sample time differs from that (or it
-    could not be predicted: a clip change, a crossfade) they are written for the sampled time and
-    the palettes recomputed.  While crossfading, the matrices blend linearly from the local
-    matrices of the fade's start with the player's fade weights."""
+    """A baked clip's matrix source (``bake.BakedPose``): the exact local matrices of the non-root
+    bones and the B-Bone segments at the time the player samples.  The player calls ``write``
+    right after its clock set that time (``AnimationPlayer.set_matrix_source``), so the pose and
+    palettes are made once per frame; while crossfading, the matrices of the fade's start and the
+    bake's go through the mixer (``animation.mixer.MatrixMixer``) with the player's fade weights."""
 
     def __init__(self, baked, clip, runtime):
         self.baked = baked
         self.clip = clip
         self.runtime = runtime
-        self.samples = None
-        self.time = None
         self.fade_from = None
-        self.relations = None
+        self.mixer = None
         self.joints = None       # bake.joint_table for the palette set's rows, False: not every joint baked
         self.checked = None      # the pose that accepted the bake's nodes (later writes skip the checks)
 
-    def _write(self, t: float, player) -> bool:
+    def write(self, t: float, player) -> bool:
         b = self.baked
         pose = self.runtime.pose
         smp = b.sample(t)            # the clip's exact matrices at t (bake.BakedPose.sample)
@@ -134,8 +129,14 @@ class _BakeFeed:
         if player.is_fading:
             if self.fade_from is None or self.fade_from.shape != m.shape:
                 self.fade_from = np.array(pose.local_matrices[b.inner_nodes])
+            if self.mixer is None or self.mixer.count != m.shape[0]:
+                self.mixer = MatrixMixer(m.shape[0])
             w_out, w_in = player.fade_weights
-            m = self.fade_from * w_out + m * w_in
+            rows = np.arange(m.shape[0])
+            self.mixer.reset()
+            self.mixer.accumulate(rows, self.fade_from, w_out)
+            self.mixer.accumulate(rows, m, w_in)
+            m = self.mixer.apply(rows, self.fade_from)
         else:
             self.fade_from = None
         if self.checked is not pose:      # the bake's nodes and matrices, once per pose
@@ -157,30 +158,6 @@ class _BakeFeed:
         elif rel is not None:
             ok = ps.set_bbone_relation_frame(rel, 0, 0.0) and ok
         return ok
-
-    def __call__(self, player, dt) -> None:
-        from . import preview as _preview
-
-        self.samples = player.sample_count
-        self.time = None
-        if (player.clip is self.clip and (player.is_playing or player.sample_pending)
-                and not player.reset_pose_on_next_sample and not player.is_fading):
-            t = _preview.sample_time_after(player, dt)
-            if self._write(t, player):
-                self.time = t
-
-    def after(self, runtime) -> None:
-        player = runtime.player
-        if self.samples is None or player.sample_count == self.samples or player.clip is not self.clip:
-            return
-        t = float(player.current_time)
-        if self.time is not None and abs(t - self.time) <= 1e-9 and not player.is_fading:
-            return
-        self._write(t, player)
-        pose = runtime.pose
-        if pose.is_dirty and not pose.update_world_matrices():
-            return
-        runtime.palette_set.update(pose)
 
 
 _last_viewport_session = None
@@ -619,15 +596,16 @@ class StylizedSession:
 
             _follow.resume(self, preview_state, clips)     # a re-import or a rename: the clip plays on
             # what the clip does not play holds the pose shown when the preview started
-            before_update, after_sample = preview_hold.hooks(self, depsgraph, preview_state, before, push_morphs)
+            # a baked clip's matrices are a source the player samples with its clip (no write before or after it)
+            player.set_matrix_source(before.clip if before is not None else None,
+                                     before.write if before is not None else None)
+            before_update, after_sample = preview_hold.hooks(self, depsgraph, preview_state, None, push_morphs)
 
             if self.reader is not None and self.runtime.guard is not None:
                 # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
                 self.runtime.guard.hold_undrawable(self.reader.undrawable_objects(depsgraph))
             _preview.apply_commands(preview_state, self.runtime, clips, dt, before_update,
                                     after_sample=after_sample if self.reader is not None else None)
-            if before is not None:
-                before.after(self.runtime)
             return True
         return self._update_timeline(depsgraph)
 
@@ -749,10 +727,11 @@ class StylizedSession:
         from .materials.resolve import resolve_uncached
 
         resolve = self.material_cache.resolve if self.viewport else resolve_uncached
+        binds = getattr(self.reader, "material_binds", None)     # the reader's frame (timeline.py)
         out = {}
         for name in {it.material_name for it in items}:
             # this frame's VRM expression colour/UV binds on a copy (never on the cached params)
-            out[name] = vrm_binds.apply(name, resolve(bpy.data.materials.get(name) if name else None))
+            out[name] = vrm_binds.apply(name, resolve(bpy.data.materials.get(name) if name else None), binds)
         return out
 
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,

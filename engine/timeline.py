@@ -10,9 +10,10 @@ Morph weights = the shape-key values, except where the character has VRM express
 result (``bind_matrix @ outputs``, from the previews at this frame) instead of its own value, which
 the VRM Add-on writes from those same previews (only in the viewport, and a frame late or not at
 all in F12 animations): counting both would double the expression.  Keys no expression binds keep
-their own values.  Colour / UV binds go to ``engine.materials.vrm_binds`` for the frame.  In the
-preview player, the expressions the playing clip keys (its ``vrm:`` channels on the armature's
-node, docs/vrm.md) take the player's values instead of the stored previews
+their own values.  Colour / UV binds stay with the reader's frame (``material_binds``, applied
+by ``engine.materials.vrm_binds``).  In the preview player, the expressions the playing clip
+keys (its ``vrm:`` channels on the armature's node, docs/vrm.md) take the player's values instead
+of the stored previews
 (``read_morph_weights(expression_values=...)``).
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ class TimelineReader:
         self.object_nodes: List[Tuple[int, str]] = []
         self.morph_bindings: List[Tuple[int, str, np.ndarray]] = []   # (node, mesh object, key-block index per name)
         self.vrm = None              # VrmMorphSource when an armature carries VRM expressions
+        self.material_binds = {}     # this frame's VRM colour / UV binds (materials.vrm_binds.apply)
         self._vrm_mesh_keys = {}
         self._vrm_checked = time.monotonic()
         self._key_reads = {}           # read_morph_weights: key name -> (values, mute, processed) last read
@@ -373,9 +375,7 @@ class TimelineReader:
                     out[node] = out[node].copy()     # written below; the cached array stays as read
             self._apply_vrm(out, muted, depsgraph, expression_values)
         else:
-            from .materials import vrm_binds
-
-            vrm_binds.set_frame_state({})
+            self.material_binds = {}
         return out
 
     def player_expression_values(self, expression_values) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -402,8 +402,6 @@ class TimelineReader:
         for this frame.  ``expression_values``: see ``read_morph_weights``."""
         import bpy
 
-        from .materials import vrm_binds
-
         frame = None
         if depsgraph is None:
             sc = bpy.context.scene
@@ -414,7 +412,7 @@ class TimelineReader:
             self.vrm_error = None
         except Exception as ex:   # malformed add-on data: keep the shape-key values, say why
             self.vrm_error = f"VRM expressions could not be evaluated: {type(ex).__name__}: {ex}"
-            vrm_binds.set_frame_state({})
+            self.material_binds = {}
             return
         weights = self.vrm.key_weights(outputs)
         for node, (slots, rows) in self.vrm.bound.items():
@@ -422,4 +420,4 @@ class TimelineReader:
             if w is None:
                 continue
             w[slots] = np.where(muted[node][slots], 0.0, weights[rows])
-        vrm_binds.set_frame_state(self.vrm.material.frame_state(outputs) if not self.vrm.material.empty else {})
+        self.material_binds = self.vrm.material.frame_state(outputs) if not self.vrm.material.empty else {}

@@ -344,7 +344,7 @@ def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
     the stretched limbs."""
     from stylized_renderer.engine import session
 
-    monkeypatch.setattr(session._BakeFeed, "after", lambda self, runtime: None)
+    monkeypatch.setattr(session._BakeFeed, "write", lambda self, t, player: True)
     rc, out, f = _run(capsys)
     assert rc == 1, out
     assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out

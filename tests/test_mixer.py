@@ -133,3 +133,45 @@ def test_the_player_crossfade_goes_through_the_mixer():
     q = C.trs(pose, 1)[1]
     ref = bl_slerp(C.trs(pa, 1)[1], C.trs(pb, 1)[1], a)
     assert same_rot(q, ref), (q, ref)
+
+
+from test_bake import bakes, crig  # noqa: E402,F401  (fixtures: a constraint rig, the bake cache)
+
+
+def test_a_baked_clip_is_sampled_with_the_player_once_per_frame(crig, bakes, monkeypatch):
+    """A bake's local matrices are a source the player samples with its clip: a frame that
+    restarts the clip (bind-pose reset, then the sample) writes the bake once, at the player's
+    time, and makes the palettes once (before: the bake was written after the player as well and
+    the palettes made twice)."""
+    import test_bake as TB
+    from stylized_renderer.engine.importer import baked_pose
+    from stylized_renderer.engine.runtime import palette
+
+    arm, _ob, act = crig
+    bakes.BAKES.ensure(arm, act.name)
+    s, st, frame = TB._preview_session(arm, act, 0.2)
+    try:
+        ok, clip, _t = frame()
+        assert ok and st.active, st.last_error
+        calls = {"sample": [], "palettes": 0}
+        orig_sample = baked_pose.BakedPose.sample
+        orig_update = palette.SkinningPaletteSet.update
+
+        def sample(self, t):
+            calls["sample"].append(float(t))
+            return orig_sample(self, t)
+
+        def update(self, pose):
+            calls["palettes"] += 1
+            return orig_update(self, pose)
+
+        monkeypatch.setattr(baked_pose.BakedPose, "sample", sample)
+        monkeypatch.setattr(palette.SkinningPaletteSet, "update", update)
+        st.push("clip", act.name)       # the same clip again: time 0, bind pose, sample
+        st.push("seek", 0.35)
+        ok, clip2, t = frame()
+        assert ok and st.active and clip2 is clip and t == 0.35
+        assert calls["sample"] == [0.35], calls
+        assert calls["palettes"] == 1, calls
+    finally:
+        s.free()

@@ -397,14 +397,6 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
 # material colour binds
 # ------------------------------------------------------------------------------------------------
 
-def _session_applies_binds() -> bool:
-    import inspect
-
-    from stylized_renderer.engine import session
-
-    return "vrm_binds" in inspect.getsource(session.StylizedSession._materials)
-
-
 def test_colour_and_uv_binds_on_params(ext):
     """base + sum_e w_e (target_e - base) per colour type; UV lerps towards the bind (V-up form)."""
     from stylized_renderer.engine.materials import vrm_binds
@@ -413,27 +405,24 @@ def test_colour_and_uv_binds_on_params(ext):
     p = MToonParams(base_color=(0.8, 0.6, 0.5, 1.0), shade_color=(0.4, 0.3, 0.2),
                     textures={"base_color": TextureRef(uv_offset=(0.0, 0.0), uv_scale=(1.0, 1.0)),
                               "matcap": TextureRef()})
-    try:
-        # two expressions at 0.5 each towards red and towards blue
-        vrm_binds.set_frame_state({"M": {"color": (0.5 * np.array([1, 0, 0, 1.0]) + 0.5 * np.array([0, 0, 1, 1.0]), 1.0),
-                                         "uv": (0.5 * np.array([2.0, 2.0, 0.5, 0.0]), 0.5)}})
-        q = vrm_binds.apply("M", p)
-        assert q.base_color == pytest.approx((0.5, 0.0, 0.5, 1.0))
-        assert q.shade_color == p.shade_color and p.base_color == (0.8, 0.6, 0.5, 1.0)   # a copy
-        # glTF scale 1 -> 1.5, offset (0,0) -> (0.25, 0); Blender's V-up offset = 1 - sy - oy
-        assert q.textures["base_color"].uv_scale == pytest.approx((1.5, 1.5))
-        assert q.textures["base_color"].uv_offset == pytest.approx((0.25, 1.0 - 1.5 - 0.0))
-        assert q.textures["matcap"] is p.textures["matcap"]
-        assert vrm_binds.apply("Other", p) is p
-    finally:
-        vrm_binds.set_frame_state({})
+    # two expressions at 0.5 each towards red and towards blue
+    frame = {"M": {"color": (0.5 * np.array([1, 0, 0, 1.0]) + 0.5 * np.array([0, 0, 1, 1.0]), 1.0),
+                   "uv": (0.5 * np.array([2.0, 2.0, 0.5, 0.0]), 0.5)}}
+    q = vrm_binds.apply("M", p, frame)
+    assert q.base_color == pytest.approx((0.5, 0.0, 0.5, 1.0))
+    assert q.shade_color == p.shade_color and p.base_color == (0.8, 0.6, 0.5, 1.0)   # a copy
+    # glTF scale 1 -> 1.5, offset (0,0) -> (0.25, 0); Blender's V-up offset = 1 - sy - oy
+    assert q.textures["base_color"].uv_scale == pytest.approx((1.5, 1.5))
+    assert q.textures["base_color"].uv_offset == pytest.approx((0.25, 1.0 - 1.5 - 0.0))
+    assert q.textures["matcap"] is p.textures["matcap"]
+    assert vrm_binds.apply("Other", p, frame) is p
+    assert vrm_binds.apply("M", p, {}) is p          # another frame's binds never reach this one
 
 
 @needs_godette
 def test_colour_bind_changes_the_face_colour(vrm_addon):
-    if not _session_applies_binds():
-        pytest.skip("engine/session.py StylizedSession._materials does not pass the params through "
-                    "engine.materials.vrm_binds.apply yet (see docs/vrm.md)")
+    """F12 through the session: the reader's frame binds reach the materials (a regression fails
+    here; it used to be a skip when the session's source lacked "vrm_binds")."""
     scene = open_godette()
     arm = bpy.data.objects["Armature"]
     grp = arm.data.vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups[ANGRY]

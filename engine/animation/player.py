@@ -28,6 +28,7 @@ import numpy as np
 
 from .crossfade import _Fade, _Frozen
 from .mixer import MorphMixer, TRSMixer
+from .root_motion import RootMotion
 from .curve_clip import CurveTracks
 from .sampling import TrackSet
 
@@ -39,7 +40,7 @@ def _as_slice(idx: np.ndarray):
     return idx
 
 
-class AnimationPlayer:
+class AnimationPlayer(RootMotion):
     def __init__(self):
         self._clip = None
         self._validated_scene = None
@@ -65,6 +66,7 @@ class AnimationPlayer:
         self._own_morph_count = 0      # morph keys of the current clip (the rest fade out)
         self.sample_count = 0          # increments whenever the pose was (re)sampled
         self.last_error: Optional[str] = None
+        self._matrix_source = None     # (clip, write(time, player)): a baked clip's local matrices
         # crossfade
         self._fade_duration = 0.0
         self._fade = None              # _Fade while blending, else None
@@ -97,6 +99,12 @@ class AnimationPlayer:
             self._reset_pose_on_next_sample = True
 
     # ---------------------------------------------------------------- crowds
+    def set_matrix_source(self, clip, write) -> None:
+        """A second source of ``clip``'s pose (a bake's exact local matrices): ``write(time,
+        player)`` runs whenever the player samples ``clip``, at the sampled time, before its own
+        tracks are written (None: no source)."""
+        self._matrix_source = None if write is None or clip is None else (clip, write)
+
     def set_targets(self, node_maps) -> bool:
         """Play the clip on several instances of one skeleton at once (a crowd).
 
@@ -430,6 +438,9 @@ class AnimationPlayer:
         if self._reset_pose_on_next_sample:
             pose.reset_to_bind_pose()
             self._reset_pose_on_next_sample = False
+        src = self._matrix_source
+        if src is not None and src[0] is clip:
+            src[1](self._current_time, self)
         if self._fade is not None:
             ok = self._apply_fade(scene, pose)
             if ok and self._fade.done:
@@ -516,51 +527,6 @@ class AnimationPlayer:
             if mv is not None:
                 return t, q, s, mv
         return t, q, s, self._sample_morphs(self._current_time)
-
-    # ---------------------------------------------------------------- root motion
-    def _find_root(self, scene) -> None:
-        """The clip's root: the translated node nearest the scene root; its start translation
-        (computed once per clip)."""
-        self._root_slot = -2
-        if self._t_slot.size == 0:
-            return
-        parents = np.asarray(scene.parents, np.int64)
-        depth = np.zeros(parents.shape[0], np.int64)
-        p = parents.copy()
-        for _ in range(parents.shape[0]):       # one step per hierarchy level, all nodes at once
-            up = p >= 0
-            if not up.any():
-                break
-            depth += up
-            p = np.where(up, parents[np.clip(p, 0, None)], -1)
-        moved = self._nodes[self._t_slot]
-        k = int(np.argmin(depth[moved]))
-        self._root_track = k
-        self._root_slot = int(self._t_slot[k])
-        self._root_start = self._rows(0.0)[0][k].copy()
-        pre = np.asarray(scene.pre_matrices, np.float64)[int(self._nodes[self._root_slot])][:3, :3]
-        self._root_pre = pre
-        try:
-            self._root_pre_inv = np.linalg.inv(pre)
-        except np.linalg.LinAlgError:
-            self._root_pre_inv = np.linalg.pinv(pre)
-
-    def _in_place_rows(self, tv, scene) -> None:
-        """``_keep_root_in_place`` on the sampled translation rows (one per translation track)."""
-        self._keep_root_in_place(tv, scene, by_track=True)
-
-    def _keep_root_in_place(self, t, scene, by_track: bool = False) -> None:
-        """Remove the root's horizontal travel since time 0: the parent-space X/Y of
-        ``pre @ T`` are held at their start values (Z, rotation and scale play as keyed).
-        ``t``: rows aligned with ``_nodes``, or with the translation tracks (``by_track``)."""
-        if self._root_slot == -1:
-            self._find_root(scene)
-        if self._root_slot < 0:
-            return
-        r = self._root_track if by_track else self._root_slot
-        travel = self._root_pre @ (t[r] - self._root_start)
-        travel[2] = 0.0
-        t[r] = t[r] - self._root_pre_inv @ travel
 
     # ---------------------------------------------------------------- crossfade
     def _apply_fade(self, scene, pose) -> bool:

@@ -1,7 +1,7 @@
 """VRM expression material binds (colour and texture transform) applied to MToonParams per frame.
 
 ``engine.timeline.TimelineReader`` evaluates the avatars' expressions every frame (F12, timeline,
-preview player) and hands this module the frame's weighted sums (``set_frame_state``); the
+preview player) and keeps the frame's weighted sums (``TimelineReader.material_binds``); the
 material resolver passes each resolved MToonParams through ``apply`` before the passes draw it.
 
 VRM 1.0 (expressions.md, "Expression update algorithm"): a colour = ``base + sum_e w_e (target_e -
@@ -11,9 +11,10 @@ are never read: no double counting).  The texture transform is interpolated the 
 texture's own KHR_texture_transform towards each bind's scale / offset (as the VRM Add-on does),
 for every UV-mapped texture (not the matcap).
 
-The state is module-level (the last evaluated frame): each session evaluates its frame and then
-resolves its materials in the same call (``StylizedSession.build_frame``), so a frame always
-sees its own binds.
+The frame's binds travel with the frame: the timeline reader keeps the sums it evaluated for
+its frame (``TimelineReader.material_binds``) and the session hands them to ``apply`` when it
+resolves that frame's materials (``StylizedSession._materials``), so no session ever sees
+another's binds.
 """
 from __future__ import annotations
 
@@ -33,32 +34,16 @@ FIELDS = {
     "outlineColor": ("outline_color", 3),
 }
 
-_state: dict = {}   # material name -> {type: (sum_target (4,), sum_weight)}
-
-
-def set_frame_state(state: dict) -> None:
-    """The frame's binds: {material name: {type or 'uv': (weighted target sum (4,), weight sum)}}."""
-    global _state
-    _state = state or {}
-
-
-def frame_state() -> dict:
-    return _state
-
-
-def has_binds(material_name: str) -> bool:
-    return material_name in _state
-
-
 def _lerp_sum(base, sum_target, sum_weight, n):
     b = np.asarray(tuple(base)[:n] + (1.0,) * max(0, n - len(tuple(base))), np.float64)[:n]
     return tuple(float(x) for x in b + np.asarray(sum_target[:n]) - sum_weight * b)
 
 
-def apply(material_name: str, params: MToonParams) -> MToonParams:
-    """``params`` with this frame's expression binds of ``material_name`` (a copy; the cached
+def apply(material_name: str, params: MToonParams, frame_binds) -> MToonParams:
+    """``params`` with the expression binds of ``material_name`` in ``frame_binds`` (the frame's
+    {material name: {type or 'uv': (weighted target sum (4,), weight sum)}}; a copy: the cached
     params are never changed), or ``params`` itself when no expression touches it."""
-    binds = _state.get(material_name) if material_name else None
+    binds = frame_binds.get(material_name) if (material_name and frame_binds) else None
     if not binds:
         return params
     changes = {}
@@ -90,4 +75,4 @@ def apply(material_name: str, params: MToonParams) -> MToonParams:
     return out
 
 
-__all__ = ["apply", "set_frame_state", "frame_state", "has_binds", "FIELDS"]
+__all__ = ["apply", "FIELDS"]
