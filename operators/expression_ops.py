@@ -321,25 +321,35 @@ def sync_items(scene, obj=None) -> bool:
     return True
 
 
-_pending = {}
+def _drawn_characters():
+    """(scene, active object) of every window (what each Expressions panel draws for); the
+    context's scene and view layer when there is no window (background)."""
+    wm = getattr(bpy.context, "window_manager", None)
+    wins = list(getattr(wm, "windows", ()) or ())
+    if wins:
+        return [(w.scene, w.view_layer.objects.active) for w in wins if w.scene is not None]
+    vl = getattr(bpy.context, "view_layer", None)
+    scene = getattr(bpy.context, "scene", None)
+    return [(scene, vl.objects.active if vl is not None else None)] if scene is not None else []
 
 
 def _deferred_sync():
-    scene = bpy.data.scenes.get(_pending.pop("scene", ""), None)
-    obj = bpy.data.objects.get(_pending.pop("object", ""), None)
-    if scene is not None:
+    """The timer request_sync registers: rebuild the stale items of every drawn character (the
+    request names nothing: each window's scene and active object are read again here)."""
+    changed = False
+    for scene, obj in _drawn_characters():
         try:
-            if sync_items(scene, obj):
-                _tag_redraw()
+            changed = sync_items(scene, obj) or changed
         except Exception:
             pass
+    if changed:
+        _tag_redraw()
     return None
 
 
 def request_sync(scene, obj) -> None:
-    """Called from the panel's draw(): rebuild the items just after drawing."""
-    _pending["scene"] = scene.name
-    _pending["object"] = obj.name if obj is not None else ""
+    """Called from the panel's draw() (for ``scene`` / ``obj``, the window's own): rebuild the
+    items just after drawing."""
     if not bpy.app.timers.is_registered(_deferred_sync):
         bpy.app.timers.register(_deferred_sync, first_interval=0.0)
 
@@ -516,7 +526,6 @@ def register():
 def unregister():
     if bpy.app.timers.is_registered(_deferred_sync):
         bpy.app.timers.unregister(_deferred_sync)
-    _pending.clear()
     if hasattr(bpy.types.Scene, "stylized_expressions"):
         del bpy.types.Scene.stylized_expressions
     for c in reversed(item_classes + classes):
