@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bake_tables import chain, compose, decompose, slerp
+from .bake_tables import affine_inv, chain, compose, decompose, slerp
 
 TOLERANCE = 5e-4     # of the rig's size, half the preview's 1e-3 (skinning blends several bones)
 MAX_DEPTH = 6        # sub-frame samples down to 1/64 of a frame (a kink: IK reaching full stretch)
@@ -21,10 +21,11 @@ BUDGET = 16.0        # at most this many mid-point evaluations per sample of the
 
 
 def locals_of(pose: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """(...,B,4,4) parent-relative matrices of armature-space ``pose`` (roots unchanged)."""
     out = pose.copy()
     child = parents >= 0
     if child.any():
-        out[..., child, :, :] = np.linalg.pinv(pose[..., parents[child], :, :]) @ pose[..., child, :, :]
+        out[..., child, :, :] = affine_inv(pose[..., parents[child], :, :]) @ pose[..., child, :, :]
     return out
 
 
@@ -34,6 +35,14 @@ def midpoints(pose_a: np.ndarray, pose_b: np.ndarray, parents: np.ndarray, plan)
     ta, qa, pa = decompose(locals_of(pose_a, parents))
     tb, qb, pb = decompose(locals_of(pose_b, parents))
     loc = compose(0.5 * (ta + tb), slerp(qa, qb, 0.5), 0.5 * (pa + pb))
+    return chain(loc, plan)
+
+
+def sequence_midpoints(parts, plan) -> np.ndarray:
+    """(F-1,B,4,4) the half-way poses of every interval of a sample sequence, from its locals'
+    decomposition ``parts`` = (t, q, p) (F,B,...), decomposed once for the whole sequence."""
+    t, q, p = parts
+    loc = compose(0.5 * (t[:-1] + t[1:]), slerp(q[:-1], q[1:], 0.5), 0.5 * (p[:-1] + p[1:]))
     return chain(loc, plan)
 
 

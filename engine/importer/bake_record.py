@@ -14,7 +14,7 @@ from . import bake_adaptive as _adaptive
 from .bake_isolate import _restore_values, _written_values, isolate, restore_animation, save_animation
 from .bake_reasons import BakeError, bake_reasons, weighted_bbones
 from .bake_signature import _bulk, bake_signature
-from .bake_tables import MatrixTable, chain, levels
+from .bake_tables import MatrixTable, chain, decompose, levels
 
 
 @dataclass
@@ -70,7 +70,7 @@ class Bake:
 
     @pose.setter
     def pose(self, value: np.ndarray) -> None:
-        self.locals = MatrixTable(_to_locals(np.asarray(value, np.float64), self.parents))
+        self.locals = MatrixTable(_adaptive.locals_of(np.asarray(value, np.float64), self.parents))
 
     @property
     def nbytes(self) -> int:
@@ -79,20 +79,6 @@ class Bake:
         n += self.parent_world.nbytes if self.parent_world is not None else 0
         n += self.bbone_table.nbytes if self.bbone_table is not None else 0
         return int(n + sum(r.nbytes for r in self.bbone_rest.values()))
-
-
-def _to_locals(pose: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    """(...,B,4,4) parent-relative matrices of armature-space ``pose`` (roots: unchanged)."""
-    out = pose.copy()
-    child = parents >= 0
-    if child.any():
-        par = pose[..., parents[child], :, :]
-        try:
-            inv = np.linalg.inv(par)
-        except np.linalg.LinAlgError:
-            inv = np.linalg.pinv(par)
-        out[..., child, :, :] = inv @ pose[..., child, :, :]
-    return out
 
 
 def _object_channel_needed(armature, action, slot) -> bool:
@@ -192,7 +178,10 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
             isolate(armature, action, slot)
             samples = ev.run(scene, frames.tolist(), progress, int(frames.size))
             _check_finite(samples, names, action, armature)
-            added, checked, residual = _refine(ev, scene, samples, parents, plan, lengths, size)
+            first = sorted(samples)
+            loc0 = _adaptive.locals_of(np.stack([samples[f][0] for f in first]), parents)
+            parts0 = decompose(loc0)             # once: the intervals' mid-points and the table
+            added, checked, residual = _refine(ev, scene, samples, parts0, parents, plan, lengths, size)
     except BakeError:
         raise
     except Exception as ex:
@@ -206,12 +195,27 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     _check_finite(samples, names, action, armature)
     order = sorted(samples)
     frames = np.array(order, np.float64)
-    pose = np.stack([samples[f][0] for f in order])
+    # the locals of every sample, decomposed: the plain samples' from above, the added ones now
+    row = {f: k for k, f in enumerate(first)}
+    new = [f for f in order if f not in row]
+    loc = np.empty((len(order),) + loc0.shape[1:])
+    parts = [np.empty((len(order),) + x.shape[1:]) for x in parts0]
+    old_at = np.array([k for k, f in enumerate(order) if f in row], np.int64)
+    src = np.array([row[f] for f in order if f in row], np.int64)
+    loc[old_at] = loc0[src]
+    for x, x0 in zip(parts, parts0):
+        x[old_at] = x0[src]
+    if new:
+        new_at = np.array([k for k, f in enumerate(order) if f not in row], np.int64)
+        ln = _adaptive.locals_of(np.stack([samples[f][0] for f in new]), parents)
+        loc[new_at] = ln
+        for x, xn in zip(parts, decompose(ln)):
+            x[new_at] = xn
     world = np.stack([samples[f][1] for f in order])
     pworld = np.stack([samples[f][2] for f in order]) if ev.with_parent else None
     btable = MatrixTable(np.stack([samples[f][3] for f in order])) if ev.bbone_slices else None
-    table = MatrixTable(_to_locals(pose, parents))
-    del pose, samples
+    table = MatrixTable(loc, parts=parts)
+    del loc, parts, loc0, parts0, samples
     return Bake(armature=armature.name, clip_name=clip_name or action.name, action_name=action.name,
                 frames=frames, frame_start=float(start), fps=fps, bone_names=names, parents=parents,
                 locals=table, world=world, parent_world=pworld, object_channel=obj_chan,
@@ -282,7 +286,7 @@ class _Evaluator:
         return out
 
 
-def _refine(ev, scene, samples: dict, parents, plan, lengths, size: float):
+def _refine(ev, scene, samples: dict, parts0, parents, plan, lengths, size: float):
     """The adaptive bake (``bake_adaptive``): adds sub-frame samples to ``samples`` where the
     interpolation half-way between two samples is not within TOLERANCE of Blender.  Returns
     (samples added, mid-points checked, the largest error left between samples / size)."""
@@ -290,7 +294,7 @@ def _refine(ev, scene, samples: dict, parents, plan, lengths, size: float):
     if len(order) < 2:
         return 0, 0, 0.0
     pose = np.stack([samples[f][0] for f in order])
-    mids = _adaptive.midpoints(pose[:-1], pose[1:], parents, plan)
+    mids = _adaptive.sequence_midpoints(parts0, plan)
     est = _adaptive.estimate(pose, mids, lengths, size)
     k = np.arange(est.size)
     pick = np.flatnonzero((est > 0.5 * _adaptive.TOLERANCE) | (k % _adaptive.AUDIT == _adaptive.AUDIT // 2))

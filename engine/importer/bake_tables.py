@@ -73,17 +73,85 @@ def slerp(q0: np.ndarray, q1: np.ndarray, a) -> np.ndarray:
     return out / np.linalg.norm(out, axis=-1, keepdims=True)
 
 
+def det3(m: np.ndarray) -> np.ndarray:
+    """(...) determinants of (...,3,3) matrices (closed form)."""
+    return (m[..., 0, 0] * (m[..., 1, 1] * m[..., 2, 2] - m[..., 1, 2] * m[..., 2, 1])
+            - m[..., 0, 1] * (m[..., 1, 0] * m[..., 2, 2] - m[..., 1, 2] * m[..., 2, 0])
+            + m[..., 0, 2] * (m[..., 1, 0] * m[..., 2, 1] - m[..., 1, 1] * m[..., 2, 0]))
+
+
+def _fro(m: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.einsum("...ij,...ij->...", m, m))
+
+
+def inv3(m: np.ndarray):
+    """(inverse (...,3,3), determinant (...)) of (...,3,3) matrices by cofactors (vectorised,
+    far cheaper than batched LAPACK on many small matrices); singular rows give non-finite
+    values (callers check the determinant)."""
+    a, b, c = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
+    d, e, f = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
+    g, h, i = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
+    A, B, C = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * A + b * B + c * C
+    adj = np.stack([np.stack([A, c * h - b * i, b * f - c * e], -1),
+                    np.stack([B, a * i - c * g, c * d - a * f], -1),
+                    np.stack([C, b * g - a * h, a * e - b * d], -1)], -2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return adj / det[..., None, None], det
+
+
+def affine_inv(m: np.ndarray) -> np.ndarray:
+    """(...,4,4) inverses of affine matrices (last row 0 0 0 1); a singular one (a bone scaled
+    to zero) by pinv."""
+    r, det = inv3(m[..., :3, :3])
+    out = np.zeros(m.shape)
+    out[..., :3, :3] = r
+    out[..., :3, 3] = -(r @ m[..., :3, 3:4])[..., 0]
+    out[..., 3, 3] = 1.0
+    bad = ~(np.abs(det) > 1e-30) | ~np.isfinite(out).all(axis=(-2, -1))
+    if bad.any():
+        out[bad] = np.linalg.pinv(m[bad])
+    return out
+
+
+def _polar_rotation(m3: np.ndarray) -> np.ndarray:
+    """(k,3,3) the rotation of the polar decomposition of (k,3,3) non-singular matrices (a
+    mirroring one: of its negative), by scaled Newton iteration ``X <- (gX + X^-T / g) / 2``
+    with cofactor inverses; an SVD for what does not converge."""
+    x = np.where((det3(m3) < 0.0)[:, None, None], -m3, m3)
+    for _ in range(12):
+        xi, det = inv3(x)
+        if not (np.abs(det) > 1e-300).all():
+            break
+        g = np.sqrt(_fro(xi) / _fro(x))[:, None, None]
+        nx = 0.5 * (g * x + np.swapaxes(xi, -1, -2) / g)
+        done = np.abs(nx - x).max() < 1e-13
+        x = nx
+        if done:
+            break
+    bad = ~(np.abs(np.swapaxes(x, -1, -2) @ x - np.eye(3)).max(axis=(-2, -1)) < 1e-9) | (det3(x) < 0.0)
+    if bad.any():
+        u, _sv, vt = np.linalg.svd(m3[bad])
+        rh = u @ vt
+        flip = np.linalg.det(rh) < 0.0
+        u[flip, :, 2] *= -1.0
+        x[bad] = u @ vt
+    return x
+
+
 def decompose(m: np.ndarray):
     """(t (...,3), q (...,4), p (...,6)) of (...,4,4) affine matrices: ``M3 = R(q) @ P`` with P
-    symmetric (polar decomposition by SVD; a mirroring matrix keeps its flip in P)."""
+    symmetric (the polar decomposition; a mirroring matrix keeps its flip in P).  A rotation
+    times a scale along its own axes (almost every bone) takes the normalised columns; the
+    others (shear: B-Bone segments, stretched limbs) a Newton iteration."""
     m3 = m[..., :3, :3]
-    u, sv, vt = np.linalg.svd(m3)
-    r = u @ vt
-    flip = np.linalg.det(r) < 0.0
-    if flip.any():
-        u = u.copy()
-        u[flip, :, 2] *= -1.0
-        r = u @ vt
+    r = m3 / np.maximum(np.sqrt(np.einsum("...ij,...ij->...j", m3, m3)), 1e-30)[..., None, :]
+    gram = np.swapaxes(r, -1, -2) @ r
+    off = np.abs(gram - np.eye(3)).reshape(gram.shape[:-2] + (9,)).max(axis=-1)
+    hard = (off > 1e-9) | (det3(r) < 0.0)
+    if hard.any():
+        r = r.copy()
+        r[hard] = _polar_rotation(m3[hard])
     p = np.swapaxes(r, -1, -2) @ m3
     p = 0.5 * (p + np.swapaxes(p, -1, -2))
     return m[..., :3, 3].copy(), quat_from_rot(r), p[..., _SYM[0], _SYM[1]]
@@ -119,7 +187,8 @@ class MatrixTable:
     change); ``moving`` (M,): the matrices that change, with ``t`` (F,M,3), ``q`` (F,M,4)
     (continuous along F) and ``p`` (F,M,6) float32."""
 
-    def __init__(self, mats: np.ndarray, tol: float = 1e-7):
+    def __init__(self, mats: np.ndarray, tol: float = 1e-7, parts=None):
+        """``parts``: ``decompose(mats)`` when the caller has it already (not decomposed again)."""
         mats = np.asarray(mats, np.float64)
         self.frames, self.count = int(mats.shape[0]), int(mats.shape[1])
         self.static = mats[0].copy() if self.frames else np.tile(np.eye(4), (self.count, 1, 1))
@@ -128,8 +197,11 @@ class MatrixTable:
             self.moving = np.flatnonzero(dev > tol * np.maximum(1.0, np.abs(self.static).reshape(self.count, 16).max(1)))
         else:
             self.moving = np.zeros(0, np.int64)
-        t, q, p = decompose(mats[:, self.moving]) if self.moving.size else (
-            np.zeros((self.frames, 0, 3)), np.zeros((self.frames, 0, 4)), np.zeros((self.frames, 0, 6)))
+        if parts is not None and self.moving.size:
+            t, q, p = (x[:, self.moving] for x in parts)
+        else:
+            t, q, p = decompose(mats[:, self.moving]) if self.moving.size else (
+                np.zeros((self.frames, 0, 3)), np.zeros((self.frames, 0, 4)), np.zeros((self.frames, 0, 6)))
         self.t = t.astype(np.float32)
         self.q = continuous(q).astype(np.float32)
         self.p = p.astype(np.float32)
