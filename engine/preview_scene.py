@@ -51,6 +51,11 @@ def needs_blender(scene) -> List[str]:
         if why:
             out.append(f"object '{ob.name}' is driven by {'; '.join(why)}: Scene playback does not evaluate "
                        "that (no bake of the scene yet); play its clip, or use the timeline")
+        data = getattr(ob, "data", None)
+        dad = getattr(data, "animation_data", None) if ob.type == "ARMATURE" else None
+        if dad is not None and (dad.action is not None or any(len(t.strips) for t in dad.nla_tracks)):
+            out.append(f"armature '{ob.name}': its data '{data.name}' is animated (VRM expression previews): "
+                       "Scene playback does not evaluate them yet; play its clip, or use the timeline")
     return out
 
 

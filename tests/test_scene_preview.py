@@ -160,3 +160,20 @@ def test_a_scene_needing_blenders_evaluation_is_refused_with_the_reason(nla_scen
         assert rc == 1 and "refused: object 'Rig_0'" in out, out
     finally:
         preview.clear_states()
+
+
+def test_animated_armature_data_is_refused_not_dropped(nla_scene):
+    """VRM expression previews are keyed on the armature's data: Scene playback does not evaluate
+    them yet, so Play says so instead of playing the face without them."""
+    from stylized_renderer.engine import preview
+
+    rig = bpy.data.objects["Rig_0"]
+    rig.data["expression_preview"] = 0.0
+    rig.data.keyframe_insert('["expression_preview"]', frame=1)
+    preview.clear_states()
+    try:
+        with pytest.raises(RuntimeError, match="armature 'Rig_0': its data 'Rig_0' is animated"):
+            bpy.ops.stylized.preview_scene(action="PLAY")
+        assert not preview.get_state(nla_scene).active
+    finally:
+        preview.clear_states()
