@@ -1,4 +1,4 @@
-"""Shared helpers of the MToon passes: shader cache, std140 packing, material normalisation,
+"""Shared helpers of the MToon passes: std140 packing, material normalisation,
 frustum culling and draw ordering."""
 from __future__ import annotations
 
@@ -24,23 +24,6 @@ MAT_FLAG_UNLIT = 4           # the base colour is the result (no lights, shadows
 FRAME_BLOCK_FLOATS = 16 * 2 + 4 * 9 + 4 * MAX_LIGHTS * 3 + 16 * 4 + 4 * 4   # ... + cascade matrices, splits
 MATERIAL_BLOCK_FLOATS = 4 * 9 + 4 * 9 + 4
 
-# Compiled once per process: shaders are immutable and Blender shares one GPU context for
-# final renders, so every FramePipeline reuses them.
-_SHADERS: dict = {}
-
-
-def cached_shader(key: str, factory):
-    sh = _SHADERS.get(key)
-    if sh is None:
-        sh = factory()
-        _SHADERS[key] = sh
-    return sh
-
-
-def free_shaders():
-    _SHADERS.clear()
-
-
 def blocks_source() -> str:
     return load_glsl("mtoon_blocks.glsl")
 
@@ -64,29 +47,12 @@ def fullscreen_shader(name: str, fragment_source: str, samplers=(), push_constan
     return gpu.shader.create_from_info(info)
 
 
-_fs_batch = {}
-
-
-def fullscreen_batch(shader):
-    import gpu
-    from gpu_extras.batch import batch_for_shader
-
-    b = _fs_batch.get(id(shader))
-    if b is None:
-        b = batch_for_shader(shader, "TRIS", {"p": ((-1, -1), (3, -1), (-1, 3))})
-        _fs_batch[id(shader)] = b
-    return b
-
-
-def free_batches():
-    _fs_batch.clear()
-
-
 class FullscreenPass:
     """A screen-space pass: one full-screen triangle into its own RGBA32F target, recreated when
     the frame size changes (the screen-space outline and the post process)."""
 
-    def __init__(self):
+    def __init__(self, cache):
+        self.cache = cache          # the pipeline's GpuCache (engine/passes/gpu_cache.py)
         self._size = None
         self._out = None
         self._fb = None
@@ -110,7 +76,7 @@ class FullscreenPass:
                 shader.uniform_sampler(name, tex)
             for name, value in floats:
                 shader.uniform_float(name, value)
-            fullscreen_batch(shader).draw(shader)
+            self.cache.fullscreen_batch(shader).draw(shader)
         return self._out
 
     def free(self):

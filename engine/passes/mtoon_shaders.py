@@ -24,8 +24,7 @@ Uniforms the variant does not read stay declared where every draw sets them (SKI
 """
 from __future__ import annotations
 
-from .common import (MAT_FLAG_UNLIT, MAT_FLAG_VERTEX_ALPHA, MAT_FLAG_VERTEX_COLOR, SAMPLER_NAMES, blocks_source,
-                     cached_shader)
+from .common import MAT_FLAG_UNLIT, MAT_FLAG_VERTEX_ALPHA, MAT_FLAG_VERTEX_COLOR, SAMPLER_NAMES, blocks_source
 from .shader_lib import build_shader, load_glsl
 
 SAMPLERS = (("FLOAT_2D", "shadow_map"),) + tuple(("FLOAT_2D", n) for n in SAMPLER_NAMES)
@@ -376,11 +375,11 @@ def shadow_spec(mspec, vclass: str) -> tuple:
     return tuple(d) + VERTEX_DEFINES[vclass]
 
 
-def _variant(key: str, spec, make):
-    """The cached shader ``key`` for ``spec`` (None: the general one); a variant that does not
-    compile falls back to the general shader."""
+def _variant(cache, key: str, spec, make):
+    """The shader ``key`` for ``spec`` (None: the general one) from ``cache`` (the pipeline's
+    GpuCache); a variant that does not compile falls back to the general shader."""
     if spec is None or not SPECIALIZE:
-        return cached_shader(key, lambda: make(()))
+        return cache.shader(key, lambda: make(()))
     name = key + "|" + ";".join(d if isinstance(d, str) else f"{d[0]}={d[1]}" for d in spec)
 
     def build():
@@ -388,27 +387,27 @@ def _variant(key: str, spec, make):
             return make(spec)
         except Exception as ex:  # never lose the frame to a variant: the general shader draws it
             print(f"Stylized: shader variant {name} failed ({ex}); using the general shader")
-            return cached_shader(key, lambda: make(()))
+            return cache.shader(key, lambda: make(()))
 
-    return cached_shader(name, build)
+    return cache.shader(name, build)
 
 
-def forward_shader(spec=None):
-    return _variant("mtoon_forward", spec, lambda d: _build(
+def forward_shader(cache, spec=None):
+    return _variant(cache, "mtoon_forward", spec, lambda d: _build(
         "stylized_mtoon_forward", _FORWARD_VS,
         _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
         _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 
-def outline_shader(spec=None):
-    return _variant("mtoon_outline", spec, lambda d: _build(
+def outline_shader(cache, spec=None):
+    return _variant(cache, "mtoon_outline", spec, lambda d: _build(
         "stylized_mtoon_outline", _OUTLINE_VS,
         _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
         _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 
-def shadow_shader(spec=None):
-    return _variant("mtoon_shadow", spec, lambda d: _build(
+def shadow_shader(cache, spec=None):
+    return _variant(cache, "mtoon_shadow", spec, lambda d: _build(
         "stylized_mtoon_shadow", _SHADOW_VS, load_glsl("mtoon_common.glsl") + _SHADOW_FS,
         (("smooth", "VEC2", "v_uv"),), (("VEC4", "frag_color"),), push=PUSH + (("INT", "shadow_cascade"),),
         defines=d))

@@ -41,7 +41,8 @@ from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .skin_once import SkinOnce
-from .textures import TextureCache, dummy_texture
+from .gpu_cache import GpuCache
+from .textures import TextureCache
 
 LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 3}
 
@@ -143,10 +144,11 @@ def _sync(fb, depth=False) -> None:
 
 class FramePipeline:
     def __init__(self):
+        self.gpu = GpuCache()         # this pipeline's shaders, full-screen batches, fallback textures
         self.shadow = ShadowPass()
-        self.skin_once = SkinOnce()   # skin once per frame (skin_once.ENABLED, an experiment)
-        self.screen_outline = ScreenSpaceOutlinePass()
-        self.post = PostProcessPass()
+        self.skin_once = SkinOnce(self.gpu)   # skin once per frame (skin_once.ENABLED, an experiment)
+        self.screen_outline = ScreenSpaceOutlinePass(self.gpu)
+        self.post = PostProcessPass(self.gpu)
         self.textures = TextureCache()
         self._size = None
         self._color = self._aux = self._depth = None
@@ -229,7 +231,7 @@ class FramePipeline:
         except ValueError:          # a variant that reads nothing of the material (OPAQUE shadow)
             pass
         shader.uniform_block("fr", self._frame_ubo)
-        white = dummy_texture("white")
+        white = self.gpu.dummy_texture("white")
         for sname, tex in zip(SAMPLER_NAMES, texs):
             shader.uniform_sampler(sname, tex if tex is not None else white)
         shader.uniform_sampler("shadow_map", white if shadow_pass or self._shadow_tex is None else self._shadow_tex)
@@ -304,7 +306,7 @@ class FramePipeline:
                                       self.shadow.fit_result.count if shadows_on else 0)
         if shadows_on and not reuse:
             inst = self._instances
-            self.shadow.draw(lambda name, group: shadow_shader(shadow_spec(self._mspec[name], inst.vertex_class(group))),
+            self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
                              casters, self._bind_material, inst)
         if shadows_on:
             self._shadow_tex = self.shadow.texture
@@ -434,7 +436,7 @@ class FramePipeline:
     def _draw_list(self, shader_for, items, outline: bool, extra=()):
         """Draw ``items`` (sorted by material) grouped: one draw per group of instances
         (engine/passes/instancing.py; a group of one is drawn alone, as before), each with
-        ``shader_for(spec)``'s variant for its material, the frame and its deformation
+        ``shader_for(self.gpu, spec)``'s variant for its material, the frame and its deformation
         (mtoon_shaders.surface_spec)."""
         import gpu
 
@@ -452,7 +454,7 @@ class FramePipeline:
             spec = surface_spec(self._mspec[name], fspec, inst.vertex_class(group), outline) + tuple(extra)
             if self._passes:
                 spec = spec + ("SPEC_PASSES",)
-            shader = shader_for(spec)
+            shader = shader_for(self.gpu, spec)
             if shader is not bound:
                 shader.bind()
                 bound = shader
@@ -470,6 +472,7 @@ class FramePipeline:
     def free(self):
         self.shadow.free()
         self.skin_once.free()
+        self.gpu.free()
         self.screen_outline.free()
         self.post.free()
         self.textures.clear()

@@ -4,12 +4,12 @@ Blender's colour management (view transform, look, display) is applied by Blende
 the linear result; nothing here tone-maps."""
 from __future__ import annotations
 
-from .common import FullscreenPass, cached_shader, fullscreen_shader
+from .common import FullscreenPass, fullscreen_shader
 from .shader_lib import load_glsl
 
 
-def fxaa_shader():
-    return cached_shader("post_fxaa", lambda: fullscreen_shader(
+def fxaa_shader(cache):
+    return cache.shader("post_fxaa", lambda: fullscreen_shader(
         "stylized_fxaa", load_glsl("fxaa.glsl"), samplers=(("FLOAT_2D", "src"),)))
 
 
@@ -19,4 +19,4 @@ class PostProcessPass(FullscreenPass):
         s = frame.settings
         if not s.fxaa:
             return color
-        return self.draw(s.width, s.height, fxaa_shader(), samplers=(("src", color),))
+        return self.draw(s.width, s.height, fxaa_shader(self.cache), samplers=(("src", color),))

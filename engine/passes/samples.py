@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from .common import cached_shader, fullscreen_batch, fullscreen_shader
+from .common import fullscreen_shader
 
 
 #: True: every sample is drawn and shaded by the whole pipeline (exact, about n times the cost);
@@ -90,7 +90,7 @@ _RESOLVE_SAMPLE = """
 """
 
 
-def _resolve_shader(count: int):
+def _resolve_shader(cache, count: int):
     """The resolve pass of ``count`` (1..BATCH) coverage samples ids_1..ids_count; offsets in the
     push constants o01, o23, o45, o67 (two per vec4), params.x the weight of one sample."""
     body = _RESOLVE_HEAD
@@ -100,13 +100,13 @@ def _resolve_shader(count: int):
     body += "  frag_color = sum * params.x;\n}\n"
     samplers = (("FLOAT_2D", "src"), ("FLOAT_2D", "ids_0")) + tuple(("FLOAT_2D", f"ids_{k}")
                                                                       for k in range(1, count + 1))
-    return cached_shader(f"coverage_resolve_{count}", lambda: fullscreen_shader(
+    return cache.shader(f"coverage_resolve_{count}", lambda: fullscreen_shader(
         f"stylized_coverage_resolve_{count}", body, samplers=samplers,
         push_constants=(("VEC4", "params"), ("VEC4", "o01"), ("VEC4", "o23"), ("VEC4", "o45"), ("VEC4", "o67"))))
 
 
-def _accumulate_shader():
-    return cached_shader("accumulate", lambda: fullscreen_shader(
+def _accumulate_shader(cache):
+    return cache.shader("accumulate", lambda: fullscreen_shader(
         "stylized_accumulate",
         "void main() { frag_color = texelFetch(src, ivec2(gl_FragCoord.xy), 0) * params.x; }",
         samplers=(("FLOAT_2D", "src"),), push_constants=(("VEC4", "params"),)))
@@ -145,7 +145,7 @@ class Accumulator:
             with self._fb.bind():
                 self._fb.clear(color=(0.0, 0.0, 0.0, 0.0))
 
-    def _draw(self, sh, width: int, height: int):
+    def _draw(self, cache, sh, width: int, height: int):
         import gpu
 
         with self._fb.bind():
@@ -153,24 +153,24 @@ class Accumulator:
             gpu.state.depth_test_set("NONE")
             gpu.state.face_culling_set("NONE")
             gpu.state.blend_set("ADDITIVE_PREMULT")
-            fullscreen_batch(sh).draw(sh)
+            cache.fullscreen_batch(sh).draw(sh)
             gpu.state.blend_set("NONE")
 
-    def add(self, tex, weight: float, width: int, height: int, first: bool) -> None:
-        """Add ``tex`` x ``weight``."""
+    def add(self, cache, tex, weight: float, width: int, height: int, first: bool) -> None:
+        """Add ``tex`` x ``weight`` (``cache``: the pipeline's GpuCache)."""
         self._bind(width, height, first)
-        sh = _accumulate_shader()
+        sh = _accumulate_shader(cache)
         sh.bind()
         sh.uniform_sampler("src", tex)
         sh.uniform_float("params", (float(weight), 0.0, 0.0, 0.0))
-        self._draw(sh, width, height)
+        self._draw(cache, sh, width, height)
 
-    def resolve(self, tex, weight: float, width: int, height: int, offsets, first: bool) -> None:
+    def resolve(self, cache, tex, weight: float, width: int, height: int, offsets, first: bool) -> None:
         """Add the colours of the coverage samples in id targets 1..len(offsets) (each x
         ``weight``) against the centre's ids (target 0); ``offsets``: their (dx, dy) in pixels."""
         self._bind(width, height, first)
         count = len(offsets)
-        sh = _resolve_shader(count)
+        sh = _resolve_shader(cache, count)
         sh.bind()
         sh.uniform_sampler("src", tex)
         sh.uniform_sampler("ids_0", self._ids[0][0])
@@ -181,7 +181,7 @@ class Accumulator:
         sh.uniform_float("params", (float(weight), 0.0, 0.0, 0.0))
         for i, name in enumerate(("o01", "o23", "o45", "o67")[:(count + 1) // 2]):   # (the others unused)
             sh.uniform_float(name, tuple(float(v) for v in o[4 * i:4 * i + 4]))
-        self._draw(sh, width, height)
+        self._draw(cache, sh, width, height)
 
     def free(self):
         self.texture = None
@@ -209,14 +209,14 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
         if after_first is not None:
             after_first()
         pipeline.draw_ids(dataclasses.replace(frame, settings=base), accumulator.id_target(0, w, h))
-        accumulator.add(tex, 1.0 / n, w, h, first=True)           # the centre sample: the frame itself
+        accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=True)           # the centre sample: the frame itself
         offsets = sample_offsets(n)[1:]
         for b0 in range(0, len(offsets), BATCH):
             batch = offsets[b0:b0 + BATCH]
             for k, (dx, dy) in enumerate(batch, start=1):
                 pipeline.draw_ids(dataclasses.replace(frame, camera=jittered(frame.camera, dx, dy, w, h),
                                                       settings=base), accumulator.id_target(k, w, h))
-            accumulator.resolve(tex, 1.0 / n, w, h, batch, first=False)
+            accumulator.resolve(pipeline.gpu, tex, 1.0 / n, w, h, batch, first=False)
         return accumulator.texture
     for i, (dx, dy) in enumerate(sample_offsets(n)):
         settings = base if i == 0 else dataclasses.replace(base, jitter=(float(dx), float(dy)), reuse_shadow=True)
@@ -224,5 +224,5 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
         tex = pipeline.execute(dataclasses.replace(frame, camera=cam, settings=settings))
         if i == 0 and after_first is not None:
             after_first()
-        accumulator.add(tex, 1.0 / n, w, h, first=(i == 0))
+        accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=(i == 0))
     return accumulator.texture

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import FullscreenPass, cached_shader, fullscreen_shader
+from .common import FullscreenPass, fullscreen_shader
 from .shader_lib import load_glsl
 
 
-def screen_outline_shader():
-    return cached_shader("screen_outline", lambda: fullscreen_shader(
+def screen_outline_shader(cache):
+    return cache.shader("screen_outline", lambda: fullscreen_shader(
         "stylized_screen_outline", load_glsl("screen_outline.glsl"),
         samplers=(("FLOAT_2D", "src"), ("FLOAT_2D", "aux"), ("FLOAT_2D", "depth")),
         push_constants=(("VEC4", "params"), ("VEC4", "color"))))
@@ -32,7 +32,7 @@ class ScreenSpaceOutlinePass(FullscreenPass):
         n, f = near_far(frame.camera.projection, frame.camera.is_ortho)
         c = np.asarray(s.screen_space_outline_color, np.float64)
         return self.draw(
-            s.width, s.height, screen_outline_shader(),
+            s.width, s.height, screen_outline_shader(self.cache),
             samplers=(("src", color), ("aux", aux), ("depth", depth)),
             floats=(("params", (float(s.screen_space_outline_width), abs(n), abs(f),
                                 1.0 if frame.camera.is_ortho else 0.0)),

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import cached_shader
 from . import mtoon_shaders
 from .mtoon_shaders import VERTEX_DEFINES
 from .shader_lib import SKIN_ONCE_BLOCKS, build_shader
@@ -76,10 +75,11 @@ void main()
 """
 
 
-def skin_pass_shader(vclass: str):
-    """The skin pass's shader for a vertex class (mtoon_shaders.VERTEX_DEFINES)."""
+def skin_pass_shader(cache, vclass: str):
+    """The skin pass's shader for a vertex class (mtoon_shaders.VERTEX_DEFINES), from ``cache``
+    (the pipeline's GpuCache)."""
     defines = VERTEX_DEFINES[vclass] + ("SKIN_ONCE_PASS",)
-    return cached_shader("skin_once|" + vclass, lambda: build_shader(
+    return cache.shader("skin_once|" + vclass, lambda: build_shader(
         "stylized_skin_once", _VS, _FS,
         interfaces=(("flat", "VEC4", "v_pos"), ("flat", "VEC4", "v_nor"), ("flat", "VEC4", "v_tan"),
                     ("flat", "VEC4", "v_snor")),
@@ -89,7 +89,8 @@ def skin_pass_shader(vclass: str):
 class SkinOnce:
     """The skinned-vertex texture (kept between frames, grown when needed) and its pass."""
 
-    def __init__(self):
+    def __init__(self, cache):
+        self.cache = cache
         self._tex = None
         self._fb = None
         self._height = 0
@@ -151,7 +152,7 @@ class SkinOnce:
             bound = None
             for group in groups.values():
                 i0, it = group[0]
-                shader = skin_pass_shader(inst.VERTEX_CLASSES[int(vclass[i0])])
+                shader = skin_pass_shader(self.cache, inst.VERTEX_CLASSES[int(vclass[i0])])
                 if shader is not bound:
                     shader.bind()
                     shader.uniform_int("target_height", self._height)

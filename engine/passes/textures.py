@@ -1,4 +1,5 @@
-"""GPU textures for material images, cached per image; 1x1 fallbacks for unbound slots.
+"""GPU textures for material images, cached per image (the 1x1 fallbacks of unbound slots are
+the pipeline's: engine/passes/gpu_cache.py).
 
 ``gpu.texture.from_image`` uploads an image the way the viewport does: 8-bit sRGB images become
 sRGB textures (sampling returns linear values), float images are linear, and images marked
@@ -9,21 +10,6 @@ A ``TextureRef.image`` may also be a ``gpu.types.GPUTexture`` (direct pipeline t
 from __future__ import annotations
 
 import numpy as np
-
-_dummy = {}
-
-
-def dummy_texture(kind: str = "white"):
-    """1x1 RGBA32F texture: 'white' (1,1,1,1), 'black', 'normal' (0.5,0.5,1,1)."""
-    tex = _dummy.get(kind)
-    if tex is None:
-        import gpu
-
-        val = {"white": (1, 1, 1, 1), "black": (0, 0, 0, 0), "normal": (0.5, 0.5, 1, 1)}[kind]
-        tex = gpu.types.GPUTexture((1, 1), format="RGBA32F", data=gpu.types.Buffer("FLOAT", 4, val))
-        _dummy[kind] = tex
-    return tex
-
 
 class TextureCache:
     """Image -> GPUTexture, re-uploaded when the image's pixels may have changed."""
@@ -57,6 +43,3 @@ class TextureCache:
     def clear(self):
         self._cache.clear()
 
-
-def free_module_resources():
-    _dummy.clear()
