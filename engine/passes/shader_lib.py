@@ -6,56 +6,21 @@ readback shaders all declare the same vertex inputs and prepend the same ``glsl/
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
 GLSL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "glsl")
 
-# (name, GLSL type, vertex-format comp type, length, fetch mode)
-VERTEX_ATTRIBUTES = (
-    ("pos", "VEC3", "F32", 3, "FLOAT"),
-    ("nor", "VEC3", "F32", 3, "FLOAT"),
-    ("tan", "VEC4", "F32", 4, "FLOAT"),
-    ("uv", "VEC2", "F32", 2, "FLOAT"),
-    ("snor", "VEC3", "F32", 3, "FLOAT"),
-    ("joints", "UVEC4", "U32", 4, "INT"),
-    ("weights", "VEC4", "F32", 4, "FLOAT"),
-    ("joints_hi", "UVEC4", "U32", 4, "INT"),
-    ("weights_hi", "VEC4", "F32", 4, "FLOAT"),
-    ("morph_span", "UVEC2", "U32", 2, "INT"),     # (first entry, entry count) of the vertex's deltas
-    ("col", "VEC4", "F32", 4, "FLOAT"),           # render colour attribute, linear RGBA (white: none)
-)
-
-# Attributes a morph changes live in their own vertex buffer; the rest is shared per primitive.
-DYNAMIC_ATTRIBUTES = ("pos", "nor", "tan", "snor")
-
-SKIN_PALETTE_SLOT = 0
-MORPH_DELTAS_SLOT = 1
-MORPH_WEIGHTS_SLOT = 2
-SKIN_ENTRIES_SLOT = 3    # influence spans of vertices with more than 8 influences
-INSTANCE_DATA_SLOT = 4   # per-instance model, object id and offsets of instanced draws
-#: Row width of the morph delta and weight textures (glsl/skinning.glsl: MORPH_TEX_WIDTH).
-MORPH_TEX_WIDTH = 4096
-#: Skin once per frame (engine/passes/skin_once.py): 2x2-texel blocks per row of the texture
-SKIN_ONCE_BLOCKS = 1024
+# The vertex layout, texture slots and texture widths the GPU backend shares with the shaders
+# (engine/gpu_layout.py: the backend fills buffers in this layout without importing the passes).
+from ..gpu_layout import (DYNAMIC_ATTRIBUTES, INSTANCE_DATA_SLOT, MORPH_DELTAS_SLOT,  # noqa: E402,F401
+                          MORPH_TEX_WIDTH, MORPH_WEIGHTS_SLOT, SKIN_ENTRIES_SLOT, SKIN_ONCE_BLOCKS,
+                          SKIN_PALETTE_SLOT, VERTEX_ATTRIBUTES, vertex_format)
 
 
-@lru_cache(maxsize=None)
 def load_glsl(name: str) -> str:
+    """The text of ``glsl/<name>`` (read when a shader is compiled: the pipeline's GpuCache keeps
+    the compiled shader, so each file is read once per pipeline and shader)."""
     with open(os.path.join(GLSL_DIR, name), "r", encoding="utf-8") as f:
         return f.read()
-
-
-def vertex_format(which: str = "all"):
-    """GPUVertFormat of the shared layout: "all", "dynamic" (pos/nor/tan/snor: what a morph
-    changes) or "static" (the rest)."""
-    import gpu
-
-    fmt = gpu.types.GPUVertFormat()
-    for name, _glsl, comp, length, fetch in VERTEX_ATTRIBUTES:
-        dyn = name in DYNAMIC_ATTRIBUTES
-        if which == "all" or (which == "dynamic") == dyn:
-            fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
-    return fmt
 
 
 def add_vertex_inputs(info) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from .backend import RuntimeBackend
 from .mesh_instance import pack_morph_entries, pack_morph_span
 from ..geometry import smooth_normal_deltas
-from ..passes.shader_lib import MORPH_TEX_WIDTH, vertex_format
+from ..gpu_layout import MORPH_TEX_WIDTH, vertex_format
 
 _IDENTITY_ROWS = np.eye(4, dtype=np.float32).T.ravel()   # column-major = 4 texels of one row
 
