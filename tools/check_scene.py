@@ -309,20 +309,23 @@ def main(argv=None) -> int:
     ap.add_argument("blend", nargs="?")
     ap.add_argument("--generated", action="store_true")
     args = ap.parse_args(argv)
+    import pathlib
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))   # run as a script: the repository root
     from tools import _bootstrap
 
-    _bootstrap.load(register=False)
+    _bootstrap.load()
     import bpy
 
     if args.blend:
         bpy.ops.wm.open_mainfile(filepath=args.blend)
-        return run(bpy.context.scene)
+        return run(bpy.context.scene) | run_deform(bpy.context.scene)
     rc = 0
     for seed in (0, 1):
         bpy.ops.wm.read_homefile(use_empty=True)
         scene = build_nla_scene(seed)
         print(f"generated scene {seed}:")
-        rc |= run(scene)
+        rc |= run(scene) | run_deform(scene)
     return rc
 
 
