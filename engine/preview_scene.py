@@ -14,6 +14,7 @@ bake is not wired into Scene playback yet), VRM expression previews, meta / tran
 from __future__ import annotations
 
 import math
+import time
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -78,6 +79,8 @@ class ScenePlayback:
         import bpy
 
         self.runtime = runtime
+        self.token = None          # the session reader's sync token it was read at (an edit re-reads)
+        self.build_ms = 0.0
         self.anim = SceneAnimation(scene)
         self.notes: List[str] = [n for a in self.anim.ids for n in a.notes]
         index = {(nd.object_name, nd.bone_name): i for i, nd in enumerate(scene_asset.nodes)}
@@ -203,7 +206,8 @@ def update(session, depsgraph, state, dt: float) -> bool:
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
     pb: Optional[ScenePlayback] = getattr(session, "_scene_playback", None)
     reload = ("scene_reload",) in state.commands
-    if pb is None or pb.runtime is not session.runtime or reload:
+    token = getattr(session.reader, "sync_token", None)   # bumped by every depsgraph update: an edit
+    if pb is None or pb.runtime is not session.runtime or reload or pb.token != token:
         why = needs_blender(scene)
         if why:
             # never play a wrong pose: timeline mode, and the panel says why
@@ -213,7 +217,10 @@ def update(session, depsgraph, state, dt: float) -> bool:
             state.active = state.playing = False
             state.commands.clear()
             return session._update_timeline(depsgraph)
+        t0 = time.perf_counter()
         pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime)
+        pb.token = token
+        pb.build_ms = (time.perf_counter() - t0) * 1e3
         state.scene_notes = list(pb.notes)
         state.last_error = None
     fps, start, end = scene_clock(scene)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 
 import bpy
+import numpy as np
 import pytest
 
 from tools import check_scene
@@ -177,3 +178,42 @@ def test_animated_armature_data_is_refused_not_dropped(nla_scene):
         assert not preview.get_state(nla_scene).active
     finally:
         preview.clear_states()
+
+
+def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene, capsys):
+    """A strip edited while Scene playback runs (a depsgraph update reaches the session) is
+    played at the next frame: Blender's timeline and the preview agree after the edit."""
+    from stylized_renderer.engine import gpu_util, preview
+    from stylized_renderer.engine.session import StylizedSession
+
+    s = StylizedSession()
+    st = preview.PreviewState(active=True, scene_mode=True)
+
+    def frame(t, updates=None):
+        def task():
+            dg = bpy.context.evaluated_depsgraph_get()
+            s._ensure_gpu()
+            s._ensure_runtime(dg)
+            if updates is not None:
+                s.sync(dg, updates)
+            st.push("scene_seek", t)
+            st.push("pause")
+            assert s.update_frame(dg, st) and st.active, st.last_error
+            node = next(i for i, nd in enumerate(s.scene_asset.nodes) if nd.object_name == "Char1_0")
+            return np.array(s.runtime.pose.world_matrix(node))
+
+        return gpu_util.run_in_gpu_context(task)
+
+    try:
+        before = frame(17.0)
+        strip = bpy.data.objects["Char1_0"].animation_data.nla_tracks[0].strips[0]
+        strip.blend_type = "ADD"
+        dg = bpy.context.evaluated_depsgraph_get()
+        after = frame(17.0, updates=list(dg.updates))
+        with preview.timeline_handback_suspended():
+            nla_scene.frame_set(17)
+        ref = np.array(bpy.data.objects["Char1_0"].matrix_world)
+        assert np.abs(after - ref).max() < 1e-4, (after, ref)
+        assert np.abs(before - ref).max() > 1e-3          # the edit changed the pose
+    finally:
+        s.free()

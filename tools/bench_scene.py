@@ -5,11 +5,12 @@ active with Add at 0.3) plus 5 demo characters (the demo and 4 linked duplicates
 (Idle Replace, Wave Combine with blend in / out, repeat 2; the active action unassigned on the
 copies, their own stacks on every rig object), and the face's shape-key NLA.
 
-  bench-scene: frame_set_ms=A scene_ms=B ratio=R ids=N channels=M
+  bench-scene: frame_set_ms=A scene_ms=B ratio=R ids=N channels=M palette_uploads=U read_ms=T
 
 A: the median of ``scene.frame_set`` over frames 1..100; B: the median of the viewport
 session's ``update_frame`` with a Scene-mode PreviewState playing (the NLA of every ID, the pose,
-palettes and morph uploads, GPU backend).  Same process, same scene.
+palettes and morph uploads, GPU backend).  Same process, same scene.  T: reading the scene's
+animation when Play starts (again after any depsgraph update: an edit of an action or a strip).
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def measure(frames: int = 40) -> dict:
         ms = median_ms(lambda i: s.update_frame(dg, st), frames)
         assert st.playing and st.scene_frame > 1.0
         r = {"scene_ms": ms, "ids": len(pb.anim.ids), "channels": sum(len(a.keys) for a in pb.anim.ids),
-             "palette_uploads": s.runtime.stats.palette_uploads}
+             "palette_uploads": s.runtime.stats.palette_uploads, "build_ms": pb.build_ms}
         s.free()
         return r
 
@@ -112,4 +113,4 @@ def measure(frames: int = 40) -> dict:
 def print_scene(r) -> None:
     print(f"bench-scene: frame_set_ms={r['frame_set_ms']:.3f} scene_ms={r['scene_ms']:.3f} "
           f"ratio={r['scene_ms'] / r['frame_set_ms']:.3f} ids={r['ids']} channels={r['channels']} "
-          f"palette_uploads={r['palette_uploads']}")
+          f"palette_uploads={r['palette_uploads']} read_ms={r['build_ms']:.1f}")
