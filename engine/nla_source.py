@@ -102,6 +102,19 @@ class IdAnimation:
         return self.stack.evaluate(float(t), self.current)
 
 
+class _Sampled:
+    """One curve's values at ``frames`` through ``FCurve.evaluate``, computed only if asked for
+    (``read_curve_set`` uses them only for a curve the preview cannot evaluate itself)."""
+
+    def __init__(self, fc, frames):
+        self.fc = fc
+        self.frames = frames
+
+    def __array__(self, dtype=None, copy=None):
+        ev = self.fc.evaluate
+        return np.array([ev(float(f)) for f in self.frames], dtype=dtype or np.float64)
+
+
 def _curves_of(action, slot):
     return [fc for fc in slot_fcurves(action, slot) if not fc.mute]
 
@@ -149,7 +162,7 @@ def read_id(idb, _cache=None):
             else:
                 fcs = _curves_of(act, slot)
                 frames = np.arange(np.floor(act.frame_range[0]), np.ceil(act.frame_range[1]) + 1.0)
-                sampled = [[fc.evaluate(float(f)) for f in frames] for fc in fcs]
+                sampled = [_Sampled(fc, frames) for fc in fcs]
                 cs, n = read_curve_set(act.name, fcs, frames, sampled)
                 notes.extend(n)
                 ch = np.array([pos[(fc.data_path, int(fc.array_index))] for fc in fcs], np.int64)
@@ -161,7 +174,7 @@ def read_id(idb, _cache=None):
         if not fcs:
             return None
         frames = np.array([st.frame_start, st.frame_end])
-        cs, n = read_curve_set(f"strip '{st.name}'", fcs[:1], frames, [[fcs[0].evaluate(float(f)) for f in frames]])
+        cs, n = read_curve_set(f"strip '{st.name}'", fcs[:1], frames, [_Sampled(fcs[0], frames)])
         notes.extend(n)
         return CurveEvaluator(cs)
 
