@@ -141,3 +141,32 @@ def test_sample_is_exact_at_the_samples_and_slerps_between(empty_scene, bakes):
         want = np.linalg.inv(parent_rest) @ rest @ pbm
         np.testing.assert_allclose(m, want, atol=2e-6, err_msg=f"frame {f}")
         assert abs(np.linalg.norm(m[:3, 1]) - 1.0) < 1e-6
+
+
+@pytest.fixture(scope="module")
+def rigify_250(tmp_path_factory):
+    """The Rigify character of tools/rigify_rig.py with its keys spread over 250 frames."""
+    C.ensure_registered()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    rigify_rig.build_rigify(frames=(1, 84, 167, 250))
+    path = tmp_path_factory.mktemp("rigify250") / "rigify250.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+def test_rigify_250_frame_bake_is_compact(rigify_250, ext, bakes):
+    """A 250-frame Rigify bake (706 bones, 52 weighted B-Bones) holds under 20 MB (float32
+    translation / rotation / stretch, matrices that never change once; 120 MB as (F,B,4,4)
+    float64 pose, locals and root-relative copies before), and the session's BakedPose shares
+    the bake's tables instead of copying them."""
+    from stylized_renderer.engine import importer
+
+    bpy.ops.wm.open_mainfile(filepath=str(rigify_250))
+    rig = bpy.data.objects["rig"]
+    b = bakes.BAKES.ensure(rig, rig.animation_data.action.name)
+    assert b.frame_count - b.added == 250
+    assert b.nbytes < 20 * 2**20, b.nbytes / 2**20
+    _clip, bp = bakes.baked_clip(b, importer.import_scene(bpy.context.evaluated_depsgraph_get()))
+    assert bp.table is b.locals and bp.bbone_table is b.bbone_table
+    line = bakes.describe(rig.name, rig.animation_data.action.name)[1]
+    assert "largest error between samples" in line and "MB" in line, line

@@ -14,7 +14,7 @@ from . import bake_adaptive as _adaptive
 from .bake_isolate import _restore_values, _written_values, isolate, restore_animation, save_animation
 from .bake_reasons import BakeError, bake_reasons, weighted_bbones
 from .bake_signature import _bulk, bake_signature
-from .bake_tables import MatrixTable, chain, decompose, levels
+from .bake_tables import MatrixTable, chain, decompose, decompose_moving, levels
 
 
 @dataclass
@@ -177,11 +177,13 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
         with _preview.timeline_handback_suspended():
             isolate(armature, action, slot)
             samples = ev.run(scene, frames.tolist(), progress, int(frames.size))
-            _check_finite(samples, names, action, armature)
             first = sorted(samples)
-            loc0 = _adaptive.locals_of(np.stack([samples[f][0] for f in first]), parents)
-            parts0 = decompose(loc0)             # once: the intervals' mid-points and the table
-            added, checked, residual = _refine(ev, scene, samples, parts0, parents, plan, lengths, size)
+            pose0 = np.stack([samples[f][0] for f in first])
+            _check_finite(pose0, first, names, action, armature)
+            loc0 = _adaptive.locals_of(pose0, parents)
+            parts0 = decompose_moving(loc0)      # once: the intervals' mid-points and the table
+            added, checked, residual = _refine(ev, scene, samples, pose0, parts0, parents, plan, lengths, size)
+            del pose0
     except BakeError:
         raise
     except Exception as ex:
@@ -192,7 +194,6 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
             _restore_values(written)
             scene.frame_set(int(saved_frame[0]), subframe=saved_frame[1])
             _restore_values(written)
-    _check_finite(samples, names, action, armature)
     order = sorted(samples)
     frames = np.array(order, np.float64)
     # the locals of every sample, decomposed: the plain samples' from above, the added ones now
@@ -207,7 +208,9 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
         x[old_at] = x0[src]
     if new:
         new_at = np.array([k for k, f in enumerate(order) if f not in row], np.int64)
-        ln = _adaptive.locals_of(np.stack([samples[f][0] for f in new]), parents)
+        pn = np.stack([samples[f][0] for f in new])
+        _check_finite(pn, new, names, action, armature)
+        ln = _adaptive.locals_of(pn, parents)
         loc[new_at] = ln
         for x, xn in zip(parts, decompose(ln)):
             x[new_at] = xn
@@ -225,9 +228,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
                 size=size)
 
 
-def _check_finite(samples: dict, names, action, armature) -> None:
-    order = sorted(samples)
-    pose = np.stack([samples[f][0] for f in order])
+def _check_finite(pose: np.ndarray, order, names, action, armature) -> None:
     nf, nb = pose.shape[:2]
     bad = ~np.isfinite(pose.reshape(nf, nb, 16)).all(axis=2)
     if bad.any():
@@ -286,14 +287,13 @@ class _Evaluator:
         return out
 
 
-def _refine(ev, scene, samples: dict, parts0, parents, plan, lengths, size: float):
+def _refine(ev, scene, samples: dict, pose, parts0, parents, plan, lengths, size: float):
     """The adaptive bake (``bake_adaptive``): adds sub-frame samples to ``samples`` where the
     interpolation half-way between two samples is not within TOLERANCE of Blender.  Returns
     (samples added, mid-points checked, the largest error left between samples / size)."""
     order = sorted(samples)
     if len(order) < 2:
         return 0, 0, 0.0
-    pose = np.stack([samples[f][0] for f in order])
     mids = _adaptive.sequence_midpoints(parts0, plan)
     est = _adaptive.estimate(pose, mids, lengths, size)
     k = np.arange(est.size)

@@ -148,13 +148,29 @@ def decompose(m: np.ndarray):
     r = m3 / np.maximum(np.sqrt(np.einsum("...ij,...ij->...j", m3, m3)), 1e-30)[..., None, :]
     gram = np.swapaxes(r, -1, -2) @ r
     off = np.abs(gram - np.eye(3)).reshape(gram.shape[:-2] + (9,)).max(axis=-1)
-    hard = (off > 1e-9) | (det3(r) < 0.0)
+    hard = (off > 1e-6) | (det3(r) < 0.0)      # 1e-6: the float32 noise of matrices read from Blender
     if hard.any():
         r = r.copy()
         r[hard] = _polar_rotation(m3[hard])
     p = np.swapaxes(r, -1, -2) @ m3
     p = 0.5 * (p + np.swapaxes(p, -1, -2))
     return m[..., :3, 3].copy(), quat_from_rot(r), p[..., _SYM[0], _SYM[1]]
+
+
+def decompose_moving(m: np.ndarray, tol: float = 1e-7):
+    """``decompose(m)`` of (F,N,4,4) samples, decomposing only the columns that change over F
+    (the others: their first sample, broadcast)."""
+    f, n = m.shape[:2]
+    if f < 2 or not n:
+        return decompose(m)
+    mov = np.flatnonzero(np.abs(m - m[:1]).reshape(f, n, 16).max(axis=(0, 2)) > 0.0)
+    t0, q0, p0 = decompose(m[0])
+    t = np.broadcast_to(t0, (f, n, 3)).copy()
+    q = np.broadcast_to(q0, (f, n, 4)).copy()
+    p = np.broadcast_to(p0, (f, n, 6)).copy()
+    if mov.size:
+        t[:, mov], q[:, mov], p[:, mov] = decompose(m[:, mov])
+    return t, q, p
 
 
 def compose(t: np.ndarray, q: np.ndarray, p: np.ndarray) -> np.ndarray:
