@@ -35,7 +35,6 @@ COMPAT_PANELS = (
 )
 
 _added_to = []
-_classes = []
 
 
 def _add_compat():
@@ -86,8 +85,9 @@ def active_timers():
 
 
 def register():
-    bpy.utils.register_class(StylizedRenderEngine)
-    _classes.append(StylizedRenderEngine)
+    from .engine import render_engine
+
+    render_engine.register()      # the engine class and the F12 session keeper it holds
     for mod in _submodules():
         mod.register()
     _add_compat()
@@ -96,12 +96,10 @@ def register():
 def unregister():
     from .engine import render_engine
 
-    render_engine.free_final_session()   # the F12 session kept between renders holds GPU memory
     _remove_compat()
     for mod in reversed(_submodules()):
         mod.unregister()
-    while _classes:
-        bpy.utils.unregister_class(_classes.pop())
+    render_engine.unregister()    # releases the F12 session kept between renders (GPU memory)
     from .engine.runtime import gpu_backend
 
     gpu_backend.free_module_resources()

@@ -13,40 +13,6 @@ import numpy as np
 from .passes import render_passes
 from .session import StylizedSession, camera_for_view, camera_from_object, camera_from_matrices
 
-# Test/tool hook: the linear float pixels handed to Blender for the last final render
-# (Blender's own "Render Result" image cannot be read back in background mode).
-last_render = {}
-
-# Final renders of one scene share one session across F12 calls.  Blender makes a new engine
-# instance for every F12, so a session owned by the instance re-imported the whole scene, rebuilt
-# every GPU stream and recreated the render targets each time.  The shared session syncs in full
-# on every F12 (Blender gives each F12 a new depsgraph, whose updates name everything): the
-# structure is compared and every held mesh's content fingerprint verified, so an edit between
-# renders is never stale, and only a change re-imports (through the content-keyed asset cache,
-# which keeps what did not change).  The later frames of an animation render come from the same
-# engine instance and depsgraph: they sync from its updates (``StylizedSession.sync_render_step``),
-# fingerprinting only the meshes Blender re-evaluated.  Keyed by
-# the scene's ``session_uid`` (never reused within a Blender session, unlike its name or
-# pointer); only the last rendered scene's session is kept.
-_final = {"key": None, "session": None}
-_exit_hook = []
-
-
-def _final_session(scene):
-    """The shared final-render session of ``scene`` (created, or replacing another scene's)."""
-    key = (getattr(scene, "session_uid", None), scene.as_pointer())
-    if _final["key"] != key or _final["session"] is None:
-        free_final_session()
-        if not _exit_hook:          # released before Blender's own teardown (no leaked blocks)
-            import atexit
-
-            atexit.register(free_final_session)
-            _exit_hook.append(True)
-        _final["key"] = key
-        _final["session"] = StylizedSession()
-    return _final["session"]
-
-
 def _follow_default_policy(session) -> None:
     """A reused runtime follows SceneRuntime's current default morph policy, as a new one would."""
     rt = getattr(session, "runtime", None)
@@ -57,16 +23,64 @@ def _follow_default_policy(session) -> None:
         rt.set_morph_policy(default)
 
 
+# Final renders of one scene share one session across F12 calls.  Blender makes a new engine
+# instance for every F12, so a session owned by the instance re-imported the whole scene, rebuilt
+# every GPU stream and recreated the render targets each time.  The shared session syncs in full
+# on every F12 (Blender gives each F12 a new depsgraph, whose updates name everything): the
+# structure is compared and every held mesh's content fingerprint verified, so an edit between
+# renders is never stale, and only a change re-imports (through the content-keyed asset cache,
+# which keeps what did not change).  The later frames of an animation render come from the same
+# engine instance and depsgraph: they sync from its updates (``StylizedSession.sync_render_step``),
+# fingerprinting only the meshes Blender re-evaluated.  Keyed by the scene's ``session_uid`` (never
+# reused within a Blender session, unlike its name or pointer); only the last rendered scene's
+# session is kept.  The keeper is made by ``register()`` and held by the registered engine class
+# (the add-on's registration object), released by ``unregister()`` and at interpreter exit.
+
+
+class FinalSessionKeeper:
+    """The final-render session kept between the F12s of the last rendered scene."""
+
+    def __init__(self):
+        self.key = None
+        self.session = None
+
+    def session_for(self, scene):
+        """The shared final-render session of ``scene`` (created, or replacing another scene's)."""
+        key = (getattr(scene, "session_uid", None), scene.as_pointer())
+        if self.key != key or self.session is None:
+            self.free()
+            self.key = key
+            self.session = StylizedSession()
+        return self.session
+
+    def free(self) -> None:
+        """Release the kept session (GPU streams, targets, runtime)."""
+        s, self.key, self.session = self.session, None, None
+        if s is not None:
+            try:
+                s.free()
+            except Exception:
+                pass
+
+
+def _keeper(create: bool = False):
+    keeper = getattr(StylizedRenderEngine, "final_sessions", None)
+    if keeper is None and create:       # (the class used without register(): a session per F12)
+        return FinalSessionKeeper()
+    return keeper
+
+
+def kept_final_session():
+    """The final-render session kept between F12s (None when none is kept)."""
+    keeper = _keeper()
+    return keeper.session if keeper is not None else None
+
+
 def free_final_session() -> None:
     """Release the shared final-render session (GPU streams, targets, runtime)."""
-    s = _final["session"]
-    _final["key"] = None
-    _final["session"] = None
-    if s is not None:
-        try:
-            s.free()
-        except Exception:
-            pass
+    keeper = _keeper()
+    if keeper is not None:
+        keeper.free()
 
 
 class StylizedRenderEngine(bpy.types.RenderEngine):
@@ -80,6 +94,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         super().__init__(*args, **kwargs)
         self.session = None
         self.view_session = None
+        self.last_result = {}       # what this instance's last final render produced (pixels, stats, log)
         self._drawn_from = None     # (depsgraph, session, frame) of this instance's last final render
 
     def __del__(self):
@@ -100,6 +115,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         render_passes.register(self, scene, renderlayer)
 
     def render(self, depsgraph):
+        self.last_result = {}
         scene = depsgraph.scene
         rd = scene.render
         width = max(1, int(rd.resolution_x * rd.resolution_percentage / 100))
@@ -115,15 +131,14 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             msg = (f"Stylized: the render size {width}x{height} exceeds this GPU's texture limit of "
                    f"{limit}x{limit} pixels; lower the resolution (or its percentage) to at most {limit}")
             self.report({"ERROR"}, msg)
-            last_render.clear()
-            last_render.update(error=msg, frame=scene.frame_current)
+            self.last_result = {"error": msg, "frame": scene.frame_current}
             return
         t0 = time.perf_counter()
         self.update_stats("Stylized", "Syncing scene")
         self.update_progress(0.0)
         try:
             if self.session is None:
-                self.session = _final_session(scene)
+                self.session = _keeper(create=True).session_for(scene)
             # Blender keeps one engine instance and one depsgraph for every frame of an
             # animation render (a new instance for each F12): a later frame reads the
             # depsgraph's updates instead of re-importing (sync_render_step).  The same frame
@@ -131,7 +146,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             frame = (scene.frame_current, float(scene.frame_subframe))
             drawn_from = (depsgraph.as_pointer(), id(self.session))
             if (self._drawn_from is not None and self._drawn_from[:2] == drawn_from
-                    and self._drawn_from[2] != frame and self.session is _final["session"]):
+                    and self._drawn_from[2] != frame and self.session is kept_final_session()):
                 self.session.sync_render_step(depsgraph)
             else:
                 self.session.sync_render_step(depsgraph, verify_all=True)
@@ -151,11 +166,12 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         log = render_log_lines(scene.frame_current, self.session.stats)
         for line in log:
             print(line, flush=True)
-        last_render.clear()
         pipe = getattr(self.session.pipeline, "stats", None) or {}
-        last_render.update(pixels=pixels, width=width, height=height, frame=scene.frame_current,
-                           seconds=time.perf_counter() - t0, stats=dict(self.session.stats), log=log,
-                           pipeline=dict(pipe), result_ms=result_ms)
+        # (Blender's own "Render Result" image cannot be read back in background mode: tests and
+        # tools read this through a hook they install, tools/render_capture.py)
+        self.last_result = dict(pixels=pixels, width=width, height=height, frame=scene.frame_current,
+                                seconds=time.perf_counter() - t0, stats=dict(self.session.stats), log=log,
+                                pipeline=dict(pipe), result_ms=result_ms)
         self.update_progress(1.0)
 
     def _render_views(self, depsgraph, cam_eval, width: int, height: int):
@@ -289,3 +305,26 @@ def draw_texture_fullscreen(texture, width: int, height: int) -> None:
     from gpu_extras.presets import draw_texture_2d
 
     draw_texture_2d(texture, (0, 0), width, height)
+
+
+def register() -> None:
+    """Register the engine with its final-session keeper (freed at exit if never unregistered)."""
+    import atexit
+
+    keeper = FinalSessionKeeper()
+    StylizedRenderEngine.final_sessions = keeper
+    atexit.register(keeper.free)      # released before Blender's own teardown (no leaked blocks)
+    bpy.utils.register_class(StylizedRenderEngine)
+
+
+def unregister() -> None:
+    """Release the kept F12 session (it holds GPU memory) and unregister the engine."""
+    import atexit
+
+    keeper = getattr(StylizedRenderEngine, "final_sessions", None)
+    if keeper is not None:
+        keeper.free()
+        atexit.unregister(keeper.free)
+        del StylizedRenderEngine.final_sessions
+    if StylizedRenderEngine.is_registered:
+        bpy.utils.unregister_class(StylizedRenderEngine)

@@ -18,6 +18,8 @@ ARTIFACTS = ROOT / "out" / "test-artifacts"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))   # tools/ and demo/ are importable as top-level packages
 
+from tools import render_capture  # noqa: E402  (F12 results: the hook tools/_bootstrap installs)
+
 
 def load_extension():
     """Import the repository root as the package ``stylized_renderer`` (once)."""
@@ -71,11 +73,11 @@ def render_scene(scene=None, write_still=False) -> np.ndarray:
     from stylized_renderer.engine import render_engine
 
     scene = scene or bpy.context.scene
-    render_engine.last_render.clear()
+    render_capture.LAST_RENDER.clear()
     bpy.ops.render.render(write_still=write_still, scene=scene.name)
-    if "pixels" not in render_engine.last_render:
+    if "pixels" not in render_capture.LAST_RENDER:
         raise AssertionError("the Stylized engine produced no image")
-    return render_engine.last_render["pixels"]
+    return render_capture.LAST_RENDER["pixels"]
 
 
 @pytest.fixture
@@ -106,7 +108,7 @@ def pytest_runtest_makereport(item, call):
         try:
             from stylized_renderer.engine import render_engine
 
-            px = render_engine.last_render.get("pixels")
+            px = render_capture.LAST_RENDER.get("pixels")
             if px is not None:
                 p = save_png(px, ARTIFACTS / f"{item.name}.png")
                 rep.sections.append(("artifact", f"last render saved to {p}"))

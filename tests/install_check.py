@@ -38,9 +38,18 @@ try:
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
     scene.render.resolution_x, scene.render.resolution_y = 64, 48
-    bpy.ops.render.render()
     re_mod = importlib.import_module(mod_name + ".engine.render_engine")
-    px = re_mod.last_render.get("pixels")
+    produced = {}
+    original = re_mod.StylizedRenderEngine.render
+
+    def keep_result(self, depsgraph):    # this check's hook: what the installed engine produced
+        original(self, depsgraph)
+        produced.update(self.last_result)
+
+    re_mod.StylizedRenderEngine.render = keep_result
+    bpy.ops.render.render()
+    re_mod.StylizedRenderEngine.render = original
+    px = produced.get("pixels")
     rendered = px is not None and px.shape == (48, 64, 4) and float(px[..., :3].max()) > 0.05
     print("rendered:", rendered)
     ok &= rendered

@@ -371,7 +371,7 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     monkeypatch.setattr(pipeline, "FrameInstances", with_texel_rows)
     grouped = render_scene(scene).copy()
     stats = _pipeline()
-    session = render_engine._final["session"]
+    session = render_engine.kept_final_session()
     handles = _handles(session)
     assert len(handles) >= 4 and all(h.rows is not None for h in handles)
     assert stats["instanced_draws"] > 0
@@ -386,7 +386,7 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     monkeypatch.setattr(instancing, "ENABLED", False)
     single = render_scene(scene).copy()
     assert _pipeline()["instanced_draws"] == 0
-    handles = _handles(render_engine._final["session"])
+    handles = _handles(render_engine.kept_final_session())
     assert all(h.texture is not None for h in handles)
     assert np.abs(grouped - single).max() <= 1e-6
     # and the grouped path without the rows (the drawn palettes concatenated) gives them too

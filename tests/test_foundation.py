@@ -38,10 +38,12 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
     assert panels, "no built-in panel got STYLIZED"
     from stylized_renderer.engine import render_engine
 
-    kept = render_engine._final_session(bpy.context.scene)   # what an F12 keeps between renders
-    assert render_engine._final["session"] is kept
+    keeper = render_engine.StylizedRenderEngine.final_sessions
+    kept = keeper.session_for(bpy.context.scene)   # what an F12 keeps between renders
+    assert render_engine.kept_final_session() is kept
     ext.unregister()
-    assert render_engine._final["session"] is None, "the kept F12 session outlived the add-on"
+    assert keeper.session is None, "the kept F12 session outlived the add-on"
+    assert render_engine.kept_final_session() is None
     C.set_registered(False)
     try:
         assert not StylizedRenderEngine.is_registered

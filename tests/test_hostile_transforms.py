@@ -20,6 +20,7 @@ from stylized_renderer.engine.gpu_util import texture_to_numpy
 from stylized_renderer.engine.render_engine import draw_view
 from stylized_renderer.engine.session import StylizedSession
 from tools import scenes
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 W, H = 160, 120
 
@@ -228,7 +229,7 @@ def test_nan_prop_at_import_leaves_the_rest_on_the_gpu_path(empty_scene, capfd):
     prop.location.x = float("nan")
     render_engine.free_final_session()          # a fresh import, as a farm job does
     px = render_scene(scene)
-    st = render_engine.last_render["stats"]
+    st = render_capture.LAST_RENDER["stats"]
     lines = _log_lines(capfd.readouterr().out)
     assert st["import_error"] is None, st["import_error"]
     assert st["update_error"] is None, st["update_error"]
@@ -252,7 +253,7 @@ def test_nan_location_after_a_good_render_skips_that_object_alone(empty_scene, t
     scene.frame_set(10)
     px = render_scene(scene).copy()
     lines = _log_lines(capfd.readouterr().out)
-    st = render_engine.last_render["stats"]
+    st = render_capture.LAST_RENDER["stats"]
     assert st["update_error"] is None, st["update_error"]
     named = [ln for ln in lines if f"'{hat.name}'" in ln]
     assert len(named) == 1 and "not finite" in named[0], lines
@@ -277,10 +278,10 @@ def test_an_object_back_to_finite_values_is_drawn_again(empty_scene, capfd):
     render_scene(scene)
     prop.location.x = float("nan")
     skipped = render_scene(scene).copy()
-    assert any("'Prop'" in ln for ln in render_engine.last_render["log"])
+    assert any("'Prop'" in ln for ln in render_capture.LAST_RENDER["log"])
     prop.location.x = 0.0
     px = render_scene(scene)
-    assert not any("'Prop'" in ln for ln in render_engine.last_render["log"]), render_engine.last_render["log"]
+    assert not any("'Prop'" in ln for ln in render_capture.LAST_RENDER["log"]), render_capture.LAST_RENDER["log"]
     assert np.abs(px - skipped).max() > 0.1                  # the prop is in the picture again
     capfd.readouterr()
 
@@ -314,7 +315,7 @@ def test_nan_bone_skips_the_meshes_it_deforms_and_names_the_bone(empty_scene, ca
     info = _demo(scene)
     info["armature"].pose.bones["hand.R"].scale.x = float("nan")        # (a connected bone: no location)
     px = render_scene(scene)
-    st = render_engine.last_render["stats"]
+    st = render_capture.LAST_RENDER["stats"]
     lines = _log_lines(capfd.readouterr().out)
     assert st["update_error"] is None and np.isfinite(px).all()
     body = [ln for ln in lines if f"'{info['body'].name}'" in ln]
@@ -399,7 +400,7 @@ def test_huge_or_infinite_scale_never_reaches_the_pixels(empty_scene, capfd, wha
     assert np.isfinite(px).all(), int((~np.isfinite(px)).sum())
     named = [ln for ln in lines if f"'{ob.name}'" in ln]
     assert len(named) == 1 and "cannot be drawn" in named[0], lines
-    assert render_engine.last_render["stats"]["update_error"] is None
+    assert render_capture.LAST_RENDER["stats"]["update_error"] is None
 
 
 # ------------------------------------------------------------------------------------------------

@@ -12,14 +12,15 @@ import pytest
 from conftest import EEVEE, TESTDATA, add_camera, add_material, add_mesh_object, add_sun, render_scene
 
 from stylized_renderer.engine import render_engine
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
 def _log() -> list:
-    return list(render_engine.last_render.get("log") or [])
+    return list(render_capture.LAST_RENDER.get("log") or [])
 
 
 def _stats() -> dict:
-    return dict(render_engine.last_render.get("stats") or {})
+    return dict(render_capture.LAST_RENDER.get("stats") or {})
 
 
 def _plane(scene, name, x, material):

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ARTIFACTS, add_camera, add_egg_ball, add_mesh_object, add_sun, save_png
 from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
 SHADOWS = True
@@ -60,10 +61,10 @@ def test_shader_composed_morph_matches_cpu_rebuild_in_every_pass(empty_scene, re
 
     policy("rebuild")
     rebuilt = render(scene).copy()
-    assert render_engine.last_render["stats"]["shader_morphs"] == 0
+    assert render_capture.LAST_RENDER["stats"]["shader_morphs"] == 0
     policy("shader")
     composed = render(scene).copy()
-    assert render_engine.last_render["stats"]["shader_morphs"] == 1
+    assert render_capture.LAST_RENDER["stats"]["shader_morphs"] == 1
     scene.objects["Ball"].data.shape_keys.key_blocks["Spike"].value = 0.0
     policy("rebuild")
     plain = render(scene).copy()

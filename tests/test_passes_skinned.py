@@ -98,7 +98,7 @@ def render_pose(render, raised):
     build_scene(scene, raised)
     px = render(scene)
     save_png(px, ARTIFACTS / f"skinned_{'raised' if raised else 'bind'}.png")
-    from stylized_renderer.engine.render_engine import last_render
+    from tools.render_capture import LAST_RENDER as last_render
 
     st = last_render["stats"]
     # the GPU path drew the skinned bar (not Blender's evaluated mesh through the fallback)

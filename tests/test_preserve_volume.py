@@ -13,6 +13,7 @@ import numpy as np
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
 from tools import check_deform, scenes
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 RADIUS = 0.25
 
@@ -209,11 +210,11 @@ def test_preserve_volume_crowd_grouped_equals_single(empty_scene, monkeypatch):
     add_sun(scene, rotation=(0.6, 0.2, 0.3), strength=3.0)
     scene.frame_set(8)
     grouped = render_scene(scene).copy()
-    stats = dict(render_engine.last_render["pipeline"])
+    stats = dict(render_capture.LAST_RENDER["pipeline"])
     save_png(grouped, ARTIFACTS / "preserve_volume_crowd.png")
     monkeypatch.setattr(instancing, "ENABLED", False)
     single = render_scene(scene).copy()
-    alone = dict(render_engine.last_render["pipeline"])
+    alone = dict(render_capture.LAST_RENDER["pipeline"])
     assert stats["instanced_draws"] > 0 and alone["instanced_draws"] == 0, (stats, alone)
     assert (single[..., :3].max(axis=-1) > 0.05).sum() > 500
     assert np.abs(grouped - single).max() <= 1e-6
@@ -258,7 +259,7 @@ def test_preserve_volume_bounds_hold_blenders_mesh(empty_scene):
     for f in range(1, 9):
         scene.frame_set(f)
         render_scene(scene)
-        groups = render_engine._final["session"].runtime.palette_set.palette_groups
+        groups = render_engine.kept_final_session().runtime.palette_set.palette_groups
         assert len(groups) == 1 and groups[0].dq
         b = groups[0].palette.current_local_bounds
         ev = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data

@@ -33,7 +33,7 @@ def test_real_character_deforms_as_blender_and_renders(ext, capsys, path):
     scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 160, 120, 100
     scene.render.engine = "STYLIZED"
     px = C.render_scene(scene)
-    from stylized_renderer.engine.render_engine import last_render
+    from tools.render_capture import LAST_RENDER as last_render
 
     st = last_render["stats"]
     assert st["gpu_items"] >= 1 and st["import_error"] is None and st["update_error"] is None, st

@@ -12,10 +12,11 @@ from stylized_renderer.engine import render_engine
 from stylized_renderer.engine.passes import instancing
 from tools import scenes
 from tools.bench_render import add_linked_duplicates, duplicate_linked
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
 def _pipeline():
-    return dict(render_engine.last_render["pipeline"])
+    return dict(render_capture.LAST_RENDER["pipeline"])
 
 
 def _character_crowd(scene, count, spacing=2.0):
@@ -60,7 +61,7 @@ def test_linked_duplicates_draw_one_batch_per_primitive(empty_scene):
     assert five["batches_drawn"] == one["batches_drawn"], (one, five)
     assert five["draw_calls"] == one["draw_calls"], (one, five)
     assert five["instanced_draws"] > 0
-    backend = render_engine._final["session"].backend
+    backend = render_engine.kept_final_session().backend
     assert backend.stream_uploads == one["batches_drawn"]
 
 
@@ -119,11 +120,11 @@ def test_f12_reuses_the_scene_session_and_sees_edits(empty_scene):
     scene = empty_scene
     chars = _character_crowd(scene, 1)
     first = render_scene(scene).copy()
-    s1 = render_engine._final["session"]
-    reuses = render_engine.last_render["stats"]["runtime_reuses"]
+    s1 = render_engine.kept_final_session()
+    reuses = render_capture.LAST_RENDER["stats"]["runtime_reuses"]
     again = render_scene(scene).copy()
-    assert render_engine._final["session"] is s1
-    assert render_engine.last_render["stats"]["runtime_reuses"] == reuses + 1
+    assert render_engine.kept_final_session() is s1
+    assert render_capture.LAST_RENDER["stats"]["runtime_reuses"] == reuses + 1
     assert np.array_equal(first, again)
     chars[0][0].pose.bones["Spine"].rotation_euler = (-0.6, 0.0, -0.4)
     edited = render_scene(scene).copy()
@@ -134,7 +135,7 @@ def test_f12_reuses_the_scene_session_and_sees_edits(empty_scene):
     other.camera = scene.camera
     other.collection.objects.link(scene.camera)
     render_scene(other)
-    assert render_engine._final["session"] is not s1
+    assert render_engine.kept_final_session() is not s1
 
 
 def test_shader_morph_instances_grouped_equal_single(empty_scene, no_instancing, monkeypatch):
@@ -150,7 +151,7 @@ def test_shader_morph_instances_grouped_equal_single(empty_scene, no_instancing,
     scene.render.resolution_x, scene.render.resolution_y = 240, 180
     grouped = render_scene(scene).copy()
     stats = _pipeline()
-    assert render_engine.last_render["stats"]["shader_morphs"] > 0
+    assert render_capture.LAST_RENDER["stats"]["shader_morphs"] > 0
     no_instancing()
     single = render_scene(scene).copy()
     assert stats["instanced_draws"] > 0 and stats["draw_calls"] < _pipeline()["draw_calls"]

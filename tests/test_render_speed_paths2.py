@@ -17,6 +17,7 @@ from stylized_renderer.engine import render_engine
 from stylized_renderer.engine.passes import mtoon_shaders
 from tools import scenes
 from tools.bench_render import duplicate_linked
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 TOL = 1e-5
 
@@ -228,7 +229,7 @@ def test_variants_match_general_shaders_deformation(empty_scene, monkeypatch, va
     scene.stylized.shadows = scene.stylized.outlines = True
     scene.frame_set(8)
     spec = render_scene(scene).copy()
-    stats = dict(render_engine.last_render["pipeline"])
+    stats = dict(render_capture.LAST_RENDER["pipeline"])
     fwd = _defines(variant_log, "mtoon_forward")
     general = _general(monkeypatch, scene)
     save_png(spec, ARTIFACTS / "variants_deformation.png")

@@ -17,6 +17,7 @@ from stylized_renderer.engine.passes import skin_once
 from stylized_renderer.engine.world.scene_runtime import SceneRuntime
 from tools import scenes
 from tools.bench_render import duplicate_linked
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 TOL = 1e-5
 
@@ -75,7 +76,7 @@ def _scene(scene):
 def _render(scene, monkeypatch, on: bool):
     monkeypatch.setattr(skin_once, "ENABLED", on)
     img = render_scene(scene).copy()
-    return img, dict(render_engine.last_render["pipeline"])
+    return img, dict(render_capture.LAST_RENDER["pipeline"])
 
 
 def test_skin_once_equals_per_pass_skinning(empty_scene, monkeypatch):
@@ -89,7 +90,7 @@ def test_skin_once_equals_per_pass_skinning(empty_scene, monkeypatch):
     assert off_stats["skin_once_vertices"] == 0
     assert stats["skin_once_vertices"] > 1000 and stats["skin_once_draws"] > 0, stats
     assert stats["instanced_draws"] > 0, stats
-    assert render_engine.last_render["stats"].get("shader_morphs", 0) >= 1
+    assert render_capture.LAST_RENDER["stats"].get("shader_morphs", 0) >= 1
     assert (on[..., :3].max(axis=-1) > 0.05).sum() > 2000
     assert np.abs(on - off).max() <= TOL, np.abs(on - off).max()
 

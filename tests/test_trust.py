@@ -15,7 +15,8 @@ import pytest
 
 from conftest import add_camera, add_material, add_mesh_object, add_sun, cube_geometry, render_scene
 from stylized_renderer.engine import gpu_util
-from stylized_renderer.engine.render_engine import draw_view, last_render
+from stylized_renderer.engine.render_engine import draw_view
+from tools.render_capture import LAST_RENDER as last_render
 from stylized_renderer.engine.session import StylizedSession
 from test_viewport_draw import CapturedUpdates, draw, look_at, object_mask, perspective
 from tools import scenes

@@ -16,7 +16,7 @@ import pytest
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine import render_engine
 from stylized_renderer.engine.importer import skin
-from stylized_renderer.engine.render_engine import last_render
+from tools.render_capture import LAST_RENDER as last_render
 from test_resync_fast_path import _animated_grid
 from test_trust import _edit_weights, _skinned_grid, mask_of, render_animation
 
@@ -224,7 +224,7 @@ def test_signals_are_answered_by_a_verified_f12(grid_scene, weight_reads):
     spline.points[1].co = (-1.2, -0.5, 1.8, 1.0)
     cu.update_tag()
     bpy.context.view_layer.update()
-    edits = render_engine._final["session"].assets.edits
+    edits = render_engine.kept_final_session().assets.edits
     assert "Wire" in edits.objects          # the handler heard the curve's geometry update
     render_scene(scene)
     assert weight_reads == ["Sheet"]

@@ -9,6 +9,7 @@ import pytest
 
 from stylized_renderer.engine import preview
 from stylized_renderer.engine.viewer_timings import ViewerCpuTimings
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -484,10 +485,10 @@ def test_profile_gpu_measures_every_pass(empty_scene, render):
     add_mesh_object(scene, "Cube", v, f)
     scene.stylized.screen_space_outline = True
     render(scene)
-    assert render_engine.last_render["stats"]["gpu_ms"] == {}
+    assert render_capture.LAST_RENDER["stats"]["gpu_ms"] == {}
     scene.stylized.profile_gpu = True
     render(scene)
-    gpu = render_engine.last_render["stats"]["gpu_ms"]
+    gpu = render_capture.LAST_RENDER["stats"]["gpu_ms"]
     assert set(gpu) == {"shadow", "forward", "outline_mask", "screen_space_outline", "post_process"}
     assert all(isinstance(v, float) and v >= 0.0 for v in gpu.values())
     assert all(vp.gpu_pass_ms(gpu, name) is not None for name in vp.GPU_PASSES)

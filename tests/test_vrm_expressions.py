@@ -155,7 +155,7 @@ def open_godette(path=GODETTE):
 
 def render_animation(scene, first, last) -> dict:
     """{frame: linear RGBA pixels} of render(animation=True) over first..last."""
-    from stylized_renderer.engine.render_engine import last_render
+    from tools.render_capture import LAST_RENDER as last_render
 
     frames = {}
 

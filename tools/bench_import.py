@@ -117,7 +117,7 @@ def _animation_check(scene, out_dir):
     import bpy
 
     from stylized_renderer.engine import render_engine
-    from stylized_renderer.engine.render_engine import last_render
+    from render_capture import LAST_RENDER as last_render
 
     scene.render.engine = "STYLIZED"
     scene.frame_start, scene.frame_end = 1, 4

@@ -39,6 +39,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402
+import render_capture  # noqa: E402  (F12 results: the hook _bootstrap installs)
 
 
 def build_scene():
@@ -254,8 +255,8 @@ def run_crowd(args):
             st.outlines = True
         t = time_engines(scene, ("STYLIZED", "BLENDER_WORKBENCH"), args.runs)
         (sty, sty_warm), (wb, wb_warm) = t["STYLIZED"], t["BLENDER_WORKBENCH"]
-        stats = render_engine.last_render.get("stats", {})
-        pipe = render_engine.last_render.get("pipeline", {})
+        stats = render_capture.LAST_RENDER.get("stats", {})
+        pipe = render_capture.LAST_RENDER.get("pipeline", {})
         scene.frame_set(scene.frame_start)
         sty_a0, sty_a = time_animation(scene, "STYLIZED", args.anim_frames, out_dir)
         wb_a0, wb_a = time_animation(scene, "BLENDER_WORKBENCH", args.anim_frames, out_dir)
@@ -317,7 +318,7 @@ def run_skin_cost(args):
                 instancing.FrameInstances.vertex_class = real_class if skinned else static_class
                 instancing.ENABLED = False          # every item drawn alone, through bind_skinning
                 bpy.ops.render.render(scene=scene.name)
-                times[skinned].append(dict(render_engine.last_render["stats"]["gpu_ms"]))
+                times[skinned].append(dict(render_capture.LAST_RENDER["stats"]["gpu_ms"]))
     finally:
         gpu_backend.bind_skinning = real
         instancing.FrameInstances.vertex_class = real_class
@@ -359,7 +360,7 @@ def run_skin_once(args):
                 f12[on].append(time.perf_counter() - t)
                 st.profile_gpu = True
                 bpy.ops.render.render(scene=scene.name)
-                passes[on].append(dict(render_engine.last_render["stats"]["gpu_ms"]))
+                passes[on].append(dict(render_capture.LAST_RENDER["stats"]["gpu_ms"]))
                 st.profile_gpu = False
         for _ in range(max(1, args.runs // 2)):
             for on in (False, True):
@@ -369,7 +370,7 @@ def run_skin_once(args):
     finally:
         skin_once.ENABLED = False
         st.profile_gpu = False
-    stats = render_engine.last_render.get("pipeline", {})
+    stats = render_capture.LAST_RENDER.get("pipeline", {})
     print(f"skin once: {kind}, {n} character(s), {args.width}x{args.height}, {args.runs} alternations "
           f"(last frame skinned {stats.get('skin_once_vertices')} vertices)")
     ratios = [b / a for a, b in zip(f12[False], f12[True])]
@@ -432,7 +433,7 @@ def main():
     print(f"scene: {kind}, {args.width}x{args.height}, {args.runs} timed renders per engine (median)")
     t = time_engines(scene, ("STYLIZED", "BLENDER_WORKBENCH"), args.runs)
     (sty, sty_warm), (wb, wb_warm) = t["STYLIZED"], t["BLENDER_WORKBENCH"]
-    stats = render_engine.last_render.get("stats", {})
+    stats = render_capture.LAST_RENDER.get("stats", {})
     print(f"  STYLIZED          {sty:8.3f} s (first {sty_warm:.3f} s)  items={stats.get('items')} "
           f"fallbacks={stats.get('fallbacks', stats.get('fallback_objects'))}")
     print(f"  BLENDER_WORKBENCH {wb:8.3f} s (first {wb_warm:.3f} s)")

@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402
+import render_capture  # noqa: E402  (F12 results: the hook _bootstrap installs)
 
 
 def parse_args(argv=None):
@@ -80,11 +81,11 @@ def render_stylized(bpy, scene) -> np.ndarray:
     saved = scene.render.engine
     scene.render.engine = "STYLIZED"
     try:
-        render_engine.last_render.clear()
+        render_capture.LAST_RENDER.clear()
         bpy.ops.render.render(scene=scene.name)
     finally:
         scene.render.engine = saved
-    px = render_engine.last_render.get("pixels")
+    px = render_capture.LAST_RENDER.get("pixels")
     if px is None:
         raise SystemExit("compare-look: the Stylized engine produced no image")
     return np.asarray(px, np.float32)
