@@ -89,7 +89,7 @@ def test_grouped_draws_match_each_instance_drawn_alone(empty_scene, no_instancin
         mask = np.abs(alone - bg).max(axis=2) > 1e-4
         assert mask.sum() > 200, k
         d = np.abs(alone[mask] - grouped[mask]).max(axis=1)
-        assert np.mean(d > 2.0 / 255.0) < 0.01, (k, float(d.max()))
+        assert float(d.max()) <= 1e-6, (k, float(d.max()), int((d > 1e-6).sum()))   # every pixel
 
 
 def test_demo_crowd_grouped_equals_single(empty_scene, no_instancing):

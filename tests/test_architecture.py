@@ -1,0 +1,404 @@
+"""The engine's architecture, read from the source (no Blender needed): every piece of state has an
+owner, and no layer imports a layer above it or forms an import circle (issue 24).
+
+* **State**: a module under ``engine/`` (and ``operators/``, ``panels/``) holds no mutable state:
+  no ``global`` statement, no module-level binding of a dict / list / set (or a comprehension) or
+  of a call that makes an object (a cache, a registry, a flag holder), no class attribute written
+  from outside the class body (a counter shared by every session).  Constant tables in UPPER_CASE
+  (a dict of enum codes, a numpy constant) are allowed as long as nothing anywhere writes into
+  them.  Blender's registration lists are allowed by name below, each with why.
+* **Layers**: the bpy-free core (assets, animation, runtime without the GPU backend, world, and the
+  pure helpers) imports neither ``bpy`` / ``gpu`` nor any engine module outside the core; the GPU
+  side (passes, the GPU backend, gpu_util) imports no Blender-side engine module (session,
+  importer, preview, ...); the GPU backend and gpu_util do not import the passes above them; no
+  engine module imports the UI (operators, panels); and the import graph (every import, also
+  those inside functions) has no circle.
+
+``KNOWN`` lists what the refactor has not reached yet, each with its owner.  The test fails on
+any violation not listed and on any listed one that is gone (so the list only shrinks).
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("engine", "operators", "panels")
+BLENDER_MODULES = ("bpy", "gpu", "gpu_extras", "bmesh", "mathutils", "bl_math", "idprop", "bpy_extras")
+
+# Blender's registration lists: allowed module-level state, each with its reason.
+REGISTRATION = {
+    ("operators", "_modules"): "the operator modules register() walks (filled at import, never after)",
+    ("panels", "_modules"): "the panel modules register() walks (filled at import, never after)",
+    ("engine.preview", "_handlers"): "the (bpy.app.handlers list, function) pairs appended while the add-on "
+                                     "is enabled, so unregister() removes exactly those",
+    ("engine.render_engine", "StylizedRenderEngine.final_sessions"):
+        "the F12 session keeper, made by register() and deleted by unregister(): the registered engine "
+        "class is the add-on's registration object, which Blender holds while the add-on is enabled",
+    ("operators.preview_ops", "_CLIP_ITEMS"): "an EnumProperty items callback's strings: Blender needs Python "
+                                              "to keep them referenced (bpy.props.EnumProperty docs)",
+}
+
+# Calls whose result is immutable (a module-level binding of one is a constant, not state).
+IMMUTABLE_CALLS = {"frozenset", "tuple", "str", "int", "float", "bool", "bytes", "range", "namedtuple",
+                   "NamedTuple", "TypeVar", "compile", "Struct", "MappingProxyType", "object", "getLogger",
+                   "dtype", "Path", "join", "dirname", "abspath", "float32", "float64", "int32", "uint32"}
+# Methods that change the object they are called on.
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
+            "popitem", "sort", "reverse", "fill", "put", "itemset", "resize"}
+
+# Not reached yet: violation -> who owns the file / why it remains.  Only shrinks.
+KNOWN = {
+    "engine.animation.morph: class attribute MorphState.epoch written":
+        "W2b (engine/animation): the morph epoch counter shared by every session",
+    "engine.finite (core) imports bpy":
+        "object_inv asks bpy for Blender's version (4.x vs 5.x singular inverse): the runtime should get "
+        "it from the session (palette.py / dquat.py, W2a/W2b)",
+    "engine.importer.bake: module-level BAKES = BakeCache()":
+        "W2e (importer/bake*, being split): the bake cache belongs to the session",
+    "engine.preview: global _handback_suspended": "W2b (preview.py)",
+    "engine.preview: module-level _states = {}": "W2b (preview.py): preview states belong to the session",
+    "engine.runtime.gpu_backend: global _identity_palette": "W2a (gpu_backend.py): belongs to the backend",
+    "engine.session: global _last_viewport_session": "W2b (session.py)",
+    "engine.world.scene_runtime (core) imports engine.springs.runtime (blender)":
+        "W2d / W2b: the spring-bone hook imports the bpy side of springs; the core should take a callable",
+    "import circle: engine.importer.actions <-> engine.vrm_expressions":
+        "the VRM reader and the action importer call each other (VRM feature folder, not reached)",
+    "import circle: engine.importer.bake <-> engine.importer.bake_record <-> engine.preview":
+        "W2e / W2b: bake and preview import each other",
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# reading the source
+# ------------------------------------------------------------------------------------------------
+
+def _modules() -> dict:
+    out = {}
+    for pkg in PACKAGES:
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
+    return out
+
+
+def _is_constant_name(name: str) -> bool:
+    core = name.lstrip("_")
+    return bool(core) and core.upper() == core and any(c.isalpha() for c in core)
+
+
+def _callee(call: ast.Call) -> str:
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    return ""
+
+
+def _is_numpy_call(call: ast.Call) -> bool:
+    f = call.func
+    while isinstance(f, ast.Attribute):
+        f = f.value
+        if isinstance(f, ast.Name) and f.id in ("np", "numpy"):
+            return True
+        if isinstance(f, ast.Call):        # np.arange(4).reshape(...): the chain's root
+            return _is_numpy_call(f)
+    return False
+
+
+def _top_statements(body):
+    for s in body:
+        if isinstance(s, (ast.If, ast.Try)):
+            yield from _top_statements(s.body)
+            yield from _top_statements(s.orelse)
+            for h in getattr(s, "handlers", ()):
+                yield from _top_statements(h.body)
+            yield from _top_statements(getattr(s, "finalbody", ()))
+        else:
+            yield s
+
+
+def _targets(stmt):
+    if isinstance(stmt, ast.Assign):
+        for t in stmt.targets:
+            yield from (t.elts if isinstance(t, (ast.Tuple, ast.List)) else (t,))
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        yield stmt.target
+
+
+def _root_name(node):
+    """``X`` of ``X[...]`` / ``X.attr`` / ``X[...][...]``; (name, via-attribute-of) pairs."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return node.value.id, node.attr      # alias.NAME or NAME.attr
+        node = node.value
+    if isinstance(node, ast.Name):
+        return node.id, None
+    return None, None
+
+
+def _writes(tree):
+    """Every (base, attr) written into: ``base[...] =``, ``base.attr = ``, ``del base[...]``,
+    ``base.mutator(...)``, ``base += ...`` (base / attr as written in the source)."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            for t in (n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]):
+                if isinstance(t, (ast.Subscript, ast.Attribute)):
+                    out.append((_root_name(t), n.lineno))
+                elif isinstance(t, ast.Name) and isinstance(n, ast.AugAssign):
+                    out.append(((t.id, None), n.lineno))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS:
+            out.append((_root_name(n.func.value) if not isinstance(n.func.value, ast.Name)
+                        else (n.func.value.id, None), n.lineno))
+    return out
+
+
+def state_violations(modules: dict) -> set:
+    trees = {m: ast.parse(p.read_text(), str(p)) for m, p in modules.items()}
+    found = set()
+    constants = {}            # (module, name) -> line of a constant table (mutation-checked)
+    aliases = {}              # module -> {alias: imported module}
+    for mod, tree in trees.items():
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Global):
+                for name in n.names:
+                    found.add(f"{mod}: global {name}")
+        for s in _top_statements(tree.body):
+            if not isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or s.value is None:
+                continue
+            v = s.value
+            container = isinstance(v, (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+            call = isinstance(v, ast.Call) and _callee(v) not in IMMUTABLE_CALLS
+            if not (container or call):
+                continue
+            for t in _targets(s):
+                if not isinstance(t, ast.Name) or t.id == "__all__" or (mod, t.id) in REGISTRATION:
+                    continue
+                made_by_function = call and _callee(v).lstrip("_")[:1].islower()     # np.zeros(...), _table(): a value
+                if _is_constant_name(t.id) and (container or made_by_function):
+                    constants[(mod, t.id)] = s.lineno
+                else:
+                    found.add(f"{mod}: module-level {t.id} = {ast.unparse(v)[:40]}")
+        for n in ast.walk(tree):   # @lru_cache / @functools.cache: a process-wide memo
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for d in n.decorator_list:
+                    dn = _callee(d) if isinstance(d, ast.Call) else (d.attr if isinstance(d, ast.Attribute)
+                                                                      else getattr(d, "id", ""))
+                    if dn in ("lru_cache", "cache"):
+                        found.add(f"{mod}: {n.name} memoised by @{dn}")
+        classes = {c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)}
+        for (name, attr), _line in _writes(tree):
+            if ((name in classes or name == "cls") and attr != "__annotations__"   # (RNA property declarations)
+                    and (mod, f"{name}.{attr}") not in REGISTRATION):
+                found.add(f"{mod}: class attribute {name}.{attr} written")
+        for n in ast.walk(tree):   # type(self).attr = ...
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Call)
+                            and _callee(t.value) == "type"):
+                        found.add(f"{mod}: class attribute type(...).{t.attr} written")
+        amap = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom):
+                base = _resolve_from(mod, modules[mod].name == "__init__.py", n)
+                for a in n.names:
+                    amap[a.asname or a.name] = base + "." + a.name if base else a.name
+                    amap.setdefault("__from__" + (a.asname or a.name), base)
+        aliases[mod] = amap
+    for mod, tree in trees.items():
+        for (name, attr), line in _writes(tree):
+            if name is None or (mod, name) in REGISTRATION:
+                continue
+            if attr is None and (mod, name) in constants:
+                found.add(f"{mod}: constant {name} written (line {line})")
+            elif attr is not None and (aliases[mod].get(name), attr) in constants:
+                found.add(f"{aliases[mod][name]}: constant {attr} written from {mod} (line {line})")
+            elif attr is not None and (mod, name) in constants and isinstance(attr, str):
+                pass    # NAME.attr read-modify of a constant's element: caught as NAME[...] above
+    return found
+
+
+# ------------------------------------------------------------------------------------------------
+# imports
+# ------------------------------------------------------------------------------------------------
+
+def _resolve_from(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".")
+    if not is_pkg:
+        base = base[:-1]
+    if node.level > 1:
+        base = base[:len(base) - (node.level - 1)]
+    return ".".join(base) + ("." + node.module if node.module else "")
+
+
+def import_graph(modules: dict) -> dict:
+    """module -> {imported module (ours, or a Blender module's top name)} over every import."""
+    graph = {}
+    for mod, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        deps = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import):
+                for a in n.names:
+                    deps.add(a.name)
+            elif isinstance(n, ast.ImportFrom):
+                base = _resolve_from(mod, path.name == "__init__.py", n)
+                subs = [base + "." + a.name for a in n.names if base + "." + a.name in modules]
+                deps.update(subs)
+                if len(subs) < len(n.names):
+                    deps.add(base)
+        out = set()
+        for d in deps:
+            top = d.split(".")[0]
+            if top in BLENDER_MODULES:
+                out.add(top)
+                continue
+            while d and d not in modules and "." in d:
+                d = d.rsplit(".", 1)[0]
+            if d in modules and d != mod:
+                out.add(d)
+        graph[mod] = out
+    return graph
+
+
+def _under(mod: str, *prefixes) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in prefixes)
+
+
+def layer(mod: str) -> str:
+    if _under(mod, "operators", "panels"):
+        return "ui"
+    if _under(mod, "engine.runtime.gpu_backend", "engine.gpu_util", "engine.gpu_layout"):
+        return "gpu-base"
+    if _under(mod, "engine.passes"):
+        return "gpu"
+    if _under(mod, "engine.assets", "engine.animation", "engine.runtime", "engine.world", "engine.geometry",
+              "engine.finite", "engine.materials.params") or mod in ("engine",):
+        return "core"
+    return "blender"
+
+
+# what each layer may import (besides itself): ours by layer, Blender's modules by name
+ALLOWED = {
+    "core": ({"core"}, set()),
+    "gpu-base": ({"core", "gpu-base"}, {"gpu", "gpu_extras", "bpy"}),
+    "gpu": ({"core", "gpu-base", "gpu"}, {"gpu", "gpu_extras", "bpy"}),
+    "blender": ({"core", "gpu-base", "gpu", "blender"}, set(BLENDER_MODULES)),
+    "ui": ({"core", "gpu-base", "gpu", "blender", "ui"}, set(BLENDER_MODULES)),
+}
+
+
+def layer_violations(graph: dict) -> set:
+    found = set()
+    for mod, deps in graph.items():
+        mine = layer(mod)
+        ours, blender = ALLOWED[mine]
+        for d in deps:
+            if d in BLENDER_MODULES:
+                if d not in blender:
+                    found.add(f"{mod} ({mine}) imports {d}")
+            elif d != "engine" and layer(d) not in ours:
+                found.add(f"{mod} ({mine}) imports {d} ({layer(d)})")
+    return found
+
+
+def import_circles(graph: dict) -> set:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, stack, on, out = {}, {}, [], set(), set()
+    counter = [0]
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in graph:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    advanced = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.add("import circle: " + " <-> ".join(sorted(comp)))
+    return out
+
+
+def violations() -> set:
+    modules = _modules()
+    graph = import_graph(modules)
+    return state_violations(modules) | layer_violations(graph) | import_circles(graph)
+
+
+# ------------------------------------------------------------------------------------------------
+# the tests
+# ------------------------------------------------------------------------------------------------
+
+def test_no_module_state_no_upward_imports_no_circles():
+    found = violations()
+    new = sorted(found - set(KNOWN))
+    gone = sorted(set(KNOWN) - found)
+    assert not new, "new module-level state / upward imports / import circles:\n  " + "\n  ".join(new)
+    assert not gone, "fixed (remove from KNOWN):\n  " + "\n  ".join(gone)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("_cache = {}\n", "module-level _cache"),
+    ("def f():\n    global _x\n    _x = 1\n", "global _x"),
+    ("class A:\n    epoch = 0\n    def bump(self):\n        A.epoch += 1\n", "class attribute A.epoch"),
+    ("TABLE = {'a': 1}\ndef f():\n    TABLE['b'] = 2\n", "constant TABLE written"),
+    ("BAKES = BakeCache()\n", "module-level BAKES"),
+    ("import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n", "f memoised by @lru_cache"),
+])
+def test_the_checks_catch_each_kind(tmp_path, source, expected):
+    """Each rule fires on a minimal module (negative controls for the scanner itself)."""
+    p = tmp_path / "m.py"
+    p.write_text(source)
+    found = state_violations({"engine.m": p})
+    assert any(expected in f for f in found), found
+
+
+def test_the_import_checks_catch_circles_and_upward_imports(tmp_path):
+    a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
+    a.write_text("from . import b\n")
+    b.write_text("def f():\n    from . import a\n")
+    c.write_text("import bpy\nfrom ..session import StylizedSession\n")
+    mods = {"engine.animation.a": a, "engine.animation.b": b, "engine.animation.c": c,
+            "engine.session": tmp_path / "a.py"}
+    graph = import_graph(mods)
+    assert import_circles(graph) == {"import circle: engine.animation.a <-> engine.animation.b"}
+    lv = layer_violations(graph)
+    assert "engine.animation.c (core) imports bpy" in lv
+    assert "engine.animation.c (core) imports engine.session (blender)" in lv
