@@ -79,7 +79,6 @@ class ScenePlayback:
         import bpy
 
         self.runtime = runtime
-        self.token = None          # the session reader's sync token it was read at (an edit re-reads)
         self.build_ms = 0.0
         self.anim = SceneAnimation(scene)
         self.notes: List[str] = [n for a in self.anim.ids for n in a.notes]
@@ -206,8 +205,8 @@ def update(session, depsgraph, state, dt: float) -> bool:
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
     pb: Optional[ScenePlayback] = getattr(session, "_scene_playback", None)
     reload = ("scene_reload",) in state.commands
-    token = getattr(session.reader, "sync_token", None)   # bumped by every depsgraph update: an edit
-    if pb is None or pb.runtime is not session.runtime or reload or pb.token != token:
+    # an edit of an action, a strip or a track re-imports (StylizedSession.sync): a new runtime
+    if pb is None or pb.runtime is not session.runtime or reload:
         why = needs_blender(scene)
         if why:
             # never play a wrong pose: timeline mode, and the panel says why
@@ -219,7 +218,6 @@ def update(session, depsgraph, state, dt: float) -> bool:
             return session._update_timeline(depsgraph)
         t0 = time.perf_counter()
         pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime)
-        pb.token = token
         pb.build_ms = (time.perf_counter() - t0) * 1e3
         state.scene_notes = list(pb.notes)
         state.last_error = None

@@ -180,40 +180,53 @@ def test_animated_armature_data_is_refused_not_dropped(nla_scene):
         preview.clear_states()
 
 
-def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene, capsys):
-    """A strip edited while Scene playback runs (a depsgraph update reaches the session) is
-    played at the next frame: Blender's timeline and the preview agree after the edit."""
+def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
+    """A strip edited while Scene playback runs (Blender's depsgraph update reaches the session's
+    sync, as view_update hands it) is played at the next frame: Blender's timeline and the
+    preview agree after the edit.  Selecting an object (a Scene update) does not re-read."""
     from stylized_renderer.engine import gpu_util, preview
     from stylized_renderer.engine.session import StylizedSession
 
     s = StylizedSession()
     st = preview.PreviewState(active=True, scene_mode=True)
 
-    def frame(t, updates=None):
+    def frame(t):
         def task():
             dg = bpy.context.evaluated_depsgraph_get()
             s._ensure_gpu()
             s._ensure_runtime(dg)
-            if updates is not None:
-                s.sync(dg, updates)
             st.push("scene_seek", t)
             st.push("pause")
             assert s.update_frame(dg, st) and st.active, st.last_error
             node = next(i for i, nd in enumerate(s.scene_asset.nodes) if nd.object_name == "Char1_0")
-            return np.array(s.runtime.pose.world_matrix(node))
+            return np.array(s.runtime.pose.world_matrix(node)), s._scene_playback
 
         return gpu_util.run_in_gpu_context(task)
 
+    def sync(scene, depsgraph):
+        s.sync(depsgraph, list(depsgraph.updates))
+
+    bpy.context.view_layer.update()
+    bpy.app.handlers.depsgraph_update_post.append(sync)
     try:
-        before = frame(17.0)
+        frame(17.0)
+        bpy.context.view_layer.update()                 # the new scene's first updates are heard
+        before, pb = frame(17.0)
+        bpy.data.objects["Char2_0"].select_set(True)
+        bpy.context.view_layer.update()
+        rt = s.runtime
+        pb_sel = frame(17.0)[1]
+        assert pb_sel is pb and rt is s.runtime          # a selection: no re-read
         strip = bpy.data.objects["Char1_0"].animation_data.nla_tracks[0].strips[0]
         strip.blend_type = "ADD"
-        dg = bpy.context.evaluated_depsgraph_get()
-        after = frame(17.0, updates=list(dg.updates))
+        bpy.context.view_layer.update()                 # the edit's depsgraph update
+        after, pb2 = frame(17.0)
+        assert pb2 is not pb
         with preview.timeline_handback_suspended():
             nla_scene.frame_set(17)
         ref = np.array(bpy.data.objects["Char1_0"].matrix_world)
         assert np.abs(after - ref).max() < 1e-4, (after, ref)
         assert np.abs(before - ref).max() > 1e-3          # the edit changed the pose
     finally:
+        bpy.app.handlers.depsgraph_update_post.remove(sync)
         s.free()
