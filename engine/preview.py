@@ -270,23 +270,6 @@ def crowd_bake_conflict(state: PreviewState, runtime, reasons_of: Callable, gene
     return out
 
 
-def sample_time_after(player, delta_time: float) -> float:
-    """The time ``player.update(delta_time)`` will sample at (the player's own clock rule:
-    advance by delta x speed while playing, wrap when looping, stop at the end otherwise)."""
-    t = float(player.current_time)
-    if player.is_playing:
-        dt = float(delta_time)
-        if not math.isfinite(dt) or dt < 0.0:
-            dt = 0.0
-        t += dt * float(player.playback_speed)
-        d = float(player.duration)
-        if player.is_looping:
-            t = math.fmod(t, d) if d > 0.0 else 0.0
-        elif t >= d:
-            t = d
-    return t
-
-
 def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time: float,
                    before_update: Optional[Callable] = None, after_sample: Optional[Callable] = None) -> None:
     """Drain ``state.commands`` into ``runtime.player`` (set_clip through ``runtime.set_clip``),
