@@ -140,9 +140,8 @@ def clocked_session(monkeypatch, strict: bool = True):
     from stylized_renderer.engine import gpu_util
     from stylized_renderer.engine import session as session_mod
 
-    # headless, every update runs inside a render operator whose frame change would hand the
-    # preview back to the timeline; a real viewport draw does not change the frame
-    monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
+    # (no stand-in for the hand-back: each update draws through run_in_gpu_context, whose render
+    # of its own temporary scene changes no frame of this one, as a real viewport draw does not)
     clock = Clock()
     monkeypatch.setattr(session_mod, "time", clock)
     preview.clear_states()
