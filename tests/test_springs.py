@@ -14,6 +14,16 @@ import springs_builder as B
 from test_vrm_expressions import ADDON_DIR, GODETTE, disable_vrm_addon, needs_godette, vrm_addon  # noqa: F401
 
 
+def skip_without_bone_uuids():
+    """Godette_vrm0.blend was saved by Blender 5.0: Blender 4.5 drops the bones' system properties
+    (the VRM Add-on's bone uuids), so neither the add-on nor we can tell which bone a joint is."""
+    from stylized_renderer.engine.springs import reader
+
+    arm = bpy.data.objects["Armature"]
+    if len(reader._bone_by_uuid(arm)) <= 1:
+        pytest.skip(f"Blender {bpy.app.version_string} lost Godette's bone uuids (file saved by a newer Blender)")
+
+
 def _check(path, control="none", steps=120):
     from tools import check_springs
 
@@ -33,6 +43,8 @@ def _avatar(tmp_path):
 
 @needs_godette
 def test_godette_hair_matches_the_addon(vrm_addon):
+    bpy.ops.wm.open_mainfile(filepath=str(GODETTE))
+    skip_without_bone_uuids()
     r = _check(GODETTE)
     assert r["joints"] == 16 and r["steps"] == 120
     assert r["tip_motion"] > 0.01                  # the hair really swings (relative to her height)
@@ -85,6 +97,7 @@ def test_vrm0_secondary_animation_is_migrated_as_the_addon_does(ext):
 
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
     bpy.ops.wm.open_mainfile(filepath=str(GODETTE))
+    skip_without_bone_uuids()
     arm = bpy.data.objects["Armature"]
     stored = _spec_summary(reader.read_character(arm, *reader.standalone_nodes(arm)))
     sb = vx.extension_props(arm.data)["spring_bone1"]
