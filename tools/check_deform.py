@@ -42,6 +42,9 @@ percentile reaches 0.2-0.36 at some frames of flat-shaded low-poly meshes (see t
 --morph: how shape keys reach the GPU (runtime/mesh_instance.py): "auto" (default: rebuilt on
 the CPU while weights are still, composed in the vertex shader while they animate), "rebuild"
 or "shader" (always that path).  The line "morph-paths:" counts the primitive checks per path.
+Vertices are read back through the vertex variant each item is drawn with (its vertex class's
+skinning defines, as the forward / outline / shadow shaders get them); "readback-variants:"
+counts the reads per vertex class.
 
 Prints one line per object and mode, then
   deform-check: objects=N frames=M max_rel_error=X fallbacks=K skipped=S baked=B between_max_rel_error=Y
@@ -121,15 +124,33 @@ def parse_frames(spec, scene):
 
 
 class GpuReadback:
-    """Draws primitive streams as points (pixel = vertex id) and reads world positions back."""
+    """Draws primitive streams as points (pixel = vertex id) and reads world positions back,
+    through the vertex variant the passes draw that item with: the skinning defines of its vertex
+    class (``FrameInstances.vertex_class``: static / lbs4 / lbs8 / general, as
+    ``mtoon_shaders.VERTEX_DEFINES`` gives them to the forward, outline and shadow shaders)."""
 
     def __init__(self):
+        self.shaders = {}          # vertex class -> readback shader with that class's defines
+        self.variants = {}         # vertex class -> primitive reads through it
+
+    def shader_for(self, item):
+        """(vertex class, readback shader) of ``item``, classified by the pipeline's own code."""
+        from stylized_renderer.engine.passes.instancing import FrameInstances
+        from stylized_renderer.engine.passes.mtoon_shaders import VERTEX_DEFINES
         from stylized_renderer.engine.passes.shader_lib import build_shader
 
-        self.shader = build_shader("stylized_readback", _READBACK_VS, _READBACK_FS,
-                                   interfaces=(("flat", "VEC3", "v_world"),),
-                                   push_constants=(("MAT4", "model"), ("INT", "target_width"),
-                                                   ("INT", "target_height"), ("INT", "read_normals")))
+        vclass = FrameInstances([item]).vertex_class([(0, item)])
+        if vclass == "fetch":      # (skin_once: its skinned texture exists only inside a frame)
+            vclass = "general"
+        sh = self.shaders.get(vclass)
+        if sh is None:
+            sh = self.shaders[vclass] = build_shader(
+                "stylized_readback_" + vclass, _READBACK_VS, _READBACK_FS,
+                interfaces=(("flat", "VEC3", "v_world"),),
+                push_constants=(("MAT4", "model"), ("INT", "target_width"),
+                                ("INT", "target_height"), ("INT", "read_normals")),
+                defines=VERTEX_DEFINES[vclass])
+        return vclass, sh
 
     def read(self, item, normals: bool = False) -> np.ndarray:
         """World positions (or world normals) of the item's vertices, as the passes deform them."""
@@ -137,6 +158,9 @@ class GpuReadback:
 
         from stylized_renderer.engine.gpu_util import texture_to_numpy
         from stylized_renderer.engine.runtime.gpu_backend import bind_deform
+
+        vclass, sh = self.shader_for(item)
+        self.variants[vclass] = self.variants.get(vclass, 0) + 1
 
         n = item.stream.vertex_count
         w = min(1024, max(1, n))
@@ -149,7 +173,6 @@ class GpuReadback:
             gpu.state.depth_test_set("NONE")
             gpu.state.blend_set("NONE")
             gpu.state.program_point_size_set(True)
-            sh = self.shader
             sh.bind()
             sh.uniform_float("model", np.asarray(item.world, np.float32).T.ravel())
             sh.uniform_int("target_width", w)
@@ -572,6 +595,8 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
         print(f"  import error: {checker.session.import_error}")
     checker.session.free()
     print(f"morph-paths: rebuild={checker.morph_paths['rebuild']} shader={checker.morph_paths['shader']}")
+    rb = checker.readback.variants if checker.readback is not None else {}
+    print("readback-variants: " + " ".join(f"{k}={rb[k]}" for k in sorted(rb)))
     print(f"deform-check: objects={len(objects)} frames={total_frames} max_rel_error={worst:.3e} "
           f"fallbacks={len({n for (n, _m), r in checker.results.items() if r['path'] != 'gpu'})} "
           f"skipped={len(checker.skipped)} baked={len(checker.baked)} between_max_rel_error={between:.3e} "
