@@ -197,6 +197,20 @@ def state_violations(modules: dict) -> set:
             if ((name in classes or name == "cls") and attr != "__annotations__"   # (RNA property declarations)
                     and (mod, f"{name}.{attr}") not in REGISTRATION):
                 found.add(f"{mod}: class attribute {name}.{attr} written")
+        for c in ast.walk(tree):   # class-body containers / objects: shared by every instance
+            if not isinstance(c, ast.ClassDef):
+                continue
+            for st in c.body:
+                if not isinstance(st, ast.Assign):
+                    continue
+                v = st.value
+                shared = (isinstance(v, (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+                          or (isinstance(v, ast.Call) and _callee(v) not in IMMUTABLE_CALLS))
+                for t in st.targets:
+                    # (bl_options, COMPAT_ENGINES: what Blender reads from a registered class)
+                    if shared and isinstance(t, ast.Name) and not t.id.startswith("bl_") \
+                            and t.id != "COMPAT_ENGINES" and (mod, f"{c.name}.{t.id}") not in REGISTRATION:
+                        found.add(f"{mod}: class attribute {c.name}.{t.id} = {ast.unparse(v)[:40]} shared")
         for n in ast.walk(tree):   # type(self).attr = ...
             if isinstance(n, (ast.Assign, ast.AugAssign)):
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
@@ -380,6 +394,7 @@ def test_no_module_state_no_upward_imports_no_circles():
     ("class A:\n    epoch = 0\n    def bump(self):\n        A.epoch += 1\n", "class attribute A.epoch"),
     ("TABLE = {'a': 1}\ndef f():\n    TABLE['b'] = 2\n", "constant TABLE written"),
     ("BAKES = BakeCache()\n", "module-level BAKES"),
+    ("import itertools\nclass S:\n    _ids = itertools.count(1)\n", "class attribute S._ids"),
     ("import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n", "f memoised by @lru_cache"),
 ])
 def test_the_checks_catch_each_kind(tmp_path, source, expected):

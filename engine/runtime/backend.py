@@ -78,10 +78,8 @@ class CpuPaletteBuffer:
 
 
 class CpuStream:
-    _ids = itertools.count(1)
-
-    def __init__(self, primitive, positions, normals, tangents):
-        self.id = next(CpuStream._ids)
+    def __init__(self, primitive, positions, normals, tangents, stream_id: int = 0):
+        self.id = stream_id          # numbered by the backend that made it
         self.primitive = primitive
         self.positions = positions
         self.normals = normals
@@ -97,10 +95,8 @@ class CpuStream:
 class CpuMorphStream:
     """What a shader-morph stream holds on the CPU backend: the base stream and the weights."""
 
-    _ids = itertools.count(1)
-
-    def __init__(self, base, weights):
-        self.id = -next(CpuMorphStream._ids)
+    def __init__(self, base, weights, stream_id: int = 0):
+        self.id = stream_id          # numbered by the backend that made it (negative)
         self.base = base
         self.weights = np.array(weights, dtype=np.float32)
         self.released = False
@@ -129,6 +125,7 @@ class CpuBackend(RuntimeBackend):
         self.streams_created = 0
         self.streams_released = 0
         self.live_streams = set()
+        self._stream_ids = itertools.count(1)     # this backend's stream numbers
 
     def create_palette_buffer(self, joint_count: int):
         if self.fail_palette_create or int(joint_count) <= 0:
@@ -165,7 +162,7 @@ class CpuBackend(RuntimeBackend):
         s = CpuStream(primitive,
                       primitive.positions if positions is None else positions,
                       primitive.normals if normals is None else normals,
-                      primitive.tangents if tangents is None else tangents)
+                      primitive.tangents if tangents is None else tangents, next(self._stream_ids))
         s.smooth_normals = primitive.smooth_normals if smooth_normals is None else smooth_normals
         self.streams_created += 1
         self.live_streams.add(s.id)
@@ -175,7 +172,7 @@ class CpuBackend(RuntimeBackend):
         """Only when a test sets ``supports_shader_morph``; fails like ``create_stream``."""
         if self.fail_stream_create or not self.supports_shader_morph or base_stream is None:
             return None
-        s = CpuMorphStream(base_stream, weights)
+        s = CpuMorphStream(base_stream, weights, -next(self._stream_ids))
         self.streams_created += 1
         self.live_streams.add(s.id)
         return s
