@@ -76,20 +76,14 @@ VRM0_MATERIAL_PROPERTIES = {"_Color": "color", "_EmissionColor": "emissionColor"
                             "_RimColor": "rimColor", "_OutlineColor": "outlineColor",
                             "_SphereAdd": "matcapColor", "_MainTex_ST": "uv"}
 
-EXT = "vrm_addon_extension"
 SPEC_VRM0, SPEC_VRM1 = "0.x", "1.0"
 
-# Expression previews as channels of preview-player clips: a keyed preview F-Curve of the armature
-# data becomes a MorphWeightChannelAsset on the ARMATURE OBJECT's node whose target name is
-# CHANNEL_PREFIX + the curve's RNA path inside the add-on data, without ".preview"
-# ("vrm:vrm0.blend_shape_master.blend_shape_groups[8]", "vrm:vrm1.expressions.preset.happy",
-# "vrm:vrm1.expressions.custom[0]").  It names the curve exactly (custom / VRM 0.x entries by
-# index, as Blender's F-Curve does) and cannot clash with a shape key: armature nodes have none.
-CHANNEL_PREFIX = "vrm:"
+# Expression previews as channels of preview-player clips: engine/vrm_paths.py (EXT,
+# CHANNEL_PREFIX, RE_PREVIEW_PATH; the importer reads clip channels through it without importing
+# this module)
+from .vrm_paths import CHANNEL_PREFIX, EXT, RE_PREVIEW_PATH, channel_key_for_path, location_of_path  # noqa: E402,F401
+
 _PRESET_PROPS = frozenset(k for _p, k in PRESETS)
-RE_PREVIEW_PATH = re.compile(r"^" + re.escape(EXT) + r"\.(vrm1\.expressions\.preset\.([a-z_]+)"
-                             r"|vrm1\.expressions\.custom\[(\d+)\]"
-                             r"|vrm0\.blend_shape_master\.blend_shape_groups\[(\d+)\])\.preview$")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -353,26 +347,6 @@ def group_at(ext, location, containers=None):
         return _g(c["preset"], key, None) if c["preset"] is not None else None
     seq = c["vrm0"] if kind == "vrm0" else c["custom"]
     return seq[key] if 0 <= key < len(seq) else None
-
-
-def channel_key_for_path(data_path: str) -> Optional[str]:
-    """The clip channel name of a preview F-Curve's ``data_path`` (see CHANNEL_PREFIX), or None
-    when the path is not an expression preview."""
-    m = RE_PREVIEW_PATH.match(data_path or "")
-    return CHANNEL_PREFIX + m.group(1) if m else None
-
-
-def location_of_path(data_path: str) -> Optional[tuple]:
-    """(kind, key) of the expression whose preview ``data_path`` animates: ("preset", the add-on's
-    preset property name), ("custom", index) or ("vrm0", group index); None for other paths."""
-    m = RE_PREVIEW_PATH.match(data_path or "")
-    if not m:
-        return None
-    if m.group(2) is not None:
-        return ("preset", m.group(2))
-    if m.group(3) is not None:
-        return ("custom", int(m.group(3)))
-    return ("vrm0", int(m.group(4)))
 
 
 def preview_path_problem(armature_data, data_path: str) -> Optional[str]:

@@ -64,8 +64,6 @@ KNOWN = {
     "engine.session: global _last_viewport_session": "W2b (session.py)",
     "engine.world.scene_runtime (core) imports engine.springs.runtime (blender)":
         "W2d / W2b: the spring-bone hook imports the bpy side of springs; the core should take a callable",
-    "import circle: engine.importer.actions <-> engine.vrm_expressions":
-        "the VRM reader and the action importer call each other (VRM feature folder, not reached)",
     "import circle: engine.importer.bake <-> engine.importer.bake_record <-> engine.preview":
         "W2e / W2b: bake and preview import each other",
 }
