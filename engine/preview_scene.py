@@ -52,6 +52,9 @@ def needs_blender(scene) -> List[str]:
         if why:
             out.append(f"object '{ob.name}' is driven by {'; '.join(why)}: Scene playback does not evaluate "
                        "that (no bake of the scene yet); play its clip, or use the timeline")
+        if getattr(getattr(ob, "animation_data", None), "use_tweak_mode", False):
+            out.append(f"object '{ob.name}': its NLA is in tweak mode (a strip is being edited): Scene playback "
+                       "does not evaluate tweak mode; leave it, or use the timeline")
         data = getattr(ob, "data", None)
         dad = getattr(data, "animation_data", None) if ob.type == "ARMATURE" else None
         if dad is not None and (dad.action is not None or any(len(t.strips) for t in dad.nla_tracks)):

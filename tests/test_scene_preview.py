@@ -230,3 +230,20 @@ def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
     finally:
         bpy.app.handlers.depsgraph_update_post.remove(sync)
         s.free()
+
+
+def test_tweak_mode_is_refused_not_skipped(nla_scene):
+    """A character whose NLA is in tweak mode would be left out silently: Play names it."""
+    from stylized_renderer.engine import preview
+
+    ad = bpy.data.objects["Char0_0"].animation_data
+    ad.nla_tracks[0].strips[0].select = True
+    ad.use_tweak_mode = True
+    preview.clear_states()
+    try:
+        assert ad.use_tweak_mode
+        with pytest.raises(RuntimeError, match="object 'Char0_0': its NLA is in tweak mode"):
+            bpy.ops.stylized.preview_scene(action="PLAY")
+    finally:
+        ad.use_tweak_mode = False
+        preview.clear_states()
