@@ -56,6 +56,12 @@ def needs_blender(scene) -> List[str]:
             out.append(f"object '{ob.name}': its NLA is in tweak mode (a strip is being edited): Scene playback "
                        "does not evaluate tweak mode; leave it, or use the timeline")
         data = getattr(ob, "data", None)
+        for idb in (ob, getattr(data, "shape_keys", None)):
+            ad = getattr(idb, "animation_data", None)
+            odd = [st for t in (ad.nla_tracks if ad is not None else ()) for st in t.strips if st.type != "CLIP"]
+            if odd:
+                out.append(f"'{idb.name}': NLA strip '{odd[0].name}' is a {odd[0].type.lower()} strip: Scene "
+                           "playback evaluates action strips only; use the timeline")
         dad = getattr(data, "animation_data", None) if ob.type == "ARMATURE" else None
         if dad is not None and (dad.action is not None or any(len(t.strips) for t in dad.nla_tracks)):
             out.append(f"armature '{ob.name}': its data '{data.name}' is animated (VRM expression previews): "
