@@ -29,6 +29,14 @@ frame each row's root-relative joint @ B-Bone relation @ inverse bind folded onc
 lerp and one product per run of rows sharing a mesh and a root bone).  Before these (player
 ~0.41 ms, ratio ~0.17) the bone-level world chain (~110 us), the per-row segment and inverse-bind
 products (~100 us) and the root-channel sampling (~75 us) made most of it.
+
+Issue 22 (exact between frames; same loaded machine, same process, one run each): the adaptive
+bake of this fast 10-frame clip takes 77 samples and 143 mid-point checks (largest error between
+samples 4.9e-4 of the rig's size, 3.5 MB): bake_ratio 43.8 x frame_set (1.87 before, one sample
+a frame, 2.7e-2 between frames); player_ms 2.15 vs frame_set 35.1, ratio_player 0.061 (0.028
+before: the palettes are now folded from one exact sample a frame instead of lerping per-frame
+folded tables).  On a 250-frame Rigify clip (keys 83 frames apart) the bake adds no sample and
+checks 31 mid-points (6.6e-5), 35.7 vs 21.0 ms a frame (the decomposition and the checks).
 """
 from __future__ import annotations
 
