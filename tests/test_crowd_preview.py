@@ -49,15 +49,21 @@ def bone_nodes(asset, name):
 
 
 def blender_worlds(frame, names, asset):
-    """{node: armature world @ pose bone matrix} of every bone of ``names`` at ``frame``."""
-    bpy.context.scene.frame_set(frame)
-    dg = bpy.context.evaluated_depsgraph_get()
+    """{node: armature world @ pose bone matrix} of every bone of ``names`` at ``frame``: the
+    check sets the frame and restores it, as a bake does (not the user scrubbing: the preview
+    is not handed back to the timeline)."""
+    scene = bpy.context.scene
+    before = (scene.frame_current, scene.frame_subframe)
     out = {}
-    for name in names:
-        arm = bpy.data.objects[name].evaluated_get(dg)
-        aw = np.array(arm.matrix_world)
-        for i, bone in bone_nodes(asset, name):
-            out[i] = aw @ np.array(arm.pose.bones[bone].matrix)
+    with preview.timeline_handback_suspended():
+        scene.frame_set(frame)
+        dg = bpy.context.evaluated_depsgraph_get()
+        for name in names:
+            arm = bpy.data.objects[name].evaluated_get(dg)
+            aw = np.array(arm.matrix_world)
+            for i, bone in bone_nodes(asset, name):
+                out[i] = aw @ np.array(arm.pose.bones[bone].matrix)
+        scene.frame_set(before[0], subframe=before[1])
     return out
 
 

@@ -28,9 +28,9 @@ def variant_log(monkeypatch):
     log = []
     real = mtoon_shaders._variant
 
-    def spy(key, spec, make):
+    def spy(cache, key, spec, make):
         log.append((key, spec))
-        return real(key, spec, make)
+        return real(cache, key, spec, make)
 
     monkeypatch.setattr(mtoon_shaders, "_variant", spy)
     return log
