@@ -8,17 +8,9 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
-from ..vrm_expressions import extension_props
+from ..vrm_expressions import _g, extension_props  # one reader of the add-on's ID properties
 from .core import (CAPSULE, INSIDE_CAPSULE, INSIDE_SPHERE, PLANE, SPHERE, CharacterSpec, ColliderSpec,
                    JointSpec, SpringSpec)
-
-
-def _g(group, key, default=None):
-    try:
-        v = group.get(key, default)
-    except Exception:
-        return default
-    return default if v is None else v
 
 
 def spring_data(arm_obj):
