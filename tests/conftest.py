@@ -242,3 +242,49 @@ def run_deform_check(capsys, frames=None, mode="both", morph="auto", player_step
     rc = check_deform.run_checks(frames, mode, morph, player_step)
     out = capsys.readouterr().out
     return rc, out, check_deform.summary_fields(out)
+
+
+# --- viewport matrices and a hand-driven clock (test_viewport_draw, test_preview_hostile,
+#     test_vrm_preview_channels)
+
+def look_at(eye, target=(0.0, 0.0, 0.0), up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """A view matrix (world -> camera) looking from ``eye`` at ``target``."""
+    eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
+    f = target - eye
+    f /= np.linalg.norm(f)
+    r = np.cross(f, up)
+    r /= np.linalg.norm(r)
+    u = np.cross(r, f)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = r, u, -f
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m
+
+
+def perspective(fov_y, aspect, near=0.1, far=100.0) -> np.ndarray:
+    """An OpenGL perspective projection matrix."""
+    import math
+
+    t = 1.0 / math.tan(fov_y / 2.0)
+    m = np.zeros((4, 4))
+    m[0, 0], m[1, 1] = t / aspect, t
+    m[2, 2], m[2, 3] = (far + near) / (near - far), 2.0 * far * near / (near - far)
+    m[3, 2] = -1.0
+    return m
+
+
+class Clock:
+    """The session's frame clock (``time.perf_counter`` in engine/session.py), advanced by hand
+    (``now``): so that "wait 2 s" or each preview update is an exact time."""
+
+    def __init__(self):
+        import time
+
+        self.now = 1000.0
+        self._time = time
+
+    def perf_counter(self):
+        return self.now
+
+    def __getattr__(self, name):
+        return getattr(self._time, name)

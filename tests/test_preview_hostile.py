@@ -20,22 +20,6 @@ import conftest as C
 from stylized_renderer.engine import gpu_util, preview
 
 
-class Clock:
-    """The session's clock, advanced by hand."""
-
-    def __init__(self):
-        import time
-
-        self.now = 1000.0
-        self._time = time
-
-    def perf_counter(self):
-        return self.now
-
-    def __getattr__(self, name):
-        return getattr(self._time, name)
-
-
 class Viewport:
     """A Rendered 3D viewport: ``update()`` hands the session Blender's depsgraph updates since
     the last call (view_update), ``draw(wait)`` draws a frame ``wait`` seconds after the last
@@ -80,8 +64,8 @@ class Viewport:
         self.update()
         self.clock.now += wait
         dg = bpy.context.evaluated_depsgraph_get()
-        view = look_at((0.0, -6.0, 1.0))
-        proj = perspective(math.radians(40.0), self.W / self.H)
+        view = C.look_at((0.0, -6.0, 1.0), target=(0.0, 0.0, 0.8))
+        proj = C.perspective(math.radians(40.0), self.W / self.H)
         return gpu_util.run_in_gpu_context(
             lambda: texture_to_numpy(draw_view(self.session, dg, view, proj, False, self.W, self.H), self.W, self.H))
 
@@ -91,33 +75,11 @@ class Viewport:
         gpu_util.run_in_gpu_context(self.session.free)
 
 
-def look_at(eye, target=(0.0, 0.0, 0.8), up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    eye, target, up = (np.asarray(v, float) for v in (eye, target, up))
-    f = target - eye
-    f /= np.linalg.norm(f)
-    s = np.cross(f, up)
-    s /= np.linalg.norm(s)
-    u = np.cross(s, f)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m
-
-
-def perspective(fov_y, aspect, near=0.1, far=100.0) -> np.ndarray:
-    f = 1.0 / math.tan(fov_y / 2.0)
-    m = np.zeros((4, 4))
-    m[0, 0], m[1, 1] = f / aspect, f
-    m[2, 2], m[2, 3] = (far + near) / (near - far), 2.0 * far * near / (near - far)
-    m[3, 2] = -1.0
-    return m
-
-
 @pytest.fixture
 def viewport(ext, monkeypatch):
     from stylized_renderer.engine import session as session_mod
 
-    clock = Clock()
+    clock = C.Clock()
     monkeypatch.setattr(session_mod, "time", clock)
     preview.clear_states()
     vp = Viewport(clock)

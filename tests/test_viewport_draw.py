@@ -11,33 +11,12 @@ import bpy
 import numpy as np
 import pytest
 
-from conftest import add_camera, add_material, add_mesh_object, add_sun, cube_geometry, render_scene
+from conftest import (add_camera, add_material, add_mesh_object, add_sun, cube_geometry, look_at, perspective,
+                      render_scene)
 from stylized_renderer.engine import gpu_util
 from stylized_renderer.engine.gpu_util import texture_to_numpy
 from stylized_renderer.engine.render_engine import draw_view
 from stylized_renderer.engine.session import StylizedSession
-
-
-def look_at(eye, target=(0.0, 0.0, 0.0), up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
-    f = target - eye
-    f /= np.linalg.norm(f)
-    r = np.cross(f, up)
-    r /= np.linalg.norm(r)
-    u = np.cross(r, f)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = r, u, -f
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m
-
-
-def perspective(fov_y, aspect, near=0.1, far=100.0) -> np.ndarray:
-    t = 1.0 / math.tan(fov_y / 2.0)
-    m = np.zeros((4, 4))
-    m[0, 0], m[1, 1] = t / aspect, t
-    m[2, 2], m[2, 3] = (far + near) / (near - far), 2.0 * far * near / (near - far)
-    m[3, 2] = -1.0
-    return m
 
 
 def orthographic(half_height, aspect, near=0.1, far=100.0) -> np.ndarray:

@@ -115,23 +115,6 @@ def differs(a: dict, b: dict) -> bool:
     return any(abs(a[k] - b[k]) > 0.05 for k in FACE_KEYS)
 
 
-class Clock:
-    """The session's frame clock (``time.perf_counter`` in engine/session.py), advanced by hand so
-    that each preview update advances the player by an exact time."""
-
-    def __init__(self):
-        import time
-
-        self.now = 1000.0
-        self._time = time
-
-    def perf_counter(self):
-        return self.now
-
-    def __getattr__(self, name):
-        return getattr(self._time, name)
-
-
 def clocked_session(monkeypatch, strict: bool = True):
     """A viewport session whose preview clock is driven by hand (a generator for fixtures):
     ``update(state, dt)`` runs ``update_frame`` as view_draw does, ``dt`` seconds after the last.
@@ -142,7 +125,7 @@ def clocked_session(monkeypatch, strict: bool = True):
 
     # (no stand-in for the hand-back: each update draws through run_in_gpu_context, whose render
     # of its own temporary scene changes no frame of this one, as a real viewport draw does not)
-    clock = Clock()
+    clock = C.Clock()
     monkeypatch.setattr(session_mod, "time", clock)
     preview.clear_states()
     s = session_mod.StylizedSession(viewport=True)
