@@ -64,15 +64,6 @@ def build():
     return names
 
 
-def median_ms(fn, n):
-    out = []
-    for i in range(n):
-        t = time.perf_counter()
-        fn(i)
-        out.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(out)
-
-
 def measure(frames: int = 40) -> dict:
     """Medians of ``scene.frame_set`` and of the Scene preview's frame, measured interleaved (one
     of each per step: the machine's load weighs on both alike)."""
