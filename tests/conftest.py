@@ -116,6 +116,18 @@ def pytest_runtest_makereport(item, call):
             rep.sections.append(("artifact", f"could not save the last render: {ex}"))
 
 
+@pytest.fixture
+def bakes():
+    """The preview bake module with an empty bake cache at one substep (test_bake, test_bake_between)."""
+    from stylized_renderer.engine.importer import bake
+
+    bake.BAKES.clear()
+    bake.BAKES.substeps = 1
+    yield bake
+    bake.BAKES.clear()
+    bake.BAKES.substeps = 1
+
+
 def add_camera(scene, location=(0.0, -6.0, 0.0), rotation=(1.5707963, 0.0, 0.0), ortho=False, lens=50.0):
     cam_data = bpy.data.cameras.new("Camera")
     cam_data.lens = lens

@@ -21,17 +21,6 @@ def _run(capsys, frames="1-10", mode="player"):
 
 
 @pytest.fixture
-def bakes():
-    from stylized_renderer.engine.importer import bake
-
-    bake.BAKES.clear()
-    bake.BAKES.substeps = 1
-    yield bake
-    bake.BAKES.clear()
-    bake.BAKES.substeps = 1
-
-
-@pytest.fixture
 def crig(empty_scene, bakes):
     return rigify_rig.build_constraint_rig()
 

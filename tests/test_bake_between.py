@@ -16,17 +16,6 @@ import conftest as C  # noqa: F401  (registers the extension fixtures)
 from tools import check_deform, rigify_rig, scenes
 
 
-
-@pytest.fixture
-def bakes():
-    from stylized_renderer.engine.importer import bake
-
-    bake.BAKES.clear()
-    bake.BAKES.substeps = 1
-    yield bake
-    bake.BAKES.clear()
-
-
 def _run(capsys, frames="1-12"):
     return C.run_deform_check(capsys, frames, "player")
 

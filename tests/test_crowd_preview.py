@@ -20,7 +20,6 @@ from conftest import render_scene
 from stylized_renderer.engine import preview, render_engine
 from stylized_renderer.engine.passes import instancing
 from stylized_renderer.panels import viewport_panels as vp
-from test_bake import bakes  # noqa: F401  (fixture)
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_render_speed_paths import _character_crowd, _pipeline
 from test_viewport_ui import Ctx, draw_panel

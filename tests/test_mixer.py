@@ -135,7 +135,7 @@ def test_the_player_crossfade_goes_through_the_mixer():
     assert same_rot(q, ref), (q, ref)
 
 
-from test_bake import bakes, crig  # noqa: E402,F401  (fixtures: a constraint rig, the bake cache)
+from test_bake import crig  # noqa: E402,F401  (fixture: a constraint rig; the bake cache is conftest's)
 
 
 def test_a_baked_clip_is_sampled_with_the_player_once_per_frame(crig, bakes, monkeypatch):

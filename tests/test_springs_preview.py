@@ -10,7 +10,6 @@ import pytest
 
 import springs_builder as B
 from stylized_renderer.engine import preview
-from test_bake import bakes  # noqa: F401  (fixture)
 from test_vrm_expressions import ADDON_DIR, disable_vrm_addon, vrm_addon  # noqa: F401
 from test_vrm_preview_channels import clocked_session
 
