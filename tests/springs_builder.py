@@ -23,6 +23,21 @@ def _bone(eb, name, head, tail, parent=None, connect=False):
     return b
 
 
+def _chain(eb, prefix, parent, a, z, r, out, down, length):
+    """A chain of ``length + 1`` connected bones ``<prefix>_<k>`` hanging from ``parent``: it starts
+    ``r`` out from (0, 0, z) at angle ``a`` and each bone steps ``out`` further and ``down``."""
+    d = Vector((math.cos(a), math.sin(a), 0.0))
+    p = Vector((0, 0, z)) + d * r
+    chain = []
+    for k in range(length + 1):
+        q = p + d * out + Vector((0, 0, down))
+        nm = f"{prefix}_{k}"
+        _bone(eb, nm, p, q, parent, k > 0)
+        chain.append(nm)
+        parent, p = nm, q
+    return chain
+
+
 def build_avatar(name="Avatar", hair_chains=6, hair_len=8, skirt_chains=8, skirt_len=4,
                  gravity=0.3, location=(0.0, 0.0, 0.0)):
     ctx = bpy.context
@@ -40,31 +55,10 @@ def build_avatar(name="Avatar", hair_chains=6, hair_len=8, skirt_chains=8, skirt
     for s, x in (("L", 0.1), ("R", -0.1)):
         _bone(eb, f"thigh_{s}", (x, 0, 0.9), (x, 0, 0.5), "hips")
         _bone(eb, f"shin_{s}", (x, 0, 0.5), (x, 0, 0.1), f"thigh_{s}", True)
-    hair, skirt = [], []
-    for c in range(hair_chains):
-        a = math.pi * (0.2 + 0.6 * c / max(hair_chains - 1, 1))       # behind and beside the head
-        d = Vector((math.cos(a), math.sin(a), 0.0))
-        p = Vector((0, 0, 1.6)) + d * 0.1
-        chain, parent = [], "head"
-        for k in range(hair_len + 1):
-            q = p + d * 0.02 + Vector((0, 0, -0.07))
-            nm = f"hair{c}_{k}"
-            _bone(eb, nm, p, q, parent, k > 0)
-            chain.append(nm)
-            parent, p = nm, q
-        hair.append(chain)
-    for c in range(skirt_chains):
-        a = 2 * math.pi * c / skirt_chains
-        d = Vector((math.cos(a), math.sin(a), 0.0))
-        p = Vector((0, 0, 0.92)) + d * 0.16
-        chain, parent = [], "hips"
-        for k in range(skirt_len + 1):
-            q = p + d * 0.03 + Vector((0, 0, -0.09))
-            nm = f"skirt{c}_{k}"
-            _bone(eb, nm, p, q, parent, k > 0)
-            chain.append(nm)
-            parent, p = nm, q
-        skirt.append(chain)
+    hair = [_chain(eb, f"hair{c}", "head", math.pi * (0.2 + 0.6 * c / max(hair_chains - 1, 1)),   # behind and beside the head
+                   1.6, 0.1, 0.02, -0.07, hair_len) for c in range(hair_chains)]
+    skirt = [_chain(eb, f"skirt{c}", "hips", 2 * math.pi * c / skirt_chains, 0.92, 0.16, 0.03, -0.09, skirt_len)
+             for c in range(skirt_chains)]
     bpy.ops.object.mode_set(mode="OBJECT")
     ext = data.vrm_addon_extension
     ext.spec_version = "1.0"
