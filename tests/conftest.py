@@ -300,3 +300,17 @@ class Clock:
 
     def __getattr__(self, name):
         return getattr(self._time, name)
+
+
+@pytest.fixture
+def view_session(ext):
+    """A viewport session (the Stats panel reads the last one), freed in a GPU context and
+    forgotten as the last viewport session."""
+    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine import session as session_mod
+    from stylized_renderer.engine.session import StylizedSession
+
+    s = StylizedSession(viewport=True)
+    yield s
+    gpu_util.run_in_gpu_context(s.free)
+    session_mod._last_viewport_session = None

@@ -18,7 +18,6 @@ from conftest import render_scene
 from stylized_renderer.engine import gpu_util, render_engine
 from stylized_renderer.engine.gpu_util import texture_to_numpy
 from stylized_renderer.engine.render_engine import draw_view
-from stylized_renderer.engine.session import StylizedSession
 from tools import scenes
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
@@ -26,13 +25,8 @@ W, H = 160, 120
 
 
 @pytest.fixture
-def session(ext):
-    from stylized_renderer.engine import session as session_mod
-
-    s = StylizedSession(viewport=True)
-    yield s
-    gpu_util.run_in_gpu_context(s.free)
-    session_mod._last_viewport_session = None
+def session(view_session):
+    return view_session
 
 
 def _demo(scene, transparent=True):

@@ -86,19 +86,6 @@ def test_missing_image_is_named_once_with_its_materials(empty_scene, tmp_path):
     assert px[60, 40, 1] > px[60, 40, 0]          # green again
 
 
-@pytest.fixture
-def view_session(ext):
-    """A viewport session (the Stats panel reads the last one), freed in a GPU context."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine import session as session_mod
-    from stylized_renderer.engine.session import StylizedSession
-
-    s = StylizedSession(viewport=True)
-    yield s
-    gpu_util.run_in_gpu_context(s.free)
-    session_mod._last_viewport_session = None
-
-
 def test_missing_image_in_the_stats_panel(empty_scene, tmp_path, view_session):
     """The viewport's Stats panel lists the same line (viewport session through draw_view)."""
     from test_viewport_draw import draw, look_at, perspective

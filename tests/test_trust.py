@@ -23,13 +23,8 @@ from tools import scenes
 
 
 @pytest.fixture
-def session(ext):
-    from stylized_renderer.engine import session as session_mod
-
-    s = StylizedSession(viewport=True)
-    yield s
-    gpu_util.run_in_gpu_context(s.free)
-    session_mod._last_viewport_session = None
+def session(view_session):
+    return view_session
 
 
 @pytest.fixture

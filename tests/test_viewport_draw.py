@@ -16,7 +16,6 @@ from conftest import (add_camera, add_material, add_mesh_object, add_sun, cube_g
 from stylized_renderer.engine import gpu_util
 from stylized_renderer.engine.gpu_util import texture_to_numpy
 from stylized_renderer.engine.render_engine import draw_view
-from stylized_renderer.engine.session import StylizedSession
 
 
 def orthographic(half_height, aspect, near=0.1, far=100.0) -> np.ndarray:
@@ -43,13 +42,8 @@ def cube_scene(scene, color=(0.9, 0.1, 0.1), name="Cube", location=(0, 0, 0)):
 
 
 @pytest.fixture
-def session(ext):
-    from stylized_renderer.engine import session as session_mod
-
-    s = StylizedSession(viewport=True)
-    yield s
-    gpu_util.run_in_gpu_context(s.free)
-    session_mod._last_viewport_session = None       # the Stats panel must not see this one
+def session(view_session):
+    return view_session
 
 
 def test_perspective_view_and_resizes(empty_scene, session):
