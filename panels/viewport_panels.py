@@ -266,6 +266,16 @@ class STYLIZED_PT_viewport_expressions(_SidebarBase, bpy.types.Panel):
             _draw_shape_keys(layout, props, root, meshes, groups, flt, stale, set())
 
 
+def _message_block(layout, title: str, messages, icon: str) -> None:
+    """A titled column of the frame's messages with their count (nothing when there are none)."""
+    if not messages:
+        return
+    col = layout.column(align=True)
+    col.label(text=f"{title}: {len(messages)}", icon=icon)
+    for msg in messages:
+        col.label(text=msg)
+
+
 class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
     bl_label = "Stats"
     bl_idname = "STYLIZED_PT_viewport_stats"
@@ -324,24 +334,10 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
         col.label(text=f"CPU fallbacks: {len(fallbacks)}", icon="ERROR" if fallbacks else "CHECKMARK")
         for name, reason in fallbacks:
             col.label(text=f"{name}: {reason}")
-        unmapped = stats.get("unmapped") or []
-        if unmapped:
-            col = layout.column(align=True)
-            col.label(text=f"Material nodes not mapped: {len(unmapped)}", icon="NODETREE")
-            for msg in unmapped:
-                col.label(text=msg)
-        losses = stats.get("losses") or []
-        if losses:
-            col = layout.column(align=True)
-            col.label(text=f"Missing or invisible: {len(losses)}", icon="ERROR")
-            for msg in losses:
-                col.label(text=msg)
-        problems = stats.get("problems") or []     # bad input: objects not drawn, actions, VRM data
-        if problems:
-            col = layout.column(align=True)
-            col.label(text=f"Problems: {len(problems)}", icon="ERROR")
-            for msg in problems:
-                col.label(text=msg)
+        _message_block(layout, "Material nodes not mapped", stats.get("unmapped"), "NODETREE")
+        _message_block(layout, "Missing or invisible", stats.get("losses"), "ERROR")
+        # bad input: objects not drawn, actions, VRM data
+        _message_block(layout, "Problems", stats.get("problems"), "ERROR")
 
 
 class STYLIZED_PT_viewport_scene(_SidebarBase, bpy.types.Panel):
