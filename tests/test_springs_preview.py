@@ -109,3 +109,19 @@ def test_scene_preview_swings_the_hair_at_the_shown_frame(vrm_addon, view, tmp_p
     assert rt.springs.timeline.steps == 30                  # (13 - 1) / 24 s at 60 Hz
     assert np.linalg.norm(np.array(path) - path[0], axis=1).max() > 0.05
     assert arm.stylized_spring_bones
+
+
+def test_an_armature_scaled_to_zero_still_plays_its_springs(vrm_addon, view, tmp_path):
+    """Scaling the avatar's armature object to 0 (hiding it) must not stop the preview: the
+    springs' world inverse of a singular armature matrix does not raise (finite.affine_inv)."""
+    arm = _avatar_file(tmp_path)
+    arm.scale = (0.0, 0.0, 0.0)
+    st = preview.get_state(bpy.context.scene, arm)
+    st.active = True
+    view.update(st)
+    st.push("play")
+    rt = view.update(st, 0.0)
+    for _ in range(6):
+        rt = view.update(st, 1.0 / 24.0)
+    assert st.last_error is None and rt.last_error is None, (st.last_error, rt.last_error)
+    assert rt.springs is not None and rt.springs.steps_total == 15     # 6 frames at 24 fps

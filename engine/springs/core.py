@@ -19,6 +19,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from ..finite import affine_inv
+
 EPS = np.finfo(np.float64).eps          # sys.float_info.epsilon, as the add-on's collision code
 SPHERE, CAPSULE, INSIDE_SPHERE, INSIDE_CAPSULE, PLANE = 0, 1, 2, 3, 4
 
@@ -347,7 +349,7 @@ def step(rig: SpringRig, state: SpringState, world: np.ndarray, dt: float) -> np
     if C == 0:
         return out
     W = world[rig.arm_node]                                     # (C,4,4)
-    Winv = np.linalg.inv(W)
+    Winv = affine_inv(W)                 # an armature scaled to 0 must not raise
     _, Wr, _ = _rot3(W)
     # colliders in world space (B = W @ pose_bone.matrix = the bone node's world matrix)
     if rig.col_node.size:

@@ -8,6 +8,8 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
+from ..finite import affine_inv
+
 from ..vrm_expressions import _g, extension_props  # one reader of the add-on's ID properties
 from .core import (CAPSULE, INSIDE_CAPSULE, INSIDE_SPHERE, PLANE, SPHERE, CharacterSpec, ColliderSpec,
                    JointSpec, SpringSpec)
@@ -129,7 +131,7 @@ def _local(arm_obj, bone_name: str, world) -> np.ndarray:
     pb = arm_obj.pose.bones.get(bone_name) if bone_name else None
     if pb is not None:
         m = m @ np.array(pb.matrix, np.float64)
-    return np.linalg.inv(m) @ np.array(world, np.float64)
+    return affine_inv(m) @ np.array(world, np.float64)     # never raises for a 0-scaled armature
 
 
 def _read_collider(arm_obj, col, by_uuid, node_of_bone, warn) -> Optional[ColliderSpec]:

@@ -81,8 +81,11 @@ class SpringsRuntime:
         if n and (pose.is_dirty and not pose.update_world_matrices()):
             return False
         world = pose.world_matrices
+        rot = None
         for _ in range(n):
-            _, self.rotations = core.pose_rotations(self.rig, core.step(self.rig, self.state, world, STEP))
+            rot = core.step(self.rig, self.state, world, STEP)
+        if rot is not None:                  # only the last step's rotations are written
+            _, self.rotations = core.pose_rotations(self.rig, rot)
         self.steps_total += n
         ok = True
         sampled = player.sample_count != self._sample_count      # the mixer rewrote the pose
