@@ -274,6 +274,9 @@ class StylizedSession:
             if isinstance(idb, bpy.types.Material):
                 self.material_cache.invalidate(idb.name)
                 continue
+            if isinstance(idb, (bpy.types.NodeTree, bpy.types.Image)):
+                self.material_cache.invalidate()     # a node group or image any material may use
+                continue
             if animated and isinstance(idb, (bpy.types.Object, bpy.types.Mesh, bpy.types.Key,
                                              bpy.types.Action, bpy.types.Armature)):
                 continue

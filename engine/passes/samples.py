@@ -119,13 +119,15 @@ class Accumulator:
         self._size = None
         self.texture = None
         self._fb = None
+        self._ids = []
+        self._ids_size = None
 
     def id_target(self, k: int, width: int, height: int):
         """(R32F id texture, depth texture, framebuffer) number ``k``: 0 the centre's, 1..BATCH a
         sample's (one depth texture, cleared by each draw)."""
         import gpu
 
-        if getattr(self, "_ids_size", None) != (width, height):
+        if self._ids_size != (width, height):
             d = gpu.types.GPUTexture((width, height), format="DEPTH_COMPONENT32F")
             self._ids = []
             for _ in range(BATCH + 1):
@@ -187,6 +189,8 @@ class Accumulator:
         self.texture = None
         self._fb = None
         self._size = None
+        self._ids = []               # the id targets belong to the freed GPU context too
+        self._ids_size = None
 
 
 def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
