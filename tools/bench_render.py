@@ -21,12 +21,6 @@ same frame drawn unskinned (the identity palette bound, so every pass skips the 
 the picture is the rest pose, only the timing matters; its shader variants are compiled without
 skinning, engine/passes/mtoon_shaders.py), and prints per pass
   bench-skin-cost: pass=P skinned_ms=A unskinned_ms=B skin_share=(A-B)/A
-Skin once (``--skin-once``, issue 14, engine/passes/skin_once.py): the demo at --width x
---height (or with --crowd N: N characters, default 640x480) with skin_once.ENABLED off and on
-alternately in the same process: F12 (--runs each, median and range), Profile GPU per pass (min
-and max of --runs frames each) and Ctrl+F12 (--anim-frames frames, per-frame median), printing
-  bench-skin-once: f12_off=A f12_on=B f12_ratio=B/A (range) anim_off=.. anim_on=.. anim_ratio=..
-  bench-skin-once-pass: pass=P off_ms=lo-hi on_ms=lo-hi
 This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
@@ -331,62 +325,6 @@ def run_skin_cost(args):
               f"skin_share={(a - b) / a if a > 0 else float('nan'):.3f}")
 
 
-def run_skin_once(args):
-    """Flag off vs on in the same process (see the module docstring)."""
-    import tempfile
-
-    import bpy
-
-    from stylized_renderer.engine import render_engine
-    from stylized_renderer.engine.passes import skin_once
-
-    n, scene, kind = pass_scene(args)
-    st = scene.stylized
-    scene.render.engine = "STYLIZED"
-    f12 = {False: [], True: []}
-    passes = {False: [], True: []}
-    anim = {False: [], True: []}
-    out_dir = tempfile.mkdtemp(prefix="bench_skin_once_")
-    try:
-        for on in (False, True):                       # warm-up: both sets of shader variants
-            skin_once.ENABLED = on
-            bpy.ops.render.render(scene=scene.name)
-        for _ in range(args.runs):
-            for on in (False, True):
-                skin_once.ENABLED = on
-                st.profile_gpu = False
-                t = time.perf_counter()
-                bpy.ops.render.render(scene=scene.name)
-                f12[on].append(time.perf_counter() - t)
-                st.profile_gpu = True
-                bpy.ops.render.render(scene=scene.name)
-                passes[on].append(dict(render_capture.LAST_RENDER["stats"]["gpu_ms"]))
-                st.profile_gpu = False
-        for _ in range(max(1, args.runs // 2)):
-            for on in (False, True):
-                skin_once.ENABLED = on
-                scene.frame_set(scene.frame_start)
-                anim[on].append(time_animation(scene, "STYLIZED", args.anim_frames, out_dir)[1])
-    finally:
-        skin_once.ENABLED = False
-        st.profile_gpu = False
-    stats = render_capture.LAST_RENDER.get("pipeline", {})
-    print(f"skin once: {kind}, {n} character(s), {args.width}x{args.height}, {args.runs} alternations "
-          f"(last frame skinned {stats.get('skin_once_vertices')} vertices)")
-    ratios = [b / a for a, b in zip(f12[False], f12[True])]
-    a, b = statistics.median(f12[False]), statistics.median(f12[True])
-    aa, ab = statistics.median(anim[False]), statistics.median(anim[True])
-    print(f"bench-skin-once: f12_off={a:.3f} f12_on={b:.3f} f12_ratio={b / a:.3f} "
-          f"(pairs {min(ratios):.3f}-{max(ratios):.3f}) anim_off={aa:.3f} anim_on={ab:.3f} "
-          f"anim_ratio={ab / aa:.3f}")
-    names = sorted({k for t in passes[False] + passes[True] for k in t})
-    for name in names:
-        off = [t.get(name, 0.0) for t in passes[False]]
-        on = [t.get(name, 0.0) for t in passes[True]]
-        print(f"bench-skin-once-pass: pass={name} off_ms={min(off):.1f}-{max(off):.1f} "
-              f"on_ms={min(on):.1f}-{max(on):.1f}")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -402,16 +340,8 @@ def main():
     ap.add_argument("--eevee-runs", type=int, default=1,
                     help="timed EEVEE renders (EEVEE takes minutes per frame on software GL)")
     ap.add_argument("--skip-eevee", action="store_true", help="report eevee_s=nan (slow software GL)")
-    ap.add_argument("--skin-once", action="store_true",
-                    help="skin once per frame off vs on (with --crowd N: N characters at 640x480)")
     args = ap.parse_args()
     _bootstrap.load()
-    if args.skin_once:
-        crowd = args.crowd is not None
-        args.width = args.width or (640 if crowd else 1280)
-        args.height = args.height or (480 if crowd else 720)
-        run_skin_once(args)
-        return
     if args.crowd is not None and not args.skin_cost:
         run_crowd(args)
         return

@@ -50,8 +50,6 @@ class GpuReadback:
         from stylized_renderer.engine.passes.shader_lib import build_shader
 
         vclass = FrameInstances([item]).vertex_class([(0, item)])
-        if vclass == "fetch":      # (skin_once: its skinned texture exists only inside a frame)
-            vclass = "general"
         sh = self.shaders.get(vclass)
         if sh is None:
             sh = self.shaders[vclass] = build_shader(

@@ -121,9 +121,6 @@ class FrameInstances:
 
         self.enabled = (bool(enabled) and ENABLED and n > 1 and pal_next <= limit
                         and w_next <= MORPH_TEX_WIDTH * limit)
-        # skin once per frame (engine/passes/skin_once.py): the texture of the skinned vertices;
-        # items whose vclass is 4 ("fetch") read theirs from it at rows[i, 4, 3]
-        self.skinned_texture = None
         self._pal_rows, self._w_rows = pal_rows, w_rows
         self._palette_tex = self._weights_tex = None
         self._keys = {}
@@ -152,14 +149,13 @@ class FrameInstances:
                 id(entries) if entries is not None else 0, id(morph[0]) if morph is not None else 0,
                 int(self.vclass[i]))
 
-    VERTEX_CLASSES = ("static", "lbs4", "lbs8", "general", "fetch")
-    FETCH = 4   # skinned once this frame (skin_once.SkinOnce.run sets it)
+    VERTEX_CLASSES = ("static", "lbs4", "lbs8", "general")
 
     def vertex_class(self, group) -> str:
         """The shader variant's vertex class of ``group`` (mtoon_shaders.VERTEX_DEFINES):
         "general" (more than 8 influences or a Preserve Volume palette), "static" (no palette
-        at all), else "lbs4" / "lbs8" by the most influences, or "fetch" (skinned once this
-        frame by engine/passes/skin_once.py); one class per group (the group key holds it)."""
+        at all), else "lbs4" / "lbs8" by the most influences; one class per group (the group key
+        holds it)."""
         return self.VERTEX_CLASSES[int(self.vclass[group[0][0]])]
 
     def groups(self, items) -> list:
@@ -174,19 +170,6 @@ class FrameInstances:
             out.setdefault(key, []).append((i, it))
         return list(out.values())
 
-    def _bind_fetch(self, shader, i0: int, alone: bool) -> None:
-        """A "fetch" group (skin_once.py): the skinned texture and, drawn alone, the item's
-        first vertex in it (instanced draws read it from instance_data).  A shader without them
-        (a variant that fell back to the general shader) skins as before."""
-        if self.vclass[i0] != self.FETCH or self.skinned_texture is None:
-            return
-        try:
-            shader.uniform_sampler("skinned", self.skinned_texture)
-            if alone:
-                shader.uniform_int("skin_base", int(self.rows[i0, 4, 3]))
-        except ValueError:
-            pass
-
     def draw_group(self, shader, group, object_id: bool = True) -> None:
         """Draw one group: alone (push constants, as before) or instanced.  ``object_id``: the
         shader has the ``object_id`` push constant (the shadow shader has none)."""
@@ -199,7 +182,6 @@ class FrameInstances:
             if object_id:
                 shader.uniform_int("object_id", int(getattr(first, "object_id", 0)))
             bind_deform(shader, first)
-            self._bind_fetch(shader, i0, True)
             batch.draw(shader)
             return
         if len(group) > self.limit:             # one instance_data row per instance: split
@@ -209,7 +191,6 @@ class FrameInstances:
             return
         self.instanced_draws += 1
         inst = self.bind_instanced(shader, group)      # referenced until the draw is made
-        self._bind_fetch(shader, i0, False)
         batch.draw_instanced(shader, instance_start=0, instance_count=len(group))
         del inst
 

@@ -34,14 +34,9 @@ PUSH = (("MAT4", "model"), ("INT", "object_id"))
 _FORWARD_VS = """
 void main()
 {
-#ifdef SKIN_FETCH
-  vec3 p, n, t;
-  float handed = fetch_surface(p, n, t);   /* skinned once this frame (skin_once.py) */
-#else
   vec3 p = pos; vec3 n = nor; vec3 t = tan.xyz;
   morph_vertex(p, n, t);
   float handed = skin_vertex_handed(p, n, t);
-#endif
   mat4 M = instance_model(model);
   v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
   vec4 wp = M * vec4(p, 1.0);
@@ -146,14 +141,9 @@ _OUTLINE_VS = """
 void main()
 {
   /* morph and skin first, then expand along the skinned smoothed normal */
-#ifdef SKIN_FETCH
-  vec3 p, n;
-  fetch_outline(p, n);                       /* skinned once this frame (skin_once.py) */
-#else
   vec3 p = pos; vec3 n = snor; vec3 t = tan.xyz;
   morph_outline(p, n);
   skin_vertex(p, n, t);
-#endif
   mat4 M = instance_model(model);
   v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
   vec4 wp = M * vec4(p, 1.0);
@@ -225,11 +215,7 @@ void main()
 _SHADOW_VS = """
 void main()
 {
-#ifdef SKIN_FETCH
-  vec3 p = fetch_position();                 /* skinned once this frame (skin_once.py) */
-#else
   vec3 p = skin_position(morph_position(pos));
-#endif
   v_uv = uv;
   vec4 cp = fr.cascade_matrix[shadow_cascade] * (instance_model(model) * vec4(p, 1.0));
   /* pancaking: casters beyond the cascade's near plane (towards the sun) are clamped onto it, so
@@ -328,10 +314,9 @@ def material_spec(mat, tex_present: int) -> dict:
 
 #: the defines of each vertex class (FrameInstances.vertex_class): "general" (more than 8
 #: influences or a Preserve Volume palette: everything at run time), "lbs8" / "lbs4" (linear
-#: blending of at most 8 / 4 influences), "static" (no palette), "fetch" (skinned once this
-#: frame by engine/passes/skin_once.py: the passes read the result)
+#: blending of at most 8 / 4 influences) and "static" (no palette)
 VERTEX_DEFINES = {"general": (), "lbs8": ("SKIN_LBS8",), "lbs4": ("SKIN_LBS8", "SKIN_MAX4"),
-                  "static": ("SKIN_LBS8", "SKIN_STATIC"), "fetch": ("SKIN_LBS8", "SKIN_FETCH")}
+                  "static": ("SKIN_LBS8", "SKIN_STATIC")}
 
 
 def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0) -> tuple:

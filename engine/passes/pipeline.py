@@ -2,9 +2,6 @@
 
 Passes, in order (each consumes the same RenderItems: vertex stream, palette, bounds):
 
-0. SkinOnce              only with skin_once.ENABLED (an experiment, off: slower on llvmpipe,
-                         see engine/passes/skin_once.py): every skinned vertex morphed and skinned
-                         once into a texture that the passes below read instead of skinning.
 1. ShadowPass            cascaded shadow maps of the strongest sun, fitted to the camera's view
                          of the visible items; every caster overlapping a cascade is drawn into
                          it (view-culled casters included), skinned with the item's palette.
@@ -40,7 +37,6 @@ from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_s
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
-from .skin_once import SkinOnce
 from .gpu_cache import GpuCache
 from .textures import TextureCache
 
@@ -125,7 +121,7 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1) -> np.ndarray:
 
 
 #: pipeline stat key -> the pass name the Stats panel shows (blend joins the forward pass)
-GPU_TIME_KEYS = {"skin_once_ms": "skin_once", "shadow_ms": "shadow", "forward_ms": "forward",
+GPU_TIME_KEYS = {"shadow_ms": "shadow", "forward_ms": "forward",
                  "blend_ms": "forward",
                  "outline_ms": "outline_mask", "screen_outline_ms": "screen_space_outline",
                  "post_ms": "post_process"}
@@ -146,7 +142,6 @@ class FramePipeline:
     def __init__(self):
         self.gpu = GpuCache()         # this pipeline's shaders, full-screen batches, fallback textures
         self.shadow = ShadowPass()
-        self.skin_once = SkinOnce(self.gpu)   # skin once per frame (skin_once.ENABLED, an experiment)
         self.screen_outline = ScreenSpaceOutlinePass(self.gpu)
         self.post = PostProcessPass(self.gpu)
         self.textures = TextureCache()
@@ -286,12 +281,6 @@ class FramePipeline:
         # instance data of every item the passes may draw; items sharing a batch, material and
         # deformation layout are drawn with one instanced call (engine/passes/instancing.py)
         self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
-        # ---- 0. skin once (experiment, off by default): every pass then fetches the result
-        # (its time alone: the setup before it stays in shadow_ms, as without it)
-        t_skin = time.perf_counter()
-        if self.skin_once.run(self._instances):
-            t0 += self._flush("skin_once_ms", t_skin, self.skin_once._fb) - t_skin
-        self.stats.update(skin_once_vertices=self.skin_once.vertices, skin_once_draws=self.skin_once.draws)
         # a later anti-aliasing sample of the same frame keeps its shadow maps (engine/passes/samples.py)
         reuse = bool(getattr(s, "reuse_shadow", False)) and self._shadow_on is not None
         if reuse:
@@ -471,7 +460,6 @@ class FramePipeline:
 
     def free(self):
         self.shadow.free()
-        self.skin_once.free()
         self.gpu.free()
         self.screen_outline.free()
         self.post.free()

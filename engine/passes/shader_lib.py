@@ -12,7 +12,7 @@ GLSL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.
 # The vertex layout, texture slots and texture widths the GPU backend shares with the shaders
 # (engine/gpu_layout.py: the backend fills buffers in this layout without importing the passes).
 from ..gpu_layout import (DYNAMIC_ATTRIBUTES, INSTANCE_DATA_SLOT, MORPH_DELTAS_SLOT,  # noqa: E402,F401
-                          MORPH_TEX_WIDTH, MORPH_WEIGHTS_SLOT, SKIN_ENTRIES_SLOT, SKIN_ONCE_BLOCKS,
+                          MORPH_TEX_WIDTH, MORPH_WEIGHTS_SLOT, SKIN_ENTRIES_SLOT,
                           SKIN_PALETTE_SLOT, VERTEX_ATTRIBUTES, vertex_format)
 
 
@@ -65,13 +65,6 @@ def build_shader(name: str, vertex_body: str, fragment_source: str, *, interface
     add_skinning_interface(info)
     for slot, (stype, sname) in enumerate(samplers, start=INSTANCE_DATA_SLOT + 1):
         info.sampler(slot, stype, sname)
-    fetch = _has_define(defines, "SKIN_FETCH")
-    if fetch or _has_define(defines, "SKIN_ONCE_PASS"):
-        # skin once per frame (glsl/skinning.glsl): the item's first vertex in the skinned texture
-        info.push_constant("INT", "skin_base")
-        info.define("SKIN_ONCE_BLOCKS", str(SKIN_ONCE_BLOCKS))
-    if fetch:
-        info.sampler(INSTANCE_DATA_SLOT + 1 + len(samplers), "FLOAT_2D", "skinned")
     for pc in push_constants:
         if len(pc) == 3:
             info.push_constant(pc[0], pc[1], pc[2])
