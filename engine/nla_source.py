@@ -90,13 +90,15 @@ class IdAnimation:
     """One ID's stack, its channel keys ((data path, index), in channel order) and the values the
     channels held when read (what a channel nobody writes keeps)."""
 
-    def __init__(self, idb, stack: Stack, keys: List[tuple], current: np.ndarray, notes: List[str]):
+    def __init__(self, idb, stack: Stack, keys: List[tuple], current: np.ndarray, notes: List[str],
+                 unsupported: List[str] = ()):
         self.id = idb
         self.name = idb.name
         self.stack = stack
         self.keys = keys
         self.current = current
         self.notes = notes
+        self.unsupported = list(unsupported)   # curves the preview does not evaluate itself (why)
 
     def evaluate(self, t: float):
         return self.stack.evaluate(float(t), self.current)
@@ -104,13 +106,17 @@ class IdAnimation:
 
 class _Sampled:
     """One curve's values at ``frames`` through ``FCurve.evaluate``, computed only if asked for
-    (``read_curve_set`` uses them only for a curve the preview cannot evaluate itself)."""
+    (``read_curve_set`` uses them only for a curve the preview cannot evaluate itself).  With
+    ``sample`` False (a check: it never fills what it checks from Blender) the values are NaN."""
 
-    def __init__(self, fc, frames):
+    def __init__(self, fc, frames, sample: bool = True):
         self.fc = fc
         self.frames = frames
+        self.sample = sample
 
     def __array__(self, dtype=None, copy=None):
+        if not self.sample:
+            return np.full(len(self.frames), np.nan, dtype=dtype or np.float64)
         ev = self.fc.evaluate
         return np.array([ev(float(f)) for f in self.frames], dtype=dtype or np.float64)
 
@@ -119,8 +125,11 @@ def _curves_of(action, slot):
     return [fc for fc in slot_fcurves(action, slot) if not fc.mute]
 
 
-def read_id(idb, _cache=None):
-    """The ``IdAnimation`` of ``idb`` (an Object or a Key), or None when it has no animation."""
+def read_id(idb, sample: bool = True):
+    """The ``IdAnimation`` of ``idb`` (an Object or a Key), or None when it has no animation.
+    A curve the preview cannot evaluate itself (``curve_read._unsupported``) is listed in
+    ``unsupported``; with ``sample`` it plays sampled through ``FCurve.evaluate`` at every frame
+    of its action (the preview), without it evaluates to NaN (a check: never Blender's values)."""
     ad = getattr(idb, "animation_data", None)
     if ad is None or (ad.action is None and not len(ad.nla_tracks)):
         return None
@@ -152,7 +161,15 @@ def read_id(idb, _cache=None):
     lower = np.array([x[3] for x in info])
     upper = np.array([x[4] for x in info])
     notes = []
+    unsupported = []
     sources = {}
+
+    def curve_set(label, fcs, frames):
+        sampled = [_Sampled(fc, frames, sample) for fc in fcs]
+        cs, n = read_curve_set(label, fcs, frames, sampled)
+        notes.extend(n)
+        unsupported.extend(n)
+        return cs
 
     def source(act, slot):
         key = (act.name, getattr(slot, "handle", None))
@@ -162,9 +179,7 @@ def read_id(idb, _cache=None):
             else:
                 fcs = _curves_of(act, slot)
                 frames = np.arange(np.floor(act.frame_range[0]), np.ceil(act.frame_range[1]) + 1.0)
-                sampled = [_Sampled(fc, frames) for fc in fcs]
-                cs, n = read_curve_set(act.name, fcs, frames, sampled)
-                notes.extend(n)
+                cs = curve_set(act.name, fcs, frames)
                 ch = np.array([pos[(fc.data_path, int(fc.array_index))] for fc in fcs], np.int64)
                 sources[key] = Source(CurveEvaluator(cs), ch)
         return sources[key]
@@ -174,9 +189,7 @@ def read_id(idb, _cache=None):
         if not fcs:
             return None
         frames = np.array([st.frame_start, st.frame_end])
-        cs, n = read_curve_set(f"strip '{st.name}'", fcs[:1], frames, [_Sampled(fcs[0], frames)])
-        notes.extend(n)
-        return CurveEvaluator(cs)
+        return CurveEvaluator(curve_set(f"strip '{st.name}'", fcs[:1], frames))
 
     tracks = []
     for tr in ad.nla_tracks:
@@ -208,13 +221,13 @@ def read_id(idb, _cache=None):
     stack = Stack(modes, defaults, tracks, action, rng, BLEND_TYPES[ad.action_blend_type],
                   float(ad.action_influence), EXTEND_MODES[ad.action_extrapolation], bool(ad.use_nla),
                   lower, upper)
-    return IdAnimation(idb, stack, order, current, notes)
+    return IdAnimation(idb, stack, order, current, notes, unsupported)
 
 
 class SceneAnimation:
-    """Every animated Object and shape-key datablock of a scene."""
+    """Every animated Object and shape-key datablock of a scene (``sample``: see ``read_id``)."""
 
-    def __init__(self, scene):
+    def __init__(self, scene, sample: bool = True):
         self.ids: List[IdAnimation] = []
         seen = set()
         for ob in scene.objects:
@@ -224,7 +237,7 @@ class SceneAnimation:
                 seen.add(idb.as_pointer())
                 if getattr(idb, "use_tweak_mode", False) or getattr(getattr(idb, "animation_data", None), "use_tweak_mode", False):
                     continue
-                a = read_id(idb)
+                a = read_id(idb, sample)
                 if a is not None:
                     self.ids.append(a)
 

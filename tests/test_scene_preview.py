@@ -247,3 +247,22 @@ def test_tweak_mode_is_refused_not_skipped(nla_scene):
     finally:
         ad.use_tweak_mode = False
         preview.clear_states()
+
+
+def test_a_curve_the_preview_cannot_evaluate_fails_the_check_not_filled_from_blender(nla_scene, capsys):
+    """A Noise modifier is not evaluated by the preview (it plays the curve sampled through
+    FCurve.evaluate): the check must not compare Blender with itself at integer frames; it names
+    the curve and fails, in the channel check and in the drawn-vertex check."""
+    act = bpy.data.actions["FaceMove"]
+    fc = next(c for c in check_scene._fcurves(act) if c.data_path == "location" and c.array_index == 2)
+    fc.modifiers.new("NOISE").strength = 0.5
+    ints = [(f, 0.0) for f in range(1, 30, 4)]     # within the action: the old fill was exact there
+    rc = check_scene.run(nla_scene, ints)
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "unsupported: action 'FaceMove': curve location[2]: its Noise modifier" in out, out
+    rc = check_scene.run_deform(nla_scene, ints)
+    out = capsys.readouterr().out
+    assert rc == 1 and "unsupported: action 'FaceMove'" in out, out
+    fc.modifiers.remove(fc.modifiers[0])          # the control: the same frames pass without it
+    assert check_scene.run(nla_scene, ints) == 0, capsys.readouterr().out
