@@ -65,19 +65,17 @@ def start(session, depsgraph, state) -> PreviewHold:
     return session._hold
 
 
-def hooks(session, depsgraph, state, before, after):
-    """(before_update, after_sample) for ``preview.apply_commands``: ``before`` (a bake's feed, or
-    None) runs before the player's update, ``after`` (the morph push) after its sample; when the
-    player restored the bind pose in between (a new clip, Stop), every node of an object the clip
-    does not play takes the held matrix again first."""
+def hooks(session, depsgraph, state, after):
+    """(before_update, after_sample) for ``preview.apply_commands``: ``after`` (the morph push)
+    runs after the player's sample; when the player restored the bind pose in between (a new
+    clip, Stop), every node of an object the clip does not play takes the held matrix again
+    first."""
     hold = start(session, depsgraph, state)
     runtime = session.runtime
     reset = [False]
 
     def before_update(player, dt):
         reset[0] = player.reset_pose_on_next_sample
-        if before is not None:
-            before(player, dt)
 
     def after_sample():
         if reset[0] and not runtime.player.reset_pose_on_next_sample:

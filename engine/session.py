@@ -558,51 +558,17 @@ class StylizedSession:
                         preview_state.playing = False
                         return self._update_timeline(depsgraph)
             player = self.runtime.player
-
-            def push_morphs():
-                # after the player sampled, before the uploads: shape keys not driven by the clip
-                # follow the file's current values (expressions panel), keys the clip drives keep
-                # the player's sampled values, VRM-bound keys take the expressions with the clip's
-                # expression channels at the player's time (docs/vrm.md).  A node's weights are
-                # pushed again only when they differ from its last push, or when any morph weight
-                # changed since that push (MorphState.epoch: a timeline frame, a clip's channels)
-                from .animation.morph import MorphState
-
-                push = getattr(self, "_morph_push", None)
-                same = push is not None and push[0] is self.runtime and push[1] == MorphState.epoch
-                last = push[2] if same else {}
-                reader = self.reader
-                read = reader.read_morph_weights(None, expression_values=(player.morph_keys, player.morph_values))
-                table = self._clip_slot_table(player)
-                if same and push[3] == (reader.weights_version, id(table)):
-                    return      # the same weights as the last push, every node pushed, no clip-driven key
-                pushed = {}
-                clip_keys = False
-                for node, w in read.items():
-                    hit = table.get(node)
-                    slots, chans = hit if hit is not None else self._clip_key_slots(player, node)
-                    if slots.size:
-                        clip_keys = True
-                        w = w.copy()
-                        w[slots] = np.asarray(player.morph_values)[chans]
-                    prev = last.get(node)
-                    # the reader returns the same array while the values are unchanged: identity first
-                    if (prev is not None and (prev is w or np.array_equal(prev, w))) \
-                            or self.runtime.set_node_morph_weights(node, w):
-                        pushed[node] = w
-                # what lets the next frame skip this loop: nothing here depends on the player's values
-                # and every node took its weights
-                settled = None if clip_keys or len(pushed) != len(read) else (reader.weights_version, id(table))
-                self._morph_push = (self.runtime, MorphState.epoch, pushed, settled, table)
-
-            from . import preview_hold
+            from . import preview_hold, preview_morphs
 
             _follow.resume(self, preview_state, clips)     # a re-import or a rename: the clip plays on
             # what the clip does not play holds the pose shown when the preview started
             # a baked clip's matrices are a source the player samples with its clip (no write before or after it)
             player.set_matrix_source(before.clip if before is not None else None,
                                      before.write if before is not None else None)
-            before_update, after_sample = preview_hold.hooks(self, depsgraph, preview_state, None, push_morphs)
+            # after the player sampled, before the uploads: the shape keys through the morph mixer
+            # (the clip's channels, the panel's values filling the rest: preview_morphs)
+            before_update, after_sample = preview_hold.hooks(self, depsgraph, preview_state,
+                                                             lambda: preview_morphs.push(self))
 
             if self.reader is not None and self.runtime.guard is not None:
                 # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
@@ -672,29 +638,6 @@ class StylizedSession:
             self.update_error = f"{type(ex).__name__}: {ex}"
         if not ok and self.update_error is None:
             self.update_error = self.runtime.last_failure() or "the runtime update failed"
-
-    def _clip_key_slots(self, player, node: int):
-        """(slots into morph_key_names(node), player morph channel indices) for the keys the
-        current clip drives; computed once per clip, so the per-frame path stays vectorised."""
-        clip = getattr(player, "clip", None)
-        table = self._clip_slot_table(player)
-        hit = table.get(node)
-        if hit is None:
-            names = self.runtime.morph_key_names(node)
-            keys = list(getattr(player, "morph_keys", []) or []) if clip is not None else []
-            pairs = [(names.index(k), c) for c, (n, k) in enumerate(keys) if n == node and k in names]
-            hit = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.int64))
-            table[node] = hit
-        return hit
-
-    def _clip_slot_table(self, player) -> dict:
-        """{node: _clip_key_slots result} of the player's current clip (emptied on a clip change)."""
-        clip = getattr(player, "clip", None)
-        cache = getattr(self, "_clip_slot_cache", None)
-        if cache is None or cache[0] is not clip:
-            cache = (clip, {})
-            self._clip_slot_cache = cache
-        return cache[1]
 
     # ------------------------------------------------------------------------------------------
     def _fallback_items(self, depsgraph, skip_objects: set, camera=None, height: int = 0) -> list:

@@ -175,3 +175,29 @@ def test_a_baked_clip_is_sampled_with_the_player_once_per_frame(crig, bakes, mon
         assert calls["palettes"] == 1, calls
     finally:
         s.free()
+
+
+def test_a_crossfade_makes_its_mixers_once_not_every_frame(monkeypatch):
+    """The fade's TRS and morph mixers are made at its first sample and reused by every later
+    frame (before: a MorphMixer was made every frame); the weights still follow the fade."""
+    import test_player_crossfade as C
+    from stylized_renderer.engine.animation import player as player_mod
+
+    made = []
+
+    def counting(cls):
+        class Counted(cls):
+            def __init__(self, count):
+                made.append(cls.__name__)
+                super().__init__(count)
+        return Counted
+
+    monkeypatch.setattr(player_mod, "TRSMixer", counting(TRSMixer))
+    monkeypatch.setattr(player_mod, "MorphMixer", counting(MorphMixer))
+    scene, pose, p, _ca, _cb = C.start_fade(fade=0.5, t_switch=0.4)
+    weights = []
+    for _ in range(4):
+        assert p.update(0.1, scene, pose)
+        weights.append(p.fade_weights[1])
+    assert p.is_fading and weights == sorted(weights) and weights[0] < weights[-1]
+    assert sorted(made) == ["MorphMixer", "TRSMixer"], made

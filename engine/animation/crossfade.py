@@ -17,6 +17,9 @@ class _Fade:
         self._union = None
         self.last = None        # (nodes, T, Q, S) of the last blended sample
         self.mixer = None       # mixer.TRSMixer of the union's nodes (both sides accumulate into it)
+        self.rows = None        # its rows (0..n-1)
+        self.morph_mixer = None     # mixer.MorphMixer of the player's morph keys (made at the first sample)
+        self.morph_rows = None      # (incoming rows, outgoing rows) into it
 
     @property
     def alpha(self) -> float:

@@ -539,9 +539,10 @@ class AnimationPlayer(RootMotion):
         n = nodes.shape[0]
         if f.mixer is None or f.mixer.count != n:
             f.mixer = TRSMixer(n)
+            f.rows = np.arange(n)
         mix = f.mixer
         mix.reset()
-        rows = np.arange(n)
+        rows = f.rows
         mix.accumulate(rows, ft, fq, fs, 1.0 - a)
         mix.accumulate(rows, it, iq, is_, a)
         t, q, s = mix.apply(rows, ft, fq, fs)
@@ -549,11 +550,15 @@ class AnimationPlayer(RootMotion):
             self.last_error = "pose rejected the blended transforms"
             return False
         f.last = (nodes, t, q, s)
-        morphs = MorphMixer(len(self._morph_keys))
-        morphs.accumulate(np.arange(self._own_morph_count), im, a)
-        pos = {k: i for i, k in enumerate(self._morph_keys)}
-        src_keys = f.source.morph_key_list()
-        if src_keys:
-            morphs.accumulate(np.array([pos[k] for k in src_keys], np.int64), fm, 1.0 - a)
+        morphs = f.morph_mixer
+        if morphs is None:      # once per fade: the mixer and the outgoing keys' rows
+            pos = {k: i for i, k in enumerate(self._morph_keys)}
+            morphs = f.morph_mixer = MorphMixer(len(self._morph_keys))
+            f.morph_rows = (np.arange(self._own_morph_count),
+                            np.array([pos[k] for k in f.source.morph_key_list()], np.int64))
+        own_rows, src_rows = f.morph_rows
+        morphs.reset()
+        morphs.accumulate(own_rows, im, a)
+        morphs.accumulate(src_rows, fm, 1.0 - a)
         self._morph_values = morphs.apply()
         return True

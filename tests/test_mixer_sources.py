@@ -1,0 +1,99 @@
+"""Every source of a preview frame writes into the one mixer (issue 24): the Expressions panel's
+shape-key values next to a clip's morph channels (engine/preview_morphs.py), and a crowd's shared
+clip (AnimationPlayer.set_targets).  A weight given to the mixer changes what is drawn, by the
+mixer's rule (lerp of the sources by weight), with each source's values taken from Blender."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+from stylized_renderer.engine import preview
+from tools import scenes
+
+from test_vrm_preview_channels import clocked_session
+
+
+@pytest.fixture
+def view(monkeypatch, ext):
+    yield from clocked_session(monkeypatch, strict=True)
+
+
+def drawn_weights(rt, node, names):
+    """{key name: weight the morph state of the node's primitive holds} (what the GPU draws)."""
+    out = {}
+    for p in rt.mesh_instances[node].primitives:
+        if p.morph_state is not None:
+            tn = [t.name for t in p.primitive.morph_targets]
+            for n in names:
+                out[n] = float(p.morph_state.weights[tn.index(n)])
+    return out
+
+
+def _face_character(scene):
+    """tools/scenes.build_character with shape keys on the Body (Smile, Blink, Wide)."""
+    arm, body, _hat, _ring = scenes.build_character(scene)
+    body.shape_key_add(name="Basis", from_mix=False)
+    for name, dz in (("Smile", 0.05), ("Blink", -0.03), ("Wide", 0.02)):
+        kb = body.shape_key_add(name=name, from_mix=False)
+        co = np.empty(len(kb.data) * 3, np.float32)
+        kb.data.foreach_get("co", co)
+        co[2::3] += dz
+        kb.data.foreach_set("co", co)
+    scenes.finish()
+    return arm, body
+
+
+def _with_key_channels(session, arm, body, keys):
+    """The armature's clip, also keying Body's shape keys ``keys`` ({name: (times, values)}), as a
+    glTF clip keys its meshes' weights: put in the session's scene asset in place of the clip."""
+    import dataclasses
+
+    from stylized_renderer.engine.assets.types import MorphWeightChannelAsset
+
+    asset = session.scene_asset
+    node = asset.node_index(body.name)
+    clips = list(asset.animations)
+    k = next(i for i, c in enumerate(clips) if c.target_object == arm.name and c.channels)
+    morph = [MorphWeightChannelAsset(node_index=node, target_name=n, times=np.asarray(t, np.float64),
+                                     values=np.asarray(v, np.float64)) for n, (t, v) in keys.items()]
+    clips[k] = dataclasses.replace(clips[k], curves=None, morph_channels=tuple(morph))
+    asset.animations = tuple(clips)
+    return clips[k], node
+
+
+def test_the_panels_shape_keys_and_the_clips_channels_mix_by_weight(empty_scene, view):
+    """A clip keying Body's Smile, the panel setting Smile, Blink and Wide: the preview draws the
+    clip's value on Smile and the panel's on the others; the clip's weight 0.25 in the mixer
+    gives 25 % clip and 75 % panel on Smile (the panel fills what the clip leaves), the others
+    unchanged.  Before: the clip's values were written over the panel's (no weight to give)."""
+    from stylized_renderer.engine import preview_morphs
+
+    arm, body = _face_character(empty_scene)
+    kb = body.data.shape_keys.key_blocks
+    kb["Smile"].value, kb["Blink"].value, kb["Wide"].value = 0.3, 0.6, 0.45
+    st = preview.get_state(empty_scene, arm)
+    st.active = True
+    view.update(st)
+    clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
+    st.push("clip", clip.name)
+    st.push("seek", 0.25)
+    rt = view.update(st)
+    names = ("Smile", "Blink", "Wide")
+    clip_smile = 0.9 + (0.1 - 0.9) * 0.25          # the channel's linear keys at 0.25 s
+    panel = {"Smile": 0.3, "Blink": 0.6, "Wide": 0.45}
+    got = drawn_weights(rt, node, names)
+    assert got == pytest.approx({"Smile": clip_smile, "Blink": 0.6, "Wide": 0.45}, abs=1e-6)
+
+    mixer = preview_morphs.for_session(view.session)
+    mixer.clip_weight = 0.25
+    rt = view.update(st)
+    got = drawn_weights(rt, node, names)
+    want = dict(panel, Smile=0.25 * clip_smile + 0.75 * panel["Smile"])
+    assert got == pytest.approx(want, abs=1e-6)
+    kb["Blink"].value = 0.2                       # a panel edit still shows at the next frame
+    rt = view.update(st)
+    assert drawn_weights(rt, node, names) == pytest.approx(dict(want, Blink=0.2), abs=1e-6)
+    mixer.clip_weight = 1.0
+    rt = view.update(st)
+    assert drawn_weights(rt, node, names)["Smile"] == pytest.approx(clip_smile, abs=1e-6)
