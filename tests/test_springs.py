@@ -24,18 +24,20 @@ def skip_without_bone_uuids():
         pytest.skip(f"Blender {bpy.app.version_string} lost Godette's bone uuids (file saved by a newer Blender)")
 
 
-def _check(path, control="none", steps=120):
+def _check(path, control="none", steps=120, log=lambda m: None, dt=1.0 / 60.0):
     from tools import check_springs
 
-    return check_springs.run(str(path), steps=steps, control=control, log=lambda m: None)
+    return check_springs.run(str(path), steps=steps, control=control, log=log, dt=dt)
 
 
-def _avatar(tmp_path):
+def _avatar(tmp_path, clip_frames=0):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     from tools import check_springs
 
     assert check_springs.enable_addon(ADDON_DIR)
-    B.build_avatar()
+    arm = B.build_avatar()
+    if clip_frames:
+        B.add_shake_action(arm, frames=clip_frames)
     path = tmp_path / "springs_avatar.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     return path
@@ -52,8 +54,13 @@ def test_godette_hair_matches_the_addon(vrm_addon):
 
 
 def test_generated_avatar_matches_the_addon_and_controls_fail(vrm_addon, tmp_path):
-    path = _avatar(tmp_path)
-    r = _check(path)
+    """The avatar's own clip (head shake, hips sway and shift) played by the preview at 24 fps
+    (2-3 steps per update, each reading the update's pose, as the add-on's frame handler does)."""
+    path = _avatar(tmp_path, clip_frames=64)
+    said = []
+    r = _check(path, log=said.append, dt=1.0 / 24.0)
+    assert any("plays its action 'Shake'" in m for m in said), said
+    assert r["steps"] == 120 and r["updates"] == 48
     assert r["joints"] == 6 * 9 + 8 * 5
     assert r["tip_motion"] > 0.05, r
     assert r["max_rel_error"] <= 1e-3, r

@@ -125,3 +125,21 @@ def test_an_armature_scaled_to_zero_still_plays_its_springs(vrm_addon, view, tmp
         rt = view.update(st, 1.0 / 24.0)
     assert st.last_error is None and rt.last_error is None, (st.last_error, rt.last_error)
     assert rt.springs is not None and rt.springs.steps_total == 15     # 6 frames at 24 fps
+
+
+def test_a_frame_reads_no_spring_setup_after_the_build(vrm_addon, view, tmp_path, monkeypatch):
+    """Per frame the springs read only the toggles of the armatures found at build: no scan of the
+    scene's objects for spring data (reader.has_springs) while playing; a toggle change still shows."""
+    from stylized_renderer.engine.springs import reader
+
+    arm = _avatar_file(tmp_path)
+    st, rt, _ = _play(view, arm, 2)
+    calls = []
+    real = reader.has_springs
+    monkeypatch.setattr(reader, "has_springs", lambda o: calls.append(o.name) or real(o))
+    for _ in range(5):
+        rt = view.update(st, 1.0 / 24.0)
+    assert calls == [] and rt.springs.rig.chain_count
+    arm.stylized_spring_bones = False
+    rt = view.update(st, 1.0 / 24.0)
+    assert not rt.springs.rig.chain_count and calls        # rebuilt once, reading the setup again

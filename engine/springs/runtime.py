@@ -22,7 +22,7 @@ PROP = "stylized_spring_bones"
 
 
 def _enabled(obj) -> bool:
-    return bool(getattr(obj, PROP, True))
+    return obj is not None and bool(getattr(obj, PROP, True))
 
 
 class SpringsRuntime:
@@ -97,46 +97,49 @@ class SpringsRuntime:
         return ok
 
 
-def build(scene_asset) -> Optional[SpringsRuntime]:
-    """The springs of every armature of ``scene_asset`` whose Blender object has VRM spring bones
-    and Animate Spring Bones on (bpy-side); None when there is none."""
+def read_characters(scene_asset):
+    """(characters, warnings, armature names): the springs of every armature of ``scene_asset``
+    whose Blender object has VRM spring bones and Animate Spring Bones on (bpy-side)."""
     import bpy
 
     from .reader import has_springs, read_character
 
     index = {n.name: i for i, n in enumerate(scene_asset.nodes)}
-    chars, warnings = [], []
-    key = toggles(scene_asset)
+    chars, warnings, names = [], [], []
     for i, node in enumerate(scene_asset.nodes):
         if node.bone_name is not None:
             continue
         obj = bpy.data.objects.get(node.object_name)
-        if obj is None or not has_springs(obj) or not _enabled(obj):
+        if obj is None or not has_springs(obj):
+            continue
+        names.append(obj.name)
+        if not _enabled(obj):
             continue
         spec = read_character(obj, lambda b, a=obj.name: index.get(f"{a}/{b}", -1), i, warn=warnings.append)
         if spec is not None:
             chars.append(spec)
-    return SpringsRuntime(core.SpringRig(chars), warnings, key)
+    return chars, warnings, tuple(names)
 
 
-def toggles(scene_asset) -> tuple:
-    """(armature, Animate Spring Bones) of the scene's armatures with spring bones."""
+def build(scene_asset, joint_order: str = "addon") -> SpringsRuntime:
+    """One SpringsRuntime for all characters of ``scene_asset`` (``read_characters``)."""
+    chars, warnings, names = read_characters(scene_asset)
+    return SpringsRuntime(core.SpringRig(chars, joint_order), warnings, toggles(names))
+
+
+def toggles(names) -> tuple:
+    """(armature, Animate Spring Bones) of the armatures ``names`` (those with spring bones)."""
     import bpy
 
-    from .reader import has_springs
-
-    out = []
-    for node in scene_asset.nodes:
-        obj = bpy.data.objects.get(node.object_name) if node.bone_name is None else None
-        if obj is not None and obj.type == "ARMATURE" and has_springs(obj):
-            out.append((obj.name, _enabled(obj)))
-    return tuple(out)
+    objs = bpy.data.objects
+    return tuple((n, _enabled(objs.get(n))) for n in names)
 
 
 def ensure(runtime) -> SpringsRuntime:
-    """The runtime's SpringsRuntime, built on first use and again when a toggle changed."""
+    """The runtime's SpringsRuntime, built on first use and again when a toggle changed (a frame
+    reads the toggles of the armatures with springs found at build, not the whole scene)."""
     sr = getattr(runtime, "springs", None)
-    if sr is None or (sr.key and sr.key != toggles(runtime.scene)):
+    if sr is None or (sr.key and sr.key != toggles(k[0] for k in sr.key)):
         try:
             sr = build(runtime.scene)
         except Exception as ex:           # bad data: reported, the preview plays without springs
