@@ -143,3 +143,19 @@ def test_a_frame_reads_no_spring_setup_after_the_build(vrm_addon, view, tmp_path
     arm.stylized_spring_bones = False
     rt = view.update(st, 1.0 / 24.0)
     assert not rt.springs.rig.chain_count and calls        # rebuilt once, reading the setup again
+
+
+def test_a_frames_steps_share_its_world_terms(vrm_addon, view, tmp_path, monkeypatch):
+    """At 24 fps a preview frame runs 2-3 steps on one evaluation: the world-only terms (armature
+    inverse, first 'before' matrices, colliders) are computed once per frame, not per step."""
+    from stylized_renderer.engine.springs import solver
+
+    arm = _avatar_file(tmp_path)
+    st, rt, _ = _play(view, arm, 1)
+    inverses = []
+    real = solver.affine_inv
+    monkeypatch.setattr(solver, "affine_inv", lambda m: inverses.append(1) or real(m))
+    before = rt.springs.steps_total
+    for _ in range(4):
+        rt = view.update(st, 1.0 / 24.0)
+    assert rt.springs.steps_total - before == 10 and len(inverses) == 4

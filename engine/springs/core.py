@@ -19,7 +19,6 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ..finite import affine_inv
 
 EPS = np.finfo(np.float64).eps          # sys.float_info.epsilon, as the add-on's collision code
 SPHERE, CAPSULE, INSIDE_SPHERE, INSIDE_CAPSULE, PLANE = 0, 1, 2, 3, 4
@@ -123,7 +122,9 @@ def sort_joints(joints: Sequence[JointSpec], parent: dict) -> List[List[JointSpe
 
 
 class SpringRig:
-    """Padded (chain, pair) tables for all characters."""
+    """Tables of every chain of every character: rows sorted by chain length (the chains with a
+    pair at level k are rows [:level_rows[k]]), pairs level-major (level k = ``level_slice[k]``),
+    per level the pair constants and the (row, slot, collider) table of its colliders."""
 
     def __init__(self, characters: Sequence[CharacterSpec], joint_order: str = "addon"):
         rows = []        # (char, spring index, [(head JointSpec, tail JointSpec)], center, colliders)
@@ -150,130 +151,135 @@ class SpringRig:
             for c in ch.colliders:
                 col_rows.append((ci, c))
             col_base += len(ch.colliders)
+        rows.sort(key=lambda r: -len(r[2]))     # stable: the chains with a pair at level k come first
         C = len(rows)
         K = max((len(r[2]) for r in rows), default=0)
-        M = max((len(r[5]) for r in rows), default=0)
-        self.chain_count, self.depth, self.collider_slots = C, K, M
+        self.chain_count, self.depth = C, K
         self.joint_count = sum(len(r[2]) + 1 for r in rows)
-        self.valid = np.zeros((C, K), bool)
-        self.head = np.zeros((C, K), np.int64)
-        self.tail = np.zeros((C, K), np.int64)
+        self.level_rows = [sum(1 for r in rows if len(r[2]) > k) for k in range(K)]
+        offs = np.concatenate(([0], np.cumsum(self.level_rows))).astype(int)
+        self.level_slice = [slice(int(offs[k]), int(offs[k + 1])) for k in range(K)]
+        self.pair_count = P = int(offs[-1])
+        pairs = [(r, k) for k in range(K) for r in range(self.level_rows[k])]    # level-major
         eye = np.eye(4)
-        self.rest_h = np.tile(eye, (C, K, 1, 1))
-        self.rel = np.tile(eye, (C, K, 1, 1))          # Rh^-1 @ Rt
-        self.start = np.zeros((C, K, 3))
-        self.stiff = np.zeros((C, K))
-        self.drag = np.zeros((C, K))
-        self.gpow = np.zeros((C, K))
-        self.gdir = np.zeros((C, K, 3))
-        self.hit = np.zeros((C, K))
-        self.inherit = np.ones((C, K), bool)
-        self.parent_node = np.full(C, -1, np.int64)
+        self.arm_node = np.array([characters[r[0]].armature_node for r in rows], np.int64)
+        self.arm_unique, self.chain_arm = np.unique(self.arm_node, return_inverse=True)
         self.parent_rel = np.tile(eye, (C, 1, 1))      # Rp^-1 @ Rh of the first head (or Rh)
-        self.arm_node = np.zeros(C, np.int64)
-        self.center_node = np.zeros(C, np.int64)
-        self.has_center = np.zeros(C, bool)
-        self.use_center = np.zeros(C, bool)
-        self.col_idx = np.full((C, M), -1, np.int64)
-        for r, (ci, _, pairs, center, use_c, cols) in enumerate(rows):
+        self.no_parent = np.zeros(C, bool)
+        parent_or_arm = np.zeros(C, np.int64)
+        self.has_center = np.array([r[3] >= 0 for r in rows], bool)
+        self.center_node = np.array([max(r[3], 0) for r in rows], np.int64)
+        self.use_center = np.array([r[4] for r in rows], bool)
+        self.any_center = bool(self.use_center.any())
+        for i, (ci, _, prs, _c, _u, _cols) in enumerate(rows):
             ch = characters[ci]
-            self.arm_node[r] = ch.armature_node
-            self.has_center[r] = center >= 0
-            self.center_node[r] = max(center, 0)
-            self.use_center[r] = use_c
-            self.col_idx[r, :len(cols)] = cols
-            h0 = pairs[0][0].node
+            h0 = prs[0][0].node
             p = ch.parent.get(h0, -1)
             rh0 = np.asarray(ch.rest[h0], np.float64)
             if p >= 0:
-                self.parent_node[r] = p
-                self.parent_rel[r] = np.linalg.inv(np.asarray(ch.rest[p], np.float64)) @ rh0
+                parent_or_arm[i] = p
+                self.parent_rel[i] = np.linalg.inv(np.asarray(ch.rest[p], np.float64)) @ rh0
             else:
-                self.parent_rel[r] = rh0
-            for k, (h, t) in enumerate(pairs):
-                rh = np.asarray(ch.rest[h.node], np.float64)
-                rt = np.asarray(ch.rest[t.node], np.float64)
-                self.valid[r, k] = True
-                self.head[r, k], self.tail[r, k] = h.node, t.node
-                self.rest_h[r, k] = rh
-                self.rel[r, k] = np.linalg.inv(rh) @ rt
-                self.start[r, k] = (np.linalg.inv(rh) @ rt[:, 3])[:3]
-                self.stiff[r, k] = np.float32(h.stiffness)
-                self.drag[r, k] = np.float32(h.drag_force)
-                self.gpow[r, k] = np.float32(h.gravity_power)
-                self.gdir[r, k] = np.asarray(h.gravity_dir, np.float32)
-                self.hit[r, k] = np.float32(h.hit_radius)
-                self.inherit[r, k] = bool(ch.inherit_rotation.get(h.node, True))
+                parent_or_arm[i] = ch.armature_node
+                self.parent_rel[i] = rh0
+                self.no_parent[i] = True
+        head = np.array([rows[r][2][k][0].node for r, k in pairs], np.int64).reshape(P)
+        tail = np.array([rows[r][2][k][1].node for r, k in pairs], np.int64).reshape(P)
+        self.gather = np.concatenate([parent_or_arm, head, tail])
+        self.g_parent = np.arange(C)
+        self.g_head_tail = np.stack([C + np.arange(P), C + P + np.arange(P)])
+        # the output: the head bones in the chains' original order
+        orig = [(rows[r][1], k) for r, k in pairs]
+        self.out_order = np.array(sorted(range(P), key=lambda i: orig[i]), np.int64)
+        self.out_nodes = head[self.out_order]
+        self.spring_bone_nodes = np.unique(head)
+
+        def per_level(fn, dtype=np.float64):
+            return [np.array([fn(rows[r], characters[rows[r][0]], *rows[r][2][k]) for r in range(self.level_rows[k])],
+                             dtype) for k in range(K)]
+
+        def rest(ch, node):
+            return np.asarray(ch.rest[node], np.float64)
+
+        self.lv_start = per_level(lambda row, ch, h, t: (np.linalg.inv(rest(ch, h.node)) @ rest(ch, t.node)[:, 3])[:3])
+        self.lv_rel = per_level(lambda row, ch, h, t: np.linalg.inv(rest(ch, h.node)) @ rest(ch, t.node))
+        self.lv_stiff = per_level(lambda row, ch, h, t: np.float32(h.stiffness))
+        self.lv_keep = [1.0 - d[:, None] for d in per_level(lambda row, ch, h, t: np.float32(h.drag_force))]
+        self.lv_grav = per_level(lambda row, ch, h, t: np.asarray(h.gravity_dir, np.float32).astype(np.float64)
+                                 * np.float64(np.float32(h.gravity_power)))
+        hit = per_level(lambda row, ch, h, t: np.float32(h.hit_radius))
+        self.lv_inherit = per_level(lambda row, ch, h, t: bool(ch.inherit_rotation.get(h.node, True)), bool)
+        self.lv_inherit_all = [bool(x.all()) for x in self.lv_inherit]
+        self.lv_start_len = [np.sqrt((st * st).sum(-1)) for st in self.lv_start]
+        # (s.e, s x e) = D @ e with D = [s^T; skew(s)]
+        self.lv_dotcross = []
+        for st in self.lv_start:
+            D = np.zeros((len(st), 4, 3))
+            D[:, 0] = st
+            x, y, z = st[:, 0], st[:, 1], st[:, 2]
+            D[:, 1, 1], D[:, 1, 2] = -z, y
+            D[:, 2, 0], D[:, 2, 2] = z, -x
+            D[:, 3, 0], D[:, 3, 1] = -y, x
+            self.lv_dotcross.append(D)
+        self.valid = np.zeros((C, K), bool)
+        for r, k in pairs:
+            self.valid[r, k] = True
+        # colliders: one table of (row, slot, collider) per level, ordered by row then slot
         n = len(col_rows)
         self.col_node = np.array([c.node for _, c in col_rows], np.int64).reshape(n)
-        self.col_arm = np.array([characters[ci].armature_node for ci, _ in col_rows], np.int64).reshape(n)
-        self.col_kind = np.array([c.kind for _, c in col_rows], np.int64).reshape(n)
         self.col_offset = np.array([c.offset for _, c in col_rows], np.float64).reshape(n, 3)
         self.col_tail = np.array([c.tail for _, c in col_rows], np.float64).reshape(n, 3)
         self.col_radius = np.array([c.radius for _, c in col_rows], np.float64).reshape(n)
         self.col_normal = np.array([c.normal for _, c in col_rows], np.float64).reshape(n, 3)
-        self.spring_bone_nodes = np.unique(self.head[self.valid])
+        kind = np.array([c.kind for _, c in col_rows], np.int64).reshape(n)
+        self.col_capsule = (kind == CAPSULE) | (kind == INSIDE_CAPSULE)
+        self.any_capsule = bool(self.col_capsule.any())
+        self.any_plane = bool((kind == PLANE).any())
+        sign = np.where((kind == INSIDE_SPHERE) | (kind == INSIDE_CAPSULE), -1.0, 1.0)
+        self.lv_col_rows, self.lv_col_ids, self.lv_col_slot, self.lv_col_hr = [], [], [], []
+        self.lv_col_sign, self.lv_col_plane, self.lv_col_hit = [], [], []
+        self.lv_capsule, self.lv_plane, self.lv_inside = [], [], []
+        for k in range(K):
+            ent = [(r, m, c) for r in range(self.level_rows[k]) for m, c in enumerate(rows[r][5])]
+            rr = np.array([e[0] for e in ent], np.int64)
+            ids = np.array([e[2] for e in ent], np.int64)
+            self.lv_col_rows.append(rr)
+            self.lv_col_ids.append(ids)
+            self.lv_col_slot.append(np.array([e[1] for e in ent], np.int64))
+            h = hit[k][rr] if rr.size else np.zeros(0)
+            self.lv_col_hit.append(h)
+            self.lv_col_sign.append(sign[ids] if ids.size else np.zeros(0))
+            self.lv_col_hr.append(h + (sign[ids] * self.col_radius[ids] if ids.size else 0.0))
+            self.lv_col_plane.append(kind[ids] == PLANE if ids.size else np.zeros(0, bool))
+            self.lv_capsule.append(bool(self.col_capsule[ids].any()) if ids.size else False)
+            self.lv_plane.append(bool(self.lv_col_plane[-1].any()))
+            self.lv_inside.append(bool((self.lv_col_sign[-1] < 0).any()))
 
     def new_state(self) -> "SpringState":
         return SpringState(self)
 
 
 class SpringState:
-    """Per tail joint: initialized / previous / current world position (float32, as the add-on's
-    properties); per chain: the previous centre position (the add-on starts from (0,0,0))."""
+    """Per tail joint (one row per pair, the rig's level-major order): initialized / previous /
+    current world position (float32, as the add-on's properties); per chain: the previous centre
+    position (the add-on starts from (0,0,0))."""
 
     def __init__(self, rig: SpringRig):
-        C, K = rig.valid.shape
-        self.initialized = np.zeros((C, K), bool)
-        self.prev = np.zeros((C, K, 3), np.float32)
-        self.cur = np.zeros((C, K, 3), np.float32)
+        P, C = rig.pair_count, rig.chain_count
+        self.initialized_flat = np.zeros(P, bool)
+        self.all_initialized = P == 0
+        self.prev_flat = np.zeros((P, 3), np.float32)
+        self.cur_flat = np.zeros((P, 3), np.float32)
         self.prev_center = np.zeros((C, 3), np.float32)
         self.steps = 0
 
     def reset(self) -> None:
-        self.initialized[:] = False
-        self.prev[:] = 0.0
-        self.cur[:] = 0.0
+        self.initialized_flat[:] = False
+        self.all_initialized = not self.initialized_flat.size
+        self.prev_flat[:] = 0.0
+        self.cur_flat[:] = 0.0
         self.prev_center[:] = 0.0
         self.steps = 0
-
-
-def _len(v: np.ndarray) -> np.ndarray:
-    """Row lengths (np.linalg.norm(axis=-1) without its dispatch cost)."""
-    return np.sqrt(np.einsum("...i,...i->...", v, v))
-
-
-def _norm(v: np.ndarray) -> np.ndarray:
-    """mathutils ``normalized()``: a zero vector stays zero."""
-    n = _len(v)[..., None]
-    return np.divide(v, n, out=np.zeros_like(v), where=n > 0)
-
-
-def _rot3(m: np.ndarray):
-    """decompose(): (translation, rotation 3x3, scale) of (...,4,4) affine matrices."""
-    m3 = m[..., :3, :3]
-    s = np.sqrt(np.einsum("...ij,...ij->...j", m3, m3))
-    neg = np.linalg.det(m3) < 0
-    s = np.where(neg[..., None], -s, s) if neg.any() else s
-    safe = np.where(np.abs(s) > 0, s, 1.0)
-    return m[..., :3, 3], m3 / safe[..., None, :], s
-
-
-def _quat_axis_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Quaternion(a.cross(b), a.angle(b, 0)) as wxyz (zero axis -> identity)."""
-    axis = np.cross(a, b)
-    ln = _len(axis)
-    la, lb = _len(a), _len(b)
-    den = la * lb
-    cos = np.divide(np.einsum("...i,...i->...", a, b), den, out=np.ones_like(den), where=den > 0)
-    ang = np.where(den > 0, np.arccos(np.clip(cos, -1.0, 1.0)), 0.0)
-    ok = ln > 0
-    axis = np.divide(axis, ln[..., None], out=np.zeros_like(axis), where=ok[..., None])
-    half = np.where(ok, ang * 0.5, 0.0)
-    q = np.empty(a.shape[:-1] + (4,))
-    q[..., 0] = np.cos(half)
-    q[..., 1:] = axis * np.sin(half)[..., None]
-    return q
 
 
 def quat_to_mat3(q: np.ndarray) -> np.ndarray:
@@ -316,113 +322,3 @@ def mat3_to_quat(m: np.ndarray) -> np.ndarray:
         v[..., 1 + c] = (m[..., c, a] + m[..., a, c]) / ss
         q = np.where(sel[..., None], v, q)
     return q
-
-
-def _collide(p, hit, kind, a, b, r, nrm):
-    """(direction, distance) of H:46-165 for points p (n,3) against colliders (n,...)."""
-    ab = b - a
-    l2 = np.einsum("ij,ij->i", ab, ab)
-    s = np.clip(np.divide(np.einsum("ij,ij->i", ab, p - a), l2, out=np.zeros_like(l2), where=l2 > 0), 0, 1)
-    capsule = (kind == CAPSULE) | (kind == INSIDE_CAPSULE)
-    c = np.where(capsule[:, None], a + ab * s[:, None], a)
-    inside = (kind == INSIDE_SPHERE) | (kind == INSIDE_CAPSULE)
-    v = np.where(inside[:, None], c - p, p - c)
-    ln = _len(v)
-    tiny = ln < EPS
-    n = np.divide(v, ln[:, None], out=np.zeros_like(v), where=~tiny[:, None])
-    d = np.where(inside, -ln - hit + r, ln - hit - r)
-    n = np.where(tiny[:, None], np.array([0.0, 0.0, -1.0]), n)
-    d = np.where(tiny, -0.01, d)
-    plane = kind == PLANE
-    if plane.any():
-        n = np.where(plane[:, None], nrm, n)
-        d = np.where(plane, np.einsum("ij,ij->i", p - a, nrm) - hit, d)
-    return n, d
-
-
-def step(rig: SpringRig, state: SpringState, world: np.ndarray, dt: float) -> np.ndarray:
-    """One add-on step for every chain. ``world``: (N,4,4) node world matrices (armature objects
-    and bones).  Returns (C,K,4) basis rotations (wxyz) of the head bones (invalid pairs identity)."""
-    C, K = rig.valid.shape
-    out = np.zeros((C, K, 4))
-    out[..., 0] = 1.0
-    if C == 0:
-        return out
-    W = world[rig.arm_node]                                     # (C,4,4)
-    Winv = affine_inv(W)                 # an armature scaled to 0 must not raise
-    _, Wr, _ = _rot3(W)
-    # colliders in world space (B = W @ pose_bone.matrix = the bone node's world matrix)
-    if rig.col_node.size:
-        B = world[rig.col_node]
-        ca = (B[:, :3, :3] @ rig.col_offset[..., None])[..., 0] + B[:, :3, 3]
-        cb = (B[:, :3, :3] @ rig.col_tail[..., None])[..., 0] + B[:, :3, 3]
-        _, Br, _ = _rot3(B)
-        cn = (Br @ rig.col_normal[..., None])[..., 0]
-        deg = (rig.col_kind == CAPSULE) | (rig.col_kind == INSIDE_CAPSULE)
-        deg &= np.einsum("ij,ij->i", cb - ca, cb - ca) < 2.220446049250313e-16
-        ckind = np.where(deg, rig.col_kind - 1, rig.col_kind)
-    # centre
-    c_now = np.where(rig.has_center[:, None], world[rig.center_node][:, :3, 3], 0.0)
-    dC = np.where(rig.use_center[:, None], c_now - state.prev_center.astype(np.float64), 0.0)
-    # the first head's "before" matrix
-    pn = rig.parent_node
-    hasp = pn >= 0
-    Pm = np.where(hasp[:, None, None], Winv @ world[np.maximum(pn, 0)], np.eye(4))   # pose_bone.matrix
-    before = np.where(hasp[:, None, None], Pm @ rig.parent_rel, rig.parent_rel)
-    rows = np.arange(C)
-    for k in range(K):
-        v = rig.valid[:, k]
-        r = rows[v]
-        if r.size == 0:
-            break
-        bf = before[r]
-        T, Q, S = _rot3(bf)
-        Wk, Wik = W[r], Winv[r]
-        head_w = (Wk[:, :3, :3] @ T[..., None])[..., 0] + Wk[:, :3, 3]
-        tail_now = world[rig.tail[r, k]][:, :3, 3]
-        init = ~state.initialized[r, k]
-        prev = np.where(init[:, None], tail_now, state.prev[r, k].astype(np.float64)) + dC[r]
-        cur = np.where(init[:, None], tail_now, state.cur[r, k].astype(np.float64)) + dC[r]
-        inertia = (cur - prev) * (1.0 - rig.drag[r, k])[:, None]
-        start = rig.start[r, k]
-        sdir = _norm((Wr[r] @ (Q @ start[..., None]))[..., 0])
-        nxt = cur + inertia + sdir * (dt * rig.stiff[r, k])[:, None] + rig.gdir[r, k] * (dt * rig.gpow[r, k])[:, None]
-        L = _len(world[rig.head[r, k]][:, :3, 3] - tail_now)[:, None]
-        nxt = head_w + _norm(nxt - head_w) * L
-        for m in range(rig.collider_slots):
-            ci = rig.col_idx[r, m]
-            has = ci >= 0
-            if not has.any():
-                continue
-            rr = np.flatnonzero(has)
-            cc = ci[has]
-            n, d = _collide(nxt[rr], rig.hit[r[rr], k], ckind[cc], ca[cc], cb[cc], rig.col_radius[cc], cn[cc])
-            pen = d < 0
-            if pen.any():
-                q = rr[pen]
-                p2 = nxt[q] - n[pen] * d[pen][:, None]
-                nxt[q] = head_w[q] + _norm(p2 - head_w[q]) * L[q]
-        local = (Wik[:, :3, :3] @ nxt[..., None])[..., 0] + Wik[:, :3, 3]
-        # before^-1 @ local, before = T @ R @ diag(S): diag(1/S) @ R^T @ (local - T)
-        end = np.einsum("nji,nj->ni", Q, local - T) / np.where(S != 0, S, 1.0)
-        rot = _quat_axis_angle(start, end)
-        R = Q @ quat_to_mat3(rot)
-        new_head = np.zeros_like(bf)
-        new_head[:, :3, :3] = R * S[:, None, :]
-        new_head[:, :3, 3] = T
-        new_head[:, 3, 3] = 1.0
-        before[r] = new_head @ rig.rel[r, k]
-        state.prev[r, k] = cur
-        state.cur[r, k] = nxt
-        state.initialized[r, k] = True
-        inh = rig.inherit[r, k]
-        out[r, k] = rot if inh.all() else np.where(inh[:, None], rot, mat3_to_quat(R))
-    state.prev_center[:] = c_now
-    state.steps += 1
-    return out
-
-
-def pose_rotations(rig: SpringRig, rotations: np.ndarray):
-    """(nodes, wxyz) of the valid pairs, for ScenePose.set_local_trs."""
-    v = rig.valid
-    return rig.head[v], rotations[v]

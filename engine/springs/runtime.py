@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import core
+from . import core, solver
 
 STEP = 1.0 / 60.0
 MAX_STEPS_PER_FRAME = 12          # a long hitch does not stall the preview (the rest is dropped)
@@ -31,7 +31,7 @@ class SpringsRuntime:
         self.key = key                    # ((armature, Animate Spring Bones), ...) it was built for
         self.state = rig.new_state()
         self.warnings = list(warnings)
-        self.nodes, _ = core.pose_rotations(rig, np.zeros(rig.valid.shape + (4,)))
+        self.nodes = rig.out_nodes
         self.rotations: Optional[np.ndarray] = None
         self.acc = 0.0
         self._clip = None
@@ -80,12 +80,9 @@ class SpringsRuntime:
             n = min(n, MAX_STEPS_PER_FRAME)
         if n and (pose.is_dirty and not pose.update_world_matrices()):
             return False
-        world = pose.world_matrices
-        rot = None
-        for _ in range(n):
-            rot = core.step(self.rig, self.state, world, STEP)
-        if rot is not None:                  # only the last step's rotations are written
-            _, self.rotations = core.pose_rotations(self.rig, rot)
+        if n:                                # every step of a frame reads the frame's pose
+            rot = solver.advance(self.rig, self.state, solver.prepare(self.rig, pose.world_matrices, STEP), n)
+            self.rotations = rot             # only the last step's rotations are written
         self.steps_total += n
         ok = True
         sampled = player.sample_count != self._sample_count      # the mixer rewrote the pose

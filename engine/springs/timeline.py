@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import core
+from . import solver
 
 STEP = 1.0 / 60.0
 
@@ -120,7 +120,7 @@ def after_timeline(runtime, sr) -> bool:
             pose.set_local_trs(nodes, tt, tl.rotations, ss)
         if pose.is_dirty and not pose.update_world_matrices():
             return False
-        _, tl.rotations = core.pose_rotations(rig, core.step(rig, tl.state, pose.world_matrices, STEP))
+        tl.rotations = solver.step(rig, tl.state, pose.world_matrices, STEP)
         tl.steps = k
     if tl.rotations is None:
         return True
