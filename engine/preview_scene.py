@@ -162,15 +162,13 @@ class ScenePlayback:
             vals[off:off + v.shape[0]] = v
         return vals
 
-    def apply(self, frame: float) -> bool:
-        """The scene at ``frame`` into the runtime: node TRS, morph weights, then the frame's
-        update (palettes, morph streams)."""
-        rt = self.runtime
+    def write_pose(self, frame: float, pose):
+        """The animated nodes' TRS at scene time ``frame`` into ``pose``: (ok, channel values)."""
         vals = self.evaluate(frame)
         ok = True
         if self._nodes.size:
             tv, qv, sv = self._tracks.sample(0.0, values=vals)
-            t, q, s = rt.pose.local_trs(self._nodes)
+            t, q, s = pose.local_trs(self._nodes)
             tr, rr, sr = self._rows
             if tv is not None:
                 t[tr] = tv
@@ -178,7 +176,14 @@ class ScenePlayback:
                 q[rr] = qv
             if sv is not None:
                 s[sr] = sv
-            ok = rt.pose.set_local_trs(self._nodes, t, q, s)
+            ok = pose.set_local_trs(self._nodes, t, q, s)
+        return ok, vals
+
+    def apply(self, frame: float) -> bool:
+        """The scene at ``frame`` into the runtime: node TRS, morph weights, then the frame's
+        update (palettes, morph streams)."""
+        rt = self.runtime
+        ok, vals = self.write_pose(frame, rt.pose)
         weights = {}
         for node, base, slots, chans in self._morphs:
             w = base.copy()

@@ -61,3 +61,33 @@ def test_farm_chunks_equal_the_full_render_and_the_hair_moves(vrm_addon, tmp_pat
     ART.mkdir(parents=True, exist_ok=True)
     C.save_png(np.concatenate([full[30], rigid[30]], axis=1), ART / "f12_frame30_springs_vs_rigid.png")
     assert moved > 20, moved
+
+
+def _to_nla(path, tmp_path):
+    """The same scene with the avatar's action moved from the active slot into an NLA strip (a rig
+    animated by its NLA stack only, as the timeline shows it)."""
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    arm = bpy.data.objects["Avatar"]
+    ad = arm.animation_data
+    act = ad.action
+    ad.action = None
+    track = ad.nla_tracks.new()
+    track.strips.new("Shake", int(act.frame_range[0]), act)
+    out = tmp_path / "springs_nla.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(out))
+    return out
+
+
+def test_the_pre_roll_plays_the_nla_stack_the_timeline_shows(vrm_addon, tmp_path):
+    """An avatar animated by an NLA strip only: F12 of frame 30 pre-rolls the strip (the frame
+    equals the one of the same action played as the active action) and the hair moves (differs
+    from Animate Spring Bones off).  Fails when the pre-roll samples active actions only."""
+    path = _scene_file(tmp_path)
+    nla = _to_nla(path, tmp_path)
+    active = _render(path, 30, 30, tmp_path / "active")[30]
+    stacked = _render(nla, 30, 30, tmp_path / "nla")[30]
+    rigid = _render(nla, 30, 30, tmp_path / "nla_rigid", springs=False)[30]
+    ART.mkdir(parents=True, exist_ok=True)
+    C.save_png(np.concatenate([active, stacked, rigid], axis=1), ART / "f12_frame30_action_nla_rigid.png")
+    assert np.abs(active - stacked).max() < 1e-6
+    assert (np.abs(stacked - rigid)[..., :3].max(-1) > 0.05).sum() > 20

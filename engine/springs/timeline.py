@@ -3,11 +3,12 @@ Add-on is NOT installed (with it, Blender's evaluated pose already holds its res
 
 Frame N never depends on which frames the process drew before (a farm splits an animation over
 workers): the simulation runs from the scene's start frame in fixed 1/60 s steps, step k reading
-the pose of the armatures' actions sampled by our own player at k/60 s after the start frame (a
-scratch ScenePose, not Blender's evaluation); the state is cached on the SpringsRuntime, so frames
-rendered in order cost one frame's steps (the start: the scene's start frame or the actions' first
-frame when earlier), and a jump back (or a change of action, start frame or
-fps) replays from the start.  The frame itself shows Blender's evaluated pose with our spring
+the scene's animation as the timeline evaluates it (every animated object's active action AND NLA
+stack: ``preview_scene.ScenePlayback`` on ``nla_source``, bpy-free per step) at k/60 s after the
+start frame, written into a scratch ScenePose (not Blender's evaluation); the state is cached on
+the SpringsRuntime, so frames rendered in order cost one frame's steps (the start: the scene's
+start frame, or the first frame of an armature's action or NLA strip when earlier), and a jump
+back (or a change of action, NLA strips, start frame or fps) replays from the start.  The frame itself shows Blender's evaluated pose with our spring
 rotations on the spring joints.
 """
 from __future__ import annotations
@@ -30,56 +31,61 @@ class TimelineSprings:
         self.key = None
         self.rotations = None
         self.pose = None
-        self.players = []
+        self.playback = None
         self.warnings = []
 
 
-def _setup(tl, runtime, scene, key) -> bool:
-    """Scratch pose and one player per armature with an action (its clip imported on demand)."""
-    import bpy
+def _warn(tl, msg: str) -> None:
+    if msg not in tl.warnings:
+        tl.warnings.append(msg)
 
-    from ..animation.player import AnimationPlayer
+
+def _setup(tl, runtime, scene, key) -> bool:
+    """Scratch pose and the scene's animation (actions and NLA stacks) read once."""
     from ..animation.pose import ScenePose
-    from ..importer.animations import import_action
+    from ..preview_scene import ScenePlayback
 
     tl.state.reset()
     tl.steps, tl.key, tl.rotations = 0, key, None
     tl.pose = ScenePose()
     if not tl.pose.initialize(runtime.scene):
         return False
-    tl.players = []
-    for name, action_name, _ in key[0]:
-        obj = bpy.data.objects.get(name)
-        action = bpy.data.actions.get(action_name) if action_name else None
-        if obj is None or action is None:
-            continue
-        try:
-            clip = import_action(action, runtime.scene, obj, scene)
-        except Exception as ex:          # a broken action: the springs pre-roll without it, said so
-            msg = f"spring bones of '{name}': action '{action_name}' not sampled ({ex})"
-            if msg not in tl.warnings:
-                tl.warnings.append(msg)
-            continue
-        p = AnimationPlayer()
-        p.set_clip(clip)
-        tl.players.append(p)
+    try:
+        tl.playback = ScenePlayback(scene, runtime.scene, runtime)
+    except Exception as ex:          # broken animation data: the springs pre-roll without it, said so
+        tl.playback = None
+        _warn(tl, f"spring bones: the scene's animation could not be read for the pre-roll ({ex}); "
+                  "the springs simulate the rest pose")
     return True
+
+
+def _nla_key(ad):
+    """What of an object's NLA the pre-roll depends on (not the keys: an edited action re-imports)."""
+    if ad is None:
+        return ()
+    return tuple((t.name, t.mute, t.is_solo, tuple(
+        (st.name, st.action.name if st.action else "", st.frame_start, st.frame_end, st.action_frame_start,
+         st.action_frame_end, st.scale, st.repeat, st.influence, st.use_animated_influence, st.mute,
+         st.blend_type, st.extrapolation, st.use_reverse) for st in t.strips)) for t in ad.nla_tracks)
 
 
 def _key(sr, scene):
     import bpy
 
-    arms = []
+    arms, starts = [], [int(scene.frame_start)]
     for name, _on in sr.key:
         obj = bpy.data.objects.get(name)
         ad = getattr(obj, "animation_data", None)
         act = getattr(ad, "action", None) if ad is not None else None
-        arms.append((name, act.name if act is not None else "", id(act)))
+        arms.append((name, act.name if act is not None else "", id(act), _nla_key(ad)))
+        # the start: a farm worker run with --frame-start 25 still simulates from where the
+        # armature's animation starts (its action's first frame, its first NLA strip)
+        if act is not None:
+            starts.append(int(math.floor(act.frame_range[0])))
+        for t in (ad.nla_tracks if ad is not None else ()):
+            starts += [int(math.floor(st.frame_start)) for st in t.strips if not st.mute]
     fps = scene.render.fps / scene.render.fps_base
-    # the start: the scene's start frame, or the actions' first frame when earlier (a farm worker
-    # run with --frame-start 25 still simulates from where the animation starts)
-    starts = [int(math.floor(bpy.data.actions[a].frame_range[0])) for _, a, _ in arms if a in bpy.data.actions]
-    return tuple(arms), min([int(scene.frame_start)] + starts), float(fps)
+    return tuple(arms), min(starts), float(fps)
 
 
 def after_timeline(runtime, sr) -> bool:
@@ -110,11 +116,10 @@ def after_timeline(runtime, sr) -> bool:
     start_frame = key[1]
     while tl.steps < target:
         k = tl.steps + 1
-        for p in tl.players:
-            clip = p.clip
-            # the action's clock: clip time 0 is the clip's first frame
-            p.seek((start_frame + k * STEP * fps - clip.frame_start) / fps)
-            p.update(0.0, runtime.scene, pose)
+        if tl.playback is not None:
+            ok, _ = tl.playback.write_pose(start_frame + k * STEP * fps, pose)
+            if not ok:
+                return False
         if tl.rotations is not None:
             tt, _, ss = pose.local_trs(nodes)
             pose.set_local_trs(nodes, tt, tl.rotations, ss)
