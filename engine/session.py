@@ -17,6 +17,7 @@ from .materials.losses import frame_losses
 from .passes import render_passes
 from .passes.frame import CameraData, FrameData, FrameSettings, LightData
 from .passes.visibility import fill_visibility
+from .springs.runtime import report as springs_report
 from .world.transform_guard import skip_message, split_drawable
 
 
@@ -719,6 +720,7 @@ class StylizedSession:
             import_error=self.import_error, update_error=self.update_error,
             problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
             + (self.runtime.skip_messages() if self.runtime is not None else [])
+            + springs_report(self.runtime)
             + [skip_message(n, r) for n, r in sorted(getattr(self, "_fallback_skipped", {}).items())],
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,

@@ -321,9 +321,8 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
         col.label(text=f"Morphs composed in the shader: {stats.get('shader_morphs', 0)}")
         springs = getattr(getattr(sess, "runtime", None), "springs", None)
         if springs is not None and (springs.joint_count or springs.warnings):
+            # (its warnings are listed with the session's problems, as the render log lists them)
             col.label(text=f"Spring bones: {springs.joint_count} joints | {springs.last_ms:.3f} ms per frame")
-            for msg in springs.warnings[:6]:
-                col.label(text=msg, icon="ERROR")
         if stats.get("import_count"):
             col.label(text=f"Scene imports: {stats['import_count']} (last: {stats.get('last_import_reason', '')})")
         for key, label in (("import_error", "Import failed"), ("update_error", "Update failed")):

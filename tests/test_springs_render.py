@@ -91,3 +91,31 @@ def test_the_pre_roll_plays_the_nla_stack_the_timeline_shows(vrm_addon, tmp_path
     C.save_png(np.concatenate([active, stacked, rigid], axis=1), ART / "f12_frame30_action_nla_rigid.png")
     assert np.abs(active - stacked).max() < 1e-6
     assert (np.abs(stacked - rigid)[..., :3].max(-1) > 0.05).sum() > 20
+
+
+def test_spring_warnings_are_in_the_render_log(vrm_addon, tmp_path, capfd):
+    """A spring joint whose bone was deleted: F12 still renders and its log line names the spring
+    and the armature (the engine's report path, not only the Stats panel)."""
+    from tools import check_springs
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert check_springs.enable_addon(ADDON_DIR)
+    arm = B.build_avatar(hair_chains=2, skirt_chains=2)
+    B.add_bone_boxes(arm)
+    scene = bpy.context.scene
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    arm.data.edit_bones.remove(arm.data.edit_bones["hair1_8"])
+    bpy.ops.object.mode_set(mode="OBJECT")
+    C.add_camera(scene, location=(0.0, -3.2, 1.2), rotation=(1.5707963, 0.0, 0.0))
+    scene.render.engine = "STYLIZED"
+    scene.render.resolution_x = scene.render.resolution_y = 32
+    path = tmp_path / "springs_bad_joint.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    disable_vrm_addon()
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    capfd.readouterr()
+    bpy.ops.render.render()
+    out = capfd.readouterr().out
+    lines = [ln for ln in out.splitlines() if ln.startswith("Stylized frame 1:")]
+    assert any("spring 'hair1_0' of 'Avatar'" in ln and "no bone" in ln for ln in lines), lines

@@ -146,6 +146,14 @@ def ensure(runtime) -> SpringsRuntime:
     return sr
 
 
+def report(runtime) -> list:
+    """The spring bone warnings of a SceneRuntime (a joint naming no bone, a collider without its
+    Empty, a pre-roll that could not read the scene's animation), for the Stats panel's problems
+    and the render log (session stats ``problems``)."""
+    sr = getattr(runtime, "springs", None) if runtime is not None else None
+    return list(sr.warnings) if sr is not None else []
+
+
 def after_mixer(runtime, delta_time: float) -> bool:
     """The hook of SceneRuntime.update: springs after the mixer, before the palettes."""
     sr = ensure(runtime)
