@@ -89,7 +89,7 @@ def follow_after_sync(session, state) -> None:
     rename or a deletion always comes with one: ``TimelineReader.sync_token``), per runtime and
     per state, not on every frame of an unchanged scene."""
     key = (id(session.reader), getattr(session.reader, "sync_token", None), id(state))
-    if getattr(session, "_followed", None) != key:
+    if session._followed != key:
         session._followed = key
         follow(state)
 
@@ -149,7 +149,7 @@ def reimport_renamed(session, state, clips: dict) -> None:
     """A clip renamed (``follow``) that the session's import still knows by its old name: the
     player plays on meanwhile and the next frame imports anew (asked once per name)."""
     name = state.clip_name
-    if name and name not in clips and getattr(session, "_renamed", None) != (state.armature, name):
+    if name and name not in clips and session._renamed != (state.armature, name):
         session._renamed = (state.armature, name)
         session._reimport(f"the preview's clip '{name}' of '{state.armature}' was renamed")
 
@@ -158,7 +158,7 @@ def resume(session, state, clips: dict) -> None:
     """A player that lost the state's clip (a new runtime after a re-import, or the clip imported
     anew under a new name) gets it back at the state's time and transport (``restore_player``)."""
     runtime = session.runtime
-    lost = lost_clip(state, runtime, clips, getattr(session, "_preview_runtime", None) is not runtime)
+    lost = lost_clip(state, runtime, clips, session._preview_runtime is not runtime)
     if lost is not None:
         restore_player(state, runtime, lost)
     session._preview_runtime = runtime

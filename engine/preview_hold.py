@@ -51,7 +51,7 @@ def start(session, depsgraph, state) -> PreviewHold:
     seen by the last preview frame) Blender's evaluated pose is read once, as the timeline shows
     it, and the clip is sampled again over it (the palettes follow in the preview's update)."""
     runtime = session.runtime
-    hold = getattr(session, "_hold", None)
+    hold = session._hold
     if hold is not None and hold.matches(state, runtime):
         return hold
     nodes, mats, _weights = session.reader.read(depsgraph)    # (the preview pushes its own weights)
@@ -74,7 +74,7 @@ def hooks(session, depsgraph, state, after):
     runtime = session.runtime
     reset = [False]
 
-    def before_update(player, dt):
+    def before_update(player, _dt):
         reset[0] = player.reset_pose_on_next_sample
 
     def after_sample():

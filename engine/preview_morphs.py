@@ -122,7 +122,7 @@ class PreviewMorphs:
 
 def for_session(session) -> PreviewMorphs:
     """The session's PreviewMorphs of its current runtime (a new runtime starts a new one)."""
-    m = getattr(session, "_preview_morphs", None)
+    m = session._preview_morphs
     if m is None or m.runtime is not session.runtime:
         m = session._preview_morphs = PreviewMorphs(session.runtime)
     return m

@@ -217,7 +217,7 @@ def update(session, depsgraph, state, dt: float) -> bool:
     import bpy
 
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
-    pb: Optional[ScenePlayback] = getattr(session, "_scene_playback", None)
+    pb: Optional[ScenePlayback] = session._scene_playback
     reload = ("scene_reload",) in state.commands
     # an edit of an action, a strip or a track re-imports (StylizedSession.sync): a new runtime
     if pb is None or pb.runtime is not session.runtime or reload:
@@ -240,8 +240,7 @@ def update(session, depsgraph, state, dt: float) -> bool:
         if cmd[0] == "scene_seek":
             state.scene_frame = float(cmd[1])
         elif cmd[0] == "play":
-            state.playing = True
-            dt = 0.0           # play starts from the shown frame
+            state.playing = True     # (from the shown frame: StylizedSession.update_frame)
         elif cmd[0] == "pause":
             state.playing = False
     state.commands.clear()

@@ -10,155 +10,17 @@ import time
 
 import numpy as np
 
-from .animation.mixer import MatrixMixer
+from . import session_bake, session_sync
 from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
 from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
 from .materials.losses import frame_losses
 from .passes import render_passes
-from .passes.frame import CameraData, FrameData, FrameSettings, LightData
+from .passes.frame import CameraData, FrameData
 from .passes.visibility import fill_visibility
+from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
+from .session_bake import BakeFeed as _BakeFeed  # noqa: F401 (re-exported: tests patch its write)
 from .springs.runtime import report as springs_report
 from .world.transform_guard import skip_message, split_drawable
-
-
-def world_color(scene) -> np.ndarray:
-    world = scene.world
-    if world is None:
-        return np.zeros(3)
-    if world.use_nodes and world.node_tree is not None:
-        for node in world.node_tree.nodes:
-            if node.type == "BACKGROUND":
-                c = node.inputs["Color"].default_value
-                s = node.inputs["Strength"].default_value
-                return np.array(c[:3], np.float64) * float(s)
-    return np.array(world.color[:3], np.float64)
-
-
-def scene_lights(depsgraph) -> list:
-    """The depsgraph's lamps as LightData in Blender's units: ``color`` is the lamp's colour x power
-    as Blender computes it for rendering (BKE_light_power x BKE_light_color, times EEVEE's diffuse
-    factor): ``energy * 2^exposure``, tinted by the blackbody ``temperature_color`` when
-    ``use_temperature``; an area lamp with *Normalize* off has a strength per m^2 (x its area).
-    W/m^2 for a sun, W for the others; the passes convert them to MToon's light colour
-    (engine/passes/pipeline.mtoon_light_colors, README "Light units").  Lamps hidden from diffuse
-    rays (Object > Visibility > Diffuse) light nothing, as in EEVEE."""
-
-    def power_color(light, matrix_world):
-        color = np.array(light.color[:3], np.float64)
-        if getattr(light, "use_temperature", False):
-            color = color * np.array(light.temperature_color[:3], np.float64)
-        power = float(light.energy) * 2.0 ** float(getattr(light, "exposure", 0.0))
-        if light.type == "AREA" and not getattr(light, "normalize", True):
-            power *= float(light.area(matrix_world=matrix_world))
-        return color * power * float(getattr(light, "diffuse_factor", 1.0))
-
-    out = []
-    for inst in depsgraph.object_instances:
-        ob = inst.object
-        if ob.type != "LIGHT" or not getattr(ob, "visible_diffuse", True):
-            continue
-        light = ob.data
-        m = np.array(inst.matrix_world)
-        direction = -m[:3, 2]
-        direction = direction / max(np.linalg.norm(direction), 1e-12)
-        color = power_color(light, inst.matrix_world)
-        if not np.all(np.isfinite(color)) or not np.all(np.isfinite(m)):
-            continue
-        out.append(LightData(
-            kind=light.type, color=color, direction=direction, position=m[:3, 3].copy(),
-            radius=float(getattr(light, "shadow_soft_size", 0.0)),
-            spot_size=float(getattr(light, "spot_size", np.pi)),
-            spot_blend=float(getattr(light, "spot_blend", 0.0)),
-            cast_shadow=bool(getattr(light, "use_shadow", True)), name=ob.name,
-        ))
-    return out
-
-
-def settings_from_scene(scene, width: int, height: int, film_transparent: bool) -> FrameSettings:
-    st = getattr(scene, "stylized", None)
-    fps = scene.render.fps / max(scene.render.fps_base, 1e-9)
-
-    def g(name, default):
-        return getattr(st, name, default) if st is not None else default
-
-    ssc = g("screen_space_outline_color", (0.0, 0.0, 0.0, 1.0))
-    return FrameSettings(
-        width=width, height=height, film_transparent=film_transparent, world_color=world_color(scene),
-        time_seconds=(scene.frame_current - scene.frame_start + scene.frame_subframe) / max(fps, 1e-9),
-        shadows=bool(g("shadows", True)), shadow_resolution=int(g("shadow_resolution", "2048")),
-        shadow_cascades=int(g("shadow_cascades", 3)), shadow_distance=float(g("shadow_distance", 100.0)),
-        shadow_split_lambda=float(g("shadow_split_lambda", 0.8)),
-        shadow_cascade_fade=float(g("shadow_cascade_fade", 0.1)),
-        shadow_bias=float(g("shadow_bias", 0.5)), shadow_normal_offset=float(g("shadow_normal_offset", 2.0)),
-        shadow_min_offset=float(g("shadow_min_offset", 0.02)),
-        shadow_pcf=1 if g("shadow_pcf", True) else 0, max_lights=int(min(16, g("max_lights", 8))),
-        outlines=bool(g("outlines", True)), screen_space_outline=bool(g("screen_space_outline", False)),
-        screen_space_outline_width=float(g("screen_space_outline_width", 1.0)),
-        screen_space_outline_color=np.array(ssc[:3], np.float64), fxaa=bool(g("fxaa", True)),
-        profile_gpu=bool(g("profile_gpu", False)), samples=max(1, int(g("render_samples", 1))),
-    )
-
-
-def _mark_bakes_dirty() -> None:
-    from .importer import bake as _bake
-
-    _bake.BAKES.mark_dirty()
-
-
-class _BakeFeed:
-    """A baked clip's matrix source (``bake.BakedPose``): the exact local matrices of the non-root
-    bones and the B-Bone segments at the time the player samples.  The player calls ``write``
-    right after its clock set that time (``AnimationPlayer.set_matrix_source``), so the pose and
-    palettes are made once per frame; while crossfading, the matrices of the fade's start and the
-    bake's go through the mixer (``animation.mixer.MatrixMixer``) with the player's fade weights."""
-
-    def __init__(self, baked, clip, runtime):
-        self.baked = baked
-        self.clip = clip
-        self.runtime = runtime
-        self.fade_from = None
-        self.mixer = None
-        self.joints = None       # bake.joint_table for the palette set's rows, False: not every joint baked
-        self.checked = None      # the pose that accepted the bake's nodes (later writes skip the checks)
-
-    def write(self, t: float, player) -> bool:
-        b = self.baked
-        pose = self.runtime.pose
-        smp = b.sample(t)            # the clip's exact matrices at t (bake.BakedPose.sample)
-        fast = not player.is_fading and b.anchors is not None
-        m = smp.locals
-        if player.is_fading:
-            if self.fade_from is None or self.fade_from.shape != m.shape:
-                self.fade_from = np.array(pose.local_matrices[b.inner_nodes])
-            if self.mixer is None or self.mixer.count != m.shape[0]:
-                self.mixer = MatrixMixer(m.shape[0])
-            w_out, w_in = player.fade_weights
-            rows = np.arange(m.shape[0])
-            self.mixer.reset()
-            self.mixer.accumulate(rows, self.fade_from, w_out)
-            self.mixer.accumulate(rows, m, w_in)
-            m = self.mixer.apply(rows, self.fade_from)
-        else:
-            self.fade_from = None
-        if self.checked is not pose:      # the bake's nodes and matrices, once per pose
-            ok = pose.set_local_matrices(b.inner_nodes, m)
-            self.checked = pose if ok and b.finite else None
-        else:
-            pose.write_local_matrices(b.inner_nodes, m)
-            ok = True
-        if ok and fast:
-            # the same pose as root-relative matrices: the worlds in one step per flat level
-            pose.set_world_shortcut(b.inner_nodes, b.anchors, smp.relative_t)
-        ps = self.runtime.palette_set
-        rel = b.relations(smp, ps.segment_keys)[None] if b.bbone_nodes else None
-        if self.joints is None:
-            self.joints = b.joint_map(ps.joint_rows) or False
-        if self.joints and not player.is_fading:
-            # the palettes straight from the sampled joints and their root bones' worlds
-            ok = ps.set_baked_joints(b.joints(smp, self.joints), self.joints[2], rel, 0, 0.0) and ok
-        elif rel is not None:
-            ok = ps.set_bbone_relation_frame(rel, 0, 0.0) and ok
-        return ok
 
 
 _last_viewport_session = None
@@ -212,6 +74,7 @@ class StylizedSession:
         self.last_import_reason = ""
         self._last_time = None
         self._gpu_nodes = set()
+        self._reset_frame_state()
         if viewport:
             import weakref
 
@@ -220,6 +83,19 @@ class StylizedSession:
             from .viewer_timings import ViewerCpuTimings
 
             self.timings = ViewerCpuTimings()
+
+    def _reset_frame_state(self) -> None:
+        """What the frames of this session keep between draws (emptied by ``free``)."""
+        self.last_frame = None           # the frame being drawn (render_layers reads its passes)
+        self._accumulator = None         # passes.samples.Accumulator: the anti-aliasing targets
+        self._fallback_skipped = {}      # object name -> why its transform is not drawable
+        self._hold = None                # preview_hold.PreviewHold of the playing preview
+        self._scene_playback = None      # preview_scene.ScenePlayback of the Scene preview
+        self._followed = None            # preview_follow: the reader / state last followed
+        self._renamed = None             # preview_follow: (armature, clip) re-imported after a rename
+        self._preview_runtime = None     # preview_follow: the runtime the preview last played on
+        self._bake_clip_cache = None     # session_bake.baked_clips: (scene asset, {(arm, clip): ...}, runtime)
+        self._preview_morphs = None      # preview_morphs.PreviewMorphs: the preview's morph mixer
 
     # ------------------------------------------------------------------------------------------
     def _ensure_gpu(self):
@@ -231,206 +107,14 @@ class StylizedSession:
             self.backend = GpuBackend()
 
     def sync(self, depsgraph, updates=None) -> None:
-        """Note what changed (``updates``: the depsgraph's updates; None = everything, which
-        re-imports through the asset cache: unchanged assets are reused, edited ones rebuilt).
-
-        * A frame change (playback, scrubbing) re-evaluates animated objects, meshes, shape keys
-          and actions: nothing to re-import, the timeline reader reads the new pose and values.
-        * Without a frame change, an object geometry update re-imports only when the object's
-          structure changed (modifiers, parenting, vertex groups, materials, shape-key layout:
-          ``importer.object_signature``); a pose edit or a transform does not.
-        * A mesh geometry update re-imports that mesh (the cache keeps the others), unless it only
-          follows a shape-key value change (the key is updated with it, its layout is unchanged
-          and the mesh is not being edited).
-        * Actions and armatures edited re-import; new or deleted objects re-import; a changed
-          material refreshes its cached values.
-        """
-        if self.reader is not None:
-            self.reader.sync_token += 1      # its cached object -> shape-key look-ups are re-made
-        scene = getattr(depsgraph, "scene", None)
-        frame = (scene.frame_current, round(float(scene.frame_subframe), 6)) if scene is not None else None
-        animated = updates is not None and self._synced_frame is not None and frame != self._synced_frame
-        self._synced_frame = frame
-        if updates is None:
-            self._reimport("full sync")
-            _mark_bakes_dirty()
-            return
-        import bpy
-
-        known = self.assets.known
-        live = []
-        for u in updates:
-            try:
-                idb = getattr(u.id, "original", u.id)
-                idb.name
-            except ReferenceError:          # the datablock is gone: a deletion
-                self._reimport("a datablock was removed")
-                continue
-            live.append((u, idb))
-        keys = {idb.name for _u, idb in live if isinstance(idb, bpy.types.Key)}
-        if any(isinstance(idb, (bpy.types.Object, bpy.types.Armature, bpy.types.Action)) for _u, idb in live):
-            # a preview bake's rig or action may have changed: its next lookup re-checks
-            _mark_bakes_dirty()
-        for u, idb in live:
-            if isinstance(idb, bpy.types.Material):
-                self.material_cache.invalidate(idb.name)
-                continue
-            if isinstance(idb, (bpy.types.NodeTree, bpy.types.Image)):
-                self.material_cache.invalidate()     # a node group or image any material may use
-                continue
-            if animated and isinstance(idb, (bpy.types.Object, bpy.types.Mesh, bpy.types.Key,
-                                             bpy.types.Action, bpy.types.Armature)):
-                continue
-            if isinstance(idb, bpy.types.Object):
-                if u.is_updated_geometry and known.object_structure_changed(idb):
-                    self.assets.invalidate_object(idb.name)
-                    self._reimport(f"object '{idb.name}' changed its structure")
-                continue
-            if isinstance(idb, bpy.types.Key):
-                if known.key_layout_changed(idb):
-                    self.assets.invalidate_id(idb)
-                    self._reimport(f"shape keys '{idb.name}' changed their layout")
-                continue
-            if isinstance(idb, bpy.types.Mesh):
-                if not u.is_updated_geometry:
-                    continue
-                key = idb.shape_keys
-                values_only = (key is not None and key.name in keys and not idb.is_editmode
-                               and not known.key_layout_changed(key))
-                if not values_only:
-                    self.assets.invalidate_mesh(idb.name)
-                    self._reimport(f"mesh '{idb.name}' edited")
-                continue
-            if isinstance(idb, bpy.types.Armature):
-                # a pose edit updates the armature too; only a rest/bone change re-imports
-                if u.is_updated_geometry and known.armature_changed(idb):
-                    self.assets.invalidate_id(idb)
-                    self._reimport(f"armature '{idb.name}' edited")
-                continue
-            if isinstance(idb, bpy.types.Action):
-                # re-evaluating the same frame reports the action too; only edited keys count
-                if known.action_changed(idb):
-                    self.assets.invalidate_action(idb.name)
-                    self._reimport(f"action '{idb.name}' edited")
-                continue
-            if isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
-                # relations are re-evaluated for many reasons; objects added, removed or renamed
-                # are what needs a re-import
-                if known.objects_changed(scene):
-                    self._reimport("objects added, removed or renamed")
+        """Note what changed (``updates``: the depsgraph's updates; None = everything):
+        ``session_sync.sync``."""
+        session_sync.sync(self, depsgraph, updates)
 
     def sync_render_step(self, depsgraph, verify_all: bool = False) -> None:
-        """A final render that re-imports nothing while the scene's structure is unchanged: the
-        timeline reader reads the new pose, shape-key values and matrices, and the passes read
-        the materials anew.  Without ``verify_all``: a later frame of the animation render
-        (Ctrl+F12) whose earlier frame this session drew from the same depsgraph, whose updates
-        name what Blender re-evaluated since then.  With ``verify_all`` (F12: a new depsgraph,
-        whose updates name everything, and edits Blender was not told about must show): every
-        held mesh's content fingerprint is checked, as the full import would, but the nodes,
-        the assets and their validation are not rebuilt.  The full verified re-import (``sync``
-        without updates) runs instead when
-
-        * the node structure differs (``importer.structure_key``: objects, types, data,
-          parents, parent inverses, bones), or a datablock was removed;
-        * a held object's structure signature, a held shape-key layout or a held armature's
-          rest data changed (all read every frame: cheap, and no depsgraph tag is trusted);
-        * a collection or the scene reports a geometry (relations) update;
-        * a mesh we hold reports a geometry update (``verify_all``: any mesh we hold) and its
-          content fingerprint differs (the content-keyed cache is the safety net; an animated
-          shape key re-checks its mesh).
-        """
-        if self.runtime is None or self.scene_asset is None or self._need_import or self.viewport:
-            self.sync(depsgraph)
-            return
-        t0 = time.perf_counter()
-        scene = depsgraph.scene
-        self._synced_frame = (scene.frame_current, round(float(scene.frame_subframe), 6))
-        try:
-            reasons = self._step_changes(depsgraph, verify_all)
-        except Exception as ex:     # unexpected data: the full import names what is wrong
-            reasons = [f"the re-sync check failed ({type(ex).__name__}: {ex})"]
-        self.stats["step_ms"] = (time.perf_counter() - t0) * 1e3
-        if verify_all:
-            _mark_bakes_dirty()         # as a full sync does: the preview's bakes re-check
-        if not reasons:
-            self.render_steps += 1
-            self.runtime_reuses += 1
-            self.last_sync = "verified, nothing re-imported" if verify_all else "depsgraph updates, nothing re-imported"
-            return
-        for why in reasons:
-            self._reimport(why)
-        self._remember_after_import = True
-        if not verify_all:
-            _mark_bakes_dirty()
-
-    def _step_changes(self, depsgraph, verify_all: bool) -> list:
-        """Why ``sync_render_step`` must re-import (empty: nothing we hold changed)."""
-        import bpy
-
-        reasons = self._structure_changes(depsgraph)
-        if reasons:
-            return reasons
-        meshes = {e.mesh_name for e in self.assets.meshes.values()} if verify_all else set()
-        if self.assets.edits is not None:
-            self.assets.edits.start()   # (again, if a file load removed its handler)
-        self.assets.begin_check()       # (reads the view layers' pending edit tags: EditSignals)
-        for u in depsgraph.updates:
-            try:
-                idb = getattr(u.id, "original", u.id)
-                name = idb.name
-            except ReferenceError:
-                return ["a datablock was removed"]
-            if isinstance(idb, bpy.types.Mesh):
-                if u.is_updated_geometry and self.assets.holds_mesh(name):
-                    meshes.add(name)
-            elif isinstance(idb, bpy.types.Material):
-                self.material_cache.invalidate(name)
-            elif isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
-                reasons.append(f"{type(idb).__name__.lower()} '{name}' changed its relations")
-        if reasons:
-            return reasons
-        edits = self.assets.edits
-        if edits is not None and not verify_all and not edits.pending_read:
-            # a UI render's thread cannot read the view layers' pending tags: the render
-            # depsgraph's own geometry updates stand in for them (conservative: animation too)
-            edits.note(depsgraph.updates)
-        meshes |= self.assets.edited_meshes()
-        for name in sorted(meshes):
-            # F12 (verify_all) hashes every shape key (an untagged edit shows, as in Blender's
-            # fresh render depsgraph); a later Ctrl+F12 frame only those reported edited
-            why = self.assets.mesh_content_changed(name, keys=verify_all)
-            if why:
-                reasons.append(why)
-        if verify_all and not reasons and edits is not None:
-            edits.trusted()             # every held mesh was read anew and matched
-        return reasons
-
-    def _structure_changes(self, depsgraph) -> list:
-        """Why the held runtime's structure no longer matches the scene (empty: it does)."""
-        import bpy
-
-        from . import importer
-
-        known = self.assets.known
-        _scene, view_layer = importer.resolve_scene(depsgraph)
-        key = importer.structure_key(importer.collect_objects(view_layer))
-        if key is None or key != self._structure_key:
-            return ["objects, parents or bones changed"]
-        out = []
-        memo = {}                       # datablocks shared by many objects: read once per check
-        for name in known.objects:
-            ob = bpy.data.objects.get(name)
-            if ob is None or known.object_structure_changed(ob, memo):
-                out.append(f"object '{name}' changed its structure")
-        for name in known.keys:
-            key = bpy.data.shape_keys.get(name)
-            if key is None or known.key_layout_changed(key):
-                out.append(f"shape keys '{name}' changed their layout")
-        for name in known.armatures:
-            arm = bpy.data.armatures.get(name)
-            if arm is None or known.armature_changed(arm):
-                out.append(f"armature '{name}' edited")
-        return out
+        """A final render's sync that re-imports nothing while the scene's structure is unchanged:
+        ``session_sync.sync_render_step``."""
+        session_sync.sync_render_step(self, depsgraph, verify_all)
 
     def _reimport(self, reason: str) -> None:
         self._need_import = True
@@ -438,77 +122,8 @@ class StylizedSession:
 
     # ------------------------------------------------------------------------------------------
     def _ensure_runtime(self, depsgraph) -> None:
-        """Import the scene and (re)build the runtime when needed.  On invalid input the whole
-        scene is drawn through the fallback path and the error is kept for the stats/report."""
-        if not self._need_import and self.runtime is not None:
-            return
-        from . import importer
-        from .assets import AssetError
-        from .timeline import TimelineReader
-        from .world.scene_runtime import SceneRuntime
-
-        self._need_import = False
-        if self.assets.edits is not None:
-            self.assets.edits.start()   # depsgraph_update_post: weights re-read only after an edit
-        self.import_count += 1
-        self.last_sync = "import"
-        self.last_import_reason = "; ".join(dict.fromkeys(self.reimport_reasons)) or "first import"
-        self.reimport_reasons = []
-        try:
-            asset, problems = importer.import_scene_with_problems(depsgraph, cache=self.assets,
-                                                                  verify=self.verify_imports,
-                                                                  clips=self.want_clips)
-        except AssetError as ex:
-            asset, problems = None, []
-            error = str(ex)
-        else:
-            error = None
-            if self.assets.edits is not None:
-                self.assets.edits.trusted()     # every mesh was fingerprinted anew
-        if error is None and not self.viewport:
-            _scene, view_layer = importer.resolve_scene(depsgraph)
-            self._structure_key = importer.structure_key(importer.collect_objects(view_layer))
-        if error is None and self.runtime is not None and importer.same_structure(
-                self.scene_asset, asset, compare_bind_pose=self.viewport):
-            # nothing changed (every asset came back from the cache): keep the runtime and its
-            # GPU streams (a frame of an animation render pays the check, not a rebuild)
-            self.runtime_reuses += 1
-            self.problems = list(problems)
-            if self._remember_after_import:
-                self.assets.known.remember(asset, depsgraph.scene)
-            self._remember_after_import = False
-            return
-        self._remember_after_import = False
-        if self.runtime is not None:
-            self.runtime.release()
-        self.runtime = None
-        self.reader = None
-        self.scene_asset = None
-        self.import_error = None
-        self.fallbacks = {}
-        self._gpu_nodes = set()
-        if error is not None:
-            self.import_error = error
-            return
-        runtime = SceneRuntime(asset, self.backend)
-        if not runtime.initialize():
-            self.import_error = f"runtime initialisation failed: {runtime.last_error}"
-            return
-        self.backend.retain([p for m in asset.meshes for p in m.primitives])
-        self.scene_asset = asset
-        self.assets.known.remember(asset, depsgraph.scene)
-        self.problems = list(problems)
-        self.runtime = runtime
-        self.reader = TimelineReader(asset, runtime)
-        for i, nd in enumerate(asset.nodes):
-            mi = int(asset.mesh_indices[i])
-            if mi < 0:
-                continue
-            reason = asset.meshes[mi].fallback_reason
-            if reason:
-                self.fallbacks[nd.object_name] = reason
-            else:
-                self._gpu_nodes.add(i)
+        """Import the scene and (re)build the runtime when needed: ``session_sync.ensure_runtime``."""
+        session_sync.ensure_runtime(self, depsgraph)
 
     def update_frame(self, depsgraph, preview_state=None) -> bool:
         """The seed's update step: pose source -> palettes -> morph instances."""
@@ -522,6 +137,12 @@ class StylizedSession:
 
             _follow.follow_after_sync(self, preview_state)    # a renamed armature or action is followed,
             # a deleted one stops
+        if preview_state is not None and preview_state.active:
+            # Play / resume starts from the shown time: the clock's time since the last redraw (an
+            # idle viewport: seconds) is neither clip nor scene time
+            playing = self.runtime.player.is_playing and not preview_state.scene_mode
+            if not playing and ("play",) in preview_state.commands:
+                dt = 0.0
         if preview_state is not None and preview_state.active and preview_state.scene_mode:
             from . import preview_scene
 
@@ -529,10 +150,6 @@ class StylizedSession:
         if preview_state is not None and preview_state.active:
             from . import preview as _preview
 
-            if not self.runtime.player.is_playing and ("play",) in preview_state.commands:
-                # Play / resume starts from the shown time: the clock's time since the last
-                # redraw (an idle viewport: seconds) is not clip time
-                dt = 0.0
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
             _follow.reimport_renamed(self, preview_state, clips)
@@ -585,47 +202,8 @@ class StylizedSession:
         return self.runtime.update_timeline(nodes, mats, weights)
 
     def _baked_clips(self, state, clips: dict):
-        """``(clips, before_update)`` for the preview: ``clips`` unchanged when the armature needs
-        no bake; otherwise the clips with the bakes of ``engine.importer.bake.BAKES`` substituted
-        (converted once per bake and scene asset) and a hook that feeds the bake's B-Bone segments.
-        None (``state.last_error`` says why) when the clip about to play needs a bake it lacks."""
-        from . import preview as _preview
-        from .importer import bake as _bake
-
-        arm = state.armature
-        reasons = _bake.BAKES.reasons(arm)
-        if not reasons:
-            return clips, None
-        name = _preview.pending_clip_name(state)
-        if name is None or name not in clips:
-            return clips, None      # no clip, or one the player reports as not compatible
-        b, why = _bake.BAKES.lookup(arm, name)
-        if b is None:
-            state.last_error = f"clip '{name}' needs a bake: {why}; it is driven by {'; '.join(reasons)}"
-            return None
-        conv = getattr(self, "_bake_clip_cache", None)
-        if conv is None or conv[0] is not self.scene_asset or conv[2] is not self.runtime:
-            conv = self._bake_clip_cache = (self.scene_asset, {}, self.runtime)
-        hit = conv[1].get((arm, name))
-        if hit is None or hit[0] is not b:
-            template = clips.get(name)
-            try:
-                clip, bbones = _bake.baked_clip(b, self.scene_asset, template)
-            except _bake.BakeError as ex:
-                state.last_error = f"clip '{name}' needs a bake: {ex}"
-                return None
-            old = hit[1] if hit is not None else None
-            hit = (b, clip, _BakeFeed(bbones, clip, self.runtime))
-            conv[1][(arm, name)] = hit
-            player = self.runtime.player
-            if old is not None and player.clip is old and not state.commands:
-                # re-baked while it plays: the new bake at the same time
-                state.commands[:0] = [("clip", name), ("seek", float(player.current_time))]
-        if state.last_error and state.last_error.startswith(f"clip '{name}' needs a bake"):
-            state.last_error = None
-        out = dict(clips)
-        out[name] = hit[1]
-        return out, hit[2]
+        """The preview's clips with their bakes: ``session_bake.baked_clips``."""
+        return session_bake.baked_clips(self, state, clips)
 
     def _update(self, depsgraph, preview_state) -> None:
         """update_frame, with its failure kept for the Stats panel and the render log."""
@@ -704,7 +282,7 @@ class StylizedSession:
         rs = self.runtime.stats if self.runtime is not None else None
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
                                | {(n, r) for n, r in self.fallbacks.items() if n in self.fallback.present
-                                  and n not in getattr(self, "_fallback_skipped", {})})
+                                  and n not in self._fallback_skipped})
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
             import_count=self.import_count, last_import_reason=self.last_import_reason,
@@ -721,7 +299,7 @@ class StylizedSession:
             problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
             + (self.runtime.skip_messages() if self.runtime is not None else [])
             + springs_report(self.runtime)
-            + [skip_message(n, r) for n, r in sorted(getattr(self, "_fallback_skipped", {}).items())],
+            + [skip_message(n, r) for n, r in sorted(self._fallback_skipped.items())],
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
@@ -742,7 +320,7 @@ class StylizedSession:
         t1 = time.perf_counter()
         if self.viewport:
             frame.settings.samples = 1
-        if getattr(self, "_accumulator", None) is None:
+        if self._accumulator is None:
             self._accumulator = Accumulator()
         tex = render_samples(self.pipeline, frame, self._accumulator, after_first)
         t2 = time.perf_counter()
@@ -795,7 +373,7 @@ class StylizedSession:
             self.runtime.release()
         if self.pipeline is not None:
             self.pipeline.free()
-        if getattr(self, "_accumulator", None) is not None:
+        if self._accumulator is not None:
             self._accumulator.free()
         if self.backend is not None:
             self.backend.release_all()
@@ -808,4 +386,5 @@ class StylizedSession:
         self.assets.clear()
         if self.assets.edits is not None:
             self.assets.edits.stop()    # its depsgraph_update_post handler goes with the session
+        self._reset_frame_state()
         self._need_import = True

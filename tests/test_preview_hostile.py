@@ -132,6 +132,33 @@ def test_play_and_resume_after_an_idle_viewport_start_from_the_shown_time(charac
     assert st.time == pytest.approx(shown + 0.05)
 
 
+def test_scene_play_after_an_idle_viewport_starts_from_the_shown_frame(empty_scene, viewport):
+    """Animation > Scene: the same rule as a clip's Play (one place: StylizedSession.update_frame):
+    the seconds the viewport idled before Play or resume are not scene time."""
+    from tools import check_scene
+
+    scene = check_scene.build_nla_scene(0)
+    scene.frame_set(17)
+    fps = scene.render.fps / scene.render.fps_base
+    viewport.draw()
+    viewport.clock.now += 2.0                       # the viewport idles (nothing redraws)
+    assert bpy.ops.stylized.preview_scene(action="PLAY") == {"FINISHED"}
+    st = preview.get_state(scene)
+    viewport.draw()                                 # the first frame after Play
+    assert st.playing and st.scene_frame == pytest.approx(17.0), st.last_error
+    viewport.draw(0.1)
+    assert st.scene_frame == pytest.approx(17.0 + 0.1 * fps)
+    assert bpy.ops.stylized.preview_scene(action="PAUSE") == {"FINISHED"}
+    viewport.draw(0.05)
+    shown = st.scene_frame
+    viewport.clock.now += 2.0                       # paused and idle
+    assert bpy.ops.stylized.preview_scene(action="PLAY") == {"FINISHED"}
+    viewport.draw()
+    assert st.playing and st.scene_frame == pytest.approx(shown)
+    viewport.draw(0.05)
+    assert st.scene_frame == pytest.approx(shown + 0.05 * fps)
+
+
 # ------------------------------------------------------------------------------------------------
 # F12 while the preview plays
 # ------------------------------------------------------------------------------------------------
