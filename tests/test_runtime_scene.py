@@ -105,6 +105,26 @@ def test_settled_morph_instances_are_skipped_until_a_weight_changes():
     assert rt.update_timeline() and len(calls) == 2                 # a policy change: looked at again
 
 
+def test_a_weight_change_in_one_runtime_does_not_wake_another_runtimes_idle_instances():
+    """The morph epoch belongs to its runtime (issue 24): a weight changed in one session's
+    runtime leaves another runtime's settled instances skipped (a shared class counter woke them)."""
+    a, b = runtime(), runtime()
+    for rt in (a, b):
+        assert rt.set_morph_weight(3, "Smile", 0.4)
+        for _ in range(4):
+            assert rt.update_timeline()
+        assert rt.mesh_instances[3].idle and rt._hot == []
+    calls = []
+    inst = b.mesh_instances[3]
+    real = inst.update
+    inst.update = lambda: calls.append(1) or real()
+    assert a.set_morph_weight(3, "Smile", 0.9)
+    assert a.update_timeline() and b.update_timeline()
+    assert calls == []                                              # b: nothing of its own changed
+    assert b.set_morph_weight(3, "Smile", 0.7)
+    assert b.update_timeline() and calls == [1]                     # its own change is picked up
+
+
 def test_a_non_finite_weight_is_refused_by_the_primitives_that_hold_its_key_alone():
     """Weights with one NaN: the primitive holding that key keeps its weights, a primitive with
     only finite keys takes its own; the call reports False."""

@@ -12,12 +12,20 @@ import numpy as np
 from .pose import next_version
 
 
-class MorphState:
-    #: bumped with every version change of any MorphState: a runtime that saw the same epoch on
-    #: its last frame knows no weight changed since (SceneRuntime skips its idle instances)
-    epoch = 0
+class MorphEpoch:
+    """A change counter shared by the MorphStates of one runtime (``SceneRuntime.morph_epoch``):
+    bumped with every version change of any of them, so a runtime that saw the same value on its
+    last frame knows none of its weights changed since (SceneRuntime skips its idle instances)."""
 
-    def __init__(self, targets: Optional[Sequence] = None):
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class MorphState:
+    def __init__(self, targets: Optional[Sequence] = None, epoch: Optional[MorphEpoch] = None):
+        self._epoch = epoch if epoch is not None else MorphEpoch()    # (its own when alone)
         self._weights = np.zeros(0, dtype=np.float32)
         self._min = np.zeros(0, dtype=np.float32)
         self._max = np.zeros(0, dtype=np.float32)
@@ -46,7 +54,7 @@ class MorphState:
         self._weights = np.zeros(lo.shape[0], dtype=np.float32)
         self._active = 0
         self._version = next_version(self._version)
-        MorphState.epoch += 1
+        self._epoch.value += 1
         return True
 
     def clear(self) -> None:
@@ -56,7 +64,7 @@ class MorphState:
         self._max = np.zeros(0, dtype=np.float32)
         self._active = 0
         self._version = next_version(self._version)
-        MorphState.epoch += 1
+        self._epoch.value += 1
 
     # ---------------------------------------------------------------- queries
     @property
@@ -106,7 +114,7 @@ class MorphState:
             self._active -= 1
         self._weights[i] = new
         self._version = next_version(self._version)
-        MorphState.epoch += 1
+        self._epoch.value += 1
         return True
 
     def set_weights(self, indices, values, finite: bool = False) -> bool:
@@ -158,7 +166,7 @@ class MorphState:
             self._active += int(np.count_nonzero(new)) - int(np.count_nonzero(old))
         self._weights[idx] = new
         self._version = next_version(self._version)
-        MorphState.epoch += 1
+        self._epoch.value += 1
         return True
 
     def reset(self) -> bool:
@@ -168,5 +176,5 @@ class MorphState:
         self._weights[:] = 0.0
         self._active = 0
         self._version = next_version(self._version)
-        MorphState.epoch += 1
+        self._epoch.value += 1
         return True

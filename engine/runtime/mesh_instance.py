@@ -287,10 +287,11 @@ class PrimitiveInstance:
     def has_morphs(self) -> bool:
         return self.morph_state is not None
 
-    def prepare(self, table: Optional[List[_TargetData]] = None) -> None:
-        """MorphState and target data (``table``: shared ``RuntimeMesh.morph_table``, else made here)."""
+    def prepare(self, table: Optional[List[_TargetData]] = None, epoch=None) -> None:
+        """MorphState and target data (``table``: shared ``RuntimeMesh.morph_table``, else made here;
+        ``epoch``: the runtime's ``MorphEpoch`` the state bumps)."""
         prim = self.primitive
-        self.morph_state = MorphState(prim.morph_targets)
+        self.morph_state = MorphState(prim.morph_targets, epoch)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = table if table is not None else morph_table(prim)
         # conservative_bounds' one product: (w+, w-) (2T) against the per-target extremes
@@ -438,8 +439,9 @@ class RuntimeMeshInstance:
         self.counts = (0, 0, 0)         # update(): (total uploads, shader-composed primitives, active targets)
         self.refusal: Optional[str] = None   # why the composed shape cannot be drawn (not drawn then)
 
-    def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend) -> bool:
-        """Primitive counts must match; builds and uploads every morph primitive once."""
+    def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend, epoch=None) -> bool:
+        """Primitive counts must match; builds and uploads every morph primitive once.  ``epoch``:
+        the runtime's ``MorphEpoch`` its primitives' MorphStates bump."""
         self.release()
         if runtime_mesh is None or runtime_mesh.primitive_count != len(mesh_asset.primitives):
             return False
@@ -451,7 +453,7 @@ class RuntimeMeshInstance:
             pi = PrimitiveInstance(prim)
             if prim.has_morphs:
                 shared = runtime_mesh.mesh_asset is mesh_asset
-                pi.prepare(runtime_mesh.morph_table(len(self.primitives)) if shared else None)
+                pi.prepare(runtime_mesh.morph_table(len(self.primitives)) if shared else None, epoch)
             self.primitives.append(pi)
         self.morph_primitive_count = sum(1 for p in self.primitives if p.has_morphs)
         self.last_upload_count = 0

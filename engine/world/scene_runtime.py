@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..animation.morph import MorphState
+from ..animation.morph import MorphEpoch
 from ..animation.player import AnimationPlayer
 from ..animation.pose import ScenePose
 from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
@@ -75,6 +75,7 @@ class SceneRuntime:
         self._hot = None                     # instances not idle at the last full pass
         self._idle_sums = (0, 0, 0)          # upload total, shader count, active count of the idle ones
         self._morph_epoch = -1
+        self.morph_epoch = MorphEpoch()     # bumped by this runtime's MorphStates (never another's)
         self.guard: Optional[TransformGuard] = None   # objects skipped for a transform that cannot be drawn
         self._morph_nodes: list = []         # the node of each of _morph_insts
         self._refused: dict = {}             # morph node -> why its shape cannot be drawn
@@ -122,7 +123,7 @@ class SceneRuntime:
                 continue
             inst = RuntimeMeshInstance()
             inst.morph_policy = self.morph_policy
-            if not inst.initialize(mesh, self.runtime_meshes[mi], self.backend):
+            if not inst.initialize(mesh, self.runtime_meshes[mi], self.backend, self.morph_epoch):
                 self.last_error = f"morph stream creation failed for '{sc.nodes[node].name}'"
                 self.release()
                 return False
@@ -401,7 +402,7 @@ class SceneRuntime:
         uploads = 0
         # morph instances: all of them when any weight changed since the last frame (or after a
         # policy change), else only those that were not idle (settled) last time
-        full = self._hot is None or MorphState.epoch != self._morph_epoch
+        full = self._hot is None or self.morph_epoch.value != self._morph_epoch
         insts = self._morph_insts if full else self._hot
         base = (0, 0, 0) if full else self._idle_sums
         total, shader, active = base
@@ -423,7 +424,7 @@ class SceneRuntime:
         if uploads or self._refused or full:
             # shapes that cannot be drawn (a shape key of 1e30), per morph instance (objects)
             self._refused = {n: i.refusal for n, i in zip(self._morph_nodes, self._morph_insts) if i.refusal}
-        self._morph_epoch = MorphState.epoch
+        self._morph_epoch = self.morph_epoch.value
         t3 = time.perf_counter()
         st = self.stats
         st.palette_uploads = self.palette_set.last_upload_count
