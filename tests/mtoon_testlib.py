@@ -141,15 +141,16 @@ def render_direct(specs, materials, lights, camera, width=128, height=128, **set
     from stylized_renderer.engine.assets import Bounds
     from stylized_renderer.engine.passes.frame import FrameData, FrameSettings
     from stylized_renderer.engine.passes.pipeline import FramePipeline
-    from stylized_renderer.engine.runtime.gpu_backend import build_stream
+    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
 
     def task():
+        backend = GpuBackend()       # the streams' backend (its identity palette for unused samplers)
         items = []
         for s in specs:
             p = s["prim"]
             lb = Bounds.from_points(p.positions)
             items.append(SimpleNamespace(
-                stream=build_stream(p), world=s["world"], world_bounds=lb.transformed(s["world"]), local_bounds=lb,
+                stream=backend.create_stream(p, cache_static=False), world=s["world"], world_bounds=lb.transformed(s["world"]), local_bounds=lb,
                 palette=None, influences=0, material_name=s["material"], material_index=0,
                 cast_shadow=s["cast_shadow"], object_id=s["object_id"], object_name=f"obj{s['object_id']}"))
         kw = dict(fxaa=False, outlines=True, shadows=True)
@@ -164,6 +165,7 @@ def render_direct(specs, materials, lights, camera, width=128, height=128, **set
             return col, aux, dict(pipe.stats)
         finally:
             pipe.free()
+            backend.release_all()
 
     col, aux, stats = gpu_util.run_in_gpu_context(task)
     return col, aux

@@ -51,8 +51,6 @@ MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "s
 
 # Not reached yet: violation -> who owns the file / why it remains.  Only shrinks.
 KNOWN = {
-    "engine.animation.morph: class attribute MorphState.epoch written":
-        "W2b (engine/animation): the morph epoch counter shared by every session",
     "engine.finite (core) imports bpy":
         "object_inv asks bpy for Blender's version (4.x vs 5.x singular inverse): the runtime should get "
         "it from the session (palette.py / dquat.py, W2a/W2b)",
@@ -60,7 +58,6 @@ KNOWN = {
         "W2e (importer/bake*, being split): the bake cache belongs to the session",
     "engine.preview: global _handback_suspended": "W2b (preview.py)",
     "engine.preview: module-level _states = {}": "W2b (preview.py): preview states belong to the session",
-    "engine.runtime.gpu_backend: global _identity_palette": "W2a (gpu_backend.py): belongs to the backend",
     "engine.session: global _last_viewport_session": "W2b (session.py)",
     "engine.world.scene_runtime (core) imports engine.springs.runtime (blender)":
         "W2d / W2b: the spring-bone hook imports the bpy side of springs; the core should take a callable",
@@ -288,7 +285,7 @@ def _under(mod: str, *prefixes) -> bool:
 def layer(mod: str) -> str:
     if _under(mod, "operators", "panels"):
         return "ui"
-    if _under(mod, "engine.runtime.gpu_backend", "engine.gpu_util", "engine.gpu_layout"):
+    if _under(mod, "engine.runtime.gpu_backend", "engine.runtime.gpu_textures", "engine.gpu_util", "engine.gpu_layout"):
         return "gpu-base"
     if _under(mod, "engine.passes"):
         return "gpu"

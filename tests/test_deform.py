@@ -140,8 +140,8 @@ def test_check_deform_detects_wrong_skinning(empty_scene, capsys, monkeypatch):
     real = gpu_backend.bind_skinning
     monkeypatch.setattr(check_deform, "bind_skinning_override", None, raising=False)
 
-    def no_skinning(shader, palette, influences):
-        real(shader, None, 0)
+    def no_skinning(shader, palette, influences, identity):
+        real(shader, None, 0, identity)
 
     monkeypatch.setattr(gpu_backend, "bind_skinning", no_skinning)
     rc, out, fields = _run(capsys, frames="10", mode="timeline")
@@ -200,8 +200,8 @@ def test_check_deform_detects_wrong_shader_morph(empty_scene, capsys, monkeypatc
 
     real = gpu_backend.bind_morph
 
-    def no_morph(shader, stream):
-        real(shader, None)
+    def no_morph(shader, stream, identity):
+        real(shader, None, identity)
 
     monkeypatch.setattr(gpu_backend, "bind_morph", no_morph)
     rc, out, fields = _run_policy(capsys, "1", "shader", mode="timeline")

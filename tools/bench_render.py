@@ -294,8 +294,8 @@ def run_skin_cost(args):
     real = gpu_backend.bind_skinning
     real_class = instancing.FrameInstances.vertex_class
 
-    def unskinned(shader, palette, influences):
-        real(shader, None, 0)
+    def unskinned(shader, palette, influences, identity):
+        real(shader, None, 0, identity)
 
     def static_class(self, group):
         # the unskinned frame draws with the shader variants compiled without skinning: llvmpipe

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.gpu_backend import (bind_deform, float_texture, identity_palette_texture, palette_handle,
-                                   rows_texture)
+from ..runtime.gpu_backend import bind_deform, float_texture, palette_handle, rows_texture
 from .common import gl_matrix
 
 #: False draws every item alone (the reference the tests compare instanced frames with)
@@ -202,7 +201,7 @@ class FrameInstances:
         i0, first = group[0]
         idx = np.fromiter((i for i, _ in group), np.int64, len(group))
         inst = rows_texture(self.rows[idx].ravel(), width=INSTANCE_TEXELS)
-        dummy = identity_palette_texture()
+        dummy = first.stream.identity        # the backend's identity palette (unused samplers)
         infl = int(self.influences[i0])
         palettes = self.palette_texture if infl else None
         shader.uniform_sampler("skin_palette", palettes if palettes is not None else dummy)

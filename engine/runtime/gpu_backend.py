@@ -26,146 +26,9 @@ from .backend import RuntimeBackend
 from .mesh_instance import pack_morph_entries, pack_morph_span
 from ..geometry import smooth_normal_deltas
 from ..gpu_layout import MORPH_TEX_WIDTH, vertex_format
-
-_IDENTITY_ROWS = np.eye(4, dtype=np.float32).T.ravel()   # column-major = 4 texels of one row
-
-
-def palette_backend_kind() -> str:
-    import gpu
-
-    return "storage_buffer" if hasattr(gpu.types, "GPUStorageBuf") else "texture"
-
-
-def matrix_rows(matrices: np.ndarray) -> np.ndarray:
-    """(J,4,4) column-vector matrices -> (J*16,) float32 texels of a (4, J) RGBA32F texture."""
-    return np.ascontiguousarray(np.asarray(matrices, dtype=np.float32).transpose(0, 2, 1)).ravel()
-
-
-def rows_texture(rows: np.ndarray, width: int = 4):
-    """A (width, len(rows) / (4 * width)) RGBA32F texture of float32 ``rows``."""
-    import gpu
-
-    rows = np.ascontiguousarray(rows, np.float32).ravel()
-    h = max(1, rows.size // (4 * width))
-    return gpu.types.GPUTexture((width, h), format="RGBA32F", data=gpu.types.Buffer("FLOAT", rows.size, rows))
-
-
-def matrices_to_texture(matrices: np.ndarray):
-    """(J,4,4) column-vector matrices -> RGBA32F texture of size (4, J); texel (c, j) = column c."""
-    return rows_texture(matrix_rows(matrices))
-
-
-class _SliceSource:
-    """The one texel array of a batched palette upload (``upload_palette_slices``) that its
-    buffers view, each its rows; ``version`` counts the uploads, ``intact`` turns False when a
-    buffer leaves it (uploaded or released alone), so the next batch call re-attaches them."""
-
-    __slots__ = ("flat", "version", "intact", "ok", "count")
-
-    def __init__(self):
-        self.flat = None
-        self.version = 0
-        self.intact = True
-        self.ok = []
-        self.count = 0
-
-
-class GpuPaletteBuffer:
-    """A palette's GPU storage.  An upload keeps the texels in ``rows`` ((J*16,) float32,
-    column-major per joint; after a batched palette update a view of the batch's one texel
-    array, no copy: the buffer reads it from the batch's ``_SliceSource``, so a batched upload
-    makes no per-buffer step) and drops the texture: ``palette_texture`` makes the RGBA32F
-    texture on the first draw of the palette alone, and instanced draws put the palettes of many
-    instances into one texture (engine/passes/instancing.py), so a crowd drawn grouped makes no
-    texture per palette per frame."""
-
-    __slots__ = ("joint_count", "_texture", "_uploads", "_rows", "_src", "_seen", "_base")
-
-    def __init__(self, joint_count: int):
-        self.joint_count = int(joint_count)
-        self._texture = None
-        self._uploads = 0
-        self._rows = None
-        self._src = None          # (source, first row, end row) while a batched upload holds the rows
-        self._seen = -1           # the source's version the texture was made from
-        self._base = 0            # the source's version when attached (uploads counted since)
-
-    @property
-    def valid(self) -> bool:
-        return self.joint_count > 0
-
-    def _attach(self, src: _SliceSource, a: int, b: int) -> None:
-        self._detach()
-        self._src = (src, a, b)
-        self._base = src.version
-        self._texture = None
-
-    def _detach(self) -> None:
-        s = self._src
-        if s is not None:
-            src = s[0]
-            self._rows, self._texture, self._uploads = self.rows, self.texture, self.uploads
-            self._src = None
-            src.intact = False
-
-    @property
-    def rows(self):
-        s = self._src
-        if s is None:
-            return self._rows
-        flat = s[0].flat
-        return None if flat is None else flat[16 * s[1]:16 * s[2]]
-
-    @rows.setter
-    def rows(self, value) -> None:
-        self._detach()
-        self._rows = value
-
-    @property
-    def texture(self):
-        s = self._src
-        if s is not None and self._seen != s[0].version:
-            return None              # made from an older upload
-        return self._texture
-
-    @texture.setter
-    def texture(self, value) -> None:
-        s = self._src
-        if s is not None:
-            self._seen = s[0].version
-        self._texture = value
-
-    @property
-    def uploads(self) -> int:
-        s = self._src
-        return self._uploads + (0 if s is None else s[0].version - self._base)
-
-    @uploads.setter
-    def uploads(self, value: int) -> None:
-        self._detach()
-        self._uploads = int(value)
-
-
-def float_texture(values: np.ndarray, channels: int):
-    """A 2-D float texture MORPH_TEX_WIDTH texels wide (narrower when fewer) holding ``values``
-    ((N, channels) float32) at texel i = (i % width, i // width); the tail is zero-padded."""
-    import gpu
-
-    values = np.asarray(values, np.float32).reshape(-1, channels)
-    n = max(1, values.shape[0])
-    w = min(MORPH_TEX_WIDTH, n)
-    h = -(-n // w)
-    limit = gpu.capabilities.max_texture_size_get()
-    if h > limit:
-        raise ValueError(f"{values.shape[0]} texels exceed the largest texture ({w}x{limit})")
-    if values.shape[0] == w * h and values.flags.c_contiguous:
-        data = values                 # already whole rows: no padded copy
-    else:
-        data = np.zeros((w * h, channels), np.float32)
-        data[:values.shape[0]] = values
-    fmt = {1: "R32F", 4: "RGBA32F"}[channels]
-    return gpu.types.GPUTexture((w, h), format=fmt, data=gpu.types.Buffer("FLOAT", data.size, data.ravel()))
-
+from .gpu_textures import (GpuPaletteBuffer, _SliceSource, float_texture, identity_texture,  # noqa: F401 (re-exported)
+                           matrices_to_texture, matrix_rows, palette_backend_kind, palette_handle, palette_texture,
+                           rows_texture)
 
 #: distinct morph weight textures a backend keeps for reuse (GpuBackend._weights_texture)
 WEIGHT_TEXTURES = 256
@@ -179,7 +42,7 @@ class GpuStream:
     buffers)."""
 
     __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries",
-                 "morph_weights", "shared")
+                 "morph_weights", "shared", "identity")
 
     def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None,
                  skin_entries=None, morph_weights=None):
@@ -193,6 +56,7 @@ class GpuStream:
         self.skin_entries = skin_entries      # influence entries (> 8 influences) or None
         self.morph_weights = morph_weights    # (T,) float32 weights of ``morph`` (instanced draws)
         self.shared = None                    # the backend's key of a stream shared by instances
+        self.identity = None                  # the identity palette of the backend that made it (bind_deform)
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -315,6 +179,14 @@ class GpuBackend(RuntimeBackend):
         self.palette_uploads = 0
         self.stream_uploads = 0
         self.morph_texture_bytes = 0   # GPU bytes of the delta textures uploaded (not numpy)
+        self._identity = None    # the identity palette bound where nothing is read (identity_texture)
+
+    def identity_texture(self):
+        """This backend's one-joint identity palette (made on first use, in its GPU context):
+        every stream it makes carries it (``GpuStream.identity``) for the draws' unused samplers."""
+        if self._identity is None:
+            self._identity = identity_texture()
+        return self._identity
 
     # palettes -------------------------------------------------------------------------------
     def create_palette_buffer(self, joint_count: int):
@@ -409,6 +281,11 @@ class GpuBackend(RuntimeBackend):
                       smooth_normals=None):
         """``cache_static=False``: a one-off stream (fallback geometry) whose static buffers are
         owned by the stream alone and freed with it."""
+        stream = self._create_stream(primitive, positions, normals, tangents, cache_static, smooth_normals)
+        stream.identity = self.identity_texture()
+        return stream
+
+    def _create_stream(self, primitive, positions, normals, tangents, cache_static: bool, smooth_normals):
         if not cache_static:
             self.stream_uploads += 1
             return build_stream(primitive, positions, normals, tangents, smooth_normals=smooth_normals)
@@ -486,8 +363,10 @@ class GpuBackend(RuntimeBackend):
         weights_tex = self._weights_texture(w)
         self.stream_uploads += 1
         b = base_stream
-        return GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
-                         morph=(entry[1], weights_tex), skin_entries=b.skin_entries, morph_weights=w)
+        stream = GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
+                           morph=(entry[1], weights_tex), skin_entries=b.skin_entries, morph_weights=w)
+        stream.identity = self.identity_texture()
+        return stream
 
     def refresh_morph_stream(self, stream, base_stream, weights) -> bool:
         """New weights for a shader-morph stream of ``create_morph_stream`` still drawing
@@ -576,74 +455,42 @@ class GpuBackend(RuntimeBackend):
         self._base.clear()
         self._users.clear()
         self._rebuilt.clear()
+        self._identity = None
 
 
-_identity_palette = None
-
-
-def identity_palette_texture():
-    """A one-joint identity palette bound for static geometry (the sampler must be bound)."""
-    global _identity_palette
-    if _identity_palette is None:
-        import gpu
-
-        _identity_palette = gpu.types.GPUTexture((4, 1), format="RGBA32F",
-                                                 data=gpu.types.Buffer("FLOAT", 16, _IDENTITY_ROWS))
-    return _identity_palette
-
-
-def palette_handle(palette):
-    """The GpuPaletteBuffer of a runtime SkinningPalette (None when it has none)."""
-    if palette is None:
-        return None
-    for attr in ("gpu_buffer", "buffer", "handle"):
-        handle = getattr(palette, attr, None)
-        if handle is not None:
-            return handle
-    return None
-
-
-def palette_texture(palette):
-    """The texture of a runtime SkinningPalette (None when not GPU-ready): made from the
-    uploaded rows on first use after an upload and kept until the next one."""
-    h = palette_handle(palette)
-    tex = getattr(h, "texture", None)
-    if tex is None and getattr(h, "rows", None) is not None:
-        tex = h.texture = rows_texture(h.rows)
-    return tex
-
-
-def bind_morph(shader, stream) -> None:
-    """Set the shared morph uniforms for one draw (mode 0: the stream is already final)."""
+def bind_morph(shader, stream, identity) -> None:
+    """Set the shared morph uniforms for one draw (mode 0: the stream is already final);
+    ``identity``: the backend's identity palette, bound where nothing is read."""
     morph = getattr(stream, "morph", None)
     if morph is not None:
         shader.uniform_sampler("morph_deltas", morph[0])
         shader.uniform_sampler("morph_weights", morph[1])
         shader.uniform_int("morph_mode", 1)
     else:
-        dummy = identity_palette_texture()
-        shader.uniform_sampler("morph_deltas", dummy)
-        shader.uniform_sampler("morph_weights", dummy)
+        shader.uniform_sampler("morph_deltas", identity)
+        shader.uniform_sampler("morph_weights", identity)
         shader.uniform_int("morph_mode", 0)
 
 
 def bind_deform(shader, item) -> None:
     """Morph and skinning uniforms of a RenderItem drawn alone: every geometry pass calls this
-    per draw (instanced draws: engine/passes/instancing.py)."""
-    bind_skinning(shader, item.palette, item.influences)
-    bind_morph(shader, item.stream)
+    per draw (instanced draws: engine/passes/instancing.py).  The unused samplers take the
+    identity palette of the backend that made the item's stream."""
+    identity = item.stream.identity
+    bind_skinning(shader, item.palette, item.influences, identity)
+    bind_morph(shader, item.stream, identity)
     entries = getattr(item.stream, "skin_entries", None)
-    shader.uniform_sampler("skin_entries", entries if entries is not None else identity_palette_texture())
-    bind_single(shader)
+    shader.uniform_sampler("skin_entries", entries if entries is not None else identity)
+    bind_single(shader, identity)
 
 
-def bind_single(shader) -> None:
+def bind_single(shader, identity) -> None:
     """A one-object draw: the shader's own model matrix and object id (instance_mode 0)."""
-    shader.uniform_sampler("instance_data", identity_palette_texture())
+    shader.uniform_sampler("instance_data", identity)
     shader.uniform_int("instance_mode", 0)
 
 
-def bind_skinning(shader, palette, influences: int) -> None:
+def bind_skinning(shader, palette, influences: int, identity) -> None:
     """Set the shared skinning uniforms for one draw (all passes call this)."""
     tex = palette_texture(palette) if influences else None
     ready = palette is not None and tex is not None and (getattr(palette, "is_gpu_ready", lambda: True)())
@@ -651,10 +498,5 @@ def bind_skinning(shader, palette, influences: int) -> None:
         shader.uniform_sampler("skin_palette", tex)
         shader.uniform_int("skin_influences", int(influences))
     else:
-        shader.uniform_sampler("skin_palette", identity_palette_texture())
+        shader.uniform_sampler("skin_palette", identity)
         shader.uniform_int("skin_influences", 0)
-
-
-def free_module_resources() -> None:
-    global _identity_palette
-    _identity_palette = None
