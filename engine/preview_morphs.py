@@ -13,8 +13,8 @@ by node, each in ``SceneRuntime.morph_key_names`` order):
   what the clip leaves: keys the clip does not drive, and the clip's share below 1.
 
 A node's weights are pushed (``SceneRuntime.set_node_morph_weights``) only when they differ from
-its last push, or when any morph weight changed since that push (``MorphState.epoch``: a timeline
-frame, a clip's channels); a frame whose inputs are those of the last one, with no key driven by
+its last push, or when any morph weight of the runtime changed since that push (its
+``morph_epoch``: a timeline frame, a clip's channels); a frame whose inputs are those of the last one, with no key driven by
 the clip, pushes nothing.
 
 Owned by one ``StylizedSession`` for one ``SceneRuntime`` (``session._preview_morphs``).  numpy
@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 
 from .animation.mixer import MorphMixer
-from .animation.morph import MorphState
 
 
 class _Layout:
@@ -82,7 +81,7 @@ class PreviewMorphs:
     def push(self, reader, player) -> None:
         """After the player sampled, before the uploads: mix the clip's and the panel's weights
         and push every node whose weights changed."""
-        epoch = MorphState.epoch
+        epoch = self.runtime.morph_epoch.value
         if epoch != self._epoch:
             self._last = {}
             self._settled = None
@@ -114,7 +113,7 @@ class PreviewMorphs:
             if (prev is not None and np.array_equal(prev[1], w)) or set_weights(node, w):
                 pushed[node] = (src, w)
         self._last = pushed
-        self._epoch = MorphState.epoch
+        self._epoch = self.runtime.morph_epoch.value
         # what lets the next frame skip this: nothing here depends on the player's values and
         # every node took its weights
         self._settled = token if not rows.size and len(pushed) == len(read) else None
