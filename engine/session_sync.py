@@ -222,6 +222,7 @@ def ensure_runtime(session, depsgraph) -> None:
         return
     from . import importer
     from .assets import AssetError
+    from .springs import runtime as springs_runtime
     from .timeline import TimelineReader
     from .world.scene_runtime import SceneRuntime
 
@@ -268,7 +269,8 @@ def ensure_runtime(session, depsgraph) -> None:
     if error is not None:
         session.import_error = error
         return
-    runtime = SceneRuntime(asset, session.backend)
+    runtime = SceneRuntime(asset, session.backend, after_mixer=springs_runtime.after_mixer,
+                           after_timeline=springs_runtime.after_timeline)
     if not runtime.initialize():
         session.import_error = f"runtime initialisation failed: {runtime.last_error}"
         return

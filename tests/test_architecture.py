@@ -59,8 +59,6 @@ KNOWN = {
     "engine.preview: global _handback_suspended": "W2b (preview.py)",
     "engine.preview: module-level _states = {}": "W2b (preview.py): preview states belong to the session",
     "engine.session: global _last_viewport_session": "W2b (session.py)",
-    "engine.world.scene_runtime (core) imports engine.springs.runtime (blender)":
-        "W2d / W2b: the spring-bone hook imports the bpy side of springs; the core should take a callable",
     "import circle: engine.importer.bake <-> engine.importer.bake_record <-> engine.preview":
         "W2e / W2b: bake and preview import each other",
 }

@@ -20,7 +20,6 @@ from ..animation.player import AnimationPlayer
 from ..animation.pose import ScenePose
 from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
 from ..runtime.palette import SkinningPaletteSet
-from ..springs import runtime as springs_runtime
 from .extractor import RenderExtractor
 from .transform_guard import TransformGuard, skip_message
 
@@ -51,9 +50,16 @@ class SceneRuntime:
     #: morph policy new runtimes start with (see runtime/mesh_instance.py)
     default_morph_policy = "auto"
 
-    def __init__(self, scene, backend):
+    def __init__(self, scene, backend, after_mixer=None, after_timeline=None):
+        """``after_mixer(runtime, delta_time)`` / ``after_timeline(runtime)``: the Blender side's pose
+        steps (spring bones: engine/springs/runtime.py, given by the session), run after the
+        player's sample / Blender's matrices and before the palettes; each returns whether it
+        succeeded.  None: no such step."""
         self.scene = scene
         self.backend = backend
+        self.after_mixer = after_mixer
+        self.after_timeline = after_timeline
+        self.springs = None       # the after_* steps' state for this runtime (springs.runtime.SpringsRuntime)
         self.pose = ScenePose()
         self.player = AnimationPlayer()
         self.palette_set = SkinningPaletteSet()
@@ -352,7 +358,8 @@ class SceneRuntime:
             vals = self.player.morph_values
             for state, ch, targets in self._clip_bindings:
                 state.set_weights(targets, vals[ch])
-        ok = springs_runtime.after_mixer(self, delta_time) and ok    # spring bones: after the mixer, before the palettes
+        if self.after_mixer is not None:      # spring bones: after the mixer, before the palettes
+            ok = self.after_mixer(self, delta_time) and ok
         if after_sample is not None:
             after_sample()
         t1 = time.perf_counter()
@@ -375,7 +382,8 @@ class SceneRuntime:
             ok = self.pose.set_local_matrices(nodes, local_matrices)
         if self.pose.is_dirty:
             ok = self.pose.update_world_matrices() and ok
-        ok = springs_runtime.after_timeline(self) and ok     # spring bones without the VRM Add-on
+        if self.after_timeline is not None:   # spring bones without the VRM Add-on
+            ok = self.after_timeline(self) and ok
         if morph_weights:
             for node, vals in morph_weights.items():
                 if not self.set_node_morph_weights(node, vals):
