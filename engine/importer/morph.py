@@ -105,6 +105,8 @@ class NormalDeltaSolver:
         pos_in = np.arange(nl) - self.ps[self.lp]
         self.lnext = self.ps[self.lp] + (pos_in + 1) % self.pt[self.lp]
         self.lprev = self.ps[self.lp] + (pos_in - 1) % self.pt[self.lp]
+        self.lv_next = self.lv[self.lnext]          # the vertex after / before each loop's, once
+        self.lv_prev = self.lv[self.lprev]
         c2s = np.asarray(corner_to_split, np.int64)
         self.lgroup = np.where(c2s >= 0, self.group[np.maximum(c2s, 0)] if nsplit else -1, -1)
         self.used = self.lgroup >= 0
@@ -122,7 +124,7 @@ class NormalDeltaSolver:
         with vertex positions ``co`` (+ ``d``)."""
         if loops.size == 0:
             return np.zeros((0, 3))
-        ic, inx, ipv = self.lv[loops], self.lv[self.lnext[loops]], self.lv[self.lprev[loops]]
+        ic, inx, ipv = self.lv[loops], self.lv_next[loops], self.lv_prev[loops]
         pc, pn, pp = co[ic], co[inx], co[ipv]
         if d is not None:
             pc, pn, pp = pc + d[ic], pn + d[inx], pp + d[ipv]
@@ -205,29 +207,29 @@ class TangentDeltaSolver:
         self.nor = np.asarray(normals, np.float64)
         self.uv = np.asarray(uv, np.float64)
         self.tris = np.asarray(tris, np.int64).reshape(-1, 3)
-        self.sdir0, self.tdir0 = self._tri_dirs(self.pos, self.tris)
+        # per triangle, what no shape key changes: its corners' base positions and its UV terms
+        # (the values _sdir computed from the UVs for every key before)
+        t = self.tris
+        self._p = tuple(self.pos[t[:, k]] for k in range(3))
+        w0, w1, w2 = self.uv[t[:, 0]], self.uv[t[:, 1]], self.uv[t[:, 2]]
+        d1, d2 = w1 - w0, w2 - w0
+        det = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
+        self._r = np.where(np.abs(det) > 1e-20, 1.0 / np.where(det == 0, 1, det), 0.0)[:, None]
+        self._d1y, self._d2y = d1[:, 1:2].copy(), d2[:, 1:2].copy()
+        self.sdir0 = self._sdir(slice(None))
         v = self.pos.shape[0]
         self.tan0 = self._scatter(self.tris, self.sdir0, v)
-        self.bit0 = self._scatter(self.tris, self.tdir0, v)
         self.t0 = _normalize(self.tan0 - self.nor * dot3(self.nor, self.tan0)[:, None])
         self.vptr, self.vtris = _csr(self.tris, v)
 
-    def _tri_dirs(self, pos, tris, deltas=None, corner_deltas=None):
-        """``corner_deltas``: (T,3,3) position deltas of each triangle's corners (instead of
-        per-vertex ``deltas``)."""
-        if pos is None:
-            pos = self.pos
-        p0, p1, p2 = pos[tris[:, 0]], pos[tris[:, 1]], pos[tris[:, 2]]
-        if deltas is not None:
-            p0, p1, p2 = p0 + deltas[tris[:, 0]], p1 + deltas[tris[:, 1]], p2 + deltas[tris[:, 2]]
+    def _sdir(self, tri_ids, corner_deltas=None):
+        """The tangent direction (Lengyel's sdir) of triangles ``tri_ids`` with their corners moved
+        by ``corner_deltas`` ((T,3,3); None: not moved): mesh.compute_tangents' formula."""
+        p0, p1, p2 = (p[tri_ids] for p in self._p)
         if corner_deltas is not None:
             p0, p1, p2 = p0 + corner_deltas[:, 0], p1 + corner_deltas[:, 1], p2 + corner_deltas[:, 2]
-        w0, w1, w2 = self.uv[tris[:, 0]], self.uv[tris[:, 1]], self.uv[tris[:, 2]]
         e1, e2 = p1 - p0, p2 - p0
-        d1, d2 = w1 - w0, w2 - w0
-        det = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
-        r = np.where(np.abs(det) > 1e-20, 1.0 / np.where(det == 0, 1, det), 0.0)[:, None]
-        return (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) * r, (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) * r
+        return (e1 * self._d2y[tri_ids] - e2 * self._d1y[tri_ids]) * self._r[tri_ids]
 
     @staticmethod
     def _scatter(tris, vals, v):
@@ -235,19 +237,19 @@ class TangentDeltaSolver:
         rep = np.repeat(vals, 3, axis=0)
         return _accumulate(idx, rep, v)
 
-    def sparse_deltas(self, vertex_deltas: np.ndarray, vertex_moved: np.ndarray, n_ids: np.ndarray,
+    def sparse_deltas(self, vertex_deltas: np.ndarray, moved_ids: np.ndarray, n_ids: np.ndarray,
                       n_deltas: np.ndarray):
         """Like ``deltas`` but from per-Blender-vertex deltas ``vertex_deltas`` (nv,3) and
-        ``vertex_moved`` (nv,) bool (the solver needs ``source_vertices``), returning only the
-        rows that may change: (ids (K,) ascending, (K,3) float32)."""
-        moved = vertex_moved[self.src]
+        ``moved_ids``: this primitive's vertices whose Blender vertex has a non-zero delta
+        (ascending; the solver needs ``source_vertices``), returning only the rows that may
+        change: (ids (K,) ascending, (K,3) float32)."""
         empty = (np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
-        if self.tris.shape[0] == 0 or not (moved.any() or n_ids.size):
+        if self.tris.shape[0] == 0 or not (moved_ids.size or n_ids.size):
             return empty
-        aff_t = incident(self.vptr, self.vtris, np.flatnonzero(moved))
+        aff_t = incident(self.vptr, self.vtris, moved_ids)
         if aff_t.size:
             at = self.tris[aff_t]
-            s1, _ = self._tri_dirs(None, at, None, vertex_deltas[self.src[at]])
+            s1 = self._sdir(aff_t, vertex_deltas[self.src[at]])
             diff = s1 - self.sdir0[aff_t]
             uv_, li = unique_inverse(at.ravel(), self.pos.shape[0])
             add = _accumulate(li, np.repeat(diff, 3, axis=0), uv_.size)
@@ -258,10 +260,10 @@ class TangentDeltaSolver:
         return ids, self._finish(ids, uv_, add, n_ids, n_deltas)
 
     def _finish(self, ids, uv_, add, n_ids, n_deltas) -> np.ndarray:
-        t = self.tan0[ids].copy()
+        t = self.tan0[ids]                     # (fancy indexing: copies)
         if uv_.size:
             t[np.searchsorted(ids, uv_)] += add
-        n = self.nor[ids].copy()
+        n = self.nor[ids]
         if n_ids.size:
             n[np.searchsorted(ids, n_ids)] += n_deltas
         n1 = _normalize(n)
@@ -283,7 +285,7 @@ class TangentDeltaSolver:
         nd_full_ids = n_ids
         if aff_t.size:
             at = self.tris[aff_t]
-            s1, _ = self._tri_dirs(None, at, position_deltas)
+            s1 = self._sdir(aff_t, position_deltas[at])
             diff = s1 - self.sdir0[aff_t]
             uv_, li = np.unique(at.ravel(), return_inverse=True)
             add = _accumulate(li.ravel(), np.repeat(diff, 3, axis=0), uv_.size)

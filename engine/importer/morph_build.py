@@ -13,7 +13,7 @@ import numpy as np
 from ..assets import AssetError, MorphTargetAsset
 from . import skin as _skin
 from .mesh import corner_verts
-from .morph import NormalDeltaSolver, TangentDeltaSolver, fallback_key_name, sorted_unique
+from .morph import NormalDeltaSolver, TangentDeltaSolver, _any3, fallback_key_name, sorted_unique
 
 _EMPTY_I = np.zeros(0, np.int64)
 
@@ -81,7 +81,7 @@ def _target(p, lmap, tsolver, d, moved, n_ids, n_d, name, kb) -> MorphTargetAsse
     ok = loc >= 0
     nrm_ids, nrm = loc[ok], n_d[ok]
     if tsolver is not None:
-        tan_ids, tan = tsolver.sparse_deltas(d, moved, nrm_ids, nrm)
+        tan_ids, tan = tsolver.sparse_deltas(d, pos_ids, nrm_ids, nrm)
     else:
         tan_ids, tan = _EMPTY_I, None
     ids = sorted_unique(v, pos_ids, nrm_ids, tan_ids) if (nrm_ids.size or tan_ids.size) else pos_ids
@@ -98,9 +98,9 @@ def _target(p, lmap, tsolver, d, moved, n_ids, n_d, name, kb) -> MorphTargetAsse
         if tan_ids.size:
             trow[np.searchsorted(ids, tan_ids)] = tan
     # rows whose float32 deltas are all zero are not stored (as the dense form reduced them)
-    keep = np.any(prow != 0.0, axis=1) | np.any(nrow != 0.0, axis=1)
+    keep = _any3(prow != 0.0) | _any3(nrow != 0.0)
     if trow is not None:
-        keep |= np.any(trow != 0.0, axis=1)
+        keep |= _any3(trow != 0.0)
     if not keep.all():
         ids, prow, nrow = ids[keep], prow[keep], nrow[keep]
         trow = trow[keep] if trow is not None else None
