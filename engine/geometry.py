@@ -84,14 +84,15 @@ def smooth_normal_deltas(primitive) -> list:
         acc = np.stack([np.bincount(group, weights=moved[:, k], minlength=sources.size) for k in range(3)], axis=1)
         new = acc[group]
         ln = norm3(new)[:, None]
-        good = ln[:, 0] > 1e-12
-        new[good] /= ln[good]
-        new[~good] = moved[~good]
+        good = ln > 1e-12
+        new = np.where(good, new / np.where(good, ln, 1.0), moved)
         d = new - base[rows]
-        keep = np.any(d != 0.0, axis=1)
+        keep = (d[:, 0] != 0.0) | (d[:, 1] != 0.0) | (d[:, 2] != 0.0)
         rows, d = rows[keep], d[keep]
-        srt = _positions(rows, nverts)[_sorted_unique(nverts, rows)]     # rows are unique: no sort
-        rows, d = rows[srt].astype(np.int32), np.ascontiguousarray(d[srt], np.float32)
+        if rows.size > 1 and not (rows[1:] > rows[:-1]).all():
+            srt = _positions(rows, nverts)[_sorted_unique(nverts, rows)]     # rows are unique: no sort
+            rows, d = rows[srt], d[srt]
+        rows, d = rows.astype(np.int32), np.ascontiguousarray(d, np.float32)
         out.append(_share_normal_rows(t, rows, d))
     return out
 
@@ -130,7 +131,8 @@ def _share_normal_rows(target, rows: np.ndarray, d: np.ndarray) -> tuple:
     diff = np.zeros((u.shape[0], 3), np.float32)
     diff[at[rows]] = d
     diff[at[idx]] -= nrows
-    bad = np.abs(diff).max(axis=1, initial=0.0) > SHARE_TOLERANCE
+    a = np.abs(diff)
+    bad = np.maximum(np.maximum(a[:, 0], a[:, 1]), a[:, 2]) > SHARE_TOLERANCE    # the largest of each row
     if int(bad.sum()) >= rows.shape[0]:
         return rows, d, False
     return u[bad].astype(np.int32), np.ascontiguousarray(diff[bad]), True
