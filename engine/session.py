@@ -16,7 +16,7 @@ from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401
 from .materials.losses import frame_losses
 from .passes import render_passes
 from .passes.frame import CameraData, FrameData
-from .passes.visibility import fill_visibility
+from .passes.visibility import VisibilityCache
 from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
 from .session_bake import BakeFeed as _BakeFeed  # noqa: F401 (re-exported: tests patch its write)
 from .springs.runtime import report as springs_report
@@ -61,6 +61,7 @@ class StylizedSession:
         from .materials.cache import MaterialCache
 
         self.material_cache = MaterialCache()   # viewport: MToon params until a depsgraph update names the material
+        self.visibility = VisibilityCache()     # viewport: holdouts / camera-hidden until an update may change them
         self.import_error = None
         self.update_error = None
         self.problems = []
@@ -109,6 +110,7 @@ class StylizedSession:
     def sync(self, depsgraph, updates=None) -> None:
         """Note what changed (``updates``: the depsgraph's updates; None = everything):
         ``session_sync.sync``."""
+        self.visibility.note(updates)
         session_sync.sync(self, depsgraph, updates)
 
     def sync_render_step(self, depsgraph, verify_all: bool = False) -> None:
@@ -278,7 +280,8 @@ class StylizedSession:
         frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
                           materials=self._materials(items),
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
-        fill_visibility(depsgraph, frame)     # holdouts, camera-hidden objects, material pass indices
+        # holdouts, camera-hidden objects, material pass indices: a final render reads them every frame
+        self.visibility.fill(depsgraph, frame, fresh=not self.viewport)
         rs = self.runtime.stats if self.runtime is not None else None
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
                                | {(n, r) for n, r in self.fallbacks.items() if n in self.fallback.present

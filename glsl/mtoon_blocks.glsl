@@ -31,7 +31,8 @@ struct MToonMaterial {
   vec4 params0;       /* rim lift, rim lighting mix, normal scale, alpha cutoff */
   vec4 params1;       /* outline width, outline mode (0 none 1 world 2 screen), shift tex scale, alpha mode */
   vec4 uv_anim;       /* scroll x, scroll y, rotation speed, w: receive shadow */
-  vec4 uv_xform[9];   /* per texture slot: offset.xy, scale.zw */
+  vec4 metal;         /* metallic, roughness, their channels of tex_metal (0-3 RGBA, 4 luminance, -1 none) */
+  vec4 uv_xform[10];  /* per texture slot: offset.xy, scale.zw */
   int tex_mask;
   int pad0;
   int pad1;

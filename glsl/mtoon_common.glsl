@@ -3,7 +3,7 @@
  *   uniform block  fr  (FrameBlock)     camera, lights, shadow, world
  *   uniform block  mt  (MToonMaterial)  one material
  *   samplers       shadow_map, tex_base, tex_shade, tex_normal, tex_shift, tex_emissive,
- *                  tex_rim, tex_matcap, tex_outline_w, tex_uvmask
+ *                  tex_rim, tex_matcap, tex_outline_w, tex_uvmask, tex_metal
  * Blender world space is Z-up: the spec's world up (+Y glTF) is +Z here.
  */
 
@@ -16,6 +16,7 @@
 #define TEX_MATCAP 6
 #define TEX_OUTLINE_W 7
 #define TEX_UVMASK 8
+#define TEX_METAL 9
 
 bool has_tex(int slot)
 {
@@ -40,7 +41,7 @@ vec2 tex_uv(int slot, vec2 uv)
  * the frame: SPEC_TEX_MASK (the texture slots present), SPEC_ALPHA_MODE, SPEC_FLAGS,
  * SPEC_NO_UV_ANIM, SPEC_NO_SHADOW (nothing to sample), SPEC_SUN_ONLY (every light is a sun),
  * SPEC_LIGHTS (the light count), SPEC_PCF (PCF radius), SPEC_CASCADES (cascade count),
- * SPEC_NO_RIM (black rim colour, no matcap);
+ * SPEC_NO_RIM (black rim colour, no matcap), SPEC_NO_METAL (metallic 0);
  * glsl/skinning.glsl: SKIN_LBS8.  Without them every choice is made at run time as before. */
 
 /* UV animation (§2.7) in Blender's V-up convention: CCW rotation about the centre first,

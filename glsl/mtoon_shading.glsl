@@ -165,13 +165,77 @@ float pass_shadow = 1.0;
 float pass_shade = 0.0;
 vec3 pass_rim = vec3(0.0);
 
-/* Full surface result (direct + GI + emission + rim) for shading normal N. */
+/* Metallic and roughness of a Principled material (engine/materials/metal.py): the constants
+ * times the channel of tex_metal each reads (0-3 RGBA, 4 luminance, -1 none). */
+vec2 metal_params(vec2 uvA)
+{
+  vec2 mr = mt.metal.xy;
+  if (has_tex(TEX_METAL)) {
+    vec4 t = texture(tex_metal, tex_uv(TEX_METAL, uvA));
+    vec4 c = vec4(t.rgb, t.a);
+    float lum = dot(t.rgb, vec3(0.2126, 0.7152, 0.0722));
+    int cm = int(mt.metal.z + 0.5), cr = int(mt.metal.w + 0.5);
+    if (mt.metal.z > -0.5) {
+      mr.x *= (cm >= 4) ? lum : c[cm];
+    }
+    if (mt.metal.w > -0.5) {
+      mr.y *= (cr >= 4) ? lum : c[cr];
+    }
+  }
+  return clamp(mr, 0.0, 1.0);
+}
+
+/* Schlick's Fresnel of a metal of reflectance f0 at cosine c. */
+vec3 metal_fresnel(vec3 f0, float c)
+{
+  float k = pow(1.0 - clamp(c, 0.0, 1.0), 5.0);
+  return f0 + (1.0 - f0) * k;
+}
+
+/* The split-sum scale and bias of GGX reflection at N.V = nv (Karis' analytic fit of the table
+ * EEVEE's reflections use): reflectance f0 reflects f0 * x + y of a uniform surrounding. */
+vec2 ggx_split_sum(float nv, float roughness)
+{
+  vec4 r = roughness * vec4(-1.0, -0.0275, -0.572, 0.022) + vec4(1.0, 0.0425, 1.04, -0.04);
+  float a004 = min(r.x * r.x, exp2(-9.28 * nv)) * r.x + r.y;
+  return vec2(-1.04, 1.04) * a004 + r.zw;
+}
+
+/* GGX specular of one lamp per unit irradiance (D x height-correlated Smith visibility x N.L),
+ * the lobe EEVEE's Principled BSDF gives a metal, with its Fresnel. */
+vec3 ggx_lobe(vec3 N, vec3 V, vec3 L, float roughness, vec3 f0)
+{
+  float a = max(roughness * roughness, 2e-3);
+  float a2 = a * a;
+  vec3 H = normalize(L + V);
+  float nl = max(dot(N, L), 0.0), nv = max(dot(N, V), 1e-4), nh = max(dot(N, H), 0.0);
+  float d = nh * nh * (a2 - 1.0) + 1.0;
+  float D = a2 / (3.14159265 * d * d);
+  float vis = 0.5 / (nl * sqrt(nv * nv * (1.0 - a2) + a2) + nv * sqrt(nl * nl * (1.0 - a2) + a2) + 1e-6);
+  return metal_fresnel(f0, dot(L, H)) * (D * vis * nl);
+}
+
+/* Full surface result (direct + GI + emission + rim) for shading normal N.  A metallic surface
+ * (fraction m) has no diffuse reflection: the toon part is weighted by 1 - m, and the metal part is
+ * what EEVEE shows of it, the GGX lobe of each lamp and the reflected world, tinted by the base
+ * colour (the metal's F0). */
 vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun)
 {
   vec3 shade = mt.shade_color.rgb;
   if (has_tex(TEX_SHADE)) {
     shade *= texture(tex_shade, tex_uv(TEX_SHADE, uvA)).rgb;
   }
+#ifndef SPEC_NO_METAL
+  vec2 mr = metal_params(uvA);
+  vec3 f0 = lit;
+  vec3 Vm = view_vector(wpos);
+  vec2 dfg = ggx_split_sum(max(dot(N, Vm), 1e-4), mr.y);
+  /* multiple scattering (Blender's Multiscatter GGX): the energy single scattering loses */
+  vec3 ms = 1.0 + f0 * (1.0 / max(dfg.x + dfg.y, 0.05) - 1.0);
+  vec3 metal_spec = vec3(0.0);
+  lit *= 1.0 - mr.x;
+  shade *= 1.0 - mr.x;
+#endif
   float shift = mt.shade_color.w;
   if (has_tex(TEX_SHIFT)) {
     shift += texture(tex_shift, tex_uv(TEX_SHIFT, uvA)).r * mt.params1.z;
@@ -203,11 +267,18 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
     ramp *= s; /* shadow after the ramp: shadowed areas take the shade colour */
     direct += C * mix(shade, lit, ramp);
     rim_light += C * s;
+#ifndef SPEC_NO_METAL
+    /* MToon's light colour is irradiance / pi */
+    metal_spec += C * (3.14159265 * s) * ggx_lobe(N, Vm, L, mr.y, f0);
+#endif
   }
   vec3 rgi = raw_gi(N);
   vec3 uniform_gi = 0.5 * (raw_gi(vec3(0.0, 0.0, 1.0)) + raw_gi(vec3(0.0, 0.0, -1.0)));
   vec3 gi = mix(rgi, uniform_gi, mt.matcap_factor.w);
   vec3 color = direct + gi * lit;
+#ifndef SPEC_NO_METAL
+  color += mr.x * ms * (metal_spec + (f0 * dfg.x + dfg.y) * raw_gi(reflect(-Vm, N)));
+#endif
 
   vec3 emissive = mt.emissive.rgb;
   if (has_tex(TEX_EMISSIVE)) {

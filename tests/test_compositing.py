@@ -282,3 +282,39 @@ def test_layer_passes_panel_draws_every_switch(empty_scene):
     assert toon == {"use_outline", "use_shadow", "use_shade", "use_rim"}
     assert toon | {"use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_object_index",
                    "use_pass_material_index"} <= drawn
+
+
+def test_viewport_reads_visibility_only_after_an_update(empty_scene, view_session):
+    """Item 5: the viewport re-reads holdouts / camera visibility only when a depsgraph update may
+    have changed them; a Ray Visibility > Camera switch made in between is still seen."""
+    import math
+
+    from test_viewport_draw import CapturedUpdates, draw
+    from conftest import look_at, perspective
+
+    scene = empty_scene
+    ball, box, _ground = S.stage(scene)
+    session = view_session
+    view, proj = look_at((0.0, -7.0, 2.5)), perspective(math.radians(40), 160 / 120)
+    captured = CapturedUpdates()
+    try:
+        session.sync(bpy.context.evaluated_depsgraph_get())
+        draw(session, view, proj, False, 160, 120)
+        reads = session.visibility.reads
+        assert reads >= 1 and "Ball" not in session.last_frame.camera_hidden
+        captured.take()
+        for _ in range(3):                                  # redraws without updates: not re-read
+            draw(session, view, proj, False, 160, 120)
+        assert session.visibility.reads == reads
+        ball.visible_camera = False
+        session.sync(bpy.context.evaluated_depsgraph_get(), captured.take())
+        px = draw(session, view, proj, False, 160, 120)
+        assert session.visibility.reads == reads + 1
+        assert ball.name in session.last_frame.camera_hidden
+        ball.visible_camera = True
+        session.sync(bpy.context.evaluated_depsgraph_get(), captured.take())
+        px_back = draw(session, view, proj, False, 160, 120)
+        assert ball.name not in session.last_frame.camera_hidden
+        assert np.abs(px_back[..., :3] - px[..., :3]).max() > 0.1    # the ball drawn again
+    finally:
+        captured.close()

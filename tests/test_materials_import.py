@@ -547,8 +547,9 @@ def test_real_vertex_colour_material(ext):
 def test_real_metallic_material(ext):
     res = _open(REAL / "GodotRobot.blend")
     gray = res["player_gray"]
-    assert gray.metallic == pytest.approx(1.0)
-    assert max(gray.base_color[:3]) < 0.4          # darkened from its base colour 0.4
+    assert gray.metallic == pytest.approx(1.0) and "metallic_roughness" not in gray.textures
+    assert gray.roughness == pytest.approx(bpy.data.materials["player_gray"].node_tree.nodes["Principled BSDF"]
+                                           .inputs["Roughness"].default_value)
     assert res["player_glow"].emissive[2] > 0.5
 
 
@@ -556,7 +557,9 @@ def test_real_vrm_file(ext):
     res = _open(VRM / "Godette_vrm0.blend")
     assert res["Body"].source == "vrm_addon" and "base_color" in res["Body"].textures
     assert "base_color" in res["Backpack"].textures and res["Backpack"].source == "principled"
-    assert any("Backpack" in m and "etallic" in m for m in res["Backpack"].unmapped), res["Backpack"].unmapped
+    # metallic (blue) and roughness (green) from one Non-Color texture: read, not reported
+    assert res["Backpack"].textures["metallic_roughness"].image.name == "fabric"
+    assert not any("etallic" in m for m in res["Backpack"].unmapped), res["Backpack"].unmapped
     logo = res["GodotLogo"]
     assert logo.unlit and logo.alpha_mode == "BLEND" and "base_color" in logo.textures
 

@@ -11,8 +11,8 @@ Reads what Blender's importers and users really make (see docs/materials.md):
   reroutes and muted nodes; a texture's Mapping node (KHR_texture_transform) and UV Map node;
 * alpha paths: constants, the image's Alpha output, the Color Attribute's alpha, Math Multiply
   (alpha factor) and the glTF importer's alpha clip ``1 - (alpha < cutoff)``;
-* metallic (darkens base and shade as EEVEE does under a sun, see ``metal_scale``), emission
-  strength, Normal Map strength, occlusion in the "glTF Material Output"/"glTF Settings" group
+* metallic and roughness, constants or from a texture (metal.py; the shader shades metal as
+  EEVEE does), emission strength, Normal Map strength, occlusion in the "glTF Material Output"/"glTF Settings" group
   (reported: MToon has no occlusion input).
 
 Everything the reader meets and cannot represent is named in ``MToonParams.unmapped`` (one
@@ -23,15 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .metal import read_metal
 from .params import MToonParams, TextureRef
 
 SHADE_VALUE = 0.6        # derived shade = base colour x 0.6 ...
 SHADE_SATURATION = 1.2   # ... pushed slightly away from grey, as hand-painted toon shades are
-
-#: metallic darkening, fitted to EEVEE (docs/materials.md): a fully metallic surface's sunlit side
-#: is ``METAL_LIT_BASE + METAL_LIT_ROUGHNESS * roughness`` of the same dielectric's.
-METAL_LIT_BASE = 0.5
-METAL_LIT_ROUGHNESS = 0.15
 
 OCCLUSION_GROUPS = ("glTF Material Output", "glTF Settings")
 MAX_DEPTH = 32
@@ -41,15 +37,6 @@ def shade_from_base(rgb) -> tuple:
     r, g, b = (float(c) for c in rgb[:3])
     lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
     return tuple(max(0.0, min(1.0, (lum + (c - lum) * SHADE_SATURATION) * SHADE_VALUE)) for c in (r, g, b))
-
-
-def metal_scale(metallic: float, roughness: float) -> float:
-    """Factor on base and shade colour of a surface with this Principled Metallic / Roughness:
-    ``1 - metallic * (1 - k)``, ``k = 0.5 + 0.15 * roughness`` (a metal's diffuse is zero in EEVEE;
-    what remains under a sun is the specular lobe, broader and brighter on rough metal)."""
-    m = min(max(float(metallic), 0.0), 1.0)
-    r = min(max(float(roughness), 0.0), 1.0)
-    return 1.0 - m * (1.0 - (METAL_LIT_BASE + METAL_LIT_ROUGHNESS * r))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -479,13 +466,10 @@ class Reader:
     def _principled(self, surf: Surface) -> MToonParams:
         bsdf = surf.node
         p = MToonParams(source="principled")
-        metallic = self._const_input(bsdf, "Metallic", 0.0, what="metallic")
-        roughness = self._const_input(bsdf, "Roughness", 0.5, what=None)
-        scale = metal_scale(metallic, roughness)
-        p.metallic = metallic
         color = self.color(bsdf.inputs["Base Color"])
         alpha = self.alpha(bsdf.inputs["Alpha"]).times(surf.alpha)
-        base, textures = self._base(p, color, alpha, scale)
+        base, textures = self._base(p, color, alpha)
+        read_metal(self, bsdf, p, textures)
         if "base_color" in textures:
             textures["shade_multiply"] = self.tex_ref(color.image)
         p.shade_color = shade_from_base(base)
@@ -528,17 +512,6 @@ class Reader:
             self.note(bsdf, "transmission is not mapped: drawn opaque")
         p.textures = textures
         return p
-
-    def _const_input(self, node, name, default, what) -> float:
-        s = node.inputs.get(name)
-        if s is None:
-            return default
-        src = self.link(s)
-        if src is None:
-            return float(s.default_value)
-        if what is not None:
-            self.note(src[0], f"{what} from {src[0].bl_label} is not mapped: treated as {default:g}")
-        return default
 
     def _flat(self, surf: Surface) -> MToonParams:
         """Emission / KHR_materials_unlit: the base colour shown as it is."""

@@ -64,7 +64,10 @@ class MToonParams:
     vertex_colors: bool = False             # base (and shade) colour x the mesh's colour attribute RGB
     vertex_alpha: bool = False              # base alpha x the colour attribute's alpha
     unlit: bool = False                     # base colour shown flat (KHR_materials_unlit, Emission shader)
-    metallic: float = 0.0                   # the Principled Metallic that darkened base/shade (report only)
+    metallic: float = 0.0                   # Principled Metallic (x the texture channel when one is read)
+    roughness: float = 0.5                  # Principled Roughness (likewise)
+    metallic_channel: int = -1              # channel of textures["metallic_roughness"]: 0-3 RGBA, 4 luminance, -1 none
+    roughness_channel: int = -1
     unmapped: tuple = ()                    # what the node-tree reader could not map, one message each
     source: str = "default"                 # "stylized" | "vrm_addon" | "principled" | "unlit" | "default"
     is_vrm_outline_material: bool = False   # the VRM add-on's "MToon Outline (...)" material: passes skip it

@@ -10,9 +10,9 @@ from .shader_lib import load_glsl
 
 MAX_LIGHTS = 16
 TEX_SLOTS = ("base_color", "shade_multiply", "normal", "shading_shift", "emissive", "rim_multiply",
-             "matcap", "outline_width_multiply", "uv_animation_mask")
+             "matcap", "outline_width_multiply", "uv_animation_mask", "metallic_roughness")
 SAMPLER_NAMES = ("tex_base", "tex_shade", "tex_normal", "tex_shift", "tex_emissive", "tex_rim",
-                 "tex_matcap", "tex_outline_w", "tex_uvmask")
+                 "tex_matcap", "tex_outline_w", "tex_uvmask", "tex_metal")
 ALPHA_MODES = {"OPAQUE": 0, "MASK": 1, "BLEND": 2}
 OUTLINE_MODES = {"none": 0, "worldCoordinates": 1, "screenCoordinates": 2}
 # bits of the material block's flags word (MToonMaterial.pad0, read by mtoon_shaders.py)
@@ -22,7 +22,9 @@ MAT_FLAG_UNLIT = 4           # the base colour is the result (no lights, shadows
 
 # std140 sizes (bytes) of the blocks in glsl/mtoon_blocks.glsl
 FRAME_BLOCK_FLOATS = 16 * 2 + 4 * 9 + 4 * MAX_LIGHTS * 3 + 16 * 4 + 4 * 4   # ... + cascade matrices, splits
-MATERIAL_BLOCK_FLOATS = 4 * 9 + 4 * 9 + 4
+MATERIAL_BLOCK_FLOATS = 4 * 10 + 4 * len(TEX_SLOTS) + 4
+MAT_INT_WORDS = 4 * 10 + 4 * len(TEX_SLOTS)   # the block's four ints: tex_mask, flags, pass index, pad
+MAT_PASS_INDEX_WORD = MAT_INT_WORDS + 2       # MToonMaterial.pad1: Material > Pass Index
 
 def blocks_source() -> str:
     return load_glsl("mtoon_blocks.glsl")
@@ -155,12 +157,14 @@ def pack_material(mat: Mat, tex_present: int) -> np.ndarray:
     d[28:32] = (mat.outline_width, OUTLINE_MODES.get(mat.outline_width_mode, 0),
                 float(getattr(ss, "scale", 1.0) if ss is not None else 1.0), ALPHA_MODES.get(mat.alpha_mode, 0))
     d[32:36] = (mat.uv_scroll_x, mat.uv_scroll_y, mat.uv_rotation, receive_shadow_word(mat))
+    d[36:40] = (float(getattr(mat, "metallic", 0.0)), float(getattr(mat, "roughness", 0.5)),
+                float(getattr(mat, "metallic_channel", -1)), float(getattr(mat, "roughness_channel", -1)))
     for i, slot in enumerate(TEX_SLOTS):
         ref = (mat.textures or {}).get(slot)
         off = _v(getattr(ref, "uv_offset", (0.0, 0.0)) or (0.0, 0.0), 2)
         sc = _v(getattr(ref, "uv_scale", (1.0, 1.0)) or (1.0, 1.0), 2, 1.0)
-        d[36 + 4 * i: 40 + 4 * i] = off + sc
-    d[72:76].view(np.int32)[:] = (tex_present, material_flags(mat), 0, 0)
+        d[40 + 4 * i: 44 + 4 * i] = off + sc
+    d[MAT_INT_WORDS:MAT_INT_WORDS + 4].view(np.int32)[:] = (tex_present, material_flags(mat), 0, 0)
     return d
 
 

@@ -3,7 +3,7 @@ shared vertex layout and ``glsl/skinning.glsl`` are used, and compiled once per 
 
 Uniform design: everything per frame (camera, up to 16 lights, shadow matrix and parameters,
 world/GI colours, time) lives in one std140 block ``fr`` (FrameBlock); every material is one
-std140 block ``mt`` (MToonMaterial, 304 bytes; its ``pad0`` int is the flags word: vertex colour,
+std140 block ``mt`` (MToonMaterial, 336 bytes; its ``pad0`` int is the flags word: vertex colour,
 vertex alpha, unlit) made once per frame; per draw only the push
 constants ``model`` (mat4), ``object_id`` and the skinning include's ``skin_influences``,
 ``morph_mode`` and ``instance_mode`` change (84 bytes with the shadow pass's ``shadow_cascade``,
@@ -309,7 +309,8 @@ def material_spec(mat, tex_present: int) -> dict:
             "flags": int(material_flags(mat)),
             "uv_anim": bool(mat.uv_scroll_x != 0.0 or mat.uv_scroll_y != 0.0 or mat.uv_rotation != 0.0),
             "receive": receive_shadow_word(mat) > 0.5,
-            "rim": matcap or any(float(c) != 0.0 for c in list(mat.rim_color)[:3])}
+            "rim": matcap or any(float(c) != 0.0 for c in list(mat.rim_color)[:3]),
+            "metal": float(getattr(mat, "metallic", 0.0)) > 0.0 and not getattr(mat, "unlit", False)}
 
 
 #: the defines of each vertex class (FrameInstances.vertex_class): "general" (more than 8
@@ -337,6 +338,8 @@ def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
         d.append("SPEC_NO_UV_ANIM")
     if not mspec["rim"]:
         d.append("SPEC_NO_RIM")
+    if not mspec.get("metal", False):
+        d.append("SPEC_NO_METAL")
     if not (shadows_on and mspec["receive"]):
         d.append("SPEC_NO_SHADOW")
     else:

@@ -30,8 +30,8 @@ import time
 import numpy as np
 
 from .instancing import FrameInstances
-from .common import (MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible, gl_matrix,
-                     make_ubo, normalize_material, pack_material, view_depth)
+from .common import (MAT_PASS_INDEX_WORD, MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible,
+                     gl_matrix, make_ubo, normalize_material, pack_material, view_depth)
 from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_shader, shadow_shader, shadow_spec,
                             surface_spec)
 from .post import PostProcessPass
@@ -213,7 +213,7 @@ class FramePipeline:
                 ubo = hit[3]
             else:
                 data = pack_material(mat, present)
-                data[74:75].view(np.int32)[:] = index     # MToonMaterial.pad1: Material > Pass Index
+                data[MAT_PASS_INDEX_WORD:MAT_PASS_INDEX_WORD + 1].view(np.int32)[:] = index   # Material > Pass Index
                 ubo = make_ubo(data)
                 cache[name] = (src, mat, (present, index), ubo)
             self._mats[name] = (mat, ubo, texs)

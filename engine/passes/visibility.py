@@ -61,3 +61,49 @@ def fill_visibility(depsgraph, frame) -> None:
     frame.camera_hidden = frozenset(hidden)
     frame.holdout_materials = frozenset(mats)
     frame.material_pass_index = index
+
+
+class VisibilityCache:
+    """A viewport session's last ``fill_visibility`` result, re-read only when visibility can have
+    changed: a depsgraph update of an object, collection, material, world or scene / view layer
+    (``note``, from ``StylizedSession.sync``), another view layer, or other objects or materials
+    drawn. A final render reads it anew every frame (``fill(..., fresh=True)``)."""
+
+    KINDS = ("Object", "Collection", "Material", "Scene", "ViewLayer", "World")
+
+    def __init__(self):
+        self.dirty = True
+        self.key = None
+        self.sets = None
+        self.reads = 0             # how often fill_visibility ran (the test reads it)
+
+    def note(self, updates) -> None:
+        """Depsgraph updates (None: everything may have changed)."""
+        if updates is None:
+            self.dirty = True
+            return
+        import bpy
+
+        kinds = tuple(getattr(bpy.types, k) for k in self.KINDS if hasattr(bpy.types, k))
+        for u in updates:
+            try:
+                idb = getattr(u.id, "original", u.id)
+            except ReferenceError:
+                self.dirty = True
+                return
+            if isinstance(idb, kinds):
+                self.dirty = True
+                return
+
+    def fill(self, depsgraph, frame, fresh: bool = False) -> None:
+        key = (getattr(depsgraph.view_layer, "name", ""), frozenset(it.object_name for it in frame.items),
+               frozenset(it.material_name for it in frame.items))
+        if fresh or self.dirty or self.sets is None or key != self.key:
+            fill_visibility(depsgraph, frame)
+            self.reads += 1
+            self.key, self.dirty = key, False
+            self.sets = (frame.holdout_objects, frame.camera_hidden, frame.holdout_materials,
+                         dict(frame.material_pass_index))
+            return
+        frame.holdout_objects, frame.camera_hidden, frame.holdout_materials, index = self.sets
+        frame.material_pass_index = dict(index)
