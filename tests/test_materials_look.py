@@ -20,22 +20,13 @@ from mathutils import Vector
 import conftest as C
 import compositing_scene as S
 from exr_read import layer_pass
+from test_compositing import _interior
 
 GODETTE = C.TESTDATA / "vrm" / "Godette_vrm0.blend"
 SIZE = 128
 VIEWS = {"backpack": ((-0.9, 0.9, 1.0), (0.0, 0.05, 0.75)),    # from behind-left: lit side and shade
          "buttons": ((0.0, -0.75, 0.56), (0.0, 0.0, 0.56))}     # the shorts' front, buttons in the middle
 BACKPACK = 1                                                      # its Material > Pass Index here
-
-
-def _interior(mask):
-    m = np.asarray(mask, bool)
-    out = m.copy()
-    out[1:] &= m[:-1]
-    out[:-1] &= m[1:]
-    out[:, 1:] &= m[:, :-1]
-    out[:, :-1] &= m[:, 1:]
-    return out
 
 
 def _close_up(tmp_path, view):
