@@ -364,9 +364,11 @@ class StylizedSession:
                     ob = bpy.data.objects.get(it.object_name)
                     ids[int(getattr(it, "object_id", 0))] = int(getattr(ob, "pass_index", 0))
             out.update(render_passes.read(self.pipeline, frame, passes, depsgraph.scene, ids))
+            return render_passes.averaged_sources(self.pipeline, out)   # averaged with the samples
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
                                   after_first=read_passes if passes else None)
+        render_passes.apply_averaged(out, self._accumulator.averaged, width, height)
         out["Combined"] = texture_to_numpy(tex, width, height)
         self.last_frame = None
         return out

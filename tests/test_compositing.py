@@ -324,3 +324,52 @@ def test_viewport_reads_visibility_only_after_an_update(empty_scene, view_sessio
         assert np.abs(px_back[..., :3] - px[..., :3]).max() > 0.1    # the ball drawn again
     finally:
         captured.close()
+
+
+def test_passes_are_averaged_over_the_samples(empty_scene, tmp_path):
+    """Item 3: with Render Samples > 1 the Outline, Normal, Shadow, Shade, Rim and Mist passes are
+    averaged over the samples as the Combined is (EEVEE accumulates them); Depth and the index
+    passes keep the centre sample's exact value (EEVEE's Depth, Cycles' index passes)."""
+    scene = empty_scene
+    ball, mt = _toon_scene(scene)
+    layer = scene.view_layers[0]
+    layer.use_pass_object_index = layer.use_pass_mist = True
+    ball.pass_index = 4
+    scene.stylized.render_samples = 1
+    one = S.render_exr(scene, tmp_path / "one.exr")
+    scene.stylized.render_samples = 8
+    ch = S.render_exr(scene, tmp_path / "eight.exr")
+    scene.stylized.outlines = False
+    plain = S.combined(S.render_exr(scene, tmp_path / "plain8.exr"))
+    scene.stylized.outlines = True
+    comb = S.combined(ch)
+    outline = layer_pass(ch, "ViewLayer.Outline")
+    # the outline's coverage: fractional on its edges, and what the outlines add to the Combined
+    green = np.array(mt.outline_color[:3])
+    d = green - plain[..., :3]
+    est = np.clip(np.sum((comb[..., :3] - plain[..., :3]) * d, -1) / np.maximum(np.sum(d * d, -1), 1e-6), 0.0, 1.0)
+    a = outline[..., 3]
+    C.save_png(np.concatenate([np.stack([a] * 3 + [np.ones_like(a)], -1), np.stack([est] * 3 + [np.ones_like(a)], -1),
+                               comb], 1), C.ARTIFACTS / "pass_outline_samples.png")
+    assert np.count_nonzero((a > 0.05) & (a < 0.95)) > 20
+    region = (est > 0.02) | (a > 0.02)
+    assert np.abs(a - est)[region].mean() < 0.05, np.abs(a - est)[region].mean()
+    # Normal, Shade, Mist: averaged across the ball's silhouette (a mix of two surfaces' values)
+    n_len = np.linalg.norm(layer_pass(ch, "ViewLayer.Normal", "XYZ"), axis=-1)
+    mixed = (n_len > 0.05) & (n_len < 0.97)
+    assert np.count_nonzero(mixed) > 20
+    assert not ((n_len > 0.05) & (n_len < 0.97))[_interior(n_len > 0.999)].any()
+    m1 = layer_pass(one, "ViewLayer.Mist", "Z")[..., 0]
+    m8 = layer_pass(ch, "ViewLayer.Mist", "Z")[..., 0]
+    assert np.count_nonzero(np.abs(m8 - m1) > 1e-3) > 20          # silhouettes mixed ...
+    assert np.abs(m8 - m1).mean() < 0.01                           # ... the rest as one sample's
+    # Depth and the object index: the centre sample's, exactly as with one sample
+    for name, ids in (("Depth", "Z"), (render_passes_name("IndexOB"), "X")):
+        np.testing.assert_array_equal(layer_pass(ch, f"ViewLayer.{name}", ids), layer_pass(one, f"ViewLayer.{name}", ids))
+    assert set(np.unique(layer_pass(ch, "ViewLayer." + render_passes_name("IndexOB"), "X"))) <= {0.0, 4.0}
+
+
+def render_passes_name(name):
+    from stylized_renderer.engine.passes.render_passes import blender_name
+
+    return blender_name(name)

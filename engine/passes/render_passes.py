@@ -19,6 +19,10 @@ Shade      X         MToon's lit/shade ramp before the shadow (1 = lit colour, 0
 Rim        RGB       MToon's rim term (rim colour, matcap, rim lighting) added to the colour
 =========  ========  =====================================================================
 
+With Render Samples > 1, Normal, Mist and the toon passes are averaged over the samples as the
+Combined is (``averaged_sources`` / ``apply_averaged``, resolved by engine/passes/samples.py);
+Depth and the index passes keep the centre sample's value.
+
 The toon passes (Outline, Shadow, Shade, Rim) are switched on per view layer under
 *View Layer > Passes > Stylized*; Depth, Normal, Mist and the index passes use Blender's own
 view-layer switches.  Only the Outline, Shadow, Shade, Rim and IndexMA passes need more from
@@ -157,3 +161,55 @@ def read(pipeline, frame, names, scene, object_pass_index) -> dict:
         if "Rim" in names:
             out["Rim"] = np.ascontiguousarray(texture_to_numpy(pipeline.pass_targets[1], w, h)[..., :3])
     return out
+
+
+#: the passes averaged over the anti-aliasing samples as the colour is (EEVEE accumulates them);
+#: Depth and the index passes keep the centre sample's value
+AVERAGED = ("Normal", "Mist", "Outline", "Shadow", "Shade", "Rim")
+
+
+def _upload(a: np.ndarray):
+    import gpu
+
+    h, w = a.shape[:2]
+    rgba = np.zeros((h, w, 4), np.float32)
+    rgba[..., :a.shape[2]] = a
+    return gpu.types.GPUTexture((w, h), format="RGBA32F", data=gpu.types.Buffer("FLOAT", rgba.size, rgba.ravel()))
+
+
+def averaged_sources(pipeline, out: dict) -> dict:
+    """{name: GPU texture} of the passes in ``out`` (read from the centre sample) to average over
+    the samples (engine/passes/samples.py resolves them with the colour's coverage samples)."""
+    src = {}
+    if "Normal" in out and pipeline.last_aux is not None:
+        src["Normal"] = pipeline.last_aux
+    if pipeline.pass_targets is not None:
+        if "Shadow" in out or "Shade" in out:
+            src["pass0"] = pipeline.pass_targets[0]
+        if "Rim" in out:
+            src["pass1"] = pipeline.pass_targets[1]
+    for name in ("Mist", "Outline"):            # values made here: uploaded
+        if name in out:
+            src[name] = _upload(out[name])
+    return src
+
+
+def apply_averaged(out: dict, averaged: dict, width: int, height: int) -> None:
+    """Replace the centre sample's passes in ``out`` with their averages (``averaged``: name ->
+    texture, from ``averaged_sources``)."""
+    from ..gpu_util import texture_to_numpy
+
+    for name, tex in averaged.items():
+        a = texture_to_numpy(tex, width, height)
+        if name == "Normal":
+            out["Normal"] = np.ascontiguousarray(a[..., :3])
+        elif name == "Mist":
+            out["Mist"] = np.ascontiguousarray(a[..., :1])
+        elif name == "Outline":
+            out["Outline"] = np.ascontiguousarray(a)
+        elif name == "pass0":
+            for key, c in (("Shadow", 0), ("Shade", 1)):
+                if key in out:
+                    out[key] = np.ascontiguousarray(a[..., c:c + 1])
+        elif name == "pass1":
+            out["Rim"] = np.ascontiguousarray(a[..., :3])

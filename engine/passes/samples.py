@@ -2,8 +2,11 @@
 offsets of the projection, averaged on the GPU (a box filter over the pixel: the true coverage
 of each pixel, estimated with a low-discrepancy set of points).
 
-The first sample is the pixel centre, unjittered: the render passes are read from it (depth,
-normal, indexes and the toon passes stay exact per pixel, as EEVEE's index passes are).  The
+The first sample is the pixel centre, unjittered: the render passes are read from it; the passes
+``after_first`` hands back as textures (Normal, Mist, the toon passes: render_passes.averaged)
+are then resolved with the same coverage samples as the colour, i.e. averaged over the pixel as
+EEVEE accumulates them, while Depth and the index passes keep the centre's value (EEVEE's Depth
+is not averaged; Cycles writes its index passes from the first sample).  The
 shadow maps are drawn once per frame (later samples reuse them; the cascades are fitted to the
 unjittered view).  FXAA is off while sampling (the samples anti-alias); ``samples`` 1 is one
 sample with FXAA.  The offsets are fixed (Halton 2, 3, shifted to start at the centre), so a farm
@@ -121,6 +124,8 @@ class Accumulator:
         self._fb = None
         self._ids = []
         self._ids_size = None
+        self.extra = {}             # name -> Accumulator of a render pass averaged with the colour
+        self.averaged = {}          # name -> that pass's averaged texture after the last frame
 
     def id_target(self, k: int, width: int, height: int):
         """(R32F id texture, depth texture, framebuffer) number ``k``: 0 the centre's, 1..BATCH a
@@ -167,17 +172,20 @@ class Accumulator:
         sh.uniform_float("params", (float(weight), 0.0, 0.0, 0.0))
         self._draw(cache, sh, width, height)
 
-    def resolve(self, cache, tex, weight: float, width: int, height: int, offsets, first: bool) -> None:
+    def resolve(self, cache, tex, weight: float, width: int, height: int, offsets, first: bool,
+                ids_from=None) -> None:
         """Add the colours of the coverage samples in id targets 1..len(offsets) (each x
-        ``weight``) against the centre's ids (target 0); ``offsets``: their (dx, dy) in pixels."""
+        ``weight``) against the centre's ids (target 0); ``offsets``: their (dx, dy) in pixels;
+        ``ids_from``: the accumulator whose id targets hold the samples (default this one)."""
+        ids = (ids_from or self)._ids
         self._bind(width, height, first)
         count = len(offsets)
         sh = _resolve_shader(cache, count)
         sh.bind()
         sh.uniform_sampler("src", tex)
-        sh.uniform_sampler("ids_0", self._ids[0][0])
+        sh.uniform_sampler("ids_0", ids[0][0])
         for k in range(1, count + 1):
-            sh.uniform_sampler(f"ids_{k}", self._ids[k][0])
+            sh.uniform_sampler(f"ids_{k}", ids[k][0])
         o = np.zeros(16)
         o[:2 * count] = np.asarray(offsets, np.float64).reshape(-1)
         sh.uniform_float("params", (float(weight), 0.0, 0.0, 0.0))
@@ -191,14 +199,26 @@ class Accumulator:
         self._size = None
         self._ids = []               # the id targets belong to the freed GPU context too
         self._ids_size = None
+        for acc in self.extra.values():
+            acc.free()
+        self.extra = {}
+        self.averaged = {}
+
+    def _extra(self, name: str) -> "Accumulator":
+        acc = self.extra.get(name)
+        if acc is None:
+            acc = self.extra[name] = Accumulator()
+        return acc
 
 
 def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
     """Draw ``frame`` ``frame.settings.samples`` times (see the module docstring); returns the
     averaged colour texture.  ``after_first()`` runs after the first (centre) sample, while the
-    pipeline's targets still hold it (the render passes are read there)."""
+    pipeline's targets still hold it (the render passes are read there); it may return {name:
+    texture} of passes to average like the colour: ``accumulator.averaged`` holds them after."""
     s = frame.settings
     n = max(1, int(getattr(s, "samples", 1)))
+    accumulator.averaged = {}
     if n == 1:
         tex = pipeline.execute(frame)
         if after_first is not None:
@@ -210,10 +230,11 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
         # shade once, cover n times: the frame is shaded at the pixel centres, then only which
         # surface covers each sub-pixel sample is drawn (ID-only shaders) and resolved
         tex = pipeline.execute(dataclasses.replace(frame, settings=base))
-        if after_first is not None:
-            after_first()
+        sources = (after_first() if after_first is not None else None) or {}
         pipeline.draw_ids(dataclasses.replace(frame, settings=base), accumulator.id_target(0, w, h))
         accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=True)           # the centre sample: the frame itself
+        for name, src in sources.items():
+            accumulator._extra(name).add(pipeline.gpu, src, 1.0 / n, w, h, first=True)
         offsets = sample_offsets(n)[1:]
         for b0 in range(0, len(offsets), BATCH):
             batch = offsets[b0:b0 + BATCH]
@@ -221,6 +242,10 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
                 pipeline.draw_ids(dataclasses.replace(frame, camera=jittered(frame.camera, dx, dy, w, h),
                                                       settings=base), accumulator.id_target(k, w, h))
             accumulator.resolve(pipeline.gpu, tex, 1.0 / n, w, h, batch, first=False)
+            for name, src in sources.items():       # the passes, with the same coverage samples
+                accumulator._extra(name).resolve(pipeline.gpu, src, 1.0 / n, w, h, batch, first=False,
+                                                 ids_from=accumulator)
+        accumulator.averaged = {name: accumulator.extra[name].texture for name in sources}
         return accumulator.texture
     for i, (dx, dy) in enumerate(sample_offsets(n)):
         settings = base if i == 0 else dataclasses.replace(base, jitter=(float(dx), float(dy)), reuse_shadow=True)
