@@ -59,14 +59,14 @@ class BakeFeed:
             # the same pose as root-relative matrices: the worlds in one step per flat level
             pose.set_world_shortcut(b.inner_nodes, b.anchors, smp.relative_t)
         ps = self.runtime.palette_set
-        rel = b.relations(smp, ps.segment_keys)[None] if b.bbone_nodes else None
+        rel = b.relations(smp, ps.segment_keys) if b.bbone_nodes else None
         if self.joints is None:
             self.joints = b.joint_map(ps.joint_rows) or False
         if self.joints and not player.is_fading:
             # the palettes straight from the sampled joints and their root bones' worlds
-            ok = ps.set_baked_joints(b.joints(smp, self.joints), self.joints[2], rel, 0, 0.0) and ok
+            ok = ps.set_baked_joints(b.joints(smp, self.joints)[0], self.joints[2], rel) and ok
         elif rel is not None:
-            ok = ps.set_bbone_relation_frame(rel, 0, 0.0) and ok
+            ok = ps.set_bbone_relations(rel) and ok
         return ok
 
 
