@@ -97,3 +97,50 @@ def test_the_panels_shape_keys_and_the_clips_channels_mix_by_weight(empty_scene,
     mixer.clip_weight = 1.0
     rt = view.update(st)
     assert drawn_weights(rt, node, names)["Smile"] == pytest.approx(clip_smile, abs=1e-6)
+
+
+def test_a_crowds_shared_clip_goes_through_the_mixer(empty_scene):
+    """A crowd's clip is one source of the mixer: at weight 0.5 every character's bones take
+    half of Blender's pose basis (the action on each rig, at that frame) from the rest basis
+    (Blender's slerp and lerp, mathutils), at 1 the basis itself.  Before: the crowd's sampled
+    rows were scattered to the targets with no mixer (no weight to give)."""
+    from mathutils import Matrix, Quaternion, Vector
+
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from test_crowd_runtime import build_crowd, clip_of, seek_frame
+
+    names = build_crowd(empty_scene, 3)
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    clip = clip_of(asset, names[0])
+    rt = SceneRuntime(asset, CpuBackend())
+    assert rt.initialize(), rt.last_error
+    assert rt.set_clip(clip, targets=names), rt.last_error
+    frame = 9
+    bones = [(i, nd.object_name, nd.bone_name) for i, nd in enumerate(asset.nodes)
+             if nd.object_name in names and nd.bone_name is not None]
+    animated = {asset.nodes[int(n)].bone_name for n in rt.player.node_ids()}
+    empty_scene.frame_set(frame)
+    dg = bpy.context.evaluated_depsgraph_get()
+    basis = {}
+    for i, ob, bone in bones:
+        if bone in animated:
+            t, q, s = Matrix(bpy.data.objects[ob].evaluated_get(dg).pose.bones[bone].matrix_basis).decompose()
+            basis[i] = (t, q, s)
+    assert len(basis) >= 2 * 3          # the animated bones of every character
+    for w in (1.0, 0.5, 0.2):
+        assert rt.player.set_weight(w)
+        seek_frame(rt, clip, frame)
+        nodes = np.array(sorted(basis), np.int64)
+        t, q, s = rt.pose.local_trs(nodes)
+        for k, i in enumerate(nodes):
+            bt, bq, bs = basis[int(i)]
+            want_t = Vector((0, 0, 0)).lerp(bt, w)
+            want_q = Quaternion().slerp(bq, w)
+            want_s = Vector((1, 1, 1)).lerp(bs, w)
+            assert np.allclose(t[k], want_t, atol=1e-5), (w, i, t[k], want_t)
+            assert abs(abs(float(np.dot(q[k], want_q))) - 1.0) < 1e-6, (w, i, q[k], want_q)
+            assert np.allclose(s[k], want_s, atol=1e-5), (w, i, s[k], want_s)
+    assert not rt.player.set_weight(1.5) and not rt.player.set_weight(float("nan"))
+    rt.release()

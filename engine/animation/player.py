@@ -67,6 +67,9 @@ class AnimationPlayer(RootMotion):
         self.sample_count = 0          # increments whenever the pose was (re)sampled
         self.last_error: Optional[str] = None
         self._matrix_source = None     # (clip, write(time, player)): a baked clip's local matrices
+        self._weight = 1.0             # the clip's weight in the mixer (below 1: towards the bind pose)
+        self._mixer = TRSMixer(0)      # the clip's nodes (rows: _nodes); every sampled frame goes through it
+        self._bind_rows = None         # (scene, (T, Q, S) bind values of _nodes) for a weight below 1
         # crossfade
         self._fade_duration = 0.0
         self._fade = None              # _Fade while blending, else None
@@ -173,7 +176,9 @@ class AnimationPlayer(RootMotion):
 
     def _flatten(self, clip) -> None:
         self._curves = None
+        self._bind_rows = None
         if clip is None:
+            self._mixer = TRSMixer(0)
             self._nodes = np.zeros(0, dtype=np.int64)
             self._t_tracks = self._r_tracks = self._s_tracks = self._m_tracks = None
             self._shared_keys = False
@@ -209,6 +214,7 @@ class AnimationPlayer(RootMotion):
                                  and np.array_equal(self._t_slot, self._s_slot)
                                  and np.array_equal(tt.counts, rt.counts) and np.array_equal(tt.counts, st.counts)
                                  and np.array_equal(tt.times, rt.times) and np.array_equal(tt.times, st.times))
+        self._mixer = TRSMixer(self._nodes.shape[0])
         ip = self._nodes.astype(np.intp)
         self._nodes_ip = _as_slice(ip)      # a slice when the nodes are consecutive (no gathers)
         self._t_nodes = _as_slice(ip[self._t_slot])
@@ -233,6 +239,7 @@ class AnimationPlayer(RootMotion):
         self._t_slot = np.searchsorted(self._nodes, b.t_nodes).astype(np.int64)
         self._r_slot = np.searchsorted(self._nodes, b.r_nodes).astype(np.int64)
         self._s_slot = np.searchsorted(self._nodes, b.s_nodes).astype(np.int64)
+        self._mixer = TRSMixer(self._nodes.shape[0])
         ip = self._nodes.astype(np.intp)
         self._nodes_ip = _as_slice(ip)
         self._t_nodes = _as_slice(ip[self._t_slot])
@@ -328,6 +335,22 @@ class AnimationPlayer(RootMotion):
     @property
     def crossfade(self) -> float:
         return self._fade_duration
+
+    def set_weight(self, weight: float) -> bool:
+        """The clip's weight in the mixer, 0..1 (three.js ``AnimationAction.weight``): below 1 the
+        pose (every crowd target's too) lies that far from the bind pose towards the clip, and
+        its morph channels scale by it.  1 by default."""
+        w = float(weight)
+        if not math.isfinite(w) or not 0.0 <= w <= 1.0:
+            return False
+        if w != self._weight:
+            self._weight = w
+            self._sample_pending = True
+        return True
+
+    @property
+    def weight(self) -> float:
+        return self._weight
 
     @property
     def is_fading(self) -> bool:
@@ -463,6 +486,13 @@ class AnimationPlayer(RootMotion):
             tv, qv, sv, mv = self._rows(time)
             if tv is not None and self._in_place:
                 self._in_place_rows(tv, pose.scene)
+            # the clip is one source of the mixer at its weight (alone at 1: its rows as sampled);
+            # a crowd writes the mixer's result to every target
+            mix = self._mixer
+            mix.reset()
+            ts, rs, ss = self._t_slot, self._r_slot, self._s_slot
+            mix.accumulate_tracks(ts, tv, rs, qv, ss, sv, self._weight)
+            tv, qv, sv = mix.tracks(ts, rs, ss, lambda: self._bind_of_nodes(pose.scene))
             crowd = self._crowd
             if crowd is None:
                 pose.write_sampled(self._nodes_ip, self._t_nodes, tv, self._r_nodes, qv, self._s_nodes, sv)
@@ -481,10 +511,22 @@ class AnimationPlayer(RootMotion):
         if self._morph_keys:
             vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
             vals[:self._own_morph_count] = self._sample_morphs(time) if mv is None else mv
+            if self._weight != 1.0:
+                vals *= self._weight                  # alone at its weight: towards 0 (the mixer's rule)
             self._morph_values = vals
         elif self._morph_values.shape[0]:
             self._morph_values = np.zeros(0)
         return True
+
+    def _bind_of_nodes(self, scene):
+        """(T, Q, S) bind values of the clip's nodes (a weight below 1 mixes towards them)."""
+        hit = self._bind_rows
+        if hit is None or hit[0] is not scene:
+            n = self._nodes
+            hit = self._bind_rows = (scene, (np.asarray(scene.bind_translations, np.float64)[n],
+                                             np.asarray(scene.bind_rotations, np.float64)[n],
+                                             np.asarray(scene.bind_scales, np.float64)[n]))
+        return hit[1]
 
     def _sample_trs(self, time: float, t, q, s, scene):
         """The clip's tracks at ``time`` into (T, Q, S) rows aligned with ``_nodes``; returns the
