@@ -599,56 +599,9 @@ def test_world_shortcut_checks_its_input(crig):
     np.testing.assert_allclose(np.array(pose.world_matrices), want, atol=1e-9)
 
 
-def test_deferred_locals_are_made_when_read(crig):
-    """ScenePose.defer_local_matrices (the baked preview's locals while its worlds come from the
-    shortcut): made only when read, written, or chained; replaced unread, never made."""
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.animation.pose import ScenePose
-
-    arm, _ob, _act = crig
-    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
-    pose = ScenePose()
-    assert pose.initialize(asset) and pose.update_world_matrices()
-    inner = np.array([asset.node_index(arm.name, b.name) for b in arm.data.bones if b.parent is not None], np.intp)
-    base = np.array(pose.local_matrices)[inner]
-    made = []
-
-    def make(shift):
-        def f():
-            made.append(shift)
-            m = base.copy()
-            m[:, :3, 3] += shift
-            return m
-        return f
-
-    pose.defer_local_matrices(inner, make(1.0))
-    pose.defer_local_matrices(inner, make(2.0))         # replaced unread: never made
-    assert made == []
-    np.testing.assert_allclose(np.array(pose.local_matrices)[inner][:, :3, 3], base[:, :3, 3] + 2.0)
-    assert made == [2.0]
-    # chained worlds (no shortcut) make them first
-    pose.defer_local_matrices(inner, make(3.0))
-    assert pose.update_world_matrices() and made == [2.0, 3.0]
-    want = np.array(pose.world_matrices)
-    # a TRS write to one of the nodes keeps the others' deferred values, its own wins
-    pose.defer_local_matrices(inner, make(4.0))
-    t, q, s = pose.local_trs(inner[:1])               # a read: made
-    assert made == [2.0, 3.0, 4.0]
-    pose.defer_local_matrices(inner, make(5.0))
-    assert pose.set_local_trs(inner[:1], t, q, s) and made[-1] == 5.0
-    got = np.array(pose.local_matrices)[inner]
-    np.testing.assert_allclose(got[1:, :3, 3], base[1:, :3, 3] + 5.0)
-    np.testing.assert_allclose(got[0, :3, 3], base[0, :3, 3] + 4.0, atol=1e-9)   # the TRS read at 4.0
-    # the worlds chained from deferred locals equal those from written ones
-    pose.defer_local_matrices(inner, make(3.0))
-    assert pose.update_world_matrices()
-    np.testing.assert_allclose(np.array(pose.world_matrices), want, atol=1e-12)
-
-
 def test_rigify_fast_paths_follow_a_moving_mesh(rigify_scene, bakes):
     """The armature relation (mesh against armature) changing frame after frame: the baked
-    palettes fold each frame's inputs alone (no re-fold of every baked frame per frame) and still
-    equal the general path at the baked frames."""
+    palettes follow it (each frame folds its own inputs) and equal the general path."""
     from stylized_renderer.engine import gpu_util
 
     s, st, frame, feed, fps, size = _rigify_playing(rigify_scene, bakes)
