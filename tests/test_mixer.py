@@ -181,7 +181,7 @@ def test_a_crossfade_makes_its_mixers_once_not_every_frame(monkeypatch):
     """The fade's TRS and morph mixers are made at its first sample and reused by every later
     frame (before: a MorphMixer was made every frame); the weights still follow the fade."""
     import test_player_crossfade as C
-    from stylized_renderer.engine.animation import player as player_mod
+    from stylized_renderer.engine.animation import crossfade as fade_mod
 
     made = []
 
@@ -192,10 +192,9 @@ def test_a_crossfade_makes_its_mixers_once_not_every_frame(monkeypatch):
                 super().__init__(count)
         return Counted
 
-    monkeypatch.setattr(player_mod, "TRSMixer", counting(TRSMixer))
-    monkeypatch.setattr(player_mod, "MorphMixer", counting(MorphMixer))
+    monkeypatch.setattr(fade_mod, "TRSMixer", counting(TRSMixer))
+    monkeypatch.setattr(fade_mod, "MorphMixer", counting(MorphMixer))
     scene, pose, p, _ca, _cb = C.start_fade(fade=0.5, t_switch=0.4)
-    made.clear()                # (each clip's own mixer is made with its flattening, at set_clip)
     weights = []
     for _ in range(4):
         assert p.update(0.1, scene, pose)

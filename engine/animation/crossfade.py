@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from .mixer import MorphMixer, TRSMixer
+
 
 class _Fade:
     """A crossfade in progress: the outgoing side and the elapsed clip time."""
@@ -36,6 +38,42 @@ class _Fade:
             d = src.duration
             t = src._current_time + step
             src._current_time = (math.fmod(t, d) if d > 0.0 else 0.0) if src._looping else min(t, d)
+
+    def apply(self, player, scene, pose) -> bool:
+        """One frame of the fade through the mixer: both sides accumulate with their fade weights
+        (the TRS of the union of both sides' nodes into ``pose``, the morph channels into the
+        player's ``_morph_values``); the mixers are made at the first frame and reused."""
+        nodes = self.nodes_union(player._nodes)
+        ft, fq, fs, fm = self.source.sample_side(scene, nodes)
+        it, iq, is_, im = player.sample_side(scene, nodes)
+        a = self.alpha
+        n = nodes.shape[0]
+        if self.mixer is None or self.mixer.count != n:
+            self.mixer = TRSMixer(n)
+            self.rows = np.arange(n)
+        mix = self.mixer
+        mix.reset()
+        rows = self.rows
+        mix.accumulate(rows, ft, fq, fs, 1.0 - a)
+        mix.accumulate(rows, it, iq, is_, a)
+        t, q, s = mix.apply(rows, ft, fq, fs)
+        if nodes.size and not pose.set_local_trs(nodes, t, q, s):
+            player.last_error = "pose rejected the blended transforms"
+            return False
+        self.last = (nodes, t, q, s)
+        morphs = self.morph_mixer
+        keys = player.morph_keys
+        if morphs is None:      # once per fade: the mixer and the outgoing keys' rows
+            pos = {k: i for i, k in enumerate(keys)}
+            morphs = self.morph_mixer = MorphMixer(len(keys))
+            self.morph_rows = (np.arange(len(player.morph_key_list())),
+                               np.array([pos[k] for k in self.source.morph_key_list()], np.int64))
+        own_rows, src_rows = self.morph_rows
+        morphs.reset()
+        morphs.accumulate(own_rows, im, a)
+        morphs.accumulate(src_rows, fm, 1.0 - a)
+        player._morph_values = morphs.apply()
+        return True
 
     def nodes_union(self, own_nodes: np.ndarray) -> np.ndarray:
         if self._union is None:

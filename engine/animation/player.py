@@ -27,7 +27,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from .crossfade import _Fade, _Frozen
-from .mixer import MorphMixer, TRSMixer
+from .mixer import TRSMixer
 from .root_motion import RootMotion
 from .curve_clip import CurveTracks
 from .sampling import TrackSet
@@ -572,35 +572,5 @@ class AnimationPlayer(RootMotion):
 
     # ---------------------------------------------------------------- crossfade
     def _apply_fade(self, scene, pose) -> bool:
-        """The crossfade through the mixer: both sides accumulate with their fade weights."""
-        f = self._fade
-        nodes = f.nodes_union(self._nodes)
-        ft, fq, fs, fm = f.source.sample_side(scene, nodes)
-        it, iq, is_, im = self.sample_side(scene, nodes)
-        a = f.alpha
-        n = nodes.shape[0]
-        if f.mixer is None or f.mixer.count != n:
-            f.mixer = TRSMixer(n)
-            f.rows = np.arange(n)
-        mix = f.mixer
-        mix.reset()
-        rows = f.rows
-        mix.accumulate(rows, ft, fq, fs, 1.0 - a)
-        mix.accumulate(rows, it, iq, is_, a)
-        t, q, s = mix.apply(rows, ft, fq, fs)
-        if nodes.size and not pose.set_local_trs(nodes, t, q, s):
-            self.last_error = "pose rejected the blended transforms"
-            return False
-        f.last = (nodes, t, q, s)
-        morphs = f.morph_mixer
-        if morphs is None:      # once per fade: the mixer and the outgoing keys' rows
-            pos = {k: i for i, k in enumerate(self._morph_keys)}
-            morphs = f.morph_mixer = MorphMixer(len(self._morph_keys))
-            f.morph_rows = (np.arange(self._own_morph_count),
-                            np.array([pos[k] for k in f.source.morph_key_list()], np.int64))
-        own_rows, src_rows = f.morph_rows
-        morphs.reset()
-        morphs.accumulate(own_rows, im, a)
-        morphs.accumulate(src_rows, fm, 1.0 - a)
-        self._morph_values = morphs.apply()
-        return True
+        """The crossfade through the mixer (crossfade._Fade.apply)."""
+        return self._fade.apply(self, scene, pose)
