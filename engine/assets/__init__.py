@@ -37,14 +37,12 @@ from .types import (
     MorphTargetAsset,
     PrimitiveAsset,
     MeshAsset,
-    NodeAnimationChannelAsset,
-    MorphWeightChannelAsset,
-    AnimationClipAsset,
     NODE_OBJECT,
     NODE_BONE,
     compose_trs,
     quat_to_matrix,
 )
+from .clips import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
 
 __all__ = [
     "AssetError",
