@@ -99,7 +99,4 @@ def unregister():
     _remove_compat()
     for mod in reversed(_submodules()):
         mod.unregister()
-    render_engine.unregister()    # releases the F12 session kept between renders (GPU memory)
-    from .engine.runtime import gpu_backend
-
-    gpu_backend.free_module_resources()
+    render_engine.unregister()    # releases the add-on's state: the F12 session kept between renders (GPU memory)

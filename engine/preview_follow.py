@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import preview
+from . import preview_state as preview
 
 
 def _track(collection, ref: tuple, name: str, ok=None):

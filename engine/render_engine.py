@@ -11,6 +11,7 @@ import bpy
 import numpy as np
 
 from .passes import render_passes
+from .addon_state import AddonState, FinalSessionKeeper
 from .session import StylizedSession, camera_for_view, camera_from_object, camera_from_matrices
 
 def _follow_default_policy(session) -> None:
@@ -33,38 +34,26 @@ def _follow_default_policy(session) -> None:
 # engine instance and depsgraph: they sync from its updates (``StylizedSession.sync_render_step``),
 # fingerprinting only the meshes Blender re-evaluated.  Keyed by the scene's ``session_uid`` (never
 # reused within a Blender session, unlike its name or pointer); only the last rendered scene's
-# session is kept.  The keeper is made by ``register()`` and held by the registered engine class
-# (the add-on's registration object), released by ``unregister()`` and at interpreter exit.
+# session is kept.  The keeper (addon_state.FinalSessionKeeper) is part of the add-on's AddonState,
+# made by ``register()`` and held by the registered engine class (the add-on's registration
+# object), released by ``unregister()`` and at interpreter exit.
 
 
-class FinalSessionKeeper:
-    """The final-render session kept between the F12s of the last rendered scene."""
+def addon_state():
+    """The add-on's ``AddonState`` (engine/addon_state.py: the F12 session keeper, the preview
+    states and bakes, the last viewport session); None while the engine is not registered."""
+    return getattr(StylizedRenderEngine, "addon", None)
 
-    def __init__(self):
-        self.key = None
-        self.session = None
 
-    def session_for(self, scene):
-        """The shared final-render session of ``scene`` (created, or replacing another scene's)."""
-        key = (getattr(scene, "session_uid", None), scene.as_pointer())
-        if self.key != key or self.session is None:
-            self.free()
-            self.key = key
-            self.session = StylizedSession()
-        return self.session
-
-    def free(self) -> None:
-        """Release the kept session (GPU streams, targets, runtime)."""
-        s, self.key, self.session = self.session, None, None
-        if s is not None:
-            try:
-                s.free()
-            except Exception:
-                pass
+def last_viewport_session():
+    """The most recent viewport session (panels read its stats), or None."""
+    a = addon_state()
+    return a.viewport_session() if a is not None else None
 
 
 def _keeper(create: bool = False):
-    keeper = getattr(StylizedRenderEngine, "final_sessions", None)
+    a = addon_state()
+    keeper = a.final_sessions if a is not None else None
     if keeper is None and create:       # (the class used without register(): a session per F12)
         return FinalSessionKeeper()
     return keeper
@@ -229,7 +218,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
     # ------------------------------------------------------------------------------------------
     def view_update(self, context, depsgraph):
         if self.view_session is None:
-            self.view_session = StylizedSession(viewport=True)
+            self.view_session = StylizedSession(viewport=True, addon=addon_state())
             self.view_session.sync(depsgraph)
         else:
             self.view_session.sync(depsgraph, updates=depsgraph.updates)
@@ -240,7 +229,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         region = context.region
         r3d = context.region_data
         if self.view_session is None:
-            self.view_session = StylizedSession(viewport=True)
+            self.view_session = StylizedSession(viewport=True, addon=addon_state())
             self.view_session.sync(depsgraph)
         width, height = region.width, region.height
         texture = draw_view(self.view_session, depsgraph, np.array(r3d.view_matrix), np.array(r3d.window_matrix),
@@ -288,12 +277,8 @@ def draw_view(session, depsgraph, view_matrix, window_matrix, is_ortho: bool, wi
 
     Kept free of ``context`` so tests can call it headless with the matrices and size a viewport
     would pass (perspective, orthographic or camera view)."""
-    try:
-        from . import preview
-
-        state = preview.get_state(depsgraph.scene)
-    except (ImportError, AttributeError):
-        state = None
+    a = addon_state()
+    state = a.previews.get(depsgraph.scene) if a is not None else None
     camera = camera_from_matrices(view_matrix, window_matrix, is_ortho=is_ortho)
     return session.render_texture(depsgraph, camera, width, height,
                                   film_transparent=depsgraph.scene.render.film_transparent, preview_state=state)
@@ -308,23 +293,23 @@ def draw_texture_fullscreen(texture, width: int, height: int) -> None:
 
 
 def register() -> None:
-    """Register the engine with its final-session keeper (freed at exit if never unregistered)."""
+    """Register the engine with the add-on's AddonState (freed at exit if never unregistered)."""
     import atexit
 
-    keeper = FinalSessionKeeper()
-    StylizedRenderEngine.final_sessions = keeper
-    atexit.register(keeper.free)      # released before Blender's own teardown (no leaked blocks)
+    addon = AddonState()
+    StylizedRenderEngine.addon = addon
+    atexit.register(addon.free)       # released before Blender's own teardown (no leaked blocks)
     bpy.utils.register_class(StylizedRenderEngine)
 
 
 def unregister() -> None:
-    """Release the kept F12 session (it holds GPU memory) and unregister the engine."""
+    """Release the add-on's state (the kept F12 session holds GPU memory) and unregister the engine."""
     import atexit
 
-    keeper = getattr(StylizedRenderEngine, "final_sessions", None)
-    if keeper is not None:
-        keeper.free()
-        atexit.unregister(keeper.free)
-        del StylizedRenderEngine.final_sessions
+    addon = addon_state()
+    if addon is not None:
+        addon.free()
+        atexit.unregister(addon.free)
+        del StylizedRenderEngine.addon
     if StylizedRenderEngine.is_registered:
         bpy.utils.unregister_class(StylizedRenderEngine)

@@ -23,23 +23,21 @@ from .springs.runtime import report as springs_report
 from .world.transform_guard import skip_message, split_drawable
 
 
-_last_viewport_session = None
-
-
-def last_viewport_session():
-    """The most recent viewport session (panels read its stats), or None."""
-    return _last_viewport_session() if _last_viewport_session is not None else None
-
-
 class StylizedSession:
     """Per-engine state.  GPU objects are created lazily inside a GPU context.
 
     ``assets`` (an ``importer.AssetCache``) is the one place where imported assets are kept and
     reused: final renders verify every cached mesh's content (``verify_imports``), the viewport
-    trusts Blender's depsgraph updates (``sync``) to drop what changed."""
+    trusts Blender's depsgraph updates (``sync``) to drop what changed.
 
-    def __init__(self, viewport: bool = False):
+    ``addon``: the add-on's ``AddonState`` that made this session (render_engine's viewport, or a
+    caller standing in for it): the session plays its preview bakes (``bakes``) and, as a
+    viewport session, is noted as the most recent one (the Stats panel reads it).  Without one the
+    session has bakes of its own, cleared by ``free``."""
+
+    def __init__(self, viewport: bool = False, addon=None):
         from .importer import AssetCache
+        from .importer.bake import BakeCache
 
         self.viewport = viewport
         self.verify_imports = not viewport
@@ -76,11 +74,11 @@ class StylizedSession:
         self._last_time = None
         self._gpu_nodes = set()
         self._reset_frame_state()
+        self.bakes = addon.bakes if addon is not None else BakeCache()   # the preview's bakes (session_bake)
+        self._own_bakes = addon is None
         if viewport:
-            import weakref
-
-            global _last_viewport_session
-            _last_viewport_session = weakref.ref(self)
+            if addon is not None:
+                addon.note_viewport_session(self)
             from .viewer_timings import ViewerCpuTimings
 
             self.timings = ViewerCpuTimings()
@@ -150,7 +148,7 @@ class StylizedSession:
 
             return preview_scene.update(self, depsgraph, preview_state, dt)   # Scene: every animated object
         if preview_state is not None and preview_state.active:
-            from . import preview as _preview
+            from . import preview_state as _preview
 
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
@@ -166,10 +164,8 @@ class StylizedSession:
                     return self._update_timeline(depsgraph)
                 clips, before = baked
                 if preview_state.crowd:
-                    from .importer import bake as _bake
-
-                    why = _preview.crowd_bake_conflict(preview_state, self.runtime, _bake.BAKES.reasons,
-                                                       _bake.BAKES.reasons_generation)
+                    why = _preview.crowd_bake_conflict(preview_state, self.runtime, self.bakes.reasons,
+                                                       self.bakes.reasons_generation)
                     if why is not None:
                         # a bake drives its own armature's bones only: never play a wrong pose
                         # on the other characters; timeline mode until crowd mode is turned off
@@ -392,4 +388,6 @@ class StylizedSession:
         if self.assets.edits is not None:
             self.assets.edits.stop()    # its depsgraph_update_post handler goes with the session
         self._reset_frame_state()
+        if self._own_bakes:
+            self.bakes.clear()          # the bakes this session made for itself (an owner's stay with it)
         self._need_import = True

@@ -7,11 +7,9 @@ import numpy as np
 from .animation.mixer import MatrixMixer
 
 
-def mark_bakes_dirty() -> None:
-    """The preview's bakes re-check their rig and action at their next lookup."""
-    from .importer import bake as _bake
-
-    _bake.BAKES.mark_dirty()
+def mark_bakes_dirty(session) -> None:
+    """The session's preview bakes re-check their rig and action at their next lookup."""
+    session.bakes.mark_dirty()
 
 
 class BakeFeed:
@@ -72,20 +70,20 @@ class BakeFeed:
 
 def baked_clips(session, state, clips: dict):
     """``(clips, before_update)`` for the preview: ``clips`` unchanged when the armature needs
-    no bake; otherwise the clips with the bakes of ``engine.importer.bake.BAKES`` substituted
+    no bake; otherwise the clips with the bakes of ``session.bakes`` substituted
     (converted once per bake and scene asset) and a hook that feeds the bake's B-Bone segments.
     None (``state.last_error`` says why) when the clip about to play needs a bake it lacks."""
-    from . import preview as _preview
+    from . import preview_state as _preview
     from .importer import bake as _bake
 
     arm = state.armature
-    reasons = _bake.BAKES.reasons(arm)
+    reasons = session.bakes.reasons(arm)
     if not reasons:
         return clips, None
     name = _preview.pending_clip_name(state)
     if name is None or name not in clips:
         return clips, None      # no clip, or one the player reports as not compatible
-    b, why = _bake.BAKES.lookup(arm, name)
+    b, why = session.bakes.lookup(arm, name)
     if b is None:
         state.last_error = f"clip '{name}' needs a bake: {why}; it is driven by {'; '.join(reasons)}"
         return None

@@ -32,7 +32,7 @@ def sync(session, depsgraph, updates=None) -> None:
     session._synced_frame = frame
     if updates is None:
         session._reimport("full sync")
-        mark_bakes_dirty()
+        mark_bakes_dirty(session)
         return
     import bpy
 
@@ -49,7 +49,7 @@ def sync(session, depsgraph, updates=None) -> None:
     keys = {idb.name for _u, idb in live if isinstance(idb, bpy.types.Key)}
     if any(isinstance(idb, (bpy.types.Object, bpy.types.Armature, bpy.types.Action)) for _u, idb in live):
         # a preview bake's rig or action may have changed: its next lookup re-checks
-        mark_bakes_dirty()
+        mark_bakes_dirty(session)
     for u, idb in live:
         if isinstance(idb, bpy.types.Material):
             session.material_cache.invalidate(idb.name)
@@ -131,7 +131,7 @@ def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
         reasons = [f"the re-sync check failed ({type(ex).__name__}: {ex})"]
     session.stats["step_ms"] = (time.perf_counter() - t0) * 1e3
     if verify_all:
-        mark_bakes_dirty()         # as a full sync does: the preview's bakes re-check
+        mark_bakes_dirty(session)         # as a full sync does: the preview's bakes re-check
     if not reasons:
         session.render_steps += 1
         session.runtime_reuses += 1
@@ -141,7 +141,7 @@ def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
         session._reimport(why)
     session._remember_after_import = True
     if not verify_all:
-        mark_bakes_dirty()
+        mark_bakes_dirty(session)
 
 
 def _step_changes(session, depsgraph, verify_all: bool) -> list:

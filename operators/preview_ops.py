@@ -47,12 +47,13 @@ def ensure_bake(context, st, report=None, trust_clean: bool = False) -> bool:
     re-reading the rig (the time slider, called while dragging)."""
     arm = bpy.data.objects.get(st.armature) if st.armature else None
     name = preview.pending_clip_name(st)
-    if arm is None or arm.type != "ARMATURE" or not name:
+    cache = preview.bake_cache()      # the add-on's: what its viewport sessions play
+    if arm is None or arm.type != "ARMATURE" or not name or cache is None:
         return True
-    if trust_clean and bake.BAKES.lookup(arm.name, name)[0] is not None:
+    if trust_clean and cache.lookup(arm.name, name)[0] is not None:
         return True
     try:
-        bake.ensure_with_progress(getattr(context, "window_manager", None), arm, name)
+        bake.ensure_with_progress(cache, getattr(context, "window_manager", None), arm, name)
     except bake.BakeError as ex:
         msg = f"clip '{name}' could not be baked: {ex}"
         st.last_error = msg
@@ -188,11 +189,14 @@ def seek(st, seconds: float) -> float:
 
 
 def _get_substeps(self):
-    return int(bake.BAKES.substeps)
+    cache = preview.bake_cache()
+    return int(cache.substeps) if cache is not None else 1
 
 
 def _set_substeps(self, value):
-    bake.BAKES.substeps = max(1, int(value))
+    cache = preview.bake_cache()
+    if cache is not None:
+        cache.substeps = max(1, int(value))
     st = preview.peek_state(self.id_data)
     if st is not None and st.active:
         ensure_bake(bpy.context, st)      # re-bake what plays (the signature holds the substeps)

@@ -13,12 +13,11 @@ GPU_PASSES = ("Shadow", "Forward", "Outline Mask", "Screen-Space Outline", "Post
 
 
 def viewport_session():
-    """The most recent viewport StylizedSession (engine.session.last_viewport_session), or None."""
+    """The most recent viewport StylizedSession (engine.render_engine.last_viewport_session), or None."""
     try:
-        from ..engine import session as _session
+        from ..engine import render_engine
 
-        fn = getattr(_session, "last_viewport_session", None)
-        return fn() if fn is not None else None
+        return render_engine.last_viewport_session()
     except Exception:
         return None
 
@@ -105,7 +104,8 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
                 layout.label(text=note, icon="INFO")
             from ..engine.importer import bake
 
-            lines = bake.describe(arm.name, cur.name)
+            cache = preview.bake_cache()
+            lines = bake.describe(cache, arm.name, cur.name) if cache is not None else []
             for k, line in enumerate(lines[:6]):
                 layout.label(text=line, icon=("INFO" if line.startswith("Baked") else "ERROR") if k == 0 else "BLANK1")
             if lines:

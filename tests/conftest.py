@@ -116,16 +116,46 @@ def pytest_runtest_makereport(item, call):
             rep.sections.append(("artifact", f"could not save the last render: {ex}"))
 
 
+def addon():
+    """The registered add-on's AddonState (engine/addon_state.py): what render_engine's viewport
+    sessions, the operators and the panels share (preview states, bakes, the last viewport session)."""
+    from stylized_renderer.engine import render_engine
+
+    ensure_registered()
+    return render_engine.addon_state()
+
+
+class BakeModule:
+    """``engine.importer.bake`` with the add-on's bake cache as ``cache`` (the one the operators
+    bake into and the viewport sessions made with the add-on play); other names are the module's,
+    also for monkeypatch (set on the module)."""
+
+    def __init__(self, module, cache):
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "cache", cache)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._module, name, value)
+
+    def __delattr__(self, name):
+        delattr(self._module, name)
+
+
 @pytest.fixture
-def bakes():
-    """The preview bake module with an empty bake cache at one substep (test_bake, test_bake_between)."""
+def bakes(ext):
+    """The preview bake module with the add-on's bake cache emptied, at one substep (test_bake,
+    test_bake_between, ...)."""
     from stylized_renderer.engine.importer import bake
 
-    bake.BAKES.clear()
-    bake.BAKES.substeps = 1
-    yield bake
-    bake.BAKES.clear()
-    bake.BAKES.substeps = 1
+    cache = addon().bakes
+    cache.clear()
+    cache.substeps = 1
+    yield BakeModule(bake, cache)
+    cache.clear()
+    cache.substeps = 1
 
 
 def add_camera(scene, location=(0.0, -6.0, 0.0), rotation=(1.5707963, 0.0, 0.0), ortho=False, lens=50.0):
@@ -307,10 +337,9 @@ def view_session(ext):
     """A viewport session (the Stats panel reads the last one), freed in a GPU context and
     forgotten as the last viewport session."""
     from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine import session as session_mod
     from stylized_renderer.engine.session import StylizedSession
 
-    s = StylizedSession(viewport=True)
+    s = StylizedSession(viewport=True, addon=addon())     # as render_engine's view_update makes it
     yield s
     gpu_util.run_in_gpu_context(s.free)
-    session_mod._last_viewport_session = None
+    addon().forget_viewport_session()

@@ -34,9 +34,11 @@ REGISTRATION = {
     ("panels", "_modules"): "the panel modules register() walks (filled at import, never after)",
     ("engine.preview", "_handlers"): "the (bpy.app.handlers list, function) pairs appended while the add-on "
                                      "is enabled, so unregister() removes exactly those",
-    ("engine.render_engine", "StylizedRenderEngine.final_sessions"):
-        "the F12 session keeper, made by register() and deleted by unregister(): the registered engine "
-        "class is the add-on's registration object, which Blender holds while the add-on is enabled",
+    ("engine.render_engine", "StylizedRenderEngine.addon"):
+        "the add-on's one owner of what outlives a frame (engine/addon_state.py: the F12 session keeper, "
+        "the preview states and bakes, the last viewport session), made by register() and deleted by "
+        "unregister(): the registered engine class is the add-on's registration object, which Blender "
+        "holds while the add-on is enabled",
     ("operators.preview_ops", "_CLIP_ITEMS"): "an EnumProperty items callback's strings: Blender needs Python "
                                               "to keep them referenced (bpy.props.EnumProperty docs)",
 }
@@ -54,13 +56,6 @@ KNOWN = {
     "engine.finite (core) imports bpy":
         "object_inv asks bpy for Blender's version (4.x vs 5.x singular inverse): the runtime should get "
         "it from the session (palette.py / dquat.py, W2a/W2b)",
-    "engine.importer.bake: module-level BAKES = BakeCache()":
-        "W2e (importer/bake*, being split): the bake cache belongs to the session",
-    "engine.preview: global _handback_suspended": "W2b (preview.py)",
-    "engine.preview: module-level _states = {}": "W2b (preview.py): preview states belong to the session",
-    "engine.session: global _last_viewport_session": "W2b (session.py)",
-    "import circle: engine.importer.bake <-> engine.importer.bake_record <-> engine.preview":
-        "W2e / W2b: bake and preview import each other",
 }
 
 

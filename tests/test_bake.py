@@ -108,7 +108,7 @@ def _preview_session(arm, act, seek):
     from stylized_renderer.engine.preview import PreviewState
     from stylized_renderer.engine.session import StylizedSession
 
-    s = StylizedSession()
+    s = StylizedSession(addon=C.addon())       # plays the add-on's bakes (what the operators make)
     s.want_clips = True
     st = PreviewState(armature=arm.name, active=True)
     st.push("clip", act.name)
@@ -134,7 +134,7 @@ def test_preview_refuses_clip_without_bake(crig, bakes):
         assert not st.active, st
         assert st.last_error and f"clip '{act.name}' needs a bake" in st.last_error and "IK" in st.last_error
         # after the bake the same state plays
-        bakes.BAKES.ensure(arm, act.name)
+        bakes.cache.ensure(arm, act.name)
         st.active = True
         ok, clip, _t = frame()
         assert ok and st.active and st.last_error is None
@@ -151,7 +151,7 @@ def _at_frames(b):
 
 def test_bake_cache_hits_and_rebakes(crig, bakes):
     arm, _ob, act = crig
-    cache = bakes.BAKES
+    cache = bakes.cache
     b1 = cache.ensure(arm, act.name)
     assert cache.bake_count == 1 and b1.frame_count - b1.added == 10
     assert cache.ensure(arm, act.name) is b1 and cache.bake_count == 1 and cache.hits == 1
@@ -210,7 +210,7 @@ def test_bake_restores_scene_exactly(crig, bakes):
     arm.pose.bones["root"].location = (0.1, 0.0, 0.0)      # an unkeyed pose value
     bpy.context.scene.frame_set(3, subframe=0.25)
     before = _scene_state(arm)
-    b = bakes.BAKES.ensure(arm, other.name)
+    b = bakes.cache.ensure(arm, other.name)
     assert b is not None and b.action_name == "OtherAction"
     _assert_same_state(before, _scene_state(arm))
     assert tuple(prop.location) == (1.0, 2.0, 3.0)
@@ -227,10 +227,10 @@ def test_bake_error_reports_and_leaves_scene(crig, bakes):
     bpy.context.scene.frame_set(2)
     before = _scene_state(arm)
     with pytest.raises(bakes.BakeError, match="BadAction"):
-        bakes.BAKES.ensure(arm, bad.name)
+        bakes.cache.ensure(arm, bad.name)
     _assert_same_state(before, _scene_state(arm))
     with pytest.raises(bakes.BakeError, match="does not exist"):
-        bakes.BAKES.ensure(arm, "NoSuchAction")
+        bakes.cache.ensure(arm, "NoSuchAction")
     # the operator path: reported, cancelled
     from stylized_renderer.engine import preview
 
@@ -241,7 +241,7 @@ def test_bake_error_reports_and_leaves_scene(crig, bakes):
         bpy.ops.stylized.preview_play(armature=arm.name)
     assert "BadAction" in (st.last_error or "")
     _assert_same_state(before, _scene_state(arm))
-    assert bakes.BAKES.bake_count == 0
+    assert bakes.cache.bake_count == 0
 
 
 def test_play_operator_bakes_and_panel_says_so(crig, bakes):
@@ -251,22 +251,22 @@ def test_play_operator_bakes_and_panel_says_so(crig, bakes):
     preview.clear_states()
     st = preview.get_state(bpy.context.scene, arm)
     assert st.clip_name == act.name
-    lines = bakes.describe(arm.name, act.name)
+    lines = bakes.describe(bakes.cache, arm.name, act.name)
     assert lines and lines[0].startswith("Needs a bake"), lines
     assert bpy.ops.stylized.preview_play(armature=arm.name) == {"FINISHED"}
-    assert bakes.BAKES.bake_count == 1 and st.active and st.playing
-    lines = bakes.describe(arm.name, act.name)
-    b = bakes.BAKES.lookup(arm.name, act.name)[0]
+    assert bakes.cache.bake_count == 1 and st.active and st.playing
+    lines = bakes.describe(bakes.cache, arm.name, act.name)
+    b = bakes.cache.lookup(arm.name, act.name)[0]
     assert lines[0].startswith(f"Baked through Blender: {b.frame_count} samples ({b.added} sub-frame)"), lines
     assert lines[1].strip().startswith("largest error between samples"), lines
     assert any("IK on bone 'lower'" in ln for ln in lines), lines
     assert bpy.ops.stylized.preview_stop(armature=arm.name) == {"FINISHED"}
-    assert bakes.BAKES.bake_count == 1        # the second operator reuses the bake
+    assert bakes.cache.bake_count == 1        # the second operator reuses the bake
     # the panel's "Bake Samples" re-bakes what plays
     bpy.context.scene.stylized_preview.bake_substeps = 2
-    assert bpy.context.scene.stylized_preview.bake_substeps == 2 and bakes.BAKES.bake_count == 2
-    lines = bakes.describe(arm.name, act.name)
-    b = bakes.BAKES.lookup(arm.name, act.name)[0]
+    assert bpy.context.scene.stylized_preview.bake_substeps == 2 and bakes.cache.bake_count == 2
+    lines = bakes.describe(bakes.cache, arm.name, act.name)
+    b = bakes.cache.lookup(arm.name, act.name)[0]
     assert b.frame_count - b.added == 19, lines
     assert lines[0].startswith(f"Baked through Blender: {b.frame_count} samples ({b.added} sub-frame), 2 per frame"), lines
     preview.clear_states()
@@ -281,7 +281,7 @@ def test_bake_keeps_preview_active(crig, bakes):
     preview.clear_states()
     st = preview.get_state(bpy.context.scene, arm)
     st.active = True
-    bakes.BAKES.ensure(arm, act.name)
+    bakes.cache.ensure(arm, act.name)
     assert st.active
     bpy.context.scene.frame_set(5)
     assert not st.active      # negative control: scrubbing hands back
@@ -354,23 +354,23 @@ def test_clip_choice_bakes(crig, bakes):
     bpy.context.scene.stylized_preview.clip = act.name
     st = preview.peek_state(bpy.context.scene)
     assert st.clip_name == act.name and st.active
-    assert bakes.BAKES.bake_count == 1 and bakes.BAKES.lookup(arm.name, act.name)[0] is not None
+    assert bakes.cache.bake_count == 1 and bakes.cache.lookup(arm.name, act.name)[0] is not None
     preview.clear_states()
 
 
 def test_rebake_while_playing_switches_the_player(crig, bakes):
     """A re-bake (the rig was edited) replaces the clip the preview plays, at the same time."""
     arm, _ob, act = crig
-    bakes.BAKES.ensure(arm, act.name)
+    bakes.cache.ensure(arm, act.name)
     s, st, frame = _preview_session(arm, act, 0.2)
     try:
         ok, first, _t = frame()
         assert ok and st.active, st.last_error
         arm.pose.bones["arm2"].constraints[0].influence = 0.2
-        bakes.BAKES.mark_dirty()
+        bakes.cache.mark_dirty()
         assert frame()[0]
         assert not st.active and "changed" in st.last_error      # stale: refused, timeline mode
-        bakes.BAKES.ensure(arm, act.name)
+        bakes.cache.ensure(arm, act.name)
         st.active = True
         ok, clip, t = frame()
         assert ok and st.active and clip is not first
@@ -381,19 +381,45 @@ def test_rebake_while_playing_switches_the_player(crig, bakes):
 
 def test_loading_a_file_forgets_bakes(crig, bakes):
     arm, _ob, act = crig
-    bakes.BAKES.ensure(arm, act.name)
-    assert bakes.BAKES.entries
+    bakes.cache.ensure(arm, act.name)
+    assert bakes.cache.entries
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    assert not bakes.BAKES.entries
+    assert not bakes.cache.entries
+
+
+def test_bakes_belong_to_their_owner(crig, bakes):
+    """Issue 24: a session made without the add-on (a tool, a script) bakes into a cache of its
+    own that no other session, operator or viewport sees, and that goes when it is freed; a
+    viewport session made by the add-on plays the add-on's bakes (the operators') and freeing it
+    leaves them to the add-on's other viewports.  (One module-level cache was shared by all.)"""
+    from stylized_renderer.engine.session import StylizedSession
+
+    arm, _ob, act = crig
+    a, b = StylizedSession(), StylizedSession()
+    try:
+        assert a.bakes.ensure(arm, act.name) is not None
+        assert a.bakes.lookup(arm.name, act.name)[0] is not None
+        assert b.bakes.lookup(arm.name, act.name)[0] is None           # another session's bake
+        assert bakes.cache.lookup(arm.name, act.name)[0] is None       # nor the add-on's
+    finally:
+        a.free()
+        b.free()
+    assert not a.bakes.entries                                          # freed with its session
+    bakes.cache.ensure(arm, act.name)
+    v = StylizedSession(viewport=True, addon=C.addon())
+    assert v.bakes is bakes.cache and C.addon().viewport_session() is v
+    v.free()
+    assert bakes.cache.lookup(arm.name, act.name)[0] is not None        # still the add-on's
+    C.addon().forget_viewport_session()
 
 
 def test_substeps_keep_the_adaptive_bake(crig, capsys, bakes):
     """``substeps`` 2 bakes two samples per frame interval before the adaptive ones; between
     frames both stay within the baked tolerance and integer frames exact."""
-    bakes.BAKES.substeps = 2
+    bakes.cache.substeps = 2
     rc, out, f = _run(capsys)
     assert rc == 0, out
-    b = bakes.BAKES.lookup("CRig", "RigAction")[0]
+    b = bakes.cache.lookup("CRig", "RigAction")[0]
     assert b.frame_count - b.added == 19 and float(f["max_rel_error"]) <= check_deform.TOLERANCE
     assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
 
@@ -406,7 +432,7 @@ def test_unknown_clip_is_reported_as_such(crig, bakes):
     try:
         assert frame()[0] is not None
         assert st.last_error == f"clip 'NoSuchClip' is not compatible with '{arm.name}'", st.last_error
-        assert bakes.BAKES.bake_count == 0
+        assert bakes.cache.bake_count == 0
     finally:
         s.free()
 
@@ -417,7 +443,7 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
     import time as _time
 
     arm, _ob, act = crig
-    bakes.BAKES.ensure(arm, act.name)
+    bakes.cache.ensure(arm, act.name)
     s, st, frame = _preview_session(arm, act, 0.0)
     st.commands.append(("loop", True))
     st.commands.append(("play",))
@@ -449,9 +475,9 @@ def test_session_sync_marks_bakes_dirty(crig, bakes):
     from stylized_renderer.engine.session import StylizedSession
 
     arm, _ob, act = crig
-    bakes.BAKES.ensure(arm, act.name)
-    assert bakes.BAKES.lookup(arm.name, act.name)[0] is not None
-    s = StylizedSession(viewport=True)
+    bakes.cache.ensure(arm, act.name)
+    assert bakes.cache.lookup(arm.name, act.name)[0] is not None
+    s = StylizedSession(viewport=True, addon=C.addon())
     seen = []
 
     def on_update(scene, depsgraph):
@@ -467,7 +493,7 @@ def test_session_sync_marks_bakes_dirty(crig, bakes):
         bpy.app.handlers.depsgraph_update_post.remove(on_update)
         s.free()
     assert seen, "no depsgraph update was reported"
-    got, why = bakes.BAKES.lookup(arm.name, act.name)
+    got, why = bakes.cache.lookup(arm.name, act.name)
     assert got is None and "changed" in why, why
 
 
@@ -506,7 +532,7 @@ def _rigify_playing(rigify_scene, bakes):
     first frame already made); ``size``: a length scale of the rig for tolerances."""
     rig, _body = rigify_scene
     act = rig.animation_data.action
-    bakes.BAKES.ensure(rig, act.name)
+    bakes.cache.ensure(rig, act.name)
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     s, st, frame = _preview_session(rig, act, 0.0)
     try:

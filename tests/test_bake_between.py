@@ -61,7 +61,7 @@ def test_constraint_rig_exact_between_frames(empty_scene, capsys, bakes):
     assert rc == 0, out
     assert "baked-between CBody" in out, out
     assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
-    b = bakes.BAKES.lookup(arm.name, act.name)[0]
+    b = bakes.cache.lookup(arm.name, act.name)[0]
     assert b.added > 0 and b.checked >= b.added, (b.added, b.checked)
     # what the bake measured and left: the IK chain snapping straight within 1/64 frame
     # (frames ~2.2 and ~9.1, a jump in Blender's own evaluation) stays in its figure
@@ -89,7 +89,7 @@ def test_spinning_bone_exact_between_frames(empty_scene, capsys, bakes):
     rc, out, f = _run(capsys)
     assert rc == 0, out
     assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
-    b = bakes.BAKES.lookup(arm.name, "SpinAction")[0]
+    b = bakes.cache.lookup(arm.name, "SpinAction")[0]
     assert b.added == 0 and b.between_error <= 1e-4, (b.added, b.between_error)
 
 
@@ -114,7 +114,7 @@ def test_sample_is_exact_at_the_samples_and_slerps_between(empty_scene, bakes):
     from stylized_renderer.engine import importer
 
     arm, _ob = _spin_rig()
-    b = bakes.BAKES.ensure(arm, "SpinAction")
+    b = bakes.cache.ensure(arm, "SpinAction")
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
     _clip, bp = bakes.baked_clip(b, asset)
     spin = asset.node_index(arm.name, "spin")
@@ -152,10 +152,10 @@ def test_rigify_250_frame_bake_is_compact(rigify_250, ext, bakes):
 
     bpy.ops.wm.open_mainfile(filepath=str(rigify_250))
     rig = bpy.data.objects["rig"]
-    b = bakes.BAKES.ensure(rig, rig.animation_data.action.name)
+    b = bakes.cache.ensure(rig, rig.animation_data.action.name)
     assert b.frame_count - b.added == 250
     assert b.nbytes < 20 * 2**20, b.nbytes / 2**20
     _clip, bp = bakes.baked_clip(b, importer.import_scene(bpy.context.evaluated_depsgraph_get()))
     assert bp.table is b.locals and bp.bbone_table is b.bbone_table
-    line = bakes.describe(rig.name, rig.animation_data.action.name)[1]
+    line = bakes.describe(bakes.cache, rig.name, rig.animation_data.action.name)[1]
     assert "largest error between samples" in line and "MB" in line, line

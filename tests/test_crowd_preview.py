@@ -277,7 +277,7 @@ def test_baked_rig_refuses_crowd(empty_scene, view, bakes):
     arm, ob, act = rigify_rig.build_constraint_rig(scene)
     dup = bench_runtime.duplicate_character(scene, arm, (ob,), (3.0, 0.0, 0.0))
     bpy.context.view_layer.update()
-    bakes.BAKES.ensure(arm, act.name)
+    bakes.cache.ensure(arm, act.name)
     st = preview.get_state(scene, arm)
     st.active = True
     st.push("clip", act.name)
@@ -311,7 +311,7 @@ def test_crowd_refused_when_a_duplicate_needs_a_bake(empty_scene, view, bakes):
     con = other.pose.bones["Head"].constraints.new("COPY_ROTATION")
     con.target, con.subtarget = other, "Unused"
     bpy.context.view_layer.update()
-    bakes.BAKES.mark_dirty()
+    bakes.cache.mark_dirty()
     st = preview.get_state(scene, arm)
     st.active = True
     set_crowd(scene, arm, True)
@@ -341,7 +341,7 @@ def test_crowd_refused_when_a_copy_gains_a_constraint_while_playing(empty_scene,
     con = other.pose.bones["Head"].constraints.new("COPY_ROTATION")
     con.target, con.subtarget = other, "Unused"
     bpy.context.view_layer.update()
-    bakes.BAKES.mark_dirty()              # what sync does when the rig's update reaches the session
+    bakes.cache.mark_dirty()              # what sync does when the rig's update reaches the session
     view.update(st, 0.1)
     assert not st.active and st.last_error and f"'{other.name}'" in st.last_error, st.last_error
 

@@ -38,12 +38,19 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
     assert panels, "no built-in panel got STYLIZED"
     from stylized_renderer.engine import render_engine
 
-    keeper = render_engine.StylizedRenderEngine.final_sessions
+    from stylized_renderer.engine import preview
+
+    addon = render_engine.StylizedRenderEngine.addon
+    keeper = addon.final_sessions
     kept = keeper.session_for(bpy.context.scene)   # what an F12 keeps between renders
     assert render_engine.kept_final_session() is kept
+    assert preview.get_state(bpy.context.scene) is preview.get_state(bpy.context.scene)    # kept by the add-on
+    assert addon.previews.states
     ext.unregister()
     assert keeper.session is None, "the kept F12 session outlived the add-on"
     assert render_engine.kept_final_session() is None
+    assert not addon.previews.states, "the preview states outlived the add-on"
+    assert render_engine.addon_state() is None
     C.set_registered(False)
     try:
         assert not StylizedRenderEngine.is_registered
@@ -67,6 +74,8 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
         C.ensure_registered()
     assert StylizedRenderEngine.is_registered
     assert _engine_accepted(bpy.context.scene)
+    fresh = render_engine.addon_state()
+    assert fresh is not addon and not fresh.previews.states and not fresh.bakes.entries
     # registering again after a full cycle gives the same panels (no duplicates)
     assert sorted(p.__name__ for p in registration.compat_panels()) == sorted(p.__name__ for p in panels)
 

@@ -148,7 +148,7 @@ def test_a_baked_clip_is_sampled_with_the_player_once_per_frame(crig, bakes, mon
     from stylized_renderer.engine.runtime import palette
 
     arm, _ob, act = crig
-    bakes.BAKES.ensure(arm, act.name)
+    bakes.cache.ensure(arm, act.name)
     s, st, frame = TB._preview_session(arm, act, 0.2)
     try:
         ok, clip, _t = frame()

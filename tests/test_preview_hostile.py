@@ -31,7 +31,7 @@ class Viewport:
         from stylized_renderer.engine import session as session_mod
 
         self.clock = clock
-        self.session = session_mod.StylizedSession(viewport=True)
+        self.session = session_mod.StylizedSession(viewport=True, addon=C.addon())   # as view_update makes it
         self.updates = []
         self.synced = False
         bpy.app.handlers.depsgraph_update_post.append(self._handler)
@@ -85,7 +85,7 @@ def viewport(ext, monkeypatch):
     vp = Viewport(clock)
     yield vp
     vp.close()
-    session_mod._last_viewport_session = None
+    C.addon().forget_viewport_session()
     preview.stop_timer()
     preview.clear_states()
 

@@ -431,7 +431,7 @@ class FakeSession:
 
 
 def test_stats_panel(empty_scene, monkeypatch):
-    from stylized_renderer.engine import session as sess_mod
+    from stylized_renderer.engine import render_engine
     from stylized_renderer.panels import viewport_panels as vp
 
     scene = empty_scene
@@ -441,7 +441,7 @@ def test_stats_panel(empty_scene, monkeypatch):
     pending = {"shadow": 0.3, "forward_opaque": 1.2, "outline_mask": None, "screen_space_outline": 0.2,
                "post_process": 0.1}
     fake = FakeSession(pending)
-    monkeypatch.setattr(sess_mod, "last_viewport_session", lambda: fake)
+    monkeypatch.setattr(render_engine, "last_viewport_session", lambda: fake)
     scene.stylized.profile_gpu = False
     lay = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None))
     labels = lay.labels()

@@ -591,7 +591,7 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
     cam = scene.camera.evaluated_get(dg)
     view = np.linalg.inv(np.array(cam.matrix_world))
     window = np.array(cam.calc_matrix_camera(dg, x=160, y=120))
-    s = session_mod.StylizedSession(viewport=True)
+    s = session_mod.StylizedSession(viewport=True, addon=C.addon())
     try:
         base = draw(s, view, window, False, 160, 120)
         angry.value = 1.0                                   # the panel's slider (ID property, no add-on)
@@ -606,7 +606,7 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
         assert s.import_count == 1                          # expressions never re-import
     finally:
         gpu_util.run_in_gpu_context(s.free)
-        session_mod._last_viewport_session = None
+        C.addon().forget_viewport_session()
         preview.clear_states()
     C.save_png(timeline, ART / "viewport_angry.png")
     assert face_diff(base, timeline) > 60

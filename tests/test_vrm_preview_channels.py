@@ -128,7 +128,7 @@ def clocked_session(monkeypatch, strict: bool = True):
     clock = C.Clock()
     monkeypatch.setattr(session_mod, "time", clock)
     preview.clear_states()
-    s = session_mod.StylizedSession(viewport=True)
+    s = session_mod.StylizedSession(viewport=True, addon=C.addon())   # as view_update makes it
 
     def update(state, dt=0.0):
         clock.now += dt
@@ -145,7 +145,7 @@ def clocked_session(monkeypatch, strict: bool = True):
 
     yield types.SimpleNamespace(session=s, update=update)
     gpu_util.run_in_gpu_context(s.free)
-    session_mod._last_viewport_session = None
+    C.addon().forget_viewport_session()
     preview.stop_timer()
     preview.clear_states()
 

@@ -168,7 +168,10 @@ class Checker:
         self.morph_policy = morph_policy
         self.morph_paths = {"rebuild": 0, "shader": 0}
         self.bpy = bpy
-        self.session = StylizedSession()
+        from stylized_renderer.engine import render_engine
+
+        # the add-on's bakes when it is registered (what the preview's Play makes), else its own
+        self.session = StylizedSession(addon=render_engine.addon_state())
         self.session.want_clips = True     # the player check plays the clips
         self.readback = None
         self.results = {}      # (object, mode) -> dict(verts, err, path); mode "between": reported only
@@ -337,10 +340,10 @@ class Checker:
                 _bake.isolate(owner, action, with_data=True)
                 baked = None
                 played = self._played_by(clip.target_object)
-                if ob.type == "ARMATURE" and _bake.BAKES.reasons(ob.name):
+                if ob.type == "ARMATURE" and self.session.bakes.reasons(ob.name):
                     # what the preview's Play does: bake the clip through Blender's evaluation
                     try:
-                        baked = _bake.BAKES.ensure(ob, clip.name, clip.action_name or None)
+                        baked = self.session.bakes.ensure(ob, clip.name, clip.action_name or None)
                     except _bake.BakeError as ex:   # the preview cannot play it: a failure
                         print(f"  bake failed: clip '{clip.name}' on '{clip.target_object}': {ex}")
                         self.bake_failures.append((clip.name, clip.target_object, str(ex)))

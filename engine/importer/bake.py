@@ -13,7 +13,8 @@ restored exactly afterwards, also on error.  ``baked_clip`` turns a bake into th
 AnimationClipAsset the player plays (local TRS of every bone per frame, through
 ``ScenePose.basis_from_worlds``, so the bones' inheritance flags are honoured).
 
-``BakeCache`` (one per process: ``BAKES``) keys bakes by (armature, clip) and by a signature of
+``BakeCache`` (one per owner: the add-on's ``AddonState.bakes`` for the operators and the viewport
+sessions it makes; a session made alone has its own, ``StylizedSession.bakes``) keys bakes by (armature, clip) and by a signature of
 the rig and the action (rest matrices, pose values the action does not key, custom properties,
 constraint settings, drivers, constraint/driver target transforms, the armature's world matrix,
 the action's keys).  Lookups are free while nothing was marked dirty (``StylizedSession.sync``
@@ -46,10 +47,13 @@ class BakeCache:
     ``mark_dirty()`` (StylizedSession.sync on armature/object/action updates) makes the next
     ``lookup`` of each entry re-check its signature once; until then lookups are a dict access
     (the per-frame path).  ``ensure`` always re-checks and bakes when needed.  ``substeps``:
-    samples per frame interval (1: the action's frames; part of the signature)."""
+    samples per frame interval (1: the action's frames; part of the signature).  ``quiet``: a
+    context manager factory the bakes run in (the owner's: its frame changes are not the user
+    scrubbing the timeline; ``preview_state.PreviewStates.handback_suspended``)."""
 
-    def __init__(self, substeps: int = 1):
+    def __init__(self, substeps: int = 1, quiet: Optional[Callable] = None):
         self.substeps = max(1, int(substeps))
+        self.quiet = quiet
         self.entries: Dict[Tuple[str, str], Bake] = {}
         self._checked: Dict[Tuple[str, str], bool] = {}
         self._reasons: Dict[str, List[str]] = {}
@@ -141,7 +145,7 @@ class BakeCache:
             self.hits += 1
             return hit
         b = bake_action(armature, action, slot, clip_name=clip_name, progress=progress, reasons=reasons,
-                        substeps=self.substeps)
+                        substeps=self.substeps, quiet=self.quiet)
         self._version += 1
         b.version = self._version
         self.entries[key] = b
@@ -150,16 +154,14 @@ class BakeCache:
         return b
 
 
-BAKES = BakeCache()
-
-
-def describe(armature_name: str, clip_name: Optional[str]) -> List[str]:
+def describe(cache: BakeCache, armature_name: str, clip_name: Optional[str]) -> List[str]:
     """Lines for the Animation panel: why the armature's clips are baked, and the bake of
-    ``clip_name`` (frames, time) or that it still needs one.  Empty when no bake is needed."""
-    reasons = BAKES.reasons(armature_name) if armature_name else []
+    ``clip_name`` in ``cache`` (frames, time) or that it still needs one.  Empty when no bake is
+    needed."""
+    reasons = cache.reasons(armature_name) if armature_name else []
     if not reasons:
         return []
-    b, why = BAKES.lookup(armature_name, clip_name) if clip_name else (None, "no clip")
+    b, why = cache.lookup(armature_name, clip_name) if clip_name else (None, "no clip")
     if b is None:
         return [f"Needs a bake through Blender: {why}"] + [f"  {r}" for r in reasons]
     return [f"Baked through Blender: {l}" if k == 0 else f"  {l}" for k, l in enumerate(bake_lines(b))] \
@@ -178,8 +180,9 @@ def bake_lines(b: Bake) -> List[str]:
             f"({b.checked} mid-points checked), {b.nbytes / 2**20:.1f} MB"]
 
 
-def ensure_with_progress(window_manager, armature, clip_name: str, action_name: Optional[str] = None):
-    """``BAKES.ensure`` with the window manager's progress indicator (operators)."""
+def ensure_with_progress(cache: BakeCache, window_manager, armature, clip_name: str,
+                         action_name: Optional[str] = None):
+    """``cache.ensure`` with the window manager's progress indicator (operators)."""
     state = {"begun": False}
 
     def progress(done, total):
@@ -191,7 +194,7 @@ def ensure_with_progress(window_manager, armature, clip_name: str, action_name: 
         window_manager.progress_update(done)
 
     try:
-        return BAKES.ensure(armature, clip_name, action_name, progress=progress)
+        return cache.ensure(armature, clip_name, action_name, progress=progress)
     finally:
         if state["begun"]:
             window_manager.progress_end()

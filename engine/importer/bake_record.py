@@ -2,6 +2,7 @@
 (``bake.bake_action``).  Split out of ``bake.py``."""
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -117,16 +118,18 @@ def bake_frames(action, substeps: int = 1) -> Tuple[np.ndarray, float, float]:
 
 def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, scene=None,
                 progress: Optional[Callable[[int, int], None]] = None, reasons=None,
-                substeps: int = 1) -> Bake:
+                substeps: int = 1, quiet: Optional[Callable] = None) -> Bake:
     """Blender's evaluation of ``action`` (its ``slot``) on ``armature`` alone, at every frame of
     ``actions.sample_frames(action)`` (and ``substeps - 1`` subframes between each: the preview
     interpolates linearly between baked samples, so more substeps cut the error between frames
     at that cost).  The scene's frame, subframe, actions, slots, NLA mute flags and the pose
     values the action writes are restored exactly, also on error.  ``progress(done, total)`` is
-    called per sample.  Raises BakeError with a message naming the armature and action."""
+    called per sample.  ``quiet()``: a context manager the scene's frame changes run in (the
+    preview's owner: they do not hand the preview back to the timeline).  Raises BakeError with a
+    message naming the armature and action."""
     import bpy
 
-    from .. import preview as _preview
+    quiet = quiet or contextlib.nullcontext
 
     if armature is None or armature.type != "ARMATURE":
         raise BakeError(f"cannot bake: '{getattr(armature, 'name', armature)}' is not an armature")
@@ -174,7 +177,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
         written += _written_values(armature, ad.action, getattr(ad, "action_slot", None))
     ev = _Evaluator(armature, names, bent, obj_chan and armature.parent is not None)
     try:
-        with _preview.timeline_handback_suspended():
+        with quiet():
             isolate(armature, action, slot)
             samples = ev.run(scene, frames.tolist(), progress, int(frames.size))
             first = sorted(samples)
@@ -189,7 +192,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     except Exception as ex:
         raise BakeError(f"baking action '{action.name}' on '{armature.name}' failed: {type(ex).__name__}: {ex}") from ex
     finally:
-        with _preview.timeline_handback_suspended():
+        with quiet():
             restore_animation(saved)
             _restore_values(written)
             scene.frame_set(int(saved_frame[0]), subframe=saved_frame[1])
