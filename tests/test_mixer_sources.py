@@ -49,7 +49,7 @@ def _with_key_channels(session, arm, body, keys):
     glTF clip keys its meshes' weights: put in the session's scene asset in place of the clip."""
     import dataclasses
 
-    from stylized_renderer.engine.assets.types import MorphWeightChannelAsset
+    from stylized_renderer.engine.assets import MorphWeightChannelAsset
 
     asset = session.scene_asset
     node = asset.node_index(body.name)
