@@ -56,6 +56,7 @@ def scene_lights(depsgraph) -> list:
             spot_size=float(getattr(light, "spot_size", np.pi)),
             spot_blend=float(getattr(light, "spot_blend", 0.0)),
             cast_shadow=bool(getattr(light, "use_shadow", True)), name=ob.name,
+            clip_start=float(getattr(light, "shadow_buffer_clip_start", 0.05)),
         ))
     return out
 

@@ -16,6 +16,7 @@ from .fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401
 from .materials.losses import frame_losses
 from .passes import render_passes
 from .passes.frame import CameraData, FrameData
+from .passes.local_shadows import local_shadow_losses
 from .passes.visibility import VisibilityCache
 from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
 from .session_bake import BakeFeed as _BakeFeed  # noqa: F401 (re-exported: tests patch its write)
@@ -302,7 +303,8 @@ class StylizedSession:
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
-            losses=frame_losses(items, frame.materials) + self.fallback.not_drawn_lines(),
+            losses=frame_losses(items, frame.materials) + self.fallback.not_drawn_lines()
+            + local_shadow_losses(frame),
         )
         return frame
 

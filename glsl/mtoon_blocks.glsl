@@ -19,6 +19,9 @@ struct FrameBlock {
   vec4 cascade_blend;     /* view-depth width of the blend band at the end of cascade i */
   vec4 cascade_texel;     /* world size of one shadow texel of cascade i */
   vec4 cascade_params;    /* x: cascade count, y: atlas columns, z: view depth where cascade 0 begins */
+  mat4 local_matrix[24];  /* world -> clip of each face of the local lamps' shadow atlas (engine/passes/local_shadows.py) */
+  vec4 local_shadow[4];   /* per shadowed local lamp: x light index, y first face, z faces (1 spot, 6 cube), w texel per metre of depth */
+  vec4 local_params;      /* x: shadowed local lamps, y: atlas columns, z: face size (texels) */
 };
 
 struct MToonMaterial {

@@ -45,29 +45,12 @@ void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
 #endif
 }
 
-/* Visibility from cascade i of the sun's shadow (1 = lit).  Bias and normal offset are in texels
- * of this cascade; PCF: bilinear-weighted (2r+2)^2 texels, kept inside the cascade's atlas tile.
- * A plane at angle t to the light changes its stored depth by tan(t) per texel; a lookup raised
- * h above it along the normal stays in front of every PCF tap within D texels when
- * h >= D sin(t) (its margin is h / cos(t) - D tan(t)), at any angle: so the normal offset is
- * scaled by sin(t), and the constant bias only covers curvature. */
-float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
+/* PCF of the depth c.z at c.xy (0..1 over one tile of ``tile`` texels whose corner is ``origin``)
+ * in the atlas ``map``: a bilinear-weighted (2r+2)^2 texel filter kept inside the tile (the sun's
+ * cascades and the local lamps' faces alike; 1 = lit). */
+float shadow_pcf(sampler2D map, vec3 c, ivec2 origin, int tile)
 {
-  float texel = fr.cascade_texel[i];
-  float sin_t = (ndl > 0.0) ? sqrt(clamp(1.0 - ndl * ndl, 0.0, 1.0)) : 1.0;
-  /* shadow_params.z: a floor in metres, so layers closer to the surface than that (eyes, brows and
-   * blush decals on a face) never drop a shadow on it in a sharp close-up cascade */
-  float offset = max(fr.shadow_params.y * texel * sin_t, fr.shadow_params.z);
-  vec3 p = wpos + ngeo * offset + Ls * (fr.shadow_params.x * texel);
-  vec4 sc = fr.cascade_matrix[i] * vec4(p, 1.0);
-  vec3 c = sc.xyz / sc.w * 0.5 + 0.5;
-  if (c.x < 0.0 || c.x > 1.0 || c.y < 0.0 || c.y > 1.0 || c.z > 1.0) {
-    return 1.0;
-  }
-  int tile = int(fr.shadow_texel.z);
-  int cols = int(fr.cascade_params.y + 0.5);
-  ivec2 origin = ivec2(i % cols, i / cols) * tile;
-  vec2 inv_atlas = 1.0 / vec2(textureSize(shadow_map, 0));
+  vec2 inv_atlas = 1.0 / vec2(textureSize(map, 0));
 #ifdef SPEC_PCF
   const int r = SPEC_PCF;   /* constant: the tap loops unroll (a run-time bound costs llvmpipe one
                              * more masked pass through each loop body) */
@@ -80,7 +63,7 @@ float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
   float sum = 0.0;
   float wsum = 0.0;
   /* 2x2 texels per textureGather (x: (i, j+1), y: (i+1, j+1), z: (i+1, j), w: (i, j)), the
-   * footprint kept inside the cascade's tile */
+   * footprint kept inside the tile */
   for (int gy = 0; gy <= r; gy++) {
     int ky = -r + 2 * gy;
     float wy0 = (ky == -r) ? (1.0 - f.y) : 1.0;
@@ -90,13 +73,43 @@ float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
       float wx0 = (kx == -r) ? (1.0 - f.x) : 1.0;
       float wx1 = (kx + 1 == r + 1) ? f.x : 1.0;
       ivec2 t0 = clamp(base + ivec2(kx, ky), ivec2(0), ivec2(tile - 2)) + origin;
-      vec4 d = textureGather(shadow_map, (vec2(t0) + 1.0) * inv_atlas, 0);
+      vec4 d = textureGather(map, (vec2(t0) + 1.0) * inv_atlas, 0);
       vec4 w = vec4(wx0 * wy1, wx1 * wy1, wx1 * wy0, wx0 * wy0);
       sum += dot(w, step(vec4(c.z), d));
       wsum += w.x + w.y + w.z + w.w;
     }
   }
   return sum / max(wsum, 1e-6);
+}
+
+/* The normal offset and depth bias of a shadow lookup at ``wpos`` for a map whose texel measures
+ * ``texel`` metres there (towards the light ``Ls``; ``ndl`` = dot(ngeo, Ls)).  A plane at angle t
+ * to the light changes its stored depth by tan(t) per texel; a lookup raised h above it along the
+ * normal stays in front of every PCF tap within D texels when h >= D sin(t) (its margin is
+ * h / cos(t) - D tan(t)), at any angle: so the normal offset is scaled by sin(t), and the constant
+ * bias only covers curvature. */
+vec3 shadow_lookup_point(vec3 wpos, vec3 ngeo, vec3 Ls, float ndl, float texel)
+{
+  float sin_t = (ndl > 0.0) ? sqrt(clamp(1.0 - ndl * ndl, 0.0, 1.0)) : 1.0;
+  /* shadow_params.z: a floor in metres, so layers closer to the surface than that (eyes, brows and
+   * blush decals on a face) never drop a shadow on it in a sharp close-up cascade */
+  float offset = max(fr.shadow_params.y * texel * sin_t, fr.shadow_params.z);
+  return wpos + ngeo * offset + Ls * (fr.shadow_params.x * texel);
+}
+
+/* Visibility from cascade i of the sun's shadow (1 = lit).  Bias and normal offset are in texels
+ * of this cascade (shadow_lookup_point); PCF kept inside the cascade's atlas tile (shadow_pcf). */
+float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
+{
+  vec3 p = shadow_lookup_point(wpos, ngeo, Ls, ndl, fr.cascade_texel[i]);
+  vec4 sc = fr.cascade_matrix[i] * vec4(p, 1.0);
+  vec3 c = sc.xyz / sc.w * 0.5 + 0.5;
+  if (c.x < 0.0 || c.x > 1.0 || c.y < 0.0 || c.y > 1.0 || c.z > 1.0) {
+    return 1.0;
+  }
+  int tile = int(fr.shadow_texel.z);
+  int cols = int(fr.cascade_params.y + 0.5);
+  return shadow_pcf(shadow_map, c, ivec2(i % cols, i / cols) * tile, tile);
 }
 
 /* Shadow visibility of the strongest sun: the cascade whose view-depth slice holds the fragment,
@@ -150,6 +163,77 @@ float shadow_visibility(vec3 wpos, vec3 ngeo)
   /* the material's receive-shadow rate (engine/passes/common.receive_shadow_word) */
   float rate = clamp(2.0 * (mt.uv_anim.w - 0.5), 0.0, 1.0);
   return mix(1.0, v, rate);
+#endif
+}
+
+/* Visibility from the shadow map of shadowed local lamp j (engine/passes/local_shadows.py; 1 =
+ * lit): a spot's perspective face, or the cube face of the major axis from the lamp to the
+ * fragment; bias, normal offset and PCF as the sun's, in texels of the face at this depth. */
+float local_shadow_visibility(int j, vec3 wpos, vec3 ngeo)
+{
+  vec4 ls = fr.local_shadow[j];
+  int li = int(ls.x + 0.5);
+  vec3 d = wpos - fr.light_pos[li].xyz;
+  int slot = int(ls.y + 0.5);
+  float depth;
+  if (ls.z > 1.5) {
+    vec3 a = abs(d);
+    if (a.x >= a.y && a.x >= a.z) {
+      slot += (d.x >= 0.0) ? 0 : 1;
+      depth = a.x;
+    }
+    else if (a.y >= a.z) {
+      slot += (d.y >= 0.0) ? 2 : 3;
+      depth = a.y;
+    }
+    else {
+      slot += (d.z >= 0.0) ? 4 : 5;
+      depth = a.z;
+    }
+  }
+  else {
+    depth = dot(d, fr.light_dir[li].xyz);
+  }
+  float dl = length(d);
+  if (depth <= 0.0 || dl <= 0.0) {
+    return 1.0;
+  }
+  vec3 Ls = -d / dl;
+  vec3 p = shadow_lookup_point(wpos, ngeo, Ls, dot(ngeo, Ls), ls.w * depth);
+  vec4 sc = fr.local_matrix[slot] * vec4(p, 1.0);
+  if (sc.w <= 0.0) {
+    return 1.0;
+  }
+  vec3 c = sc.xyz / sc.w * 0.5 + 0.5;
+  if (c.x < 0.0 || c.x > 1.0 || c.y < 0.0 || c.y > 1.0 || c.z > 1.0) {
+    return 1.0;
+  }
+  int tile = int(fr.local_params.z + 0.5);
+  int cols = int(fr.local_params.y + 0.5);
+  return shadow_pcf(local_shadow_map, c, ivec2(slot % cols, slot / cols) * tile, tile);
+}
+
+/* The local shadow of light i at wpos (1 = lit, or no map), with the material's receive rate. */
+float local_visibility(int i, vec3 wpos, vec3 ngeo)
+{
+#ifdef SPEC_NO_LOCAL_SHADOW
+  return 1.0;
+#else
+#ifdef SPEC_LOCAL_SHADOWS
+  const int n = SPEC_LOCAL_SHADOWS;
+#else
+  int n = int(fr.local_params.x + 0.5);
+  if (mt.uv_anim.w < 0.5) {
+    return 1.0;
+  }
+#endif
+  for (int j = 0; j < n; j++) {
+    if (int(fr.local_shadow[j].x + 0.5) == i) {
+      float rate = clamp(2.0 * (mt.uv_anim.w - 0.5), 0.0, 1.0);
+      return mix(1.0, local_shadow_visibility(j, wpos, ngeo), rate);
+    }
+  }
+  return 1.0;
 #endif
 }
 
@@ -258,7 +342,7 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
     light_sample(i, wpos, L, C);
     float d = clamp(dot(N, L), -1.0, 1.0);
     float ramp = linearstep_guarded(-1.0 + toony, 1.0 - toony, d + shift);
-    float s = (i == shadow_light) ? vis_sun : 1.0;
+    float s = (i == shadow_light) ? vis_sun : local_visibility(i, wpos, ngeo);
 #ifdef SPEC_PASSES
     float lw = dot(C, vec3(0.2126, 0.7152, 0.0722));
     shade_sum += ramp * lw;

@@ -40,6 +40,7 @@ class LightData:
     spot_blend: float = 0.0
     cast_shadow: bool = True
     name: str = ""
+    clip_start: float = 0.05         # Shadow > Clip Start (shadow_buffer_clip_start): a local lamp's shadow near plane
 
     @property
     def strength(self) -> float:

@@ -25,9 +25,10 @@ Uniforms the variant does not read stay declared where every draw sets them (SKI
 from __future__ import annotations
 
 from .common import MAT_FLAG_UNLIT, MAT_FLAG_VERTEX_ALPHA, MAT_FLAG_VERTEX_COLOR, SAMPLER_NAMES, blocks_source
+from .local_shadows import LOCAL_FACE0
 from .shader_lib import build_shader, load_glsl
 
-SAMPLERS = (("FLOAT_2D", "shadow_map"),) + tuple(("FLOAT_2D", n) for n in SAMPLER_NAMES)
+SAMPLERS = (("FLOAT_2D", "shadow_map"), ("FLOAT_2D", "local_shadow_map")) + tuple(("FLOAT_2D", n) for n in SAMPLER_NAMES)
 UNIFORM_BUFS = (("FrameBlock", "fr"), ("MToonMaterial", "mt"))
 PUSH = (("MAT4", "model"), ("INT", "object_id"))
 
@@ -212,16 +213,31 @@ void main()
 }
 """
 
-_SHADOW_VS = """
+_SHADOW_VS = f"""
+#define LOCAL_FACE0 {LOCAL_FACE0}
+""" + """
 void main()
 {
   vec3 p = skin_position(morph_position(pos));
   v_uv = uv;
-  vec4 cp = fr.cascade_matrix[shadow_cascade] * (instance_model(model) * vec4(p, 1.0));
+  vec4 wp = instance_model(model) * vec4(p, 1.0);
+  /* shadow_cascade 0-3: a cascade of the sun; from LOCAL_FACE0 on: a face of a local lamp's atlas
+   * (engine/passes/local_shadows.py), a perspective map (variants fix which one it is) */
+#if defined(SPEC_LOCAL_SHADOW)
+  gl_Position = fr.local_matrix[shadow_cascade - LOCAL_FACE0] * wp;
+#else
+#if !defined(SPEC_CASCADE_SHADOW)
+  if (shadow_cascade >= LOCAL_FACE0) {
+    gl_Position = fr.local_matrix[shadow_cascade - LOCAL_FACE0] * wp;
+    return;
+  }
+#endif
+  vec4 cp = fr.cascade_matrix[shadow_cascade] * wp;
   /* pancaking: casters beyond the cascade's near plane (towards the sun) are clamped onto it, so
    * they still cast; this only moves depths away from the sun, never adds false shadow */
   cp.z = max(cp.z, -cp.w);
   gl_Position = cp;
+#endif
 }
 """
 
@@ -320,18 +336,18 @@ VERTEX_DEFINES = {"general": (), "lbs8": ("SKIN_LBS8",), "lbs4": ("SKIN_LBS8", "
                   "static": ("SKIN_LBS8", "SKIN_STATIC")}
 
 
-def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0) -> tuple:
+def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0, local_shadows: int = 0) -> tuple:
     """The frame's part of the forward / outline variants: (shadows on, every light a sun, light
-    count, PCF radius, cascade count) of the FrameBlock the pipeline packs."""
+    count, PCF radius, cascade count, shadowed local lamps) of the FrameBlock the pipeline packs."""
     return (bool(shadows_on), all(l.kind == "SUN" for l in lights), len(lights), int(pcf),
-            int(cascades) if shadows_on else 0)
+            int(cascades) if shadows_on else 0, int(local_shadows))
 
 
 def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
     """Defines of a forward / outline variant: ``mspec`` (material_spec), ``frame``
     (frame_spec) and the draw group's vertex class (VERTEX_DEFINES); an outline variant also
     fixes the outline width mode (world or screen coordinates)."""
-    shadows_on, sun_only, lights, pcf, cascades = frame
+    shadows_on, sun_only, lights, pcf, cascades, local = frame
     d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
          ("SPEC_FLAGS", str(mspec["flags"]))]
     if not mspec["uv_anim"]:
@@ -343,7 +359,13 @@ def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
     if not (shadows_on and mspec["receive"]):
         d.append("SPEC_NO_SHADOW")
     else:
-        d += [("SPEC_PCF", str(pcf)), ("SPEC_CASCADES", str(cascades))]
+        d.append(("SPEC_CASCADES", str(cascades)))
+    if not (local and mspec["receive"]):
+        d.append("SPEC_NO_LOCAL_SHADOW")
+    else:
+        d.append(("SPEC_LOCAL_SHADOWS", str(local)))
+    if mspec["receive"] and (shadows_on or local):
+        d.append(("SPEC_PCF", str(pcf)))
     if sun_only:
         d.append("SPEC_SUN_ONLY")
     d.append(("SPEC_LIGHTS", str(lights)))
@@ -352,14 +374,16 @@ def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
     return tuple(d) + VERTEX_DEFINES[vclass]
 
 
-def shadow_spec(mspec, vclass: str) -> tuple:
-    """Defines of a shadow variant: OPAQUE casters read no texture and never discard."""
+def shadow_spec(mspec, vclass: str, local: bool = False) -> tuple:
+    """Defines of a shadow variant: OPAQUE casters read no texture and never discard; ``local``:
+    a face of a local lamp (a perspective map, SPEC_LOCAL_SHADOW)."""
     if mspec["alpha"] == 0:
         d = [("SPEC_ALPHA_MODE", "0"), ("SPEC_TEX_MASK", "0"), "SPEC_NO_UV_ANIM"]
     else:
         d = [("SPEC_ALPHA_MODE", str(mspec["alpha"])), ("SPEC_TEX_MASK", str(mspec["tex"]))]
         if not mspec["uv_anim"]:
             d.append("SPEC_NO_UV_ANIM")
+    d.append("SPEC_LOCAL_SHADOW" if local else "SPEC_CASCADE_SHADOW")
     return tuple(d) + VERTEX_DEFINES[vclass]
 
 

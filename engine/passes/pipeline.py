@@ -30,7 +30,9 @@ import time
 import numpy as np
 
 from .instancing import FrameInstances
-from .common import (MAT_PASS_INDEX_WORD, MAX_LIGHTS, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible,
+from .lights import LIGHT_KINDS, LIGHT_UNIT_SCALE, mtoon_light_colors, shading_lights  # noqa: F401 (re-exported)
+from .local_shadows import LocalShadowPass, local_shadow_lamps, pack_local
+from .common import (MAT_PASS_INDEX_WORD, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible,
                      gl_matrix, make_ubo, normalize_material, pack_material, view_depth)
 from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_shader, shadow_shader, shadow_spec,
                             surface_spec)
@@ -40,28 +42,6 @@ from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .gpu_cache import GpuCache
 from .textures import TextureCache
 
-LIGHT_KINDS = {"SUN": 0, "POINT": 1, "SPOT": 2, "AREA": 3}
-
-# Blender's units -> MToon's light colour (README "Light units").  MToon's light colour is the
-# radiance a white Lambert surface facing the lamp reflects, albedo x irradiance / pi, so the lit
-# colour shows exactly as bright as a diffuse surface lit head-on in EEVEE/Cycles:
-#   sun   irradiance E [W/m^2]                      -> E / pi
-#   point power P [W], intensity P / (4 pi) [W/sr]  -> P / (4 pi^2) / r^2 (the shader divides by r^2)
-#   spot  as point (Blender's spot power is the power of the whole sphere), x the cone mask
-#   area  power P [W], a one-sided Lambert emitter: intensity P cos(t) / pi  -> P / pi^2 x cos(t) / r^2
-#         (far-field point approximation of EEVEE's radiance P / (pi A))
-LIGHT_UNIT_SCALE = np.array([1.0 / np.pi, 1.0 / (4.0 * np.pi ** 2), 1.0 / (4.0 * np.pi ** 2), 1.0 / np.pi ** 2])
-
-
-def mtoon_light_colors(lights) -> np.ndarray:
-    """(N, 3) MToon light colours (for local lamps: at 1 m) of LightData in Blender's units."""
-    if not lights:
-        return np.zeros((0, 3))
-    kinds = np.array([LIGHT_KINDS.get(l.kind, 1) for l in lights])
-    cols = np.array([np.asarray(l.color, np.float64)[:3] for l in lights])
-    return cols * LIGHT_UNIT_SCALE[kinds][:, None]
-
-
 def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
     """Upload a vec4 array uniform (``uniform_float`` only takes up to 16 floats)."""
     import gpu
@@ -70,8 +50,9 @@ def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
     shader.uniform_vector_float(shader.uniform_from_name(name), gpu.types.Buffer("FLOAT", v.size, v.ravel()), 4, v.shape[0])
 
 
-def pack_frame(frame, lights, fit=None, shadow_index=-1) -> np.ndarray:
-    """The std140 FrameBlock (glsl/mtoon_blocks.glsl); ``fit``: the sun's CascadeFit (None: no shadow)."""
+def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None) -> np.ndarray:
+    """The std140 FrameBlock (glsl/mtoon_blocks.glsl); ``fit``: the sun's CascadeFit (None: no
+    shadow); ``local``: the local lamps' LocalFit (None: none)."""
     s = frame.settings
     cam = frame.camera
     shadows_on = fit is not None and shadow_index >= 0
@@ -106,6 +87,10 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1) -> np.ndarray:
         d[t + 4:t + 4 + n] = fit.blend
         d[t + 8:t + 8 + n] = fit.texel
         d[t + 12:t + 15] = (n, atlas_layout(n)[0], fit.near)
+    if local is not None:
+        lo = c0 + 64 + 16
+        loc = pack_local(local)
+        d[lo:lo + loc.size] = loc
     mcol = mtoon_light_colors(lights)
     for i, l in enumerate(lights):
         kind = LIGHT_KINDS.get(l.kind, 1)
@@ -142,6 +127,7 @@ class FramePipeline:
     def __init__(self):
         self.gpu = GpuCache()         # this pipeline's shaders, full-screen batches, fallback textures
         self.shadow = ShadowPass()
+        self.local_shadow = LocalShadowPass()   # point, spot and area lamps (local_shadows.py)
         self.screen_outline = ScreenSpaceOutlinePass(self.gpu)
         self.post = PostProcessPass(self.gpu)
         self.textures = TextureCache()
@@ -152,6 +138,8 @@ class FramePipeline:
         self._passes = False
         self.last_color = None     # the frame's colour before the screen-space outline and FXAA
         self._shadow_on = None     # whether the last frame drew shadow maps (None: none kept)
+        self._local_on = False     # whether the last frame drew local lamps' shadow maps
+        self._local_tex = None
         self._drawn = []           # the last frame's items seen by the camera (draw_ids' coverage samples)
         self._frame_ubo = None
         self._mats = {}
@@ -230,6 +218,7 @@ class FramePipeline:
         for sname, tex in zip(SAMPLER_NAMES, texs):
             shader.uniform_sampler(sname, tex if tex is not None else white)
         shader.uniform_sampler("shadow_map", white if shadow_pass or self._shadow_tex is None else self._shadow_tex)
+        shader.uniform_sampler("local_shadow_map", white if shadow_pass or self._local_tex is None else self._local_tex)
         return mat
 
     def _flush(self, key, t0, fb=None, depth=False):
@@ -258,19 +247,16 @@ class FramePipeline:
         self._passes = bool(getattr(s, "gpu_passes", False))
         self._ensure_targets(s.width, s.height, self._passes)
         self._prepare_materials(frame)
-        max_lights = int(min(MAX_LIGHTS, max(0, getattr(s, "max_lights", MAX_LIGHTS))))
-        lights = [l for l in frame.lights if l.kind in LIGHT_KINDS]
-        if len(lights) > max_lights:   # keep the strongest (MToon light colour; local lamps at 1 m)
-            strength = mtoon_light_colors(lights).max(-1)
-            lights = [lights[i] for i in np.argsort(-strength, kind="stable")[:max_lights]]
+        lights = shading_lights(frame.lights, getattr(s, "max_lights", 16))
         # the VRM Add-on's own outline material (Geometry Nodes hull) is never drawn: ours replaces it
         items = [it for it in frame.items
                  if not getattr(frame.materials.get(it.material_name), "is_vrm_outline_material", False)]
 
         # ---- 1. shadow -------------------------------------------------------------------------
         sun_i = strongest_sun(lights) if s.shadows else -1
+        local_i = local_shadow_lamps(lights)[0] if s.shadows else []
         casters = []
-        if sun_i >= 0:
+        if sun_i >= 0 or local_i:
             casters = [it for it in items
                        if getattr(it, "cast_shadow", True) and self._mats[it.material_name][0].cast_shadow]
             casters.sort(key=lambda it: it.material_name)
@@ -284,22 +270,34 @@ class FramePipeline:
         # a later anti-aliasing sample of the same frame keeps its shadow maps (engine/passes/samples.py)
         reuse = bool(getattr(s, "reuse_shadow", False)) and self._shadow_on is not None
         if reuse:
-            shadows_on = self._shadow_on
+            shadows_on, local_on = self._shadow_on, self._local_on
         else:
             shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
-            self._shadow_on = shadows_on
+            local_on = bool(local_i) and self.local_shadow.fit(frame, lights, local_i, visible, casters)
+            self._shadow_on, self._local_on = shadows_on, local_on
         self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
-                                              sun_i if shadows_on else -1))
-        self._shadow_tex = None
+                                              sun_i if shadows_on else -1,
+                                              self.local_shadow.fit_result if local_on else None))
+        self._shadow_tex = self._local_tex = None
         self._frame_spec = frame_spec(lights, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
-                                      self.shadow.fit_result.count if shadows_on else 0)
+                                      self.shadow.fit_result.count if shadows_on else 0,
+                                      self.local_shadow.count if local_on else 0)
+        inst = self._instances
         if shadows_on and not reuse:
-            inst = self._instances
             self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
                              casters, self._bind_material, inst)
+        if local_on and not reuse:
+            self.local_shadow.draw(lambda name, group: shadow_shader(
+                self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group), local=True)),
+                casters, self._bind_material, inst)
         if shadows_on:
             self._shadow_tex = self.shadow.texture
-        t0 = self._flush("shadow_ms", t0, self.shadow._fb if shadows_on and not reuse else None, depth=True)
+        if local_on:
+            self._local_tex = self.local_shadow.texture
+        self.stats.update(local_shadows=self.local_shadow.count if local_on else 0,
+                          local_shadow_draws=self.local_shadow.draw_count if local_on else 0)
+        t0 = self._flush("shadow_ms", t0, (self.shadow._fb if shadows_on else self.local_shadow._fb)
+                         if (shadows_on or local_on) and not reuse else None, depth=True)
 
         # ---- 2. forward opaque / mask -------------------------------------------------------------
         self.stats.update(items=len(items), visible=len(visible), casters=len(casters))
@@ -460,6 +458,7 @@ class FramePipeline:
 
     def free(self):
         self.shadow.free()
+        self.local_shadow.free()
         self.gpu.free()
         self.screen_outline.free()
         self.post.free()
@@ -469,6 +468,8 @@ class FramePipeline:
         self.pass_targets = None
         self.last_color = None
         self._shadow_on = None
+        self._local_on = False
+        self._local_tex = None
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}

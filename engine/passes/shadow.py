@@ -254,6 +254,41 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
                       tile=tile, casters=drawn, near=float(near))
 
 
+def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material) -> int:
+    """Draw ``casters`` into the tiles of the depth atlas ``fb`` (cleared first): ``tiles`` holds
+    (x, y, size, index, caster indices) per tile; ``index`` reaches the shader as
+    ``shadow_cascade`` (which matrix of the frame block projects).  Returns the draws made."""
+    import gpu
+
+    draws = 0
+    with fb.bind():
+        fb.clear(depth=1.0)
+        gpu.state.depth_test_set("LESS_EQUAL")
+        gpu.state.depth_mask_set(True)
+        gpu.state.face_culling_set("NONE")   # both sides cast: no leaks through thin geometry
+        gpu.state.blend_set("NONE")
+        bound = None
+        for x, y, size, index, idx in tiles:
+            if len(idx) == 0:
+                continue
+            gpu.state.viewport_set(x, y, size, size)
+            current = None
+            for group in instances.groups([casters[int(k)] for k in idx]):
+                it = group[0][1]
+                sh = shader_for(it.material_name, group)
+                if sh is not bound:
+                    sh.bind()
+                    bound = sh
+                    current = None
+                if it.material_name != current:
+                    bind_material(sh, it.material_name, shadow_pass=True)
+                    sh.uniform_int("shadow_cascade", index)
+                    current = it.material_name
+                instances.draw_group(sh, group, object_id=False)
+                draws += 1
+    return draws
+
+
 class ShadowPass:
     def __init__(self):
         self._size = None
@@ -301,42 +336,15 @@ class ShadowPass:
         ``shader``: the shadow shader, or a callable ``(material name, group) -> shader`` (the
         specialised variant of each draw group); ``instances``: the frame's FrameInstances
         (grouped draws); None draws each caster alone."""
-        import gpu
-
         from .instancing import FrameInstances
 
         if instances is None:
             instances = FrameInstances(casters, enabled=False)
         shader_for = shader if callable(shader) and not hasattr(shader, "bind") else (lambda _n, _g: shader)
         fit = self.fit_result
-        cols = self.columns
-        self.draw_count = 0
-        with self._fb.bind():
-            self._fb.clear(depth=1.0)
-            gpu.state.depth_test_set("LESS_EQUAL")
-            gpu.state.depth_mask_set(True)
-            gpu.state.face_culling_set("NONE")   # both sides cast: no leaks through thin geometry
-            gpu.state.blend_set("NONE")
-            bound = None
-            for c in range(fit.count):
-                idx = fit.casters[c]
-                if len(idx) == 0:
-                    continue
-                gpu.state.viewport_set((c % cols) * fit.tile, (c // cols) * fit.tile, fit.tile, fit.tile)
-                current = None
-                for group in instances.groups([casters[int(k)] for k in idx]):
-                    it = group[0][1]
-                    sh = shader_for(it.material_name, group)
-                    if sh is not bound:
-                        sh.bind()
-                        bound = sh
-                        current = None
-                    if it.material_name != current:
-                        bind_material(sh, it.material_name, shadow_pass=True)
-                        sh.uniform_int("shadow_cascade", c)
-                        current = it.material_name
-                    instances.draw_group(sh, group, object_id=False)
-                    self.draw_count += 1
+        cols, t = self.columns, fit.tile
+        tiles = [((c % cols) * t, (c // cols) * t, t, c, fit.casters[c]) for c in range(fit.count)]
+        self.draw_count = draw_tiles(self._fb, tiles, casters, instances, shader_for, bind_material)
 
     def free(self):
         self._depth = None
