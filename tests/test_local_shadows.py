@@ -2,9 +2,9 @@
 
 The scene: a ground plane, a sphere, a cube and a skinned character (a column of two bones, its
 upper bone bent 80 degrees, so its shadow is the posed one), lit by one local lamp at a time with
-a dark world.  A lamp's shadow is where a pixel with the lamp's shadow on reads below 60 % of the
-same pixel with *Cast Shadow* (``use_shadow``) off: the mask is taken the same way from EEVEE's
-render and ours (F12 both), and the two masks must overlap (IoU).  Objects with Visibility >
+a dark world.  A lamp's shadow is where the lamp adds less than 80 % of what it adds with *Cast
+Shadow* (``use_shadow``) off (three renders: shadow on, off, the lamp hidden): the mask is taken
+the same way from EEVEE's render and ours (F12 both), and the two masks must overlap (IoU).  Objects with Visibility >
 Shadow off cast nothing in both.  The viewport draw path gives the same shadow as F12.
 """
 from __future__ import annotations
@@ -21,11 +21,6 @@ W, H = 128, 96
 IOU_MIN = 0.75
 
 
-def _material(name, color):
-    m = C.add_material(name, color)
-    return m
-
-
 def _character(scene):
     """A 0.3 x 0.3 x 2 m column skinned to two bones (lower 0-1 m, upper 1-2 m), the upper bent."""
     bpy.ops.mesh.primitive_cube_add(size=1.0, location=(0.0, 0.0, 1.0))
@@ -36,7 +31,7 @@ def _character(scene):
     bpy.ops.object.mode_set(mode="EDIT")
     bpy.ops.mesh.subdivide(number_cuts=7)
     bpy.ops.object.mode_set(mode="OBJECT")
-    body.data.materials.append(_material("Skin", (0.8, 0.6, 0.5, 1.0)))
+    body.data.materials.append(C.add_material("Skin", (0.8, 0.6, 0.5, 1.0)))
     arm_data = bpy.data.armatures.new("Rig")
     rig = bpy.data.objects.new("Rig", arm_data)
     scene.collection.objects.link(rig)
@@ -69,14 +64,14 @@ def _stage(scene, kind):
     scene.world = w
     bpy.ops.mesh.primitive_plane_add(size=12.0)
     bpy.context.active_object.name = "Ground"
-    bpy.context.active_object.data.materials.append(_material("Grey", (0.6, 0.6, 0.6, 1.0)))
+    bpy.context.active_object.data.materials.append(C.add_material("Grey", (0.6, 0.6, 0.6, 1.0)))
     bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=0.45, location=(-1.3, -0.2, 0.8))
     bpy.context.active_object.name = "Ball"
     bpy.ops.object.shade_smooth()
-    bpy.context.active_object.data.materials.append(_material("Red", (0.8, 0.1, 0.1, 1.0)))
+    bpy.context.active_object.data.materials.append(C.add_material("Red", (0.8, 0.1, 0.1, 1.0)))
     bpy.ops.mesh.primitive_cube_add(size=0.7, location=(1.4, -0.6, 0.35))
     bpy.context.active_object.name = "Box"
-    bpy.context.active_object.data.materials.append(_material("Blue", (0.1, 0.2, 0.8, 1.0)))
+    bpy.context.active_object.data.materials.append(C.add_material("Blue", (0.1, 0.2, 0.8, 1.0)))
     _character(scene)
     ld = bpy.data.lights.new("Lamp", kind)
     ld.energy = 500.0 if kind == "SPOT" else 150.0
@@ -84,11 +79,13 @@ def _stage(scene, kind):
     if kind == "SPOT":
         ld.spot_size = math.radians(110.0)
         ld.spot_blend = 0.1
+    if kind == "AREA":
+        ld.size = 0.02                      # small: its shadow as hard as the point-lamp equivalent's
     lamp = bpy.data.objects.new("Lamp", ld)
     scene.collection.objects.link(lamp)
     # the spot looks down from above; the point lamp hangs low, so its shadows fall through several
     # cube faces (the ball's through -X, the cube's through -Z, the character's through +Y)
-    lamp.location = (0.3, -0.6, 2.8) if kind == "SPOT" else (0.3, -0.4, 1.7)
+    lamp.location = (0.3, -0.6, 2.8) if kind == "SPOT" else (0.3, -0.4, 1.7)   # (AREA: as POINT)
     lamp.rotation_euler = (math.radians(10.0), 0.0, 0.0)
     C.add_camera(scene, location=(0.0, -9.0, 6.5), rotation=(math.radians(52.0), 0.0, 0.0), lens=35.0)
     st = getattr(scene, "stylized", None)
@@ -113,12 +110,12 @@ def iou(a, b) -> float:
     return float((a & b).sum()) / max(float((a | b).sum()), 1.0)
 
 
-def _both(scene, light, tmp_path, tag):
+def _both(scene, light, tmp_path, tag, engines=("STYLIZED", "EEVEE")):
     """(ours, EEVEE's) shadow masks of ``light`` (F12 with its shadow on, off and the lamp hidden,
     both engines) and the renders."""
     out = {}
     lamp = next(o for o in scene.objects if o.data == light)
-    for eng in ("STYLIZED", "EEVEE"):
+    for eng in engines:
         imgs = []
         for flag, hidden in ((True, False), (False, False), (True, True)):
             light.use_shadow = flag
@@ -130,16 +127,18 @@ def _both(scene, light, tmp_path, tag):
         light.use_shadow = True
         lamp.hide_render = False
         out[eng] = imgs
+    if len(engines) == 1:
+        return shadow_mask(*out["STYLIZED"]), None, out
     # top row: ours with the shadow on, off; bottom row: EEVEE's (Blender's rows run bottom-up)
     C.save_png(np.concatenate([np.concatenate(out["EEVEE"][:2], 1), np.concatenate(out["STYLIZED"][:2], 1)], 0),
                C.ARTIFACTS / f"local_shadows_{tag}.png")
     return shadow_mask(*out["STYLIZED"]), shadow_mask(*out["EEVEE"]), out
 
 
-@pytest.mark.parametrize("kind", ["SPOT", "POINT"])
+@pytest.mark.parametrize("kind", ["SPOT", "POINT", "AREA"])
 def test_lamp_shadow_falls_where_eevee_puts_it(empty_scene, tmp_path, kind):
-    """The shadows of a spot (perspective map) and a point lamp (cube map) of the sphere, the cube
-    and the bent character overlap EEVEE's; with *Cast Shadow* off the lamp casts none (the two
+    """The shadows of a spot (perspective map), a point and an area lamp (cube maps) of the sphere,
+    the cube and the bent character overlap EEVEE's; with *Cast Shadow* off the lamp casts none (the two
     renders differ only through the shadow).  Before: no local lamp cast a shadow (IoU 0)."""
     scene = empty_scene
     light = _stage(scene, kind)
@@ -158,7 +157,7 @@ def test_skinned_character_casts_its_posed_shadow(empty_scene, tmp_path):
     EEVEE puts it (the shadow pass skins through glsl/skinning.glsl like the sun's)."""
     scene = empty_scene
     light = _stage(scene, "POINT")
-    ours_all = _both(scene, light, tmp_path, "point_all")[0]
+    ours_all = _both(scene, light, tmp_path, "point_all", engines=("STYLIZED",))[0]
     for name in ("Ball", "Box"):
         bpy.data.objects[name].visible_shadow = False
     ours, eevee, _ = _both(scene, light, tmp_path, "point_character")
