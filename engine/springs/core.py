@@ -121,6 +121,17 @@ def sort_joints(joints: Sequence[JointSpec], parent: dict) -> List[List[JointSpe
     return chains
 
 
+class SlotPlan:
+    """One collider slot of one level: the rows (chains) that test it and their colliders."""
+
+    def __init__(self, rows, ids, hit, sign, radius, plane, capsule: bool):
+        self.rows, self.ids, self.hit, self.sign, self.plane = rows, ids, hit, sign, plane
+        self.hr = hit + sign * radius            # d = sign * |v| - hr  (outside: |v| - hit - r)
+        self.capsule = capsule
+        self.inside = bool((sign < 0).any())
+        self.any_plane = bool(plane.any())
+
+
 class SpringRig:
     """Tables of every chain of every character: rows sorted by chain length (the chains with a
     pair at level k are rows [:level_rows[k]]), pairs level-major (level k = ``level_slice[k]``),
@@ -236,24 +247,16 @@ class SpringRig:
         self.any_capsule = bool(self.col_capsule.any())
         self.any_plane = bool((kind == PLANE).any())
         sign = np.where((kind == INSIDE_SPHERE) | (kind == INSIDE_CAPSULE), -1.0, 1.0)
-        self.lv_col_rows, self.lv_col_ids, self.lv_col_slot, self.lv_col_hr = [], [], [], []
-        self.lv_col_sign, self.lv_col_plane, self.lv_col_hit = [], [], []
-        self.lv_capsule, self.lv_plane, self.lv_inside = [], [], []
+        # per level, per collider slot (the add-on's group/collider order): the rows that have it
+        self.lv_slots = []
         for k in range(K):
-            ent = [(r, m, c) for r in range(self.level_rows[k]) for m, c in enumerate(rows[r][5])]
-            rr = np.array([e[0] for e in ent], np.int64)
-            ids = np.array([e[2] for e in ent], np.int64)
-            self.lv_col_rows.append(rr)
-            self.lv_col_ids.append(ids)
-            self.lv_col_slot.append(np.array([e[1] for e in ent], np.int64))
-            h = hit[k][rr] if rr.size else np.zeros(0)
-            self.lv_col_hit.append(h)
-            self.lv_col_sign.append(sign[ids] if ids.size else np.zeros(0))
-            self.lv_col_hr.append(h + (sign[ids] * self.col_radius[ids] if ids.size else 0.0))
-            self.lv_col_plane.append(kind[ids] == PLANE if ids.size else np.zeros(0, bool))
-            self.lv_capsule.append(bool(self.col_capsule[ids].any()) if ids.size else False)
-            self.lv_plane.append(bool(self.lv_col_plane[-1].any()))
-            self.lv_inside.append(bool((self.lv_col_sign[-1] < 0).any()))
+            plans = []
+            for m in range(max((len(rows[r][5]) for r in range(self.level_rows[k])), default=0)):
+                rr = np.array([r for r in range(self.level_rows[k]) if len(rows[r][5]) > m], np.int64)
+                ids = np.array([rows[r][5][m] for r in rr], np.int64)
+                plans.append(SlotPlan(rr, ids, hit[k][rr], sign[ids], self.col_radius[ids], kind[ids] == PLANE,
+                                      bool(self.col_capsule[ids].any())))
+            self.lv_slots.append(plans)
 
     def new_state(self) -> "SpringState":
         return SpringState(self)

@@ -103,58 +103,40 @@ def prepare(rig: SpringRig, world: np.ndarray, dt: float) -> Frame:
 
 
 def _collide(rig, k, f, nxt, head, L):
-    """Push-out and re-projection against the chain's colliders in the add-on's order (H:627-646):
-    all slots are tested at once; the first penetrated slot of each chain pushes, then the slots
-    after it are tested again with the new position (a loop over pushes, not over slots)."""
-    rows, cols, slot = rig.lv_col_rows[k], rig.lv_col_ids[k], rig.lv_col_slot[k]
-    if not rows.size:
-        return nxt
-    ca = f.ca[cols]
-    capsule, plane, inside = rig.lv_capsule[k], rig.lv_plane[k], rig.lv_inside[k]
-    if capsule:
-        ab, il2 = f.ab[cols], f.inv_l2[cols]
-    hr, sign = rig.lv_col_hr[k], rig.lv_col_sign[k]
-    active = None
-    while True:
+    """Push-out and re-projection against the chains' colliders in the add-on's order (H:627-646):
+    slot by slot (a later collider sees the position the earlier one pushed), every chain that has
+    the slot at once."""
+    for sp in rig.lv_slots[k]:
+        rows, cols = sp.rows, sp.ids
         p = nxt[rows]
-        c = ca
-        if capsule:
-            t = np.clip(np.einsum("ij,ij->i", ab, p - ca) * il2, 0.0, 1.0)
-            c = ca + ab * t[:, None]
+        c = f.ca[cols]
+        if sp.capsule:
+            ab = f.ab[cols]
+            c = c + ab * np.clip(np.einsum("ij,ij->i", ab, p - c) * f.inv_l2[cols], 0.0, 1.0)[:, None]
         v = p - c
-        if inside:
-            v = v * sign[:, None]
+        if sp.inside:
+            v = v * sp.sign[:, None]
         ln = np.sqrt(_sq(v))
-        d = (ln if not inside else ln * sign) - hr
+        d = (ln if not sp.inside else ln * sp.sign) - sp.hr
         tiny = ln < EPS
-        if plane:
-            pl = rig.lv_col_plane[k]
-            d = np.where(pl, np.einsum("ij,ij->i", p - ca, f.cn[cols]) - rig.lv_col_hit[k], d)
-            tiny &= ~pl
-        if tiny.any():
-            d = np.where(tiny, -0.01, d)
-        pen = d < 0.0
-        if active is not None:
-            pen &= active
+        if sp.any_plane:
+            cn = f.cn[cols]
+            d = np.where(sp.plane, np.einsum("ij,ij->i", p - f.ca[cols], cn) - sp.hit, d)
+            tiny &= ~sp.plane
+        pen = (d < 0.0) | tiny
         if not pen.any():
-            return nxt
-        idx = np.flatnonzero(pen)
-        r = rows[idx]
-        first = idx[np.concatenate(([True], r[1:] != r[:-1]))]
-        q = rows[first]
-        vq, lq = v[first], ln[first][:, None]
-        n = vq / np.where(lq > 0, lq, 1.0)
-        if tiny[first].any():
-            n = np.where(tiny[first][:, None], DOWN, n)
-        if plane:
-            n = np.where(rig.lv_col_plane[k][first][:, None], f.cn[cols[first]], n)
-        moved = nxt[q] - n * d[first][:, None] - head[q]
+            continue
+        n = v / np.where(tiny, 1.0, ln)[:, None]
+        if tiny.any():
+            n = np.where(tiny[:, None], DOWN, n)
+            d = np.where(tiny, -0.01, d)
+        if sp.any_plane:
+            n = np.where(sp.plane[:, None], cn, n)
+        h = head[rows]
+        moved = p - n * d[:, None] - h
         lm = np.sqrt(_sq(moved))[:, None]
-        nxt[q] = head[q] + moved * (L[q] / np.where(lm > 0, lm, 1.0))
-        upto = np.full(nxt.shape[0], -1)
-        upto[q] = slot[first]
-        act = slot > upto[rows]
-        active = act if active is None else active & act
+        nxt[rows] = np.where(pen[:, None], h + moved * (L[rows] / np.where(lm > 0, lm, 1.0)), p)
+    return nxt
 
 
 def _rotation(rig, k, n, E, e, nxt):
@@ -231,7 +213,7 @@ def advance(rig: SpringRig, state: SpringState, f: Frame, steps: int):
             v = nxt - head
             lv = np.sqrt(_sq(v))[:, None]
             nxt = head + v * (L / np.where(lv > 0, lv, 1.0))
-            if rig.lv_col_rows[k].size:
+            if rig.lv_slots[k]:
                 nxt = _collide(rig, k, f, nxt, head, L)
             state.prev_flat[sl] = cur
             state.cur_flat[sl] = nxt
