@@ -198,7 +198,7 @@ class StylizedSession:
     def _update_timeline(self, depsgraph) -> bool:
         self._hold = None       # timeline mode: the next preview frame starts anew
         nodes, mats, weights = self.reader.read(depsgraph)
-        return self.runtime.update_timeline(nodes, mats, weights)
+        return self.runtime.update_timeline(nodes, mats, weights, bbone_segments=self.reader.bbone_segments)
 
     def _baked_clips(self, state, clips: dict):
         """The preview's clips with their bakes: ``session_bake.baked_clips``."""

@@ -103,6 +103,7 @@ class TimelineReader:
         self._bbone_rest = None        # {bone node: (S+1,4,4)} rest segment matrices, read once
         self._bbone_bind = []          # (armature object name, pose bone name, bone node, segments)
         self.bbone_error = None        # why the evaluated B-Bone segments could not be read (last frame)
+        self.bbone_segments = None     # (pose, rest) segments of the last read, for update_timeline
         if runtime is not None:
             self.bind_morphs(runtime)
             self.bind_bbones(runtime)
@@ -254,15 +255,14 @@ class TimelineReader:
         nodes = np.concatenate(nodes_out) if nodes_out else np.zeros(0, np.int64)
         mats = np.concatenate(mats_out) if mats_out else np.zeros((0, 4, 4))
         if self._bbone_bind:
-            # B-Bones: Blender's evaluated segments for the palette update that follows this read
-            # (SkinningPaletteSet.set_bbone_segments; without them the rest relation is used)
+            # B-Bones: Blender's evaluated segments, kept for the palette update that follows this
+            # read (the caller passes them: SceneRuntime.update_timeline(bbone_segments=...);
+            # without them the rest relation is used)
             try:
-                pose_segs, rest_segs = self.read_bbone_segments(depsgraph)
-                if not self._runtime.palette_set.set_bbone_segments(pose_segs, rest_segs):
-                    self.bbone_error = self._runtime.palette_set.last_error
-                else:
-                    self.bbone_error = None
+                self.bbone_segments = self.read_bbone_segments(depsgraph)
+                self.bbone_error = None
             except Exception as ex:   # keep the rest relation for this frame; say why
+                self.bbone_segments = None
                 self.bbone_error = f"B-Bone segments could not be read: {type(ex).__name__}: {ex}"
         return nodes, mats, self.read_morph_weights(depsgraph)
 

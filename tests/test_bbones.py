@@ -169,8 +169,8 @@ def test_segment_entry_point_and_rest_relation(empty_scene):
     mid = asset.node_index("BRig", "mid")
     assert mid in ps.bbone_nodes
     nodes, mats, w = reader.read(dg)
-    assert reader.bbone_error is None and ps.segment_fresh
-    assert rt.update_timeline(nodes, mats, w)
+    assert reader.bbone_error is None and reader.bbone_segments is not None
+    assert rt.update_timeline(nodes, mats, w, bbone_segments=reader.bbone_segments)
     g = ps.palette_groups[0]
     pal = g.palette.matrices.astype(np.float64)
     slots = g.seg_slots[g.joint_nodes[g.seg_slots] == mid]
@@ -205,8 +205,8 @@ def test_relations_entry_point_equals_segments(empty_scene):
     a wrong shape or a non-finite value is refused and the next update uses the rest relation."""
     _arm, _ob, dg, asset, rt, reader = _timeline_runtime()
     ps = rt.palette_set
-    nodes, mats, w = reader.read(dg)          # reads and sets this frame's segments
-    assert rt.update_timeline(nodes, mats, w)
+    nodes, mats, w = reader.read(dg)          # reads this frame's segments, the update sets them
+    assert rt.update_timeline(nodes, mats, w, bbone_segments=reader.bbone_segments)
     want = ps.palette_groups[0].palette.matrices.astype(np.float64).copy()
     table = np.array(ps.segment_table, np.float64)
     assert np.abs(table - np.eye(4)).max() > 1e-2   # the frame's relations really bend

@@ -157,7 +157,7 @@ def measure(bones=365, vertices=50000, shape_keys=50, active=5, frames=60, with_
                 d = bpy.context.evaluated_depsgraph_get()
                 t = time.perf_counter()
                 nodes, mats, w = reader.read(d)
-                rt.update_timeline(nodes, mats, w)
+                rt.update_timeline(nodes, mats, w, bbone_segments=reader.bbone_segments)
                 times.append((time.perf_counter() - t) * 1e3)
             rt.release()
             return statistics.median(times)

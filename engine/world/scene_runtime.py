@@ -365,10 +365,14 @@ class SceneRuntime:
         t1 = time.perf_counter()
         return self._finish_frame(ok, t0, t1)
 
-    def update_timeline(self, nodes=None, local_matrices=None, morph_weights: Optional[dict] = None) -> bool:
+    def update_timeline(self, nodes=None, local_matrices=None, morph_weights: Optional[dict] = None,
+                        bbone_segments=None) -> bool:
         """Timeline frame: Blender's evaluated local matrices (and shape key values) drive the pose.
 
-        ``morph_weights``: {node: values aligned with morph_key_names(node)}.
+        ``morph_weights``: {node: values aligned with morph_key_names(node)}.  ``bbone_segments``:
+        the frame's ``(pose, rest)`` B-Bone segment matrices (``TimelineReader.bbone_segments``),
+        given to the palettes (``SkinningPaletteSet.set_bbone_segments``, runtime/bbones.py);
+        None: the rest relation.
         """
         if not self._initialized:
             return False
@@ -380,6 +384,9 @@ class SceneRuntime:
             # a NaN / infinite matrix (one broken object) is drawn nowhere, the rest goes on
             local_matrices = self.guard.clean_locals(nodes, local_matrices)
             ok = self.pose.set_local_matrices(nodes, local_matrices)
+        if bbone_segments is not None and not self.palette_set.set_bbone_segments(*bbone_segments):
+            ok = False
+            self.last_error = self.palette_set.last_error
         if self.pose.is_dirty:
             ok = self.pose.update_world_matrices() and ok
         if self.after_timeline is not None:   # spring bones without the VRM Add-on
