@@ -144,3 +144,74 @@ def test_a_crowds_shared_clip_goes_through_the_mixer(empty_scene):
             assert np.allclose(s[k], want_s, atol=1e-5), (w, i, s[k], want_s)
     assert not rt.player.set_weight(1.5) and not rt.player.set_weight(float("nan"))
     rt.release()
+
+
+def test_a_crowd_crossfades_through_the_mixer(empty_scene):
+    """A crowd switching clips with a crossfade (before: the crowd cancelled the fade and switched
+    at once): half-way through, every character's bones hold the blend a single character gets
+    from the same fade (both clips through the mixer at the fade's weights), which differs from
+    both clips alone; after the fade every character plays the new clip as Blender does."""
+    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from test_crowd_runtime import build_crowd, clip_of
+
+    names = build_crowd(empty_scene, 3)
+    rig = bpy.data.objects[names[0]]
+    act, cb = scenes.new_action("Nod", rig, assign=False)
+    for c, vals in enumerate(((1.0, 0.8, 1.0), (0.0, 0.6, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))):
+        scenes.add_curve(cb, 'pose.bones["Head"].rotation_quaternion', c, (1, 12, 24), vals)
+    scenes.add_curve(cb, 'pose.bones["Spine"].location', 0, (1, 24), (0.0, 0.3))
+    scenes.finish()
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    wave = clip_of(asset, names[0])
+    nod = next(c for c in asset.animations if c.target_object == names[0] and c.name == "Nod")
+
+    def runtime(targets):
+        rt = SceneRuntime(asset, CpuBackend())
+        assert rt.initialize(), rt.last_error
+        assert rt.player.set_crossfade(0.5)
+        assert rt.set_clip(wave, targets=targets), rt.last_error
+        rt.player.play()
+        assert rt.update(0.3)
+        assert rt.set_clip(nod, targets=targets), rt.last_error
+        return rt
+
+    crowd, alone = runtime(names), runtime(None)
+    assert crowd.player.is_fading and crowd.player.target_count == 3
+    for rt in (crowd, alone):
+        assert rt.update(0.25), rt.last_failure()          # half the fade
+    bones = ("Root", "Spine", "Head")
+    ref = alone.pose.local_trs([asset.node_index(names[0], b) for b in bones])
+    for name in names:
+        got = crowd.pose.local_trs([asset.node_index(name, b) for b in bones])
+        for g, r in zip(got, ref):
+            assert np.allclose(g, r, atol=1e-12), (name, g, r)
+    # the blend is neither clip alone: Head's rotation lies between them
+    solo = {}
+    for clip in (wave, nod):
+        r = SceneRuntime(asset, CpuBackend())
+        assert r.initialize() and r.set_clip(clip)
+        assert r.player.seek(0.55 if clip is wave else 0.25) and r.update(0.0)
+        solo[clip.name] = r.pose.local_trs([asset.node_index(names[0], "Head")])[1][0]
+    q = ref[1][2]
+    assert all(abs(abs(float(np.dot(q, o))) - 1.0) > 1e-4 for o in solo.values())
+    # the fade over: each character plays Nod as Blender does (the action on every rig)
+    assert crowd.update(0.5) and not crowd.player.is_fading
+    t = crowd.player.current_time
+    frame = nod.frame_start + t * nod.fps
+    for name in names:
+        ob = bpy.data.objects[name]
+        ob.animation_data.action = act
+        ob.animation_data.action_slot = act.slots[0]
+    empty_scene.frame_set(int(frame), subframe=frame - int(frame))
+    dg = bpy.context.evaluated_depsgraph_get()
+    for name in names:
+        arm = bpy.data.objects[name].evaluated_get(dg)
+        aw = np.array(arm.matrix_world)
+        for b in bones:
+            want = aw @ np.array(arm.pose.bones[b].matrix)
+            got = crowd.pose.world_matrix(asset.node_index(name, b))
+            assert np.allclose(got, want, atol=1e-4), (name, b)
+    for rt in (crowd, alone):
+        rt.release()

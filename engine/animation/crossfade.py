@@ -22,6 +22,7 @@ class _Fade:
         self.rows = None        # its rows (0..n-1)
         self.morph_mixer = None     # mixer.MorphMixer of the player's morph keys (made at the first sample)
         self.morph_rows = None      # (incoming rows, outgoing rows) into it
+        self.targets = None         # a crowd: (M, n) target nodes of the union's n nodes
 
     @property
     def alpha(self) -> float:
@@ -57,10 +58,16 @@ class _Fade:
         mix.accumulate(rows, ft, fq, fs, 1.0 - a)
         mix.accumulate(rows, it, iq, is_, a)
         t, q, s = mix.apply(rows, ft, fq, fs)
-        if nodes.size and not pose.set_local_trs(nodes, t, q, s):
+        out = nodes
+        grid = self.targets
+        if grid is not None and player.target_count > 1:
+            # a crowd: the one blend written to every target
+            out = grid.ravel()
+            t, q, s = (np.tile(v, (grid.shape[0], 1)) for v in (t, q, s))
+        if nodes.size and not pose.set_local_trs(out, t, q, s):
             player.last_error = "pose rejected the blended transforms"
             return False
-        self.last = (nodes, t, q, s)
+        self.last = (nodes, t[:n], q[:n], s[:n])
         morphs = self.morph_mixer
         keys = player.morph_keys
         if morphs is None:      # once per fade: the mixer and the outgoing keys' rows

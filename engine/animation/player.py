@@ -108,14 +108,17 @@ class AnimationPlayer(RootMotion):
         tracks are written (None: no source)."""
         self._matrix_source = None if write is None or clip is None else (clip, write)
 
-    def set_targets(self, node_maps) -> bool:
+    def set_targets(self, node_maps, map_nodes=None) -> bool:
         """Play the clip on several instances of one skeleton at once (a crowd).
 
         ``node_maps`` (M, C): for each of M targets, the node each of the clip's animated nodes
         (``node_ids()``, in that order) drives; None: back to the clip's own nodes.  Every frame
         the tracks are sampled once and scattered to all M*C nodes in one write.  Must follow
-        ``set_clip`` (which drops the targets); cancels a crossfade in progress (a crowd switches
-        clips at once).  False (and ``last_error``) for a malformed map or a node driven twice."""
+        ``set_clip`` (which drops the targets).  A crossfade in progress goes on for every target
+        when ``map_nodes(nodes)`` gives the (M, len(nodes)) target nodes of any nodes of the
+        clip's armature (the fade's two sides cover more nodes than the clip's), else it is
+        cancelled (the crowd switches clips at once).  False (and ``last_error``) for a malformed
+        map or a node driven twice."""
         if node_maps is None:
             self._crowd = None
             self._crowd_count = 0
@@ -141,8 +144,12 @@ class AnimationPlayer(RootMotion):
         self._crowd = (m.ravel(), rows(self._t_slot), rows(self._r_slot), rows(self._s_slot))
         self._crowd_count = count
         if self._fade is not None:
-            self._fade = None
-            self._reset_pose_on_next_sample = True
+            grid = map_nodes(self._fade.nodes_union(self._nodes)) if map_nodes is not None else None
+            if grid is not None:
+                self._fade.targets = np.asarray(grid, np.int64)     # the blend goes to every target
+            else:
+                self._fade = None
+                self._reset_pose_on_next_sample = True
         self._validated_scene = None
         self._sample_pending = True
         return True

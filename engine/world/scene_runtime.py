@@ -216,7 +216,7 @@ class SceneRuntime:
             return True
         if targets is not None:
             maps, names, err = self._crowd_maps(clip, targets)
-            if err is None and not self.player.set_targets(maps):
+            if err is None and not self.player.set_targets(maps, self._crowd_node_map(clip, names)):
                 err = f"clip '{clip.name}': {self.player.last_error}"
             if err is not None:
                 self.last_error = err
@@ -257,6 +257,29 @@ class SceneRuntime:
                 names.append(obj)
         names.sort(key=lambda x: x != armature)
         return names
+
+    def _crowd_node_map(self, clip, names):
+        """``map_nodes(nodes)`` for AnimationPlayer.set_targets: the (M, len(nodes)) nodes of the
+        same bones (the armature object for its own node) on each target armature, or None when
+        one is missing.  Set-up work (once per crossfade of a crowd)."""
+        sc = self.scene
+        src = clip.target_object
+
+        def map_nodes(nodes):
+            index = {(nd.object_name, nd.bone_name): i for i, nd in enumerate(sc.nodes)}
+            out = np.empty((len(names), len(nodes)), np.int64)
+            for c, n in enumerate(np.asarray(nodes, np.int64).tolist()):
+                nd = sc.nodes[n]
+                if nd.object_name != src:
+                    return None
+                for m, name in enumerate(names):
+                    hit = index.get((name, nd.bone_name))
+                    if hit is None:
+                        return None
+                    out[m, c] = hit
+            return out
+
+        return map_nodes
 
     def _crowd_maps(self, clip, targets):
         """(node maps (M, C) for AnimationPlayer.set_targets, target names, error or None).
