@@ -70,34 +70,28 @@ def affine_inv(m: np.ndarray) -> np.ndarray:
     return out.reshape(m.shape)
 
 
-def object_inv(m: np.ndarray) -> np.ndarray:
+def object_inv(m: np.ndarray, zero_singular: bool = False) -> np.ndarray:
     """The inverse of mesh object matrices as Blender's Armature modifier takes it
     (``invert_m4_m4(obinv, object_to_world)``, armature_deform.cc): exact where invertible.  Where
     a matrix is singular (the object scaled to 0 on an axis), Blender 4.x keeps Eigen's failed
     inverse, the zero matrix, so the deformed mesh collapses onto the object's origin; Blender
     5.x keeps the axes that still have a scale, which ``affine_pinv`` gives (exact for an
-    unrotated object; measured against the evaluated mesh)."""
+    unrotated object; measured against the evaluated mesh).  ``zero_singular``: Blender 4.x's
+    rule; the caller knows which Blender it follows (the session tells the runtime:
+    ``SceneRuntime(zero_singular_inverse=...)``)."""
     m = np.asarray(m, dtype=np.float64)
     try:
         return np.linalg.inv(m)
     except np.linalg.LinAlgError:
         pass
     out = affine_inv(m)
-    if _blender_before_5():
+    if zero_singular:
         flat = out.reshape(-1, 4, 4)
         src = m.reshape(-1, 4, 4)
         with np.errstate(invalid="ignore", over="ignore"):
             singular = ~(np.abs(np.linalg.det(src[:, :3, :3])) > 0.0)
         flat[singular] = 0.0
     return out
-
-
-def _blender_before_5() -> bool:
-    try:
-        import bpy
-    except ImportError:
-        return False
-    return tuple(bpy.app.version) < (5, 0, 0)
 
 
 def affine_solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:

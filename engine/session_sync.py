@@ -258,19 +258,18 @@ def ensure_runtime(session, depsgraph) -> None:
         session._remember_after_import = False
         return
     session._remember_after_import = False
-    if session.runtime is not None:
-        session.runtime.release()
-    session.runtime = None
-    session.reader = None
-    session.scene_asset = None
+    session.drop_runtime()
     session.import_error = None
     session.fallbacks = {}
     session._gpu_nodes = set()
     if error is not None:
         session.import_error = error
         return
+    import bpy
+
     runtime = SceneRuntime(asset, session.backend, after_mixer=springs_runtime.after_mixer,
-                           after_timeline=springs_runtime.after_timeline)
+                           after_timeline=springs_runtime.after_timeline,
+                           zero_singular_inverse=tuple(bpy.app.version) < (5, 0, 0))
     if not runtime.initialize():
         session.import_error = f"runtime initialisation failed: {runtime.last_error}"
         return

@@ -53,9 +53,6 @@ MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "s
 
 # Not reached yet: violation -> who owns the file / why it remains.  Only shrinks.
 KNOWN = {
-    "engine.finite (core) imports bpy":
-        "object_inv asks bpy for Blender's version (4.x vs 5.x singular inverse): the runtime should get "
-        "it from the session (palette.py / dquat.py, W2a/W2b)",
 }
 
 

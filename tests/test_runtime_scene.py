@@ -144,3 +144,19 @@ def test_a_non_finite_weight_is_refused_by_the_primitives_that_hold_its_key_alon
     assert rt.mesh_instances[3].morph_state(1).weight(0) == 0.0       # Frown: NaN, refused
     assert rt.set_node_morph_weights(3, [0.25, 0.75])
     assert rt.mesh_instances[3].morph_state(1).weight(0) == 0.75
+
+
+def test_the_singular_inverse_rule_comes_from_whoever_makes_the_runtime():
+    """Issue 24: ``finite.object_inv`` no longer asks bpy which Blender runs; the session tells the
+    runtime (``SceneRuntime(zero_singular_inverse=...)``: Blender 4.x zeroes the inverse of a
+    singular mesh matrix, so the skinned mesh collapses onto its origin; 5.x keeps the axes that
+    still have a scale).  The mesh node scaled to 0 along y through the timeline's matrices."""
+    flat = np.diag([1.0, 0.0, 1.0, 1.0])
+    out = {}
+    for rule in (False, True):
+        rt = SceneRuntime(R.skinned_arm_scene(extra_static=False), CpuBackend(), zero_singular_inverse=rule)
+        assert rt.initialize(), rt.last_error
+        assert rt.update_timeline(np.array([3]), flat[None])
+        out[rule] = [np.array(g.palette.matrices) for g in rt.palette_set.palette_groups]
+    assert all(np.abs(m).max() == 0.0 for m in out[True])                      # 4.x: collapsed
+    assert all(np.isfinite(m).all() and np.abs(m[:, 0, 0]).min() > 0.5 for m in out[False])  # 5.x: x kept

@@ -189,7 +189,7 @@ def update_group(group, world_matrices: np.ndarray, joints: np.ndarray, ibm: np.
     try:
         premat = affine_solve(arm_world, mesh_world)       # singular (scaled to 0): engine/finite.py
         chan = np.matmul(affine_solve(arm_world, joints), np.linalg.inv(rest_arm_matrices(group)))
-        mesh_inv = object_inv(mesh_world)
+        mesh_inv = object_inv(mesh_world, pal.zero_singular)
     except np.linalg.LinAlgError:
         return False
     if joints.shape[0] != group.inverse_binds.shape[0] or pal.joint_capacity != palette_rows(joints.shape[0]):

@@ -42,6 +42,7 @@ class SkinningPalette:
         self.joint_capacity = 0
         self._max_linear_scale = 0.0  # upper bound of ||skinMatrix[j][:3,:3]||_2 over joints
         self._backend = None
+        self.zero_singular = False    # Blender 4.x's inverse of a singular mesh matrix (finite.object_inv)
 
     def _detach(self) -> None:
         """Stop reading the batch: its current results become the palette's own values."""
@@ -154,7 +155,7 @@ class SkinningPalette:
         j = joint_worlds.shape[0]
         if j != self.joint_capacity or inverse_binds.shape[0] != j:
             return False
-        mesh_inv = object_inv(mesh_world)      # a mesh scaled to 0: collapses as in Blender
+        mesh_inv = object_inv(mesh_world, self.zero_singular)   # a mesh scaled to 0: as in Blender
         skin = np.matmul(mesh_inv, np.matmul(joint_worlds, inverse_binds))   # (J,4,4) float64
         if box_center is not None and box_center.shape[0]:
             m = skin[box_joints]
@@ -311,8 +312,9 @@ class SkinningPaletteSet(BBoneInputs):
     source's other per-frame inputs (B-Bone segments, a bake's joints) come through the
     ``BBoneInputs`` API (bbones.py)."""
 
-    def __init__(self):
+    def __init__(self, zero_singular_inverse: bool = False):
         self._init_bbone_inputs()
+        self.zero_singular_inverse = zero_singular_inverse   # Blender 4.x's rule (finite.object_inv)
         self.palette_lookup: List[List[Optional[SkinningPalette]]] = []
         self.palette_groups: List[SkinningPaletteGroup] = []
         self.palette_count = 0
@@ -358,6 +360,7 @@ class SkinningPaletteSet(BBoneInputs):
                 member_groups.append((node, pi, g))
         for g in groups:
             rows = _dquat.palette_rows(g.skin.joint_count) if g.dq else g.skin.joint_count
+            g.palette.zero_singular = self.zero_singular_inverse
             if not g.palette.initialize(backend, rows):
                 self.last_error = f"palette buffer creation failed for node '{scene.nodes[g.mesh_node_index].name}'"
                 for h in groups:
@@ -370,7 +373,7 @@ class SkinningPaletteSet(BBoneInputs):
         self.palette_groups = groups
         self._dq_groups = [g for g in groups if g.dq]            # Preserve Volume: per group
         linear = [g for g in groups if not g.dq]
-        self._batch = _PaletteBatch(linear) if linear else None
+        self._batch = _PaletteBatch(linear, self.zero_singular_inverse) if linear else None
         self.palette_count = len(groups)
         self.joint_matrix_count = int(sum(g.skin.joint_count for g in groups))
         self._scene = scene

@@ -23,8 +23,9 @@ class _PaletteBatch:
     the linear-scale bound is made on first read (``linear_scale``).  Rigs whose groups have an
     armature relation keep ``ibm @ corr`` cached and recompute it only when the relation changed."""
 
-    def __init__(self, groups):
+    def __init__(self, groups, zero_singular: bool = False):
         self.groups = groups
+        self.zero_singular = zero_singular     # Blender 4.x's singular inverse (finite.object_inv)
         counts = np.array([g.joint_nodes.shape[0] for g in groups], np.int64)
         self.counts = counts
         self.offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -168,7 +169,7 @@ class _PaletteBatch:
             if self._mesh_w is not None and (mesh_w == self._mesh_w).all():
                 mesh_inv = self._mesh_inv
             else:
-                mesh_inv = object_inv(mesh_w)      # singular (scaled to 0): engine/finite.py
+                mesh_inv = object_inv(mesh_w, self.zero_singular)   # singular (scaled to 0): engine/finite.py
                 self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
                 self._minv_rows = (mesh_inv.transpose(0, 2, 1)[self.group_of_joint] if len(self.groups) > 1
                                    else None)         # inverse(meshWorld)^T per joint row (crowds)

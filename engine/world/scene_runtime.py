@@ -50,11 +50,12 @@ class SceneRuntime:
     #: morph policy new runtimes start with (see runtime/mesh_instance.py)
     default_morph_policy = "auto"
 
-    def __init__(self, scene, backend, after_mixer=None, after_timeline=None):
+    def __init__(self, scene, backend, after_mixer=None, after_timeline=None, zero_singular_inverse: bool = False):
         """``after_mixer(runtime, delta_time)`` / ``after_timeline(runtime)``: the Blender side's pose
         steps (spring bones: engine/springs/runtime.py, given by the session), run after the
         player's sample / Blender's matrices and before the palettes; each returns whether it
-        succeeded.  None: no such step."""
+        succeeded.  None: no such step.  ``zero_singular_inverse``: the Blender being followed
+        zeroes the inverse of a singular mesh matrix (4.x; engine/finite.object_inv)."""
         self.scene = scene
         self.backend = backend
         self.after_mixer = after_mixer
@@ -62,7 +63,7 @@ class SceneRuntime:
         self.springs = None       # the after_* steps' state for this runtime (springs.runtime.SpringsRuntime)
         self.pose = ScenePose()
         self.player = AnimationPlayer()
-        self.palette_set = SkinningPaletteSet()
+        self.palette_set = SkinningPaletteSet(zero_singular_inverse)
         self.runtime_meshes: List[Optional[RuntimeMesh]] = []
         self.mesh_instances: List[Optional[RuntimeMeshInstance]] = []
         self.extractor = RenderExtractor()
