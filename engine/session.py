@@ -371,18 +371,22 @@ class StylizedSession:
         self.last_frame = None
         return out
 
-    def free(self) -> None:
+    def drop_runtime(self) -> None:
+        """Release the runtime (its GPU streams and palettes) and forget what it was built from."""
         if self.runtime is not None:
             self.runtime.release()
+        self.runtime = None
+        self.reader = None
+        self.scene_asset = None
+
+    def free(self) -> None:
+        self.drop_runtime()
         if self.pipeline is not None:
             self.pipeline.free()
         if self._accumulator is not None:
             self._accumulator.free()
         if self.backend is not None:
             self.backend.release_all()
-        self.runtime = None
-        self.reader = None
-        self.scene_asset = None
         self.pipeline = None
         self.backend = None
         self.fallback.clear()

@@ -143,12 +143,7 @@ def _read_v1_expression(name, preset, grp, location, data_path, problems) -> Exp
             v = 0
         ovs.append(v)
     e.overrides = tuple(ovs)
-    for b in _list(grp, "morph_target_binds"):
-        mesh = _mesh_object_name(_g(b, "node", None))
-        key = str(_g(b, "index", "") or "")
-        w = _num(_g(b, "weight", 1.0), 1.0)
-        if mesh and key:
-            e.morph_binds.append((mesh, key, w))
+    _read_morph_binds(e, _list(grp, "morph_target_binds"), "node")
     for b in _list(grp, "material_color_binds"):
         mat = _material_name(_g(b, "material", None))
         raw = _g(b, "type", 0)
@@ -166,6 +161,17 @@ def _read_v1_expression(name, preset, grp, location, data_path, problems) -> Exp
     return e
 
 
+def _read_morph_binds(e: Expression, binds, mesh_key: str) -> None:
+    """The shape-key binds of an expression (VRM 1.0 ``morph_target_binds`` name their mesh
+    ``node``, VRM 0.x ``binds`` ``mesh``): (mesh object, key name, weight) into ``e.morph_binds``."""
+    for b in binds:
+        mesh = _mesh_object_name(_g(b, mesh_key, None))
+        key = str(_g(b, "index", "") or "")
+        w = _num(_g(b, "weight", 1.0), 1.0)
+        if mesh and key:
+            e.morph_binds.append((mesh, key, w))
+
+
 def _read_v0_group(i, grp, problems) -> Expression:
     pn = _g(grp, "preset_name", 0)
     preset = VRM0_PRESETS.get(int(pn)) if not isinstance(pn, str) else None
@@ -173,12 +179,7 @@ def _read_v0_group(i, grp, problems) -> Expression:
     e = Expression(name=name, preset=preset, location=("vrm0", i),
                    data_path=f"{EXT}.vrm0.blend_shape_master.blend_shape_groups[{i}].preview")
     e.is_binary = bool(_g(grp, "is_binary", False))
-    for b in _list(grp, "binds"):
-        mesh = _mesh_object_name(_g(b, "mesh", None))
-        key = str(_g(b, "index", "") or "")
-        w = _num(_g(b, "weight", 1.0), 1.0)
-        if mesh and key:
-            e.morph_binds.append((mesh, key, w))
+    _read_morph_binds(e, _list(grp, "binds"), "mesh")
     for b in _list(grp, "material_values"):
         mat = _material_name(_g(b, "material", None))
         prop = str(_g(b, "property_name", "") or "")
