@@ -273,10 +273,11 @@ class StylizedSession:
         items = gpu_items + self._fallback_items(depsgraph, drawn, camera, height)
         t3 = time.perf_counter()
         settings = settings_from_scene(scene, width, height, film_transparent)
-        settings.gpu_passes = render_passes.needs_gpu(passes)
+        settings.alpha_threshold = float(getattr(depsgraph.view_layer, "pass_alpha_threshold", 0.5))
         frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
                           materials=self._materials(items),
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
+        settings.gpu_passes = render_passes.needs_gpu(passes, frame.materials)
         # holdouts, camera-hidden objects, material pass indices: a final render reads them every frame
         self.visibility.fill(depsgraph, frame, fresh=not self.viewport)
         rs = self.runtime.stats if self.runtime is not None else None

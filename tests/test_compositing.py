@@ -373,3 +373,68 @@ def render_passes_name(name):
     from stylized_renderer.engine.passes.render_passes import blender_name
 
     return blender_name(name)
+
+
+def _glass(scene, alpha):
+    """A plane between the camera and the ball, BLEND with ``alpha`` (the Principled Alpha)."""
+    import math
+
+    bpy.ops.mesh.primitive_plane_add(size=1.6, location=(-0.4, -2.0, 1.2), rotation=(math.radians(90), 0.0, 0.0))
+    glass = bpy.context.active_object
+    glass.name = "Glass"
+    mat = C.add_material("Glass", (0.9, 0.9, 0.9, 1.0))
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Alpha"].default_value = alpha
+    if hasattr(mat, "surface_render_method"):
+        mat.surface_render_method = "BLENDED"
+    else:
+        mat.blend_method = "BLEND"
+    glass.data.materials.append(mat)
+    glass.pass_index = 6
+    return glass, bsdf
+
+
+def test_blend_surfaces_in_index_and_toon_passes(empty_scene, tmp_path):
+    """Item 2: a BLEND surface writes the Object Index where its alpha reaches the view layer's
+    Alpha Threshold, else what lies behind shows: Cycles' index comes from its first sample's
+    camera path, which stops at a surface that opaque and passes a thinner one with probability
+    1 - alpha (compared at alpha 0.7 and 0.01, where Cycles' result is certain or nearly so). It
+    is composited into the toon passes as into the Combined: Shade = alpha x its own + (1 - alpha)
+    x what lies behind."""
+    scene = empty_scene
+    ball, box, ground = S.stage(scene)
+    ball.pass_index, box.pass_index, ground.pass_index = 3, 5, 1
+    layer = scene.view_layers[0]
+    layer.use_pass_object_index = True
+    layer.stylized_passes.use_shade = True
+    glass, bsdf = _glass(scene, 0.7)
+    name = render_passes_name("IndexOB")
+    seen = {}
+    for alpha in (0.7, 0.01):
+        bsdf.inputs["Alpha"].default_value = alpha
+        ours = layer_pass(S.render_exr(scene, tmp_path / f"o{alpha}.exr"), f"ViewLayer.{name}", "X")[..., 0]
+        cyc = layer_pass(S.render_exr(scene, tmp_path / f"c{alpha}.exr", engine="CYCLES", samples=1),
+                         f"ViewLayer.{name}", "X")[..., 0]
+        assert np.mean(ours == cyc) > 0.97, (alpha, np.mean(ours == cyc))
+        seen[alpha] = np.count_nonzero(ours == 6)
+    assert seen[0.7] > 200 and seen[0.01] == 0, seen
+    layer.pass_alpha_threshold = 0.8                                # the threshold is the view layer's
+    bsdf.inputs["Alpha"].default_value = 0.7
+    ours = layer_pass(S.render_exr(scene, tmp_path / "o_thr.exr"), f"ViewLayer.{name}", "X")[..., 0]
+    assert np.count_nonzero(ours == 6) == 0
+    layer.pass_alpha_threshold = 0.5
+    # Shade composited: alpha x the glass's own (rendered opaque) + (1 - alpha) x what is behind
+    bsdf.inputs["Alpha"].default_value = 0.7
+    shade = layer_pass(S.render_exr(scene, tmp_path / "s.exr"), "ViewLayer.Shade", "X")[..., 0]
+    glass.hide_render = True
+    behind = layer_pass(S.render_exr(scene, tmp_path / "behind.exr"), "ViewLayer.Shade", "X")[..., 0]
+    glass.hide_render = False
+    bsdf.inputs["Alpha"].default_value = 1.0
+    own_ch = S.render_exr(scene, tmp_path / "own.exr")
+    own = layer_pass(own_ch, "ViewLayer.Shade", "X")[..., 0]
+    covered = _interior(layer_pass(own_ch, f"ViewLayer.{name}", "X")[..., 0] == 6)
+    C.save_png(np.stack([np.concatenate([shade, behind, own], 1)] * 3 + [np.ones((S.H, 3 * S.W))], -1),
+               C.ARTIFACTS / "pass_shade_blend.png")
+    assert np.count_nonzero(covered) > 200
+    assert np.abs(shade - (0.7 * own + 0.3 * behind))[covered].max() < 0.02
+    assert np.abs(shade - behind)[covered].max() > 0.1          # (the glass changes it)

@@ -78,6 +78,9 @@ class FrameSettings:
     # render passes that need the forward pass's extra outputs (engine/passes/render_passes.py):
     # False = none requested, the shaders write none and no extra target exists
     gpu_passes: bool = False
+    # View Layer > Passes > Alpha Threshold: BLEND surfaces at least this opaque write the Normal
+    # and index passes; below it those passes show what lies behind (render_passes.py)
+    alpha_threshold: float = 0.5
     # anti-aliasing of final frames (engine/passes/samples.py): samples per frame (1 = FXAA only),
     # this draw's sub-pixel offset in pixels, and whether it reuses the frame's shadow maps
     samples: int = 1

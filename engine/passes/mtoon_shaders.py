@@ -110,6 +110,9 @@ void main()
     frag_color = base;
     frag_aux = vec4(ngeo, v_object_id);
     PASS_OUT(1.0, 1.0, vec3(0.0), 0.0);
+    pass_shadow = 1.0;
+    pass_shade = 1.0;
+    PASS_BLEND(base.a, ngeo);
     return;
   }
   vec3 N = ngeo;
@@ -135,6 +138,7 @@ void main()
   frag_color = vec4(c, base.a);
   frag_aux = vec4(N, v_object_id);
   PASS_OUT(pass_shadow, pass_shade, pass_rim, 0.0);
+  PASS_BLEND(base.a, N);
 }
 """
 
@@ -275,6 +279,37 @@ _PASS_OUT = """
 #define PASS_OUT(shadow, shade, rim, outline)
 #endif
 """
+
+# A BLEND surface composited into the passes (pipeline.py ``_blend_into_passes``): draw 1
+# (SPEC_PASS_BLEND 1, multiplied into every target) keeps 1 - alpha of what lies behind, draw 2
+# (SPEC_PASS_BLEND 2, added) adds alpha x its values; colour untouched (x 1, + 0).  The Normal
+# and index passes take the surface where alpha >= SPEC_ALPHA_THRESHOLD (the view layer's Alpha
+# Threshold), else keep what lies behind: Cycles overwrites its index passes at each surface the
+# first sample's camera path meets and stops at one at least that opaque, passing a thinner one
+# with probability 1 - alpha, so this is its likeliest result at the default threshold 0.5.
+_PASS_BLEND = """
+#ifdef SPEC_PASS_BLEND
+void pass_blend(float a, vec3 N)
+{
+  bool front = a >= SPEC_ALPHA_THRESHOLD;
+#if SPEC_PASS_BLEND == 1
+  frag_color = vec4(1.0);
+  /* (reads v_object_id, never negative, so every variant keeps the object_id push constant) */
+  frag_aux = (front || v_object_id < -0.5) ? vec4(0.0) : vec4(1.0);
+  frag_pass0 = vec4(1.0 - a, 1.0 - a, front ? 0.0 : 1.0, 1.0 - a);
+  frag_pass1 = vec4(vec3(1.0 - a), 1.0);
+#else
+  frag_color = vec4(0.0);
+  frag_aux = front ? vec4(N, v_object_id) : vec4(0.0);
+  frag_pass0 = vec4(pass_shadow * a, pass_shade * a, front ? float(mt.pad1) : 0.0, 0.0);
+  frag_pass1 = vec4(pass_rim * a, 0.0);
+#endif
+}
+#define PASS_BLEND(a, N) pass_blend(a, N)
+#else
+#define PASS_BLEND(a, N)
+#endif
+"""
 _SURFACE_OUT = (("VEC4", "frag_color"), ("VEC4", "frag_aux"))
 _PASS_TARGETS = (("VEC4", "frag_pass0"), ("VEC4", "frag_pass1"))
 
@@ -407,7 +442,8 @@ def _variant(cache, key: str, spec, make):
 def forward_shader(cache, spec=None):
     return _variant(cache, "mtoon_forward", spec, lambda d: _build(
         "stylized_mtoon_forward", _FORWARD_VS,
-        _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _FORWARD_FS,
+        _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _PASS_BLEND
+        + _FORWARD_FS,
         _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 

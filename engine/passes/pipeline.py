@@ -352,6 +352,8 @@ class FramePipeline:
                     if s.outlines and m.outline_width_mode in ("worldCoordinates", "screenCoordinates") and m.outline_width > 0:
                         self._draw_list(outline_shader, [it], outline=True)
                     self._draw_list(forward_shader, [it], outline=False)
+                    if self._passes:
+                        self._blend_into_passes(it, s)
                 gpu.state.blend_set("NONE")
                 gpu.state.depth_mask_set(True)
         gpu.state.face_culling_set("NONE")
@@ -401,6 +403,23 @@ class FramePipeline:
         gpu.state.depth_test_set("NONE")
         self._passes = passes
         self._instances = None
+
+    def _blend_into_passes(self, it, s):
+        """Composite the BLEND item ``it`` (just drawn into the colour) into the aux and pass
+        targets: multiplied by 1 - alpha, then alpha x its values added (mtoon_shaders.py
+        ``_PASS_BLEND``); restores the BLEND loop's state."""
+        import gpu
+
+        thr = ("SPEC_ALPHA_THRESHOLD", repr(float(min(max(getattr(s, "alpha_threshold", 0.5), 0.0), 1.0))))
+        mask = bool(self._mats[it.material_name][0].transparent_with_zwrite)
+        with self._fb_main.bind():
+            gpu.state.viewport_set(0, 0, s.width, s.height)
+            gpu.state.depth_mask_set(False)
+            for mode, blend in (("1", "MULTIPLY"), ("2", "ADDITIVE_PREMULT")):
+                gpu.state.blend_set(blend)
+                self._draw_list(forward_shader, [it], outline=False, extra=(("SPEC_PASS_BLEND", mode), thr))
+        gpu.state.blend_set("ALPHA")
+        gpu.state.depth_mask_set(mask)
 
     def _aux_clear(self):
         # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn

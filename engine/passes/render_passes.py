@@ -25,9 +25,16 @@ Depth and the index passes keep the centre sample's value.
 
 The toon passes (Outline, Shadow, Shade, Rim) are switched on per view layer under
 *View Layer > Passes > Stylized*; Depth, Normal, Mist and the index passes use Blender's own
-view-layer switches.  Only the Outline, Shadow, Shade, Rim and IndexMA passes need more from
-the GPU (two extra targets written by SPEC_PASSES shader variants); with none of them enabled
-the frame draws exactly as without passes.
+view-layer switches.  The Outline, Shadow, Shade, Rim, IndexMA (and, where a BLEND material is
+drawn, IndexOB and Normal) passes need more from the GPU (two extra targets written by SPEC_PASSES shader
+variants); with none of them enabled the frame draws exactly as without passes.
+
+BLEND (alpha-blended) surfaces are composited into the toon passes as into the Combined (each
+value x alpha over what lies behind x (1 - alpha)); the Normal and index passes take a BLEND
+surface where its alpha reaches the view layer's *Alpha Threshold*, else what lies behind it
+(pipeline.py ``_blend_into_passes``). Cycles' index passes come from its first sample's camera
+path, which stops at a surface at least that opaque and passes a thinner one with probability
+1 - alpha: at the default threshold 0.5 this is its likeliest result.
 """
 from __future__ import annotations
 
@@ -47,6 +54,7 @@ PASSES = {
 }
 TOON = ("Outline", "Shadow", "Shade", "Rim")
 GPU_PASSES = frozenset(TOON + ("IndexMA",))
+BLEND_PASSES = frozenset(("IndexOB", "Normal"))    # drawn by the GPU too where BLEND surfaces are
 BACKGROUND_DEPTH = 1e10          # what EEVEE writes to Depth where nothing is drawn
 MIST_EXPONENT = {"QUADRATIC": 2.0, "LINEAR": 1.0, "INVERSE_QUADRATIC": 0.5}
 
@@ -81,8 +89,13 @@ def register(engine, scene, view_layer) -> None:
         engine.register_pass(scene, view_layer, blender_name(name), ch, ids, kind)
 
 
-def needs_gpu(names) -> bool:
-    return bool(GPU_PASSES.intersection(names))
+def needs_gpu(names, materials=None) -> bool:
+    """Whether the passes ``names`` need the forward pass's extra targets; the Normal and index
+    passes only when a BLEND material (of ``materials``: name -> MToonParams) is drawn."""
+    if GPU_PASSES.intersection(names):
+        return True
+    return bool(BLEND_PASSES.intersection(names)) and any(
+        getattr(m, "alpha_mode", "") == "BLEND" for m in (materials or {}).values())
 
 
 def _view_points(projection, is_ortho, depth):
