@@ -1,6 +1,6 @@
 """The scene's animation as the timeline evaluates it, read once from Blender and evaluated by the
 bpy-free ``animation.nla`` stack at any time: each animated ID's active action and NLA stack
-(objects: transforms and pose bones; shape keys).  Reading happens when Scene playback starts;
+(objects: transforms and pose bones; shape keys; armature data: VRM expression previews).  Reading happens when Scene playback starts;
 the frame only evaluates F-Curves (``animation.fcurves``) and blends (``animation.nla``).
 
 ``SceneAnimation.evaluate(t)`` gives, per ID, its channels' values at scene time ``t`` (frames,
@@ -83,7 +83,7 @@ def _channel_info(idb, path: str, index: int):
 
 
 def _id_type(idb) -> str:
-    return "KEY" if idb.bl_rna.identifier == "Key" else "OBJECT"
+    return {"Key": "KEY", "Armature": "ARMATURE"}.get(idb.bl_rna.identifier, "OBJECT")
 
 
 class IdAnimation:
@@ -225,13 +225,15 @@ def read_id(idb, sample: bool = True):
 
 
 class SceneAnimation:
-    """Every animated Object and shape-key datablock of a scene (``sample``: see ``read_id``)."""
+    """Every animated Object, shape-key datablock and armature datablock (VRM expression
+    previews are keyed there) of a scene (``sample``: see ``read_id``)."""
 
     def __init__(self, scene, sample: bool = True):
         self.ids: List[IdAnimation] = []
         seen = set()
         for ob in scene.objects:
-            for idb in (ob, getattr(getattr(ob, "data", None), "shape_keys", None)):
+            data = getattr(ob, "data", None)
+            for idb in (ob, data if ob.type == "ARMATURE" else None, getattr(data, "shape_keys", None)):
                 if idb is None or idb.as_pointer() in seen:
                     continue
                 seen.add(idb.as_pointer())

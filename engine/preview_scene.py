@@ -8,8 +8,15 @@ connected bones, as a plain clip plays them) and the shape-key channels the mesh
 the runtime then updates as on a timeline frame (palettes, morphs), after the mixer step W2d's
 spring bones hook into (``SceneRuntime.update_timeline``).
 
-Not evaluated here (the panel says so through ``notes``): constraints, IK and drivers (Blender's
-bake is not wired into Scene playback yet), VRM expression previews, meta / transition strips.
+Armatures only Blender can evaluate (bone constraints, IK, drivers on their bones or data,
+weighted B-Bones) are baked through Blender when Play starts (``importer.bake_scene``: the scene's
+range as the timeline shows it, NLA included, adaptive sub-frame samples) and their bones drawn
+from the bake (``preview_scene_bake``); the panel names them, why, and the bake's figures.
+VRM expression previews keyed on an armature's data (with or without the VRM Add-on) are
+evaluated with the other channels and turned into the bound shape keys by the session's
+``TimelineReader`` (the VRM 1.0 rules, as on the timeline).  Refused with the reason
+(``needs_blender``): object constraints, drivers on object transforms or on a mesh's data or
+shape keys, other animated armature data, tweak mode, meta / transition strips.
 """
 from __future__ import annotations
 
@@ -25,33 +32,34 @@ from .importer import actions as _actions
 from .importer.curve_read import build_binding
 from .importer.nodes import bone_target, object_target
 from .nla_source import SceneAnimation
+from .vrm_paths import channel_key_for_path
+from . import preview_scene_bake as _bakes
 
 
 def needs_blender(scene) -> List[str]:
-    """Why Scene playback cannot play this scene itself: one message per object whose motion
-    needs Blender's evaluation (constraints, IK, drivers), naming it and what drives it.  Empty
-    when it can.  (Clips of such rigs are baked through Blender; Scene playback is not yet.)"""
+    """Why Scene playback cannot play this scene itself, even with bakes: one message per object
+    whose motion needs Blender's evaluation in a way a bake of its bones does not cover (object
+    constraints, drivers on object transforms, on a mesh's data or shape keys), naming it and
+    what drives it.  Empty when it can.  Bone constraints, IK and drivers on an armature's bones
+    or data are baked (``importer.bake_scene``)."""
     out = []
     for ob in scene.objects:
         why = []
         cons = [c for c in ob.constraints if not c.mute and c.influence > 0.0]
         if cons:
             why.append("object constraint " + ", ".join(f"'{c.name}' ({c.type})" for c in cons[:3]))
-        pose = getattr(ob, "pose", None)
-        if pose is not None:
-            bc = [(pb.name, c) for pb in pose.bones for c in pb.constraints if not c.mute and c.influence > 0.0]
-            if bc:
-                why.append("bone constraint " + ", ".join(f"'{c.name}' ({c.type}) on '{b}'" for b, c in bc[:3])
-                           + (f" and {len(bc) - 3} more" if len(bc) > 3 else ""))
+        arm = ob.type == "ARMATURE"
         for idb, what in ((ob, "object"), (getattr(ob, "data", None), "data"),
                           (getattr(getattr(ob, "data", None), "shape_keys", None), "shape keys")):
             ad = getattr(idb, "animation_data", None)
             drivers = [d for d in (ad.drivers if ad is not None else ()) if not d.mute]
+            if arm:      # an armature's bones and data: baked; its object transform: not
+                drivers = [d for d in drivers if what == "object" and _actions.RE_OBJ.match(d.data_path)]
             if drivers:
                 why.append(f"{len(drivers)} driver(s) on its {what} (e.g. {drivers[0].data_path})")
         if why:
             out.append(f"object '{ob.name}' is driven by {'; '.join(why)}: Scene playback does not evaluate "
-                       "that (no bake of the scene yet); play its clip, or use the timeline")
+                       "that (only an armature's bones are baked); play its clip, or use the timeline")
         if getattr(getattr(ob, "animation_data", None), "use_tweak_mode", False):
             out.append(f"object '{ob.name}': its NLA is in tweak mode (a strip is being edited): Scene playback "
                        "does not evaluate tweak mode; leave it, or use the timeline")
@@ -62,11 +70,26 @@ def needs_blender(scene) -> List[str]:
             if odd:
                 out.append(f"'{idb.name}': NLA strip '{odd[0].name}' is a {odd[0].type.lower()} strip: Scene "
                            "playback evaluates action strips only; use the timeline")
-        dad = getattr(data, "animation_data", None) if ob.type == "ARMATURE" else None
-        if dad is not None and (dad.action is not None or any(len(t.strips) for t in dad.nla_tracks)):
-            out.append(f"armature '{ob.name}': its data '{data.name}' is animated (VRM expression previews): "
-                       "Scene playback does not evaluate them yet; play its clip, or use the timeline")
+        other = _armature_data_paths(ob)
+        if other:
+            out.append(f"armature '{ob.name}': its data '{data.name}' animates {other[0]}: Scene playback "
+                       "evaluates VRM expression previews there, nothing else; use the timeline")
     return out
+
+
+def _armature_data_paths(ob) -> List[str]:
+    """The curves an armature's data animation keys besides VRM expression previews."""
+    data = getattr(ob, "data", None)
+    ad = getattr(data, "animation_data", None) if ob.type == "ARMATURE" else None
+    if ad is None:
+        return []
+    from .importer.actions import pick_slot, slot_fcurves
+
+    uses = [(ad.action, pick_slot(ad.action, "ARMATURE", ad, data.name))] if ad.action is not None else []
+    uses += [(st.action, getattr(st, "action_slot", None)) for t in ad.nla_tracks for st in t.strips
+             if st.action is not None]
+    return sorted({fc.data_path for act, slot in uses if slot is not None for fc in slot_fcurves(act, slot)
+                   if not fc.mute and channel_key_for_path(fc.data_path) is None})
 
 
 def _constant_curves(values: np.ndarray) -> FCurveSetAsset:
@@ -84,13 +107,18 @@ def _constant_curves(values: np.ndarray) -> FCurveSetAsset:
 class ScenePlayback:
     """What Scene playback evaluates per frame for one runtime (one SceneAsset)."""
 
-    def __init__(self, scene, scene_asset, runtime):
+    def __init__(self, scene, scene_asset, runtime, bakes=None, reader=None):
         import bpy
 
         self.runtime = runtime
+        self.reader = reader        # the session's TimelineReader: VRM expressions -> bound shape keys
         self.build_ms = 0.0
         self.anim = SceneAnimation(scene)
         self.notes: List[str] = [n for a in self.anim.ids for n in a.notes]
+        self.feeds = _bakes.feeds(bakes, scene_asset)        # baked armatures: bones from their bake
+        baked = {f.name for f in self.feeds}
+        if bakes is not None:
+            self.notes = bakes.lines() + self.notes
         index = {(nd.object_name, nd.bone_name): i for i, nd in enumerate(scene_asset.nodes)}
         offsets = np.cumsum([0] + [len(a.keys) for a in self.anim.ids])
         self._offsets = offsets
@@ -98,10 +126,20 @@ class ScenePlayback:
         tokens: Dict[int, int] = {}
         keep = []
         self._morphs = []     # (node, base weights, positions in the node's keys, global channels)
+        expr_keys, expr_chans = [], []     # VRM expression previews keyed on armature data
         for a, off in zip(self.anim.ids, offsets[:-1]):
             idb = a.id
             if idb.bl_rna.identifier == "Key":
                 self._bind_key(bpy, idb, a, int(off), index)
+                continue
+            if idb.bl_rna.identifier == "Armature":
+                for ob in [o for o in scene.objects if o.data == idb]:
+                    node = index.get((ob.name, None))
+                    for j, (path, _comp) in enumerate(a.keys):
+                        ck = channel_key_for_path(path)
+                        if node is not None and ck is not None:
+                            expr_keys.append((node, ck))
+                            expr_chans.append(int(off) + j)
                 continue
             node = index.get((idb.name, None))
             if node is None:
@@ -119,7 +157,7 @@ class ScenePlayback:
             if obj_curves:
                 tgt = object_target(idb, node)
                 work.append((tgt, _actions._used_curves(tgt, obj_curves)))
-            pose = getattr(idb, "pose", None)
+            pose = getattr(idb, "pose", None) if idb.name not in baked else None
             for bname, cs in bone_curves.items():
                 bnode = index.get((idb.name, bname))
                 if bnode is None or pose is None:
@@ -133,6 +171,9 @@ class ScenePlayback:
         self._nodes = np.unique(np.concatenate([b.t_nodes, b.r_nodes, b.s_nodes]))
         self._rows = tuple(np.searchsorted(self._nodes, n) for n in (b.t_nodes, b.r_nodes, b.s_nodes))
         self._values = defaults.copy()
+        # the reader's (node, channel) form of the preview player's clip channels (identity kept:
+        # the reader maps them to expression columns once)
+        self._expr = (expr_keys, np.array(expr_chans, np.int64)) if expr_keys and reader is not None else None
 
     def _bind_key(self, bpy, key, a, off: int, index) -> None:
         users = [ob for ob in bpy.data.objects
@@ -177,17 +218,32 @@ class ScenePlayback:
             if sv is not None:
                 s[sr] = sv
             ok = pose.set_local_trs(self._nodes, t, q, s)
+        for feed in self.feeds:            # after the TRS write: a baked armature's bones (matrices)
+            ok = feed.write(frame, pose) and ok
         return ok, vals
 
     def apply(self, frame: float) -> bool:
-        """The scene at ``frame`` into the runtime: node TRS, morph weights, then the frame's
-        update (palettes, morph streams)."""
+        """The scene at ``frame`` into the runtime: node TRS, baked bones and their B-Bone
+        segments, morph weights, then the frame's update (palettes, morph streams)."""
         rt = self.runtime
         ok, vals = self.write_pose(frame, rt.pose)
+        for feed in self.feeds:
+            ok = feed.write_segments(frame, rt.palette_set) and ok
         weights = {}
+        read = None
+        if self._expr is not None:
+            # the expressions at this scene time: every VRM-bound key from them (the VRM rules),
+            # as the timeline reader does with the add-on's previews
+            keys, chans = self._expr
+            read = self.reader.read_morph_weights(None, expression_values=(keys, vals[chans]))
+            weights.update(read)
         for node, base, slots, chans in self._morphs:
             w = base.copy()
             w[slots] = vals[chans]
+            if read is not None and node in read:
+                bound = self.reader.vrm.bound.get(node) if self.reader.vrm is not None else None
+                if bound is not None:          # a bound key follows its expression (the add-on's write wins)
+                    w[bound[0]] = read[node][bound[0]]
             weights[node] = w
         rt.springs_frame = frame        # the shown frame, for the spring bones (engine/springs/timeline.py)
         return rt.update_timeline(None, None, weights) and ok
@@ -222,6 +278,9 @@ def update(session, depsgraph, state, dt: float) -> bool:
     # an edit of an action, a strip or a track re-imports (StylizedSession.sync): a new runtime
     if pb is None or pb.runtime is not session.runtime or reload:
         why = needs_blender(scene)
+        stale = _bakes.missing(scene, state)
+        if stale and not why:
+            why = [f"Scene playback needs a bake: {stale}"]
         if why:
             # never play a wrong pose: timeline mode, and the panel says why
             session._scene_playback = None
@@ -231,7 +290,8 @@ def update(session, depsgraph, state, dt: float) -> bool:
             state.commands.clear()
             return session._update_timeline(depsgraph)
         t0 = time.perf_counter()
-        pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime)
+        pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime,
+                                                     state.scene_bakes, session.reader)
         pb.build_ms = (time.perf_counter() - t0) * 1e3
         state.scene_notes = list(pb.notes)
         state.last_error = None

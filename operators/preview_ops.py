@@ -391,6 +391,18 @@ class STYLIZED_OT_preview_scene(bpy.types.Operator):
                 st.last_error = why[0]
                 self.report({"ERROR"}, why[0] + (f" (and {len(why) - 1} more object(s))" if len(why) > 1 else ""))
                 return {"CANCELLED"}
+            from ..engine import preview_scene_bake
+            from ..engine.importer.bake_reasons import BakeError
+
+            try:      # the armatures only Blender can evaluate: baked over the scene's range (progress shown)
+                if preview_scene_bake.prepare(scene, st, context.window_manager):
+                    st.push("scene_reload")    # the playback reads the new bakes
+            except BakeError as ex:
+                st.last_error = str(ex)
+                self.report({"ERROR"}, str(ex))
+                return {"CANCELLED"}
+            for line in (st.scene_bakes.lines() if st.scene_bakes is not None else ()):
+                self.report({"INFO"}, line)
             if not (st.active and st.scene_mode):
                 st.scene_frame = float(scene.frame_current) + float(scene.frame_subframe)
                 st.commands.clear()

@@ -142,30 +142,32 @@ def test_scene_operator_and_panel_play_from_the_current_frame(nla_scene, capsys)
 
 
 def test_a_scene_needing_blenders_evaluation_is_refused_with_the_reason(nla_scene, capsys):
-    """An IK constraint (or a driver) would be played wrong: Play refuses, naming the object and
-    the constraint; a session asked to play it anyway stays on the timeline and says why."""
+    """An object constraint (what a bake of an armature's bones does not cover) would be played
+    wrong: Play refuses, naming the object and the constraint; a session asked to play it anyway
+    stays on the timeline and says why."""
     from stylized_renderer.engine import preview
 
-    rig = bpy.data.objects["Rig_0"]
-    ik = rig.pose.bones["B2"].constraints.new("IK")
-    ik.chain_count = 2
+    ob = bpy.data.objects["Char1_0"]
+    con = ob.constraints.new("COPY_LOCATION")
+    con.target = bpy.data.objects["Char2_0"]
     preview.clear_states()
     try:
-        with pytest.raises(RuntimeError, match="object 'Rig_0' is driven by bone constraint 'IK'"):
+        with pytest.raises(RuntimeError, match="object 'Char1_0' is driven by object constraint 'Copy Location'"):
             bpy.ops.stylized.preview_scene(action="PLAY")      # reported as an error, cancelled
         st = preview.get_state(nla_scene)
         assert not st.active
-        assert "object 'Rig_0' is driven by bone constraint" in st.last_error and "(IK) on 'B2'" in st.last_error
+        assert "(COPY_LOCATION)" in st.last_error
         rc = check_scene.run_deform(nla_scene, [(5, 0.0)])
         out = capsys.readouterr().out
-        assert rc == 1 and "refused: object 'Rig_0'" in out, out
+        assert rc == 1 and "refused: object 'Char1_0'" in out, out
     finally:
         preview.clear_states()
 
 
 def test_animated_armature_data_is_refused_not_dropped(nla_scene):
-    """VRM expression previews are keyed on the armature's data: Scene playback does not evaluate
-    them yet, so Play says so instead of playing the face without them."""
+    """Armature data animated with anything but VRM expression previews (those play:
+    test_scene_vrm.py): Scene playback does not evaluate it, so Play says so instead of playing
+    without it."""
     from stylized_renderer.engine import preview
 
     rig = bpy.data.objects["Rig_0"]
@@ -173,7 +175,7 @@ def test_animated_armature_data_is_refused_not_dropped(nla_scene):
     rig.data.keyframe_insert('["expression_preview"]', frame=1)
     preview.clear_states()
     try:
-        with pytest.raises(RuntimeError, match="armature 'Rig_0': its data 'Rig_0' is animated"):
+        with pytest.raises(RuntimeError, match="armature 'Rig_0': its data 'Rig_0' animates \\[\"expression_preview\"\\]"):
             bpy.ops.stylized.preview_scene(action="PLAY")
         assert not preview.get_state(nla_scene).active
     finally:

@@ -180,21 +180,27 @@ def bake_lines(b: Bake) -> List[str]:
             f"({b.checked} mid-points checked), {b.nbytes / 2**20:.1f} MB"]
 
 
-def ensure_with_progress(cache: BakeCache, window_manager, armature, clip_name: str,
-                         action_name: Optional[str] = None):
-    """``cache.ensure`` with the window manager's progress indicator (operators)."""
-    state = {"begun": False}
+def with_progress(window_manager, run):
+    """``run(progress)`` with the window manager's progress indicator (operators): ``progress(done,
+    total)`` begins it on its first call and moves it; it ends however ``run`` ends."""
+    begun = []
 
     def progress(done, total):
         if window_manager is None:
             return
-        if not state["begun"]:
+        if not begun:
             window_manager.progress_begin(0, total)
-            state["begun"] = True
+            begun.append(True)
         window_manager.progress_update(done)
 
     try:
-        return cache.ensure(armature, clip_name, action_name, progress=progress)
+        return run(progress)
     finally:
-        if state["begun"]:
+        if begun:
             window_manager.progress_end()
+
+
+def ensure_with_progress(cache: BakeCache, window_manager, armature, clip_name: str,
+                         action_name: Optional[str] = None):
+    """``cache.ensure`` with the window manager's progress indicator (operators)."""
+    return with_progress(window_manager, lambda p: cache.ensure(armature, clip_name, action_name, progress=p))

@@ -160,15 +160,10 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     t0 = time.perf_counter()
     signature = bake_signature(armature, action, slot, fps, substeps)
     reasons = list(reasons) if reasons is not None else bake_reasons(armature)
-    names = [pb.name for pb in armature.pose.bones]
-    index = {n: i for i, n in enumerate(names)}
-    parents = np.array([index.get(pb.parent.name, -1) if pb.parent is not None else -1
-                        for pb in armature.pose.bones], np.int64)
-    plan = levels(parents)
+    names, parents = bone_parents(armature)
     lengths, size = _adaptive.rig_extent(armature)
     bent = weighted_bbones(armature)
     obj_chan = _object_channel_needed(armature, action, slot)
-    saved_frame = (scene.frame_current, float(scene.frame_subframe))
     saved = save_animation()
     written = _written_values(armature, action, slot)
     # values the armature's own current action writes too (restored after the re-evaluation)
@@ -176,30 +171,81 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     if ad is not None and ad.action is not None and ad.action != action:
         written += _written_values(armature, ad.action, getattr(ad, "action_slot", None))
     ev = _Evaluator(armature, names, bent, obj_chan and armature.parent is not None)
+    label = f"baking action '{action.name}' on '{armature.name}'"
+
+    def restore():
+        restore_animation(saved)
+        _restore_values(written)
+
+    rec = record_in(scene, ev, frames, parents, lengths, size, label, progress,
+                    setup=lambda: isolate(armature, action, slot), restore=restore,
+                    after=lambda: _restore_values(written), quiet=quiet)
+    frames, table, world, pworld, btable = tables(ev, rec, parents, label)
+    added, checked, residual = rec[4:]
+    return Bake(armature=armature.name, clip_name=clip_name or action.name, action_name=action.name,
+                frames=frames, frame_start=float(start), fps=fps, bone_names=names, parents=parents,
+                locals=table, world=world, parent_world=pworld, object_channel=obj_chan,
+                bbone_table=btable, bbone_slices=dict(ev.bbone_slices), bbone_rest=dict(ev.bbone_rest),
+                reasons=reasons, seconds=time.perf_counter() - t0, signature=signature,
+                substeps=max(1, int(substeps)), added=added, checked=checked, between_error=residual,
+                size=size)
+
+
+def bone_parents(armature):
+    """(bone names in pose.bones order, each bone's parent index or -1)."""
+    names = [pb.name for pb in armature.pose.bones]
+    index = {n: i for i, n in enumerate(names)}
+    parents = np.array([index.get(pb.parent.name, -1) if pb.parent is not None else -1
+                        for pb in armature.pose.bones], np.int64)
+    return names, parents
+
+
+def record_in(scene, ev, frames, parents, lengths, size: float, label: str, progress=None, setup=None,
+              restore=None, after=None, quiet=None):
+    """``record`` with the scene set up by ``setup()`` and put back afterwards, also on error:
+    ``restore()``, the scene's frame and subframe, ``after()``, all in ``quiet()`` (the preview's
+    owner: its frame changes do not hand the preview back).  Any failure is a BakeError naming
+    ``label``."""
+    quiet = quiet or contextlib.nullcontext
+    saved = (scene.frame_current, float(scene.frame_subframe))
     try:
         with quiet():
-            isolate(armature, action, slot)
-            samples = ev.run(scene, frames.tolist(), progress, int(frames.size))
-            first = sorted(samples)
-            pose0 = np.stack([samples[f][0] for f in first])
-            _check_finite(pose0, first, names, action, armature)
-            loc0 = _adaptive.locals_of(pose0, parents)
-            parts0 = decompose_moving(loc0)      # once: the intervals' mid-points and the table
-            added, checked, residual = _refine(ev, scene, samples, pose0, parts0, parents, plan, lengths, size)
-            del pose0
+            if setup is not None:
+                setup()
+            return record(ev, scene, frames, parents, levels(parents), lengths, size, label, progress)
     except BakeError:
         raise
     except Exception as ex:
-        raise BakeError(f"baking action '{action.name}' on '{armature.name}' failed: {type(ex).__name__}: {ex}") from ex
+        raise BakeError(f"{label} failed: {type(ex).__name__}: {ex}") from ex
     finally:
         with quiet():
-            restore_animation(saved)
-            _restore_values(written)
-            scene.frame_set(int(saved_frame[0]), subframe=saved_frame[1])
-            _restore_values(written)
+            if restore is not None:
+                restore()
+            scene.frame_set(int(saved[0]), subframe=saved[1])
+            if after is not None:
+                after()
+
+
+def record(ev, scene, frames: np.ndarray, parents, plan, lengths, size: float, label: str, progress=None):
+    """Blender's pose (``_Evaluator``) at ``frames`` and the adaptive bake's sub-frame samples
+    (``_refine``): (samples, plain frames, their locals, their decomposed locals, added, checked,
+    residual).  The caller sets the scene up (isolation) and restores it."""
+    samples = ev.run(scene, frames.tolist(), progress, int(frames.size))
+    first = sorted(samples)
+    pose0 = np.stack([samples[f][0] for f in first])
+    _check_finite(pose0, first, ev.names, label)
+    loc0 = _adaptive.locals_of(pose0, parents)
+    parts0 = decompose_moving(loc0)      # once: the intervals' mid-points and the table
+    added, checked, residual = _refine(ev, scene, samples, pose0, parts0, parents, plan, lengths, size)
+    return samples, first, loc0, parts0, added, checked, residual
+
+
+def tables(ev, rec, parents, label: str):
+    """(frames, locals MatrixTable, world (F,4,4), parent world or None, B-Bone MatrixTable or
+    None) of a ``record``: the plain samples' decomposed locals from there, the added ones now."""
+    samples, first, loc0, parts0 = rec[:4]
     order = sorted(samples)
     frames = np.array(order, np.float64)
-    # the locals of every sample, decomposed: the plain samples' from above, the added ones now
     row = {f: k for k, f in enumerate(first)}
     new = [f for f in order if f not in row]
     loc = np.empty((len(order),) + loc0.shape[1:])
@@ -212,7 +258,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     if new:
         new_at = np.array([k for k, f in enumerate(order) if f not in row], np.int64)
         pn = np.stack([samples[f][0] for f in new])
-        _check_finite(pn, new, names, action, armature)
+        _check_finite(pn, new, ev.names, label)
         ln = _adaptive.locals_of(pn, parents)
         loc[new_at] = ln
         for x, xn in zip(parts, decompose(ln)):
@@ -220,24 +266,15 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     world = np.stack([samples[f][1] for f in order])
     pworld = np.stack([samples[f][2] for f in order]) if ev.with_parent else None
     btable = MatrixTable(np.stack([samples[f][3] for f in order])) if ev.bbone_slices else None
-    table = MatrixTable(loc, parts=parts)
-    del loc, parts, loc0, parts0, samples
-    return Bake(armature=armature.name, clip_name=clip_name or action.name, action_name=action.name,
-                frames=frames, frame_start=float(start), fps=fps, bone_names=names, parents=parents,
-                locals=table, world=world, parent_world=pworld, object_channel=obj_chan,
-                bbone_table=btable, bbone_slices=dict(ev.bbone_slices), bbone_rest=dict(ev.bbone_rest),
-                reasons=reasons, seconds=time.perf_counter() - t0, signature=signature,
-                substeps=max(1, int(substeps)), added=added, checked=checked, between_error=residual,
-                size=size)
+    return frames, MatrixTable(loc, parts=parts), world, pworld, btable
 
 
-def _check_finite(pose: np.ndarray, order, names, action, armature) -> None:
+def _check_finite(pose: np.ndarray, order, names, label: str) -> None:
     nf, nb = pose.shape[:2]
     bad = ~np.isfinite(pose.reshape(nf, nb, 16)).all(axis=2)
     if bad.any():
         f, b = (int(x[0]) for x in np.nonzero(bad))
-        raise BakeError(f"baking action '{action.name}' on '{armature.name}': bone '{names[b]}' has a "
-                        f"non-finite pose at frame {order[f]:g}")
+        raise BakeError(f"{label}: bone '{names[b]}' has a non-finite pose at frame {order[f]:g}")
 
 
 class _Evaluator:
@@ -245,6 +282,7 @@ class _Evaluator:
 
     def __init__(self, armature, names, bent, with_parent: bool):
         self.armature = armature
+        self.names = list(names)
         self.nb = len(names)
         self.bent = list(bent)
         self.with_parent = with_parent

@@ -65,7 +65,9 @@ def _matrix_of(ob) -> tuple:
     return tuple(np.asarray(ob.matrix_world, np.float64).ravel().round(9).tolist()) if ob is not None else ()
 
 
-def _driver_signature(ad) -> tuple:
+def _driver_signature(ad, values: bool = True) -> tuple:
+    """Every driver of ``ad``: its expression, variables and targets, and (``values``) the current
+    values of its targets (they change with the frame when the targets are animated)."""
     out = []
     if ad is None:
         return ()
@@ -77,7 +79,7 @@ def _driver_signature(ad) -> tuple:
             for t in v.targets:
                 idb = t.id
                 val = None
-                if idb is not None:
+                if idb is not None and values:
                     try:
                         if v.type == "SINGLE_PROP" and t.data_path:
                             val = idb.path_resolve(t.data_path)
@@ -96,16 +98,27 @@ def _driver_signature(ad) -> tuple:
     return tuple(out)
 
 
-def rig_signature(armature, action=None, slot=None) -> tuple:
+def rig_signature(armature, action=None, slot=None, keyed=None, static: bool = False) -> tuple:
     """What Blender's evaluation of an action on ``armature`` depends on besides the action's
     keys: rest matrices and bone settings, the pose values and custom properties the action
     does not key, constraint settings and their target objects' transforms, drivers (their
     variables' current values included), the armature's world matrix and parent.  Read at bake
-    and re-check time only (a few ms on a Rigify rig), never per frame."""
+    and re-check time only (a few ms on a Rigify rig), never per frame.
+
+    ``keyed``: the (data path, index) pairs animated elsewhere (instead of ``action``'s keys).
+    ``static``: only what does not change with the scene's frame (a Scene bake, compared at any
+    frame): no driver target values, target or armature world matrices, and no pose value,
+    custom property or constraint setting that a driver or ``keyed`` writes."""
     arm = armature
     bones = arm.data.bones
     pbs = arm.pose.bones
-    keyed = _keyed_paths(action, slot)
+    keyed = set(_keyed_paths(action, slot) if keyed is None else keyed)
+    driven = set()
+    if static:
+        for ad in (arm.animation_data,):
+            driven |= {(d.data_path, d.array_index) for d in (ad.drivers if ad is not None else ())}
+        keyed |= driven
+    varying = {p for p, _i in keyed}
     names = [pb.name for pb in pbs]
     pose_parts = []
     for prop, width in _POSE_PROPS:
@@ -131,7 +144,11 @@ def rig_signature(armature, action=None, slot=None) -> tuple:
             custom.append((pb.name, key, v.to_list() if hasattr(v, "to_list") else
                            (v if isinstance(v, (int, float, str, bool)) else str(v))))
         for c in pb.constraints:
-            cons.append((pb.name, c.type, _rna_values(c)))
+            pre = f'pose.bones["{pb.name}"].constraints["{c.name}"].'
+            vals = _rna_values(c)
+            if static:
+                vals = tuple(v for v in vals if pre + v[0] not in varying)
+            cons.append((pb.name, c.type, vals))
             for attr in ("target", "pole_target"):
                 t = getattr(c, attr, None)
                 if t is not None and t != arm:
@@ -147,7 +164,7 @@ def rig_signature(armature, action=None, slot=None) -> tuple:
             targets.add(t.name)
     import bpy
 
-    target_mats = tuple((n, _matrix_of(bpy.data.objects.get(n))) for n in sorted(targets))
+    target_mats = tuple((n, () if static else _matrix_of(bpy.data.objects.get(n))) for n in sorted(targets))
     arm_custom = tuple((k, str(arm[k])) for k in arm.keys())
     rest = _bulk(bones, "matrix_local", 16)
     flags = tuple((b.name, b.parent.name if b.parent else None, b.use_deform, b.bbone_segments,
@@ -155,8 +172,8 @@ def rig_signature(armature, action=None, slot=None) -> tuple:
                   for b in bones)
     return (arm.name, arm.as_pointer(), arm.data.as_pointer(), _crc(rest), flags, tuple(pose_parts), modes,
             tuple(custom), arm_custom, tuple(cons), tuple(obj_cons), target_mats,
-            _driver_signature(arm.animation_data), _driver_signature(arm.data.animation_data),
-            _matrix_of(arm), arm.parent.name if arm.parent else None, arm.parent_type, arm.parent_bone)
+            _driver_signature(arm.animation_data, not static), _driver_signature(arm.data.animation_data, not static),
+            () if static else _matrix_of(arm), arm.parent.name if arm.parent else None, arm.parent_type, arm.parent_bone)
 
 
 def bake_signature(armature, action, slot, fps: float, substeps: int = 1) -> tuple:

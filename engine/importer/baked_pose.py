@@ -62,6 +62,8 @@ class BakedPose:
         self._inner = inner[order]
         self.anchors = anchors[order]
         self.inner_nodes = self.nodes[self._inner].astype(np.intp)
+        self._roots = np.flatnonzero(self.root)
+        self.root_nodes = self.nodes[self._roots].astype(np.intp)
         where = np.full(self.nodes.size, -1, np.int64)
         where[self._inner] = np.arange(self._inner.size)
         par_inner = np.where(ppos[self._inner] >= 0, where[np.maximum(ppos[self._inner], 0)], -1)
@@ -109,6 +111,12 @@ class BakedPose:
         s = BakedSample(float(time_seconds), loc, np.ascontiguousarray(rel.transpose(0, 2, 1)), segs)
         self._last = s
         return s
+
+    def root_locals(self, time_seconds: float) -> np.ndarray:
+        """(R,4,4) the root bones' baked matrices (armature space) at ``time_seconds``, aligned with
+        ``root_nodes`` (a clip plays them through its TRS tracks; Scene playback writes them)."""
+        i, a = self._where(time_seconds)
+        return self.table.at(i, a)[self._roots]
 
     def local_matrices(self, time_seconds: float, inner_only: bool = True) -> np.ndarray:
         """(B',4,4) local matrices of the inner bones at ``time_seconds`` (``sample(t).locals``)."""
