@@ -16,14 +16,12 @@ def state_bakes(state) -> _bake_scene.SceneBakes:
     return state.scene_bakes
 
 
-def prepare(scene, state, window_manager=None) -> bool:
+def prepare(scene, state, window_manager=None, quiet=None) -> bool:
     """Bake what Scene playback cannot evaluate itself (Play, and a check playing as Play does),
-    with the window manager's progress indicator.  True when it baked now.  Raises BakeError."""
-    from . import preview
-
-    # the bake's frame changes are not the user scrubbing: the preview is not handed back
-    return _bake_scene.ensure_with_progress(window_manager, scene, state_bakes(state),
-                                            quiet=preview.timeline_handback_suspended)
+    with the window manager's progress indicator; the bake's frame changes run in ``quiet()``
+    (``preview.timeline_handback_suspended``: they are not the user scrubbing).  True when it
+    baked now.  Raises BakeError."""
+    return _bake_scene.ensure_with_progress(window_manager, scene, state_bakes(state), quiet=quiet)
 
 
 def missing(scene, state) -> Optional[str]:
@@ -65,7 +63,7 @@ class SceneBakeFeed:
         if not b.bbone_nodes:
             return True
         smp = b.sample((float(frame) - self.start) / self.fps)
-        return palette_set.set_bbone_relation_frame(b.relations(smp, palette_set.segment_keys)[None], 0, 0.0)
+        return palette_set.set_bbone_relations(b.relations(smp, palette_set.segment_keys))
 
 
 def feeds(bakes, scene_asset) -> List[SceneBakeFeed]:

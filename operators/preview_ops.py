@@ -395,7 +395,7 @@ class STYLIZED_OT_preview_scene(bpy.types.Operator):
             from ..engine.importer.bake_reasons import BakeError
 
             try:      # the armatures only Blender can evaluate: baked over the scene's range (progress shown)
-                if preview_scene_bake.prepare(scene, st, context.window_manager):
+                if preview_scene_bake.prepare(scene, st, context.window_manager, preview.timeline_handback_suspended):
                     st.push("scene_reload")    # the playback reads the new bakes
             except BakeError as ex:
                 st.last_error = str(ex)

@@ -77,13 +77,13 @@ def test_a_scene_bake_played_late_or_without_the_nla_fails(ik_nla_scene, capsys,
     ad = bpy.data.objects["HumanArmature"].animation_data
     record = bake_scene.bake_in_scene
 
-    def without_nla(armature, scene, frames, progress=None, reasons=None):
+    def without_nla(armature, scene, frames, progress=None, reasons=None, quiet=None):
         muted = [(t, t.mute) for t in ad.nla_tracks]
         ad.action = bpy.data.actions["Man_Walk"]
         for t, _m in muted:
             t.mute = True
         try:
-            return record(armature, scene, frames, progress, reasons)
+            return record(armature, scene, frames, progress, reasons, quiet)
         finally:
             ad.action = None
             for t, mu in muted:

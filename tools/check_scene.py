@@ -142,7 +142,8 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
     if not given:
         from stylized_renderer.engine import preview_scene_bake
 
-        preview_scene_bake.prepare(scene, state)     # what Play bakes (armatures only Blender evaluates)
+        # what Play bakes (armatures only Blender evaluates)
+        preview_scene_bake.prepare(scene, state, quiet=preview.timeline_handback_suspended)
     baked = baked_objects(scene, state)
     frames = frames if frames is not None else scene_frames(scene)
     if baked:
