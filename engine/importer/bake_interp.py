@@ -61,21 +61,29 @@ def plan(times: np.ndarray, modes: np.ndarray, knots=None):
         tn = t[idx]
         x = t[kk]
         d = np.zeros(idx.shape)
-        for j in range(STENCIL):              # Lagrange derivative weights (a few small loops)
-            acc = np.zeros(n)
-            for l in range(STENCIL):
-                if l == j:
-                    continue
-                term = np.where(valid[:, l], 1.0 / np.where(valid[:, l], tn[:, j] - tn[:, l], 1.0), 0.0)
-                for q in range(STENCIL):
-                    if q in (j, l):
-                        continue
-                    term = term * np.where(valid[:, q], (x - tn[:, q]) / np.where(valid[:, q], tn[:, j] - tn[:, q], 1.0), 1.0)
-                acc += term
-            d[:, j] = np.where(valid[:, j], acc, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            _derivative_weights(tn, x, valid, d)
         rows[:, e] = idx
         w[:, e] = d
     return rows, w
+
+
+def _derivative_weights(tn, x, valid, d) -> None:
+    """``d`` (n,STENCIL): the derivative at ``x`` of each Lagrange basis polynomial of the valid
+    nodes ``tn`` (n,STENCIL)."""
+    n = tn.shape[0]
+    for j in range(STENCIL):              # Lagrange derivative weights (a few small loops)
+        acc = np.zeros(n)
+        for l in range(STENCIL):
+            if l == j:
+                continue
+            term = np.where(valid[:, l], 1.0 / np.where(valid[:, l], tn[:, j] - tn[:, l], 1.0), 0.0)
+            for q in range(STENCIL):
+                if q in (j, l):
+                    continue
+                term = term * np.where(valid[:, q], (x - tn[:, q]) / np.where(valid[:, q], tn[:, j] - tn[:, q], 1.0), 1.0)
+            acc += term
+        d[:, j] = np.where(valid[:, j], acc, 0.0)
 
 
 def weights(times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarray, a: np.ndarray):

@@ -144,7 +144,8 @@ class BakedPose:
             return None
         inner = np.array([where.get(int(n), -1) for n in rows.tolist()], np.int64)
         hit = inner >= 0
-        anchors = np.where(hit, self.anchors[np.maximum(inner, 0)], rows).astype(np.intp)
+        anchors = (np.where(hit, self.anchors[np.maximum(inner, 0)], rows) if self.anchors.size
+                   else rows).astype(np.intp)       # (a rig of root bones only: no inner bone)
         return inner, hit, anchors
 
     @staticmethod
