@@ -136,12 +136,12 @@ class Refiner:
         out = []
         for s in range(0, k.size, CHUNK):             # chunks of intervals (memory)
             kk = k[s:s + CHUNK]
-            r, c = _interp.weights(self.T, modes, tang, kk, np.full(kk.size, 0.5))
-            loc = compose(*_interp.interpolate(self.parts, r, c))
+            half = np.full(kk.size, 0.5)
+            loc = compose(*_interp.evaluate(_interp.intervals(self.parts, self.T, modes, tang, kk), half))
             pose = chain(loc, self.plan)
             segs = None
             if self.seg_parts is not None:
-                segs = compose(*_interp.interpolate(self.seg_parts, r, c))
+                segs = compose(*_interp.evaluate(_interp.intervals(self.seg_parts, self.T, modes, tang, kk), half))
             out.append(self.measure.of(pose, segs))
         return np.concatenate(out) if out else np.zeros((0,) + self.P.shape[1:])
 

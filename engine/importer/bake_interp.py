@@ -2,10 +2,11 @@
 tangents from the neighbouring samples, or linear / held where the adaptive bake found that
 closer to Blender.
 
-Every quantity a ``MatrixTable`` stores per sample (translation, quaternion components, stretch)
-is interpolated by the same weights: between samples i and i + 1 at blend ``a`` the value is a
-linear combination of at most ``ROWS`` samples, so one weight vector serves them all (and the
-quaternion is normalised after).  Interval modes (``modes``, one per interval):
+Translation and stretch are interpolated component-wise, the rotation as a rotation vector in
+the tangent space of the interval's first sample (``q[i] exp(v(a))``: a linear interval is then
+a slerp and a constant-speed turn is exact).  ``intervals`` makes an interval's Hermite terms
+once (the player re-uses them while its clock stays in that interval), ``evaluate`` blends them
+at any time.  Interval modes (``modes``, one per interval):
 
 - ``CUBIC``: cubic Hermite with each end's tangent the derivative of the Lagrange polynomial
   through up to STENCIL samples around it (uneven spacing included), never reading across a
@@ -17,15 +18,17 @@ quaternion is normalised after).  Interval modes (``modes``, one per interval):
 - ``HOLD``: the interval's first sample until its end: a stepped (CONSTANT) key switches where
   Blender switches.
 
-numpy only; ``plan`` once per table (bake time), ``weights`` per played frame (a few scalars).
+numpy only; ``plan`` once per table (bake time), ``intervals`` once per interval entered,
+``evaluate`` per played frame (a few (M,3) products and one quaternion product).
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 CUBIC, LINEAR, HOLD = 0, 1, 2
 STENCIL = 5         # samples a tangent reads (the derivative of their Lagrange polynomial)
-ROWS = 2 + 2 * STENCIL
 
 
 def plan(times: np.ndarray, modes: np.ndarray, knots=None):
@@ -86,36 +89,91 @@ def _derivative_weights(tn, x, valid, d) -> None:
         d[:, j] = np.where(valid[:, j], acc, 0.0)
 
 
-def weights(times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarray, a: np.ndarray):
-    """(rows (K,ROWS) int, coefficients (K,ROWS)): the value in interval ``i`` (K,) at blend
-    ``a`` (K,) is ``sum coefficients * value[rows]``.  Vectorised over K."""
+class Intervals(NamedTuple):
+    """K intervals made ready for evaluation at any blend (``intervals``): per interval its
+    ``mode`` and, per moving value, the Hermite terms: ``t``/``p`` (start, end, start tangent,
+    end tangent), each (K,M,...) with the tangents scaled by the interval's length; ``q``
+    (start quaternion (K,M,4), then the end, start tangent and end tangent as rotation vectors
+    in the start's tangent space (K,M,3))."""
+    mode: np.ndarray
+    t: tuple
+    q: tuple
+    p: tuple
+
+
+def _logs(base: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(K,R,M,3) rotation vectors of ``base``^-1 ``q`` ((K,M,4), (K,R,M,4)), shortest arc."""
+    inv = base * np.array([1.0, -1.0, -1.0, -1.0])
+    rel = _qmul(inv[:, None], q)
+    rel = np.where(rel[..., :1] < 0.0, -rel, rel)
+    s = np.sqrt(np.einsum("...i,...i->...", rel[..., 1:], rel[..., 1:]))
+    ang = np.arctan2(s, rel[..., 0])
+    scale = np.where(s > 1e-12, ang / np.maximum(s, 1e-300), 1.0)
+    return rel[..., 1:] * scale[..., None]
+
+
+def intervals(parts, times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarray) -> Intervals:
+    """The Hermite terms of intervals ``i`` (K,) of (F,M,...) decomposed samples ``parts``
+    (t, q continuous along F, p), tangents per ``plan``.  Vectorised over K."""
+    t, q, p = parts
+    tm = np.asarray(times, np.float64)
     i = np.atleast_1d(np.asarray(i, np.int64))
+    k = np.minimum(np.maximum(i, 0), max(tm.size - 2, 0))
+    j = np.minimum(k + 1, tm.size - 1)
+    mode = np.asarray(modes)[k] if tm.size > 1 else np.full(k.size, HOLD, np.int8)
+    if tm.size < 2:
+        tr = np.zeros((k.size, 2, STENCIL), np.int64)
+        tw = np.zeros((k.size, 2, STENCIL))
+        h = np.zeros(k.size)
+    else:
+        tr, tw = tangents[0][k], tangents[1][k]
+        h = tm[j] - tm[k]
+    w0 = tw[:, 0] * h[:, None]
+    w1 = tw[:, 1] * h[:, None]
+
+    def lin(x):
+        return (x[k].astype(np.float64), x[j].astype(np.float64), np.einsum("ks,ks...->k...", w0, x[tr[:, 0]]),
+                np.einsum("ks,ks...->k...", w1, x[tr[:, 1]]))
+
+    base = q[k].astype(np.float64)
+    rows = np.concatenate([j[:, None], tr[:, 0], tr[:, 1]], axis=1)
+    if k.size == 1:         # the player: each distinct row once (the stencils overlap)
+        uniq, inv = np.unique(rows[0], return_inverse=True)
+        logs = _logs(base, q[uniq][None].astype(np.float64))[:, inv.ravel()]
+    else:
+        logs = _logs(base, q[rows].astype(np.float64))
+    rq = (base, logs[:, 0], np.einsum("ks,ks...->k...", w0, logs[:, 1:1 + STENCIL]),
+          np.einsum("ks,ks...->k...", w1, logs[:, 1 + STENCIL:]))
+    return Intervals(mode, lin(t), rq, lin(p))
+
+
+def evaluate(iv: Intervals, a: np.ndarray):
+    """(t, q, p) (K,M,...) of intervals ``iv`` at blends ``a`` (K,): cubic Hermite, lerp (the
+    rotation: slerp) or the start, per interval mode."""
     a = np.atleast_1d(np.asarray(a, np.float64))
-    tr, tw = tangents
-    t = np.asarray(times, np.float64)
-    k = np.minimum(i, max(t.size - 2, 0))
-    rows = np.zeros((i.size, ROWS), np.int64)
-    c = np.zeros((i.size, ROWS))
-    if t.size < 2:
-        return rows, np.concatenate([np.ones((i.size, 1)), c[:, 1:]], 1)
-    mode = np.asarray(modes)[k]
     a2, a3 = a * a, a * a * a
-    h = t[k + 1] - t[k]
-    cub = mode == CUBIC
-    lin = mode == LINEAR
-    rows[:, 0], rows[:, 1] = k, k + 1
-    c[:, 0] = np.where(cub, 2 * a3 - 3 * a2 + 1, np.where(lin, 1.0 - a, 1.0))
-    c[:, 1] = np.where(cub, -2 * a3 + 3 * a2, np.where(lin, a, 0.0))
-    rows[:, 2:2 + STENCIL] = tr[k, 0]
-    rows[:, 2 + STENCIL:] = tr[k, 1]
-    c[:, 2:2 + STENCIL] = np.where(cub, (a3 - 2 * a2 + a) * h, 0.0)[:, None] * tw[k, 0]
-    c[:, 2 + STENCIL:] = np.where(cub, (a3 - a2) * h, 0.0)[:, None] * tw[k, 1]
-    return rows, c
+    cub = iv.mode == CUBIC
+    lin = iv.mode == LINEAR
+    c0 = np.where(cub, 2 * a3 - 3 * a2 + 1, np.where(lin, 1.0 - a, 1.0))
+    c1 = np.where(cub, -2 * a3 + 3 * a2, np.where(lin, a, 0.0))
+    d0 = np.where(cub, a3 - 2 * a2 + a, 0.0)
+    d1 = np.where(cub, a3 - a2, 0.0)
 
+    def comb(terms, cs):
+        out = None
+        for x, c in zip(terms, cs):
+            y = x * c.reshape((-1,) + (1,) * (x.ndim - 1))
+            out = y if out is None else out + y
+        return out
 
-def apply(values: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(K,...) ``sum_r c[:, r] * values[rows[:, r]]`` of (F,...) ``values``."""
-    return np.einsum("kr,kr...->k...", c, values[rows])
+    t = comb(iv.t, (c0, c1, d0, d1))
+    p = comb(iv.p, (c0, c1, d0, d1))
+    base = iv.q[0]
+    v = comb(iv.q[1:], (c1, d0, d1))
+    th = np.sqrt(np.einsum("...i,...i->...", v, v))
+    sinc = np.where(th > 1e-12, np.sin(th) / np.maximum(th, 1e-300), 1.0)
+    e = np.concatenate([np.cos(th)[..., None], v * sinc[..., None]], axis=-1)
+    return t, _qmul(base, e), p
 
 
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -126,28 +184,3 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                      aw * bx + ax * bw + ay * bz - az * by,
                      aw * by - ax * bz + ay * bw + az * bx,
                      aw * bz + ax * by - ay * bx + az * bw], axis=-1)
-
-
-def apply_rotation(q: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(K,...,4) unit quaternions interpolated like ``apply`` but in the tangent space of each
-    interval's first sample: ``q[i] exp(sum c * log(q[i]^-1 q[rows]))``.  A linear interval is
-    then a slerp and a constant-speed turn is exact (a component-wise blend is neither)."""
-    q = np.asarray(q, np.float64)
-    base = q[rows[:, 0]]                                   # (K,M,4)
-    inv = base * np.array([1.0, -1.0, -1.0, -1.0])
-    rel = _qmul(inv[:, None], q[rows])                     # (K,R,M,4)
-    rel = np.where(rel[..., :1] < 0.0, -rel, rel)
-    s = np.linalg.norm(rel[..., 1:], axis=-1)
-    ang = np.arctan2(s, rel[..., 0])
-    scale = np.where(s > 1e-12, ang / np.maximum(s, 1e-300), 1.0)
-    v = np.einsum("kr,kr...->k...", c, rel[..., 1:] * scale[..., None])     # (K,M,3)
-    th = np.linalg.norm(v, axis=-1)
-    sinc = np.where(th > 1e-12, np.sin(th) / np.maximum(th, 1e-300), 1.0)
-    e = np.concatenate([np.cos(th)[..., None], v * sinc[..., None]], axis=-1)
-    return _qmul(base, e)
-
-
-def interpolate(parts, rows: np.ndarray, c: np.ndarray):
-    """(t, q, p) of (F,...) decomposed samples ``parts`` at the weights ``rows``, ``c``."""
-    t, q, p = parts
-    return apply(t, rows, c), apply_rotation(q, rows, c), apply(p, rows, c)

@@ -236,6 +236,7 @@ class MatrixTable:
                       else np.asarray(modes, np.int8))
         self.knots = np.zeros(f, bool) if knots is None else np.asarray(knots, bool)
         self.tangents = _interp.plan(self.times, self.modes, self.knots)
+        self._last = None           # (interval, its bake_interp.Intervals): the player's current one
 
     @property
     def nbytes(self) -> int:
@@ -243,7 +244,8 @@ class MatrixTable:
 
     def at(self, i: int, a: float, rows=None) -> np.ndarray:
         """(N,4,4) float64 matrices between samples i and i + 1 at blend ``a`` (``a`` 0: sample i),
-        interpolated per ``bake_interp`` (cubic Hermite, linear or held per interval)."""
+        interpolated per ``bake_interp`` (cubic Hermite, linear or held per interval); the
+        interval's terms are kept while the next calls stay in it (the player's frames)."""
         out = self.static.copy()
         if not self.moving.size:
             return out
@@ -251,15 +253,18 @@ class MatrixTable:
             out[self.moving] = compose(self.t[i].astype(np.float64), self.q[i].astype(np.float64),
                                        self.p[i].astype(np.float64))
             return out
-        t, q, p = self.parts_at(np.array([i]), np.array([a]))
+        if self._last is None or self._last[0] != i:
+            self._last = (i, _interp.intervals((self.t, self.q, self.p), self.times, self.modes,
+                                               self.tangents, np.array([i])))
+        t, q, p = _interp.evaluate(self._last[1], np.array([a]))
         out[self.moving] = compose(t[0], q[0], p[0])
         return out
 
     def parts_at(self, i: np.ndarray, a: np.ndarray):
         """(t (K,M,3), q (K,M,4), p (K,M,6)) of the moving matrices interpolated in intervals
         ``i`` (K,) at blends ``a`` (K,) (vectorised over K)."""
-        r, c = _interp.weights(self.times, self.modes, self.tangents, i, a)
-        return _interp.interpolate((self.t, self.q, self.p), r, c)
+        iv = _interp.intervals((self.t, self.q, self.p), self.times, self.modes, self.tangents, i)
+        return _interp.evaluate(iv, a)
 
     def all_frames(self) -> np.ndarray:
         """(F,N,4,4) float64: every sample (bake time only: transient)."""
