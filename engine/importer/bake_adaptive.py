@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import bake_interp as _interp
-from .bake_tables import affine_inv, chain, compose, continuous, decompose, decompose_moving
+from .bake_tables import affine_inv, chain, compose, continuous, decompose, decompose_moving, levels
 
 TOLERANCE = 5e-4     # of the rig's size, half the preview's 1e-3 (skinning blends several bones)
 MAX_DEPTH = 6        # sub-frame samples down to 1/64 of a frame (a kink: IK reaching full stretch)
@@ -122,27 +122,57 @@ class Refiner:
         else:
             self.seg_parts = None
         self.P = measure.of(poses, segs)
+        self._focus()
         self.modes = np.full(max(self.T.size - 1, 0), _interp.CUBIC, np.int8)
         self.truth = {}          # mid time -> (points (N,3), Blender's sample)
         self.added = 0
         self.checked = 0
         self.residual = 0.0
 
+    def _focus(self) -> None:
+        """What the interpolated poses need: the measured bones and their ancestors (``sub``,
+        their own hierarchy ``sub_plan`` and ``sub_measure``), of those the ones whose local
+        changes over the samples (``mov``: only those are interpolated)."""
+        m = self.measure
+        need = np.isfinite(m.lengths)
+        need[m.seg_bone] = True
+        up = np.flatnonzero(need)
+        while up.size:                       # one step per bone level, all bones at once
+            par = self.parents[up]
+            par = np.unique(par[par >= 0])
+            up = par[~need[par]]
+            need[up] = True
+        sub = np.flatnonzero(need)
+        where = np.full(need.size, -1, np.int64)
+        where[sub] = np.arange(sub.size)
+        par = self.parents[sub]
+        self.sub = sub
+        self.sub_plan = levels(np.where(par >= 0, where[np.maximum(par, 0)], -1))
+        self.sub_measure = Measure(m.lengths[sub], m.size, where[m.seg_bone], m.seg_len)
+        f = self.loc.shape[0]
+        dev = np.abs(self.loc[:, sub] - self.loc[:1, sub]).reshape(f, sub.size, 16).max(axis=(0, 2))
+        self.mov = np.flatnonzero(dev > 0.0)
+
     # -- the interpolation, as the preview does it -------------------------------------------
     def interpolated(self, k: np.ndarray, modes=None) -> np.ndarray:
-        """(K,N,3) points half-way through intervals ``k`` as the preview interpolates them."""
+        """(K,N,3) points half-way through intervals ``k`` as the preview interpolates them
+        (the measured bones and their ancestors; the still ones as sampled)."""
         modes = self.modes if modes is None else modes
         tang = _interp.plan(self.T, modes, self.knots)
+        cols = self.sub[self.mov]
+        parts = [x[:, cols] for x in self.parts]
         out = []
         for s in range(0, k.size, CHUNK):             # chunks of intervals (memory)
             kk = k[s:s + CHUNK]
             half = np.full(kk.size, 0.5)
-            loc = compose(*_interp.evaluate(_interp.intervals(self.parts, self.T, modes, tang, kk), half))
-            pose = chain(loc, self.plan)
+            loc = np.broadcast_to(self.loc[0, self.sub], (kk.size, self.sub.size, 4, 4)).copy()
+            if cols.size:
+                loc[:, self.mov] = compose(*_interp.evaluate(_interp.intervals(parts, self.T, modes, tang, kk), half))
+            pose = chain(loc, self.sub_plan)
             segs = None
             if self.seg_parts is not None:
                 segs = compose(*_interp.evaluate(_interp.intervals(self.seg_parts, self.T, modes, tang, kk), half))
-            out.append(self.measure.of(pose, segs))
+            out.append(self.sub_measure.of(pose, segs))
         return np.concatenate(out) if out else np.zeros((0,) + self.P.shape[1:])
 
     def estimate(self, k: np.ndarray, ours: np.ndarray) -> np.ndarray:
@@ -265,6 +295,7 @@ class Refiner:
                 self.seg_parts[j] = np.insert(self.seg_parts[j], at, x, axis=0)
             self.seg_parts[1] = continuous(self.seg_parts[1])
         self.P = np.insert(self.P, at, np.stack([self.truth[float(m)][0] for m in new.tolist()]), axis=0)
+        self._focus()
         # the split interval's mode goes to both halves
         self.modes = np.insert(self.modes, after, self.modes[after])
         self.T = np.insert(self.T, at, new)
