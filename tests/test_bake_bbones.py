@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+import fcurve_rigs
 from tools import check_deform, scenes
 
 
@@ -34,14 +35,7 @@ def _swinging_handle_rig(amp=0.3, step=3, parented=True):
         s = 1.0 if k % 2 == 0 else -1.0
         pb.location = (amp * s, 0.0, 0.5 * amp * s)
         pb.keyframe_insert("location", frame=f)
-    import bpy
-
-    arm.animation_data.action.name = "SwingAction"
-    sc = bpy.context.scene
-    sc.frame_start, sc.frame_end = 1, 10
-    sc.frame_set(1)
-    scenes.finish()
-    return arm, ob
+    return fcurve_rigs.finish_clip(arm, "SwingAction", 1, 10), ob
 
 
 @pytest.mark.parametrize("parented", [True, False])

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+import fcurve_rigs
 from tools import check_deform, rigify_rig, scenes
 
 
@@ -44,12 +45,7 @@ def _spin_rig():
     for fc in _actions.slot_fcurves(arm.animation_data.action, getattr(arm.animation_data, "action_slot", None)):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
-    arm.animation_data.action.name = "SpinAction"
-    sc = bpy.context.scene
-    sc.frame_start, sc.frame_end = 1, 12
-    sc.frame_set(1)
-    scenes.finish()
-    return arm, ob
+    return fcurve_rigs.finish_clip(arm, "SpinAction", 1, 12), ob
 
 
 def test_constraint_rig_exact_between_frames(empty_scene, capsys, bakes):
