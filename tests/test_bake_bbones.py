@@ -48,7 +48,7 @@ def test_bbone_segments_exact_between_frames(empty_scene, capsys, bakes, parente
     assert rc == 0, out
     assert "baked-between SwingStrip" in out, out
     assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
-    b = bakes.BAKES.lookup(arm.name, "SwingAction")[0]
+    b = bakes.cache.lookup(arm.name, "SwingAction")[0]
     assert b.added > 0, (b.frames, b.checked)
 
 

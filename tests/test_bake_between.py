@@ -181,7 +181,7 @@ def test_stepped_keys_switch_where_blender_switches(empty_scene, capsys, bakes, 
     assert rc == 0, out
     assert "baked-between CBody" in out, out
     assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
-    b = bakes.BAKES.lookup(arm.name, act.name)[0]
+    b = bakes.cache.lookup(arm.name, act.name)[0]
     assert b.between_error <= check_deform.BETWEEN_TOLERANCE, b.between_error
     # the steps checked: the frames compared lie just before a switch
     from stylized_renderer.engine.importer import bake_interp

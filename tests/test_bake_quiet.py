@@ -42,7 +42,7 @@ def test_bake_quiets_the_bodies_only_and_restores_them(empty_scene, bakes, monke
         return run(self, *a, **k)
 
     monkeypatch.setattr(bake_record._Evaluator, "run", spy)
-    b = bakes.BAKES.ensure(arm, act.name)
+    b = bakes.cache.ensure(arm, act.name)
     assert b is not None and seen
     assert all(bm == (False,) and am == (True,) for bm, am in seen), seen
     assert all(m.show_viewport for m in body.modifiers) and all(m.show_viewport for m in anchor.modifiers)
