@@ -32,7 +32,7 @@ from .bake_tables import affine_inv, chain, compose, continuous, decompose, deco
 TOLERANCE = 5e-4     # of the rig's size, half the preview's 1e-3 (skinning blends several bones)
 MAX_DEPTH = 6        # sub-frame samples down to 1/64 of a frame (a kink: IK reaching full stretch)
 AUDIT = 8            # every AUDIT-th interval's mid-point is measured even where the estimate is low
-BUDGET = 4.0         # at most this many mid-point evaluations per sample of the plain bake (bake time)
+BUDGET = 6.0         # at most this many mid-point evaluations per sample of the plain bake (bake time)
 CONVERGE = 8.0       # a cubic's error half-way shrinks ~16x per halving; 8x assumed for a check's need
 CHUNK = 16           # intervals interpolated at once (bounds the transient memory)
 
@@ -159,15 +159,22 @@ class Refiner:
         (the measured bones and their ancestors; the still ones as sampled)."""
         modes = self.modes if modes is None else modes
         tang = _interp.plan(self.T, modes, self.knots)
-        cols = self.sub[self.mov]
-        parts = [x[:, cols] for x in self.parts]
+        # root bones play from the clip's LINEAR TRS tracks (baked_pose.baked_clip): lerp / slerp
+        lin = np.full(modes.shape, _interp.LINEAR, np.int8)
+        groups = []
+        for sel, md, tg in ((self.parents[self.sub[self.mov]] >= 0, modes, tang),
+                            (self.parents[self.sub[self.mov]] < 0, lin, None)):
+            at = self.mov[sel]
+            if at.size:
+                groups.append((at, [x[:, self.sub[at]] for x in self.parts], md,
+                               tg if tg is not None else _interp.plan(self.T, md, self.knots)))
         out = []
         for s in range(0, k.size, CHUNK):             # chunks of intervals (memory)
             kk = k[s:s + CHUNK]
             half = np.full(kk.size, 0.5)
             loc = np.broadcast_to(self.loc[0, self.sub], (kk.size, self.sub.size, 4, 4)).copy()
-            if cols.size:
-                loc[:, self.mov] = compose(*_interp.evaluate(_interp.intervals(parts, self.T, modes, tang, kk), half))
+            for at, parts, md, tg in groups:
+                loc[:, at] = compose(*_interp.evaluate(_interp.intervals(parts, self.T, md, tg, kk), half))
             pose = chain(loc, self.sub_plan)
             segs = None
             if self.seg_parts is not None:
