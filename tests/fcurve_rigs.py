@@ -149,3 +149,18 @@ def key_uniform_action(arm, seed: int = 1, name: str = "Uniform"):
                     k.amplitude, k.period = 0.0, 0.0
                 fc.update()
     return act
+
+
+def finish_clip(arm, action_name: str, start: int, end: int):
+    """Name the armature's action, set the scene's range to it, go to its start and finish the
+    scene (tools/scenes.finish); returns the armature."""
+    import bpy
+
+    from tools import scenes
+
+    arm.animation_data.action.name = action_name
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = start, end
+    sc.frame_set(start)
+    scenes.finish()
+    return arm

@@ -138,3 +138,73 @@ def _restore_values(written) -> None:
         except Exception:
             pass
 
+
+
+# ------------------------------------------------------------------------------------------------
+# what the bake does not need evaluated (issue 22: bake time)
+# ------------------------------------------------------------------------------------------------
+
+def _refs_of(ob) -> list:
+    """Objects ``ob``'s evaluation reads: its parent, constraint targets (object and bone
+    constraints), driver targets (objects, or the objects using a driven datablock)."""
+    import bpy
+
+    out = [ob.parent] if ob.parent is not None else []
+    cons = list(ob.constraints)
+    pose = getattr(ob, "pose", None)
+    if pose is not None:
+        for pb in pose.bones:
+            cons.extend(pb.constraints)
+    for c in cons:
+        for name in ("target", "pole_target", "space_object"):
+            out.append(getattr(c, name, None))
+        for t in getattr(c, "targets", ()):
+            out.append(getattr(t, "target", None))
+    for idb in (ob, getattr(ob, "data", None)):
+        ad = getattr(idb, "animation_data", None)
+        if ad is None:
+            continue
+        for d in ad.drivers:
+            for v in d.driver.variables:
+                for t in v.targets:
+                    tid = t.id
+                    if tid is None:
+                        continue
+                    if isinstance(tid, bpy.types.Object):
+                        out.append(tid)
+                    else:       # a datablock (mesh, curve, shape keys): the objects using it
+                        out.extend(o for o in bpy.data.objects
+                                   if o.data == tid or getattr(o.data, "shape_keys", None) == tid)
+    return [o for o in out if o is not None and isinstance(o, bpy.types.Object)]
+
+
+def quiet_geometry(armature, scene) -> list:
+    """Switch off (viewport) the modifiers of every object of ``scene`` that the armature's
+    evaluation does not read (its parents, constraint and driver targets, transitively): a bake
+    reads the armature only, and deforming a body is most of a frame's evaluation.  Returns what
+    was switched off (``restore_geometry`` puts it back)."""
+    need = {armature.as_pointer()}
+    todo = [armature]
+    while todo:                       # the dependency closure (a few objects)
+        for o in _refs_of(todo.pop()):
+            if o.as_pointer() not in need:
+                need.add(o.as_pointer())
+                todo.append(o)
+    off = []
+    for ob in scene.objects:
+        if ob.as_pointer() in need:
+            continue
+        for m in getattr(ob, "modifiers", ()):
+            if m.show_viewport:
+                m.show_viewport = False
+                off.append(m)
+    return off
+
+
+def restore_geometry(off) -> None:
+    """Undo ``quiet_geometry``."""
+    for m in off:
+        try:
+            m.show_viewport = True
+        except ReferenceError:
+            pass

@@ -12,10 +12,11 @@ import numpy as np
 
 from . import actions as _actions
 from . import bake_adaptive as _adaptive
-from .bake_isolate import _restore_values, _written_values, isolate, restore_animation, save_animation
+from .bake_isolate import (_restore_values, _written_values, isolate, quiet_geometry, restore_animation,
+                           restore_geometry, save_animation)
 from .bake_reasons import BakeError, bake_reasons, weighted_bbones
 from .bake_signature import _bulk, bake_signature
-from .bake_tables import MatrixTable, chain, decompose, decompose_moving, levels
+from .bake_tables import MatrixTable, chain, levels
 
 
 @dataclass
@@ -71,7 +72,11 @@ class Bake:
 
     @pose.setter
     def pose(self, value: np.ndarray) -> None:
-        self.locals = MatrixTable(_adaptive.locals_of(np.asarray(value, np.float64), self.parents))
+        value = np.asarray(value, np.float64)
+        same = self.frames.shape[0] == value.shape[0]
+        self.locals = MatrixTable(_adaptive.locals_of(value, self.parents), times=self.frames if same else None,
+                                  modes=self.locals.modes if same and self.locals is not None else None,
+                                  knots=self.locals.knots if same and self.locals is not None else None)
 
     @property
     def nbytes(self) -> int:
@@ -179,16 +184,17 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
 
     rec = record_in(scene, ev, frames, parents, lengths, size, label, progress,
                     setup=lambda: isolate(armature, action, slot), restore=restore,
-                    after=lambda: _restore_values(written), quiet=quiet)
+                    after=lambda: _restore_values(written), quiet=quiet,
+                    knots=lambda first: _key_samples(action, slot, first))
     frames, table, world, pworld, btable = tables(ev, rec, parents, label)
-    added, checked, residual = rec[4:]
+    ref = rec[1]
     return Bake(armature=armature.name, clip_name=clip_name or action.name, action_name=action.name,
                 frames=frames, frame_start=float(start), fps=fps, bone_names=names, parents=parents,
                 locals=table, world=world, parent_world=pworld, object_channel=obj_chan,
                 bbone_table=btable, bbone_slices=dict(ev.bbone_slices), bbone_rest=dict(ev.bbone_rest),
                 reasons=reasons, seconds=time.perf_counter() - t0, signature=signature,
-                substeps=max(1, int(substeps)), added=added, checked=checked, between_error=residual,
-                size=size)
+                substeps=max(1, int(substeps)), added=ref.added, checked=ref.checked,
+                between_error=ref.residual, size=size)
 
 
 def bone_parents(armature):
@@ -201,24 +207,27 @@ def bone_parents(armature):
 
 
 def record_in(scene, ev, frames, parents, lengths, size: float, label: str, progress=None, setup=None,
-              restore=None, after=None, quiet=None):
+              restore=None, after=None, quiet=None, knots=None):
     """``record`` with the scene set up by ``setup()`` and put back afterwards, also on error:
-    ``restore()``, the scene's frame and subframe, ``after()``, all in ``quiet()`` (the preview's
-    owner: its frame changes do not hand the preview back).  Any failure is a BakeError naming
-    ``label``."""
+    the bodies' modifiers quieted while baking (``quiet_geometry``) and restored, ``restore()``,
+    the scene's frame and subframe, ``after()``, all in ``quiet()`` (the preview's owner: its frame
+    changes do not hand the preview back).  Any failure is a BakeError naming ``label``."""
     quiet = quiet or contextlib.nullcontext
     saved = (scene.frame_current, float(scene.frame_subframe))
+    muted = []
     try:
         with quiet():
             if setup is not None:
                 setup()
-            return record(ev, scene, frames, parents, levels(parents), lengths, size, label, progress)
+            muted = quiet_geometry(ev.armature, scene)
+            return record(ev, scene, frames, parents, levels(parents), lengths, size, label, progress, knots)
     except BakeError:
         raise
     except Exception as ex:
         raise BakeError(f"{label} failed: {type(ex).__name__}: {ex}") from ex
     finally:
         with quiet():
+            restore_geometry(muted)
             if restore is not None:
                 restore()
             scene.frame_set(int(saved[0]), subframe=saved[1])
@@ -226,47 +235,53 @@ def record_in(scene, ev, frames, parents, lengths, size: float, label: str, prog
                 after()
 
 
-def record(ev, scene, frames: np.ndarray, parents, plan, lengths, size: float, label: str, progress=None):
+def record(ev, scene, frames: np.ndarray, parents, plan, lengths, size: float, label: str, progress=None,
+           knots=None):
     """Blender's pose (``_Evaluator``) at ``frames`` and the adaptive bake's sub-frame samples
-    (``_refine``): (samples, plain frames, their locals, their decomposed locals, added, checked,
-    residual).  The caller sets the scene up (isolation) and restores it."""
+    (``bake_adaptive.Refiner``): (samples {frame: evaluation}, the refiner).  ``knots(first)``:
+    (F,) bool, the samples at a source key (no tangent is read across one), or None.  The caller
+    sets the scene up (isolation) and restores it."""
     samples = ev.run(scene, frames.tolist(), progress, int(frames.size))
     first = sorted(samples)
     pose0 = np.stack([samples[f][0] for f in first])
     _check_finite(pose0, first, ev.names, label)
-    loc0 = _adaptive.locals_of(pose0, parents)
-    parts0 = decompose_moving(loc0)      # once: the intervals' mid-points and the table
-    added, checked, residual = _refine(ev, scene, samples, pose0, parts0, parents, plan, lengths, size)
-    return samples, first, loc0, parts0, added, checked, residual
+    segs0 = np.stack([samples[f][3] for f in first]) if ev.nseg else None
+    index = {n: i for i, n in enumerate(ev.names)}
+    ref = _adaptive.Refiner(first, pose0, segs0, parents, plan, ev.measure(lengths, size, index),
+                            knots=knots(first) if knots is not None else None)
+    del pose0, segs0
+    ref.run(lambda at: ev.run(scene, at), int(math.ceil(_adaptive.BUDGET * len(first))))
+    _check_finite(ref.loc, ref.T.tolist(), ev.names, label)
+    for m, (_pts, smp) in ref.truth.items():
+        samples.setdefault(m, smp)
+    return samples, ref
 
 
 def tables(ev, rec, parents, label: str):
     """(frames, locals MatrixTable, world (F,4,4), parent world or None, B-Bone MatrixTable or
-    None) of a ``record``: the plain samples' decomposed locals from there, the added ones now."""
-    samples, first, loc0, parts0 = rec[:4]
-    order = sorted(samples)
-    frames = np.array(order, np.float64)
-    row = {f: k for k, f in enumerate(first)}
-    new = [f for f in order if f not in row]
-    loc = np.empty((len(order),) + loc0.shape[1:])
-    parts = [np.empty((len(order),) + x.shape[1:]) for x in parts0]
-    old_at = np.array([k for k, f in enumerate(order) if f in row], np.int64)
-    src = np.array([row[f] for f in order if f in row], np.int64)
-    loc[old_at] = loc0[src]
-    for x, x0 in zip(parts, parts0):
-        x[old_at] = x0[src]
-    if new:
-        new_at = np.array([k for k, f in enumerate(order) if f not in row], np.int64)
-        pn = np.stack([samples[f][0] for f in new])
-        _check_finite(pn, new, ev.names, label)
-        ln = _adaptive.locals_of(pn, parents)
-        loc[new_at] = ln
-        for x, xn in zip(parts, decompose(ln)):
-            x[new_at] = xn
+    None) of a ``record``."""
+    samples, ref = rec
+    frames = ref.T
+    order = frames.tolist()
     world = np.stack([samples[f][1] for f in order])
     pworld = np.stack([samples[f][2] for f in order]) if ev.with_parent else None
-    btable = MatrixTable(np.stack([samples[f][3] for f in order])) if ev.bbone_slices else None
-    return frames, MatrixTable(loc, parts=parts), world, pworld, btable
+    table = MatrixTable(ref.loc, parts=ref.parts, times=frames, modes=ref.modes, knots=ref.knots)
+    btable = (MatrixTable(ref.segs, parts=ref.seg_parts, times=frames, modes=ref.modes, knots=ref.knots)
+              if ev.bbone_slices else None)
+    return frames, table, world, pworld, btable
+
+
+def _key_samples(action, slot, frames) -> np.ndarray:
+    """(F,) bool: the samples at a key of the action's curves (where keyed motion may change its
+    acceleration: ``bake_interp`` reads no tangent across one)."""
+    keys = [_bulk(fc.keyframe_points, "co", 2)[:, 0] for fc in _actions.slot_fcurves(action, slot)]
+    fr = np.asarray(frames, np.float64)
+    if not keys:
+        return np.zeros(fr.size, bool)
+    k = np.unique(np.concatenate(keys))
+    j = np.clip(np.searchsorted(k, fr), 1, max(k.size - 1, 1))
+    near = np.minimum(np.abs(k[np.minimum(j, k.size - 1)] - fr), np.abs(k[j - 1] - fr))
+    return near < 1e-4
 
 
 def _check_finite(pose: np.ndarray, order, names, label: str) -> None:
@@ -295,6 +310,16 @@ class _Evaluator:
             self.bbone_slices[bname] = slice(o, o + segs + 1)
             o += segs + 1
         self.nseg = o
+
+    def measure(self, lengths, size, index) -> "_adaptive.Measure":
+        """What the adaptive bake measures: deform bones and the weighted B-Bones' segments."""
+        bones = self.armature.data.bones
+        seg_bone = np.zeros(self.nseg, np.int64)
+        seg_len = np.zeros(self.nseg)
+        for bname, sl in self.bbone_slices.items():
+            seg_bone[sl] = index[bname]
+            seg_len[sl] = bones[bname].length / max(bones[bname].bbone_segments, 1)
+        return _adaptive.Measure(lengths, size, seg_bone, seg_len)
 
     def run(self, scene, frames, progress=None, total=0, out=None) -> dict:
         """{frame: (pose (B,4,4), world (4,4), parent world or None, segments (S,4,4))}."""
@@ -326,55 +351,3 @@ class _Evaluator:
             if progress is not None and total:
                 progress(min(k + 1, total), total)
         return out
-
-
-def _refine(ev, scene, samples: dict, pose, parts0, parents, plan, lengths, size: float):
-    """The adaptive bake (``bake_adaptive``): adds sub-frame samples to ``samples`` where the
-    interpolation half-way between two samples is not within TOLERANCE of Blender.  Returns
-    (samples added, mid-points checked, the largest error left between samples / size)."""
-    order = sorted(samples)
-    if len(order) < 2:
-        return 0, 0, 0.0
-    mids = _adaptive.sequence_midpoints(parts0, plan)
-    est = _adaptive.estimate(pose, mids, lengths, size)
-    k = np.arange(est.size)
-    pick = np.flatnonzero((est > 0.5 * _adaptive.TOLERANCE) | (k % _adaptive.AUDIT == _adaptive.AUDIT // 2))
-    todo = [(order[i], order[i + 1], mids[i], float(est[i])) for i in pick.tolist()]
-    del pose, mids
-    added = checked = 0
-    residual = 0.0
-    budget = int(math.ceil(_adaptive.BUDGET * len(order)))
-    for depth in range(_adaptive.MAX_DEPTH):
-        if not todo:
-            break
-        if checked + len(todo) > budget:          # the worst intervals first, the rest unrefined
-            todo.sort(key=lambda x: -x[3])
-            keep = max(budget - checked, 0)
-            residual = max([residual] + [x[3] for x in todo[keep:]])
-            todo = todo[:keep]
-            if not todo:
-                break
-        at = [0.5 * (a + b) for a, b, _m, _e in todo]
-        got = ev.run(scene, at)
-        truth = np.stack([got[float(m)][0] for m in at])
-        err = _adaptive.error(np.stack([m for _a, _b, m, _e in todo]), truth, lengths, size)
-        checked += len(at)
-        nxt = []
-        for (a, b, _m, _e), m, e in zip(todo, at, err.tolist()):     # per failing interval (few)
-            if e <= _adaptive.TOLERANCE:
-                residual = max(residual, e)
-                continue
-            samples[float(m)] = got[float(m)]
-            added += 1
-            if depth + 1 == _adaptive.MAX_DEPTH:
-                residual = max(residual, e)       # a jump Blender makes within 1/2**depth frame
-                continue
-            nxt.append((a, m, e))
-            nxt.append((m, b, e))
-        if nxt:
-            pa = np.stack([samples[a][0] for a, _b, _e in nxt])
-            pb = np.stack([samples[b][0] for _a, b, _e in nxt])
-            mm = _adaptive.midpoints(pa, pb, parents, plan)
-            nxt = [(a, b, mm[j], e) for j, (a, b, e) in enumerate(nxt)]
-        todo = nxt
-    return added, checked, residual

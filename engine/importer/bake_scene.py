@@ -136,15 +136,18 @@ def bake_in_scene(armature, scene, frames: np.ndarray, progress: Optional[Callab
     lengths, size = _adaptive.rig_extent(armature)
     ev = _Evaluator(armature, names, weighted_bbones(armature), False)
     label = f"baking the scene's timeline on '{armature.name}'"
-    rec = record_in(scene, ev, frames, parents, lengths, size, label, progress, quiet=quiet)
+    # every sample a knot: the timeline's motion changes at NLA strip edges and blends the bake does
+    # not know, so no tangent reads across a sample (translation lerp, rotation slerp between them)
+    rec = record_in(scene, ev, frames, parents, lengths, size, label, progress, quiet=quiet,
+                    knots=lambda first: np.ones(len(first), bool))
     out, table, world, _pw, btable = tables(ev, rec, parents, label)
-    added, checked, residual = rec[4:]
+    ref = rec[1]
     return Bake(armature=armature.name, clip_name="Scene", action_name="", frames=out,
                 frame_start=float(scene.frame_start), fps=_actions.scene_fps(scene), bone_names=names,
                 parents=parents, locals=table, world=world, parent_world=None, object_channel=False,
                 bbone_table=btable, bbone_slices=dict(ev.bbone_slices), bbone_rest=dict(ev.bbone_rest),
-                reasons=list(reasons or ()), seconds=time.perf_counter() - t0, added=added, checked=checked,
-                between_error=residual, size=size)
+                reasons=list(reasons or ()), seconds=time.perf_counter() - t0, added=ref.added,
+                checked=ref.checked, between_error=ref.residual, size=size)
 
 
 class SceneBakes:

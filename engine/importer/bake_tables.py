@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import bake_interp as _interp
+
 _SYM = (np.array([0, 1, 2, 0, 0, 1]), np.array([0, 1, 2, 1, 2, 2]))   # stretch: xx yy zz xy xz yz
 
 
@@ -203,8 +205,11 @@ class MatrixTable:
     change); ``moving`` (M,): the matrices that change, with ``t`` (F,M,3), ``q`` (F,M,4)
     (continuous along F) and ``p`` (F,M,6) float32."""
 
-    def __init__(self, mats: np.ndarray, tol: float = 1e-7, parts=None):
-        """``parts``: ``decompose(mats)`` when the caller has it already (not decomposed again)."""
+    def __init__(self, mats: np.ndarray, tol: float = 1e-7, parts=None, times=None, modes=None, knots=None):
+        """``parts``: ``decompose(mats)`` when the caller has it already (not decomposed again).
+        ``times`` (F,): the samples' times (default 0..F-1); ``modes`` (F-1,): each interval's
+        interpolation, ``knots`` (F,) bool: samples no tangent reads across (``bake_interp``;
+        default: cubic, none)."""
         mats = np.asarray(mats, np.float64)
         self.frames, self.count = int(mats.shape[0]), int(mats.shape[1])
         self.static = mats[0].copy() if self.frames else np.tile(np.eye(4), (self.count, 1, 1))
@@ -221,13 +226,26 @@ class MatrixTable:
         self.t = t.astype(np.float32)
         self.q = continuous(q).astype(np.float32)
         self.p = p.astype(np.float32)
+        self.set_interpolation(times, modes, knots)
+
+    def set_interpolation(self, times=None, modes=None, knots=None) -> None:
+        """The samples' times and the intervals' modes (``bake_interp``), and the tangent plan."""
+        f = self.frames
+        self.times = np.arange(f, dtype=np.float64) if times is None else np.asarray(times, np.float64)
+        self.modes = (np.full(max(f - 1, 0), _interp.CUBIC, np.int8) if modes is None
+                      else np.asarray(modes, np.int8))
+        self.knots = np.zeros(f, bool) if knots is None else np.asarray(knots, bool)
+        self.tangents = _interp.plan(self.times, self.modes, self.knots)
+        self._last = None           # (interval, its bake_interp.Intervals): the player's current one
 
     @property
     def nbytes(self) -> int:
         return int(self.static.nbytes + self.moving.nbytes + self.t.nbytes + self.q.nbytes + self.p.nbytes)
 
     def at(self, i: int, a: float, rows=None) -> np.ndarray:
-        """(N,4,4) float64 matrices between samples i and i + 1 at blend ``a`` (``a`` 0: sample i)."""
+        """(N,4,4) float64 matrices between samples i and i + 1 at blend ``a`` (``a`` 0: sample i),
+        interpolated per ``bake_interp`` (cubic Hermite, linear or held per interval); the
+        interval's terms are kept while the next calls stay in it (the player's frames)."""
         out = self.static.copy()
         if not self.moving.size:
             return out
@@ -235,12 +253,18 @@ class MatrixTable:
             out[self.moving] = compose(self.t[i].astype(np.float64), self.q[i].astype(np.float64),
                                        self.p[i].astype(np.float64))
             return out
-        j = i + 1
-        t = self.t[i] * (1.0 - a) + self.t[j] * a
-        p = self.p[i] * (1.0 - a) + self.p[j] * a
-        q = slerp(self.q[i].astype(np.float64), self.q[j].astype(np.float64), a)
-        out[self.moving] = compose(t.astype(np.float64), q, p.astype(np.float64))
+        if self._last is None or self._last[0] != i:
+            self._last = (i, _interp.intervals((self.t, self.q, self.p), self.times, self.modes,
+                                               self.tangents, np.array([i])))
+        t, q, p = _interp.evaluate(self._last[1], np.array([a]))
+        out[self.moving] = compose(t[0], q[0], p[0])
         return out
+
+    def parts_at(self, i: np.ndarray, a: np.ndarray):
+        """(t (K,M,3), q (K,M,4), p (K,M,6)) of the moving matrices interpolated in intervals
+        ``i`` (K,) at blends ``a`` (K,) (vectorised over K)."""
+        iv = _interp.intervals((self.t, self.q, self.p), self.times, self.modes, self.tangents, i)
+        return _interp.evaluate(iv, a)
 
     def all_frames(self) -> np.ndarray:
         """(F,N,4,4) float64: every sample (bake time only: transient)."""
@@ -254,10 +278,8 @@ class MatrixTable:
         """(F-1,N,4,4) float64: the interpolation at the middle of every interval (vectorised)."""
         out = np.broadcast_to(self.static, (max(self.frames - 1, 0),) + self.static.shape).copy()
         if self.moving.size and self.frames > 1:
-            t = 0.5 * (self.t[:-1] + self.t[1:])
-            p = 0.5 * (self.p[:-1] + self.p[1:])
-            q = slerp(self.q[:-1].astype(np.float64), self.q[1:].astype(np.float64), 0.5)
-            out[:, self.moving] = compose(t.astype(np.float64), q, p.astype(np.float64))
+            k = np.arange(self.frames - 1)
+            out[:, self.moving] = compose(*self.parts_at(k, np.full(k.size, 0.5)))
         return out
 
 

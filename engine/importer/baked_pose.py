@@ -152,7 +152,8 @@ class BakedPose:
             return None
         inner = np.array([where.get(int(n), -1) for n in rows.tolist()], np.int64)
         hit = inner >= 0
-        anchors = np.where(hit, self.anchors[np.maximum(inner, 0)], rows).astype(np.intp)
+        anchors = (np.where(hit, self.anchors[np.maximum(inner, 0)], rows) if self.anchors.size
+                   else rows).astype(np.intp)       # (a rig of root bones only: no inner bone)
         return inner, hit, anchors
 
     @staticmethod
@@ -238,7 +239,7 @@ def baked_clip(bake, scene_asset, template=None):
             except np.linalg.LinAlgError:
                 inv = np.linalg.pinv(pose_arm[:, ppos[child]])
             locals_[:, child] = inv @ pose_arm[:, child]
-        table = MatrixTable(locals_)
+        table = MatrixTable(locals_, times=bake.frames, modes=bake.locals.modes, knots=bake.locals.knots)
     del pose_all, worlds
     bnodes, brest, slices = [], [], []
     keep = []
@@ -261,5 +262,6 @@ def baked_clip(bake, scene_asset, template=None):
                 parts.append(mats[:, sl])
                 slices.append(slice(o, o + sl.stop - sl.start))
                 o += sl.stop - sl.start
-            btable = MatrixTable(np.concatenate(parts, axis=1))
+            btable = MatrixTable(np.concatenate(parts, axis=1), times=bake.frames, modes=bake.bbone_table.modes,
+                                 knots=bake.bbone_table.knots)
     return clip, BakedPose(times, bones, table, root, ppos, bnodes, btable, slices, brest)
