@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 
-from .engine.render_engine import StylizedRenderEngine
+from .engine.blender.render_engine import StylizedRenderEngine
 
 ENGINE_ID = StylizedRenderEngine.bl_idname
 
@@ -62,20 +62,20 @@ def _submodules():
     """Feature subpackages with their own register()/unregister() (operators, panels, properties)."""
     mods = []
     from . import operators, panels  # noqa: F401
-    from .engine import materials  # MToon material/scene properties (before operators and panels)
+    from .engine.features import materials  # MToon material/scene properties (before operators and panels)
     mods.append(materials)
     mods.append(operators)
     mods.append(panels)
-    from .engine import preview  # viewport preview: redraw timer, load_post/frame_change handlers
+    from .engine.features.preview import control as preview  # viewport preview: redraw timer, load_post/frame_change handlers
     mods.append(preview)
-    from .engine.springs import runtime as springs_runtime  # Object.stylized_spring_bones
+    from .engine.features.springs import runtime as springs_runtime  # Object.stylized_spring_bones
     mods.append(springs_runtime)
     return mods
 
 
 def active_timers():
     """Our bpy.app.timers still registered (for tests: none after unregister())."""
-    from .engine import preview
+    from .engine.features.preview import control as preview
     from .operators import expression_ops
 
     out = list(preview.timers_active())
@@ -85,7 +85,7 @@ def active_timers():
 
 
 def register():
-    from .engine import render_engine
+    from .engine.blender import render_engine
 
     render_engine.register()      # the engine class and the F12 session keeper it holds
     for mod in _submodules():
@@ -94,7 +94,7 @@ def register():
 
 
 def unregister():
-    from .engine import render_engine
+    from .engine.blender import render_engine
 
     _remove_compat()
     for mod in reversed(_submodules()):

@@ -1,7 +1,7 @@
 """Operators (each feature registers its own classes here)."""
 from __future__ import annotations
 
-from ..engine.bl_registry import register_modules, unregister_modules
+from ..engine.blender.registry import register_modules, unregister_modules
 
 _modules = []
 

@@ -7,7 +7,7 @@ written to the shape keys themselves (undoable, keyframable, saved); the engine 
 through MorphState versions.
 
 A character whose armature carries VRM expressions (the VRM Add-on's data, read with or without
-the add-on: ``engine/vrm_expressions.py``) also gets one item per expression
+the add-on: ``engine/features/vrm/expressions.py``) also gets one item per expression
 (``Scene.stylized_expressions.vrm_items``): its value is the expression's ``preview`` (the add-on's
 property when installed, else the ID property the add-on stores), keyed by
 ``stylized.vrm_expression_keyframe``.  Reset All zeroes the previews and the shape keys.
@@ -20,8 +20,8 @@ from collections import OrderedDict
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, PointerProperty, StringProperty
 
-from ..engine import vrm_expressions as vx
-from ..engine.preview import armature_of
+from ..engine.features.vrm import expressions as vx
+from ..engine.features.preview.control import armature_of
 
 
 def _key_blocks(ob):

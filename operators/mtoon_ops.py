@@ -44,8 +44,8 @@ class STYLIZED_OT_convert_to_mtoon(bpy.types.Operator):
         return bool(_target_materials(context, True))
 
     def execute(self, context):
-        from ..engine.materials.resolve import resolve_uncached, write_properties
-        from ..engine.materials.vrm_addon import is_outline_material
+        from ..engine.features.materials.resolve import resolve_uncached, write_properties
+        from ..engine.features.vrm.materials import is_outline_material
 
         done, skipped = [], []
         for mat in _target_materials(context, self.all_selected):

@@ -1,6 +1,6 @@
 """Preview transport operators (stylized.preview_*) and the Scene.stylized_preview mirror.
 
-They only write the scene's ``engine.preview.PreviewState`` (fields + queued commands); the
+They only write the scene's ``engine.features.preview.control.PreviewState`` (fields + queued commands); the
 viewport session applies the commands to the AnimationPlayer on its next frame.
 """
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
-from ..engine import preview, preview_follow
-from ..engine.importer import bake
+from ..engine.features.preview import control as preview, follow as preview_follow
+from ..engine.blender.bake import cache as bake
 
 # Blender does not keep dynamic EnumProperty item strings alive: keep them referenced here.
 _CLIP_ITEMS: list = []
@@ -41,7 +41,7 @@ def state_for(context, armature_name: str = ""):
 
 def ensure_bake(context, st, report=None, trust_clean: bool = False) -> bool:
     """Bake the clip the preview is about to play when its armature needs Blender's evaluation
-    (constraints, IK, drivers, B-Bones: ``engine.importer.bake``), with the window manager's
+    (constraints, IK, drivers, B-Bones: ``engine.blender.bake.cache``), with the window manager's
     progress; a current bake is reused.  False (reported, and kept in ``st.last_error``) when
     the bake failed.  ``trust_clean``: reuse a bake no depsgraph update marked dirty without
     re-reading the rig (the time slider, called while dragging)."""
@@ -205,7 +205,7 @@ def _set_substeps(self, value):
 
 class StylizedPreviewProps(bpy.types.PropertyGroup):
     # stored in the scene (saved, undoable); the viewport state follows it (update callback,
-    # engine.preview's undo/redo handler)
+    # engine.features.preview.control's undo/redo handler)
     crowd: BoolProperty(
         name="Play on All Characters", default=False, update=_update_crowd,
         description="Play the clip on every armature that shares this armature's skeleton (linked "
@@ -384,15 +384,15 @@ class STYLIZED_OT_preview_scene(bpy.types.Operator):
         scene = context.scene
         st = preview.get_state(scene, getattr(context, "active_object", None))
         if self.action == "PLAY":
-            from ..engine import preview_scene
+            from ..engine.features.preview import scene as preview_scene
 
             why = preview_scene.needs_blender(scene)
             if why:
                 st.last_error = why[0]
                 self.report({"ERROR"}, why[0] + (f" (and {len(why) - 1} more object(s))" if len(why) > 1 else ""))
                 return {"CANCELLED"}
-            from ..engine import preview_scene_bake
-            from ..engine.importer.bake_reasons import BakeError
+            from ..engine.features.preview import scene_bake as preview_scene_bake
+            from ..engine.blender.bake.reasons import BakeError
 
             try:      # the armatures only Blender can evaluate: baked over the scene's range (progress shown)
                 if preview_scene_bake.prepare(scene, st, context.window_manager, preview.timeline_handback_suspended):

@@ -1,7 +1,7 @@
 """UI panels (N-panel tab "Stylized", material and scene panels)."""
 from __future__ import annotations
 
-from ..engine.bl_registry import register_modules, unregister_modules
+from ..engine.blender.registry import register_modules, unregister_modules
 
 _modules = []
 

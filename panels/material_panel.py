@@ -47,7 +47,7 @@ class STYLIZED_PT_material_mtoon(_MToonBase, bpy.types.Panel):
         self.layout.prop(context.material.stylized_mtoon, "enabled", text="")
 
     def draw(self, context):
-        from ..engine.materials import resolve_material
+        from ..engine.features.materials import resolve_material
 
         layout = self.layout
         mat = context.material

@@ -1,5 +1,5 @@
 """Render Properties > Stylized (scene settings, colour-management hint) and View Layer > Passes
-(Blender's data passes and the toon passes of engine/passes/render_passes.py)."""
+(Blender's data passes and the toon passes of engine/gpu/passes/render_passes.py)."""
 from __future__ import annotations
 
 import bpy
@@ -100,7 +100,7 @@ def _passes_changed(self, context):
 
 
 class StylizedLayerPasses(bpy.types.PropertyGroup):
-    """The toon passes of one view layer (engine/passes/render_passes.py)."""
+    """The toon passes of one view layer (engine/gpu/passes/render_passes.py)."""
 
     use_outline: bpy.props.BoolProperty(
         name="Outline", default=False, update=_passes_changed,

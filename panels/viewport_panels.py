@@ -5,7 +5,7 @@ import time
 
 import bpy
 
-from ..engine import preview, preview_follow
+from ..engine.features.preview import control as preview, follow as preview_follow
 from ..operators import expression_ops as expr
 
 ENGINE = "STYLIZED"
@@ -13,9 +13,9 @@ GPU_PASSES = ("Shadow", "Forward", "Outline Mask", "Screen-Space Outline", "Post
 
 
 def viewport_session():
-    """The most recent viewport StylizedSession (engine.render_engine.last_viewport_session), or None."""
+    """The most recent viewport StylizedSession (engine.blender.render_engine.last_viewport_session), or None."""
     try:
-        from ..engine import render_engine
+        from ..engine.blender import render_engine
 
         return render_engine.last_viewport_session()
     except Exception:
@@ -102,7 +102,7 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
             layout.label(text=f"Duration: {cur.duration_seconds:.2f} s | Channels: {cur.channel_count}")
             for note in getattr(cur, "notes", ())[:4]:     # ignored or resampled channels (clip notes)
                 layout.label(text=note, icon="INFO")
-            from ..engine.importer import bake
+            from ..engine.blender.bake import cache as bake
 
             cache = preview.bake_cache()
             lines = bake.describe(cache, arm.name, cur.name) if cache is not None else []
@@ -128,7 +128,7 @@ class STYLIZED_PT_viewport_animation(_SidebarBase, bpy.types.Panel):
         if props.crowd:
             n = st.crowd_count if st.active else 0
             row.label(text=f"{n} characters" if n else "starts with Play")
-        from ..engine.springs import reader as spring_reader
+        from ..engine.features.springs import reader as spring_reader
 
         if hasattr(arm, "stylized_spring_bones") and spring_reader.has_springs(arm):
             layout.prop(arm, "stylized_spring_bones")     # VRM spring bones in the preview
@@ -341,7 +341,7 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
 
 class STYLIZED_PT_viewport_scene(_SidebarBase, bpy.types.Panel):
     """Animation > Scene: every animated object of the scene plays as the timeline would
-    (engine/preview_scene.py), next to the single clips above."""
+    (engine/features/preview/scene.py), next to the single clips above."""
     bl_label = "Scene"
     bl_idname = "STYLIZED_PT_viewport_scene"
     bl_parent_id = "STYLIZED_PT_viewport_animation"

@@ -70,7 +70,7 @@ def empty_scene(ext):
 
 def render_scene(scene=None, write_still=False) -> np.ndarray:
     """F12 through bpy.ops; returns the linear float RGBA (H, W, 4) array our engine produced."""
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
     scene = scene or bpy.context.scene
     render_capture.LAST_RENDER.clear()
@@ -106,7 +106,7 @@ def pytest_runtest_makereport(item, call):
     rep = outcome.get_result()
     if rep.when == "call" and rep.failed:
         try:
-            from stylized_renderer.engine import render_engine
+            from stylized_renderer.engine.blender import render_engine
 
             px = render_capture.LAST_RENDER.get("pixels")
             if px is not None:
@@ -117,16 +117,16 @@ def pytest_runtest_makereport(item, call):
 
 
 def addon():
-    """The registered add-on's AddonState (engine/addon_state.py): what render_engine's viewport
+    """The registered add-on's AddonState (engine/blender/addon_state.py): what render_engine's viewport
     sessions, the operators and the panels share (preview states, bakes, the last viewport session)."""
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
     ensure_registered()
     return render_engine.addon_state()
 
 
 class BakeModule:
-    """``engine.importer.bake`` with the add-on's bake cache as ``cache`` (the one the operators
+    """``engine.blender.bake.cache`` with the add-on's bake cache as ``cache`` (the one the operators
     bake into and the viewport sessions made with the add-on play); other names are the module's,
     also for monkeypatch (set on the module)."""
 
@@ -148,7 +148,7 @@ class BakeModule:
 def bakes(ext):
     """The preview bake module with the add-on's bake cache emptied, at one substep (test_bake,
     test_bake_between, ...)."""
-    from stylized_renderer.engine.importer import bake
+    from stylized_renderer.engine.blender.bake import cache as bake
 
     cache = addon().bakes
     cache.clear()
@@ -316,7 +316,7 @@ def perspective(fov_y, aspect, near=0.1, far=100.0) -> np.ndarray:
 
 
 class Clock:
-    """The session's frame clock (``time.perf_counter`` in engine/session.py), advanced by hand
+    """The session's frame clock (``time.perf_counter`` in engine/blender/session.py), advanced by hand
     (``now``): so that "wait 2 s" or each preview update is an exact time."""
 
     def __init__(self):
@@ -336,8 +336,8 @@ class Clock:
 def view_session(ext):
     """A viewport session (the Stats panel reads the last one), freed in a GPU context and
     forgotten as the last viewport session."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     s = StylizedSession(viewport=True, addon=addon())     # as render_engine's view_update makes it
     yield s

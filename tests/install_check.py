@@ -38,7 +38,7 @@ try:
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
     scene.render.resolution_x, scene.render.resolution_y = 64, 48
-    re_mod = importlib.import_module(mod_name + ".engine.render_engine")
+    re_mod = importlib.import_module(mod_name + ".engine.blender.render_engine")
     produced = {}
     original = re_mod.StylizedRenderEngine.render
 

@@ -94,7 +94,7 @@ def item_spec(primitive, material="M", world=None, object_id=1, cast_shadow=True
 
 def ortho_camera(half_height=1.2, aspect=1.0, distance=10.0, near=0.1, far=40.0):
     """Camera at (0, -distance, 0) looking along +Y, Z up (like conftest.add_camera)."""
-    from stylized_renderer.engine.passes.frame import CameraData
+    from stylized_renderer.engine.core.world.frame import CameraData
 
     cam_world = np.array([[1, 0, 0, 0], [0, 0, -1, -distance], [0, 1, 0, 0], [0, 0, 0, 1]], float)
     view = np.linalg.inv(cam_world)
@@ -106,7 +106,7 @@ def ortho_camera(half_height=1.2, aspect=1.0, distance=10.0, near=0.1, far=40.0)
 
 
 def persp_camera(location=(0, -6, 0), fov_y=0.6, aspect=1.0, near=0.1, far=100.0, target=(0, 0, 0)):
-    from stylized_renderer.engine.passes.frame import CameraData
+    from stylized_renderer.engine.core.world.frame import CameraData
 
     eye = np.asarray(location, float)
     f = np.asarray(target, float) - eye
@@ -127,7 +127,7 @@ def sun(direction, color=(1.0, 1.0, 1.0), cast_shadow=True):
     """A sun whose MToon light colour is ``color`` (the C of the spec's ``lit x C``).  LightData holds
     Blender's units: a sun of irradiance E [W/m^2] gives MToon's light colour E / pi (README "Light
     units"), so the lamp is built with strength pi x ``color``."""
-    from stylized_renderer.engine.passes.frame import LightData
+    from stylized_renderer.engine.core.world.frame import LightData
 
     d = np.asarray(direction, float)
     return LightData(kind="SUN", color=np.pi * np.asarray(color, float), direction=d / np.linalg.norm(d),
@@ -137,11 +137,11 @@ def sun(direction, color=(1.0, 1.0, 1.0), cast_shadow=True):
 def render_direct(specs, materials, lights, camera, width=128, height=128, **settings):
     """Run the FramePipeline on hand-built items inside the engine's GPU context.
     Returns (colour (H,W,4), aux (H,W,4): world shading normal xyz + object id)."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.assets import Bounds
-    from stylized_renderer.engine.passes.frame import FrameData, FrameSettings
-    from stylized_renderer.engine.passes.pipeline import FramePipeline
-    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.core.assets import Bounds
+    from stylized_renderer.engine.core.world.frame import FrameData, FrameSettings
+    from stylized_renderer.engine.gpu.passes.pipeline import FramePipeline
+    from stylized_renderer.engine.gpu.backend import GpuBackend
 
     def task():
         backend = GpuBackend()       # the streams' backend (its identity palette for unused samplers)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 import test_runtime_rigs as R  # noqa: F401  (package registration)
-from stylized_renderer.engine.animation import MorphState
-from stylized_renderer.engine.assets import MorphTargetAsset
+from stylized_renderer.engine.core.animation import MorphState
+from stylized_renderer.engine.core.assets import MorphTargetAsset
 
 
 def targets(ranges=((0.0, 1.0), (0.0, 1.0), (-2.0, 3.0))):

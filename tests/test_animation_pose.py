@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.animation import ScenePose, RESOLVED, RESOLVING
-from stylized_renderer.engine.animation.pose import next_version
-from stylized_renderer.engine.assets import SceneAsset
+from stylized_renderer.engine.core.animation import ScenePose, RESOLVED, RESOLVING
+from stylized_renderer.engine.core.animation.pose import next_version
+from stylized_renderer.engine.core.assets import SceneAsset
 
 
 def make_pose(scene=None):
@@ -78,7 +78,7 @@ def test_batch_trs_matches_pre_matrix_times_trs():
     lt = pose.local_transform(2)
     expected = scene.pre_matrices[2] @ R.translation(1, 0, 0)
     rot = np.eye(4)
-    from stylized_renderer.engine.assets import quat_to_matrix
+    from stylized_renderer.engine.core.assets import quat_to_matrix
     rot[:3, :3] = quat_to_matrix(q) * 2.0
     expected = expected @ rot
     assert np.allclose(lt.matrix, expected)
@@ -88,7 +88,7 @@ def test_batch_trs_matches_pre_matrix_times_trs():
 def test_set_local_matrices_writes_full_local_and_trs_is_recovered():
     scene, pose = make_pose()
     q = R.quat_axis_angle([1, 1, 0], 0.7)
-    from stylized_renderer.engine.assets import compose_trs
+    from stylized_renderer.engine.core.assets import compose_trs
     basis = compose_trs([[0.5, 0, 0]], [q], [[1.5, 1.5, 1.5]])[0]
     m = scene.pre_matrices[2] @ basis
     assert pose.set_local_matrices([2], m[None])
@@ -187,8 +187,8 @@ def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
     """write_sampled's compose (pre's 3x3 carried through the quaternion's quadratic form, the
     translation through pre) equals pre @ T @ R @ S for sheared, scaled, translated rests and
     non-uniform scales."""
-    from stylized_renderer.engine.animation.pose import (compose_pre_trs, compose_trs_fast,
-                                                         pre_rotation_forms)
+    from stylized_renderer.engine.core.animation.pose import (compose_pre_trs, compose_trs_fast,
+        pre_rotation_forms)
 
     rng = np.random.default_rng(2)
     n = 50

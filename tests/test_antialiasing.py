@@ -68,7 +68,7 @@ def test_samples_keep_passes_exact_and_frames_repeatable(empty_scene, tmp_path):
 def test_shading_once_matches_shading_every_sample(empty_scene, tmp_path, monkeypatch):
     """The default path shades the frame once and resolves the samples' coverage; drawing the whole
     pipeline for every sample (samples.SHADE_EVERY_SAMPLE) is the reference."""
-    from stylized_renderer.engine.passes import samples
+    from stylized_renderer.engine.gpu.passes import samples
 
     scene = empty_scene
     S.stage(scene)

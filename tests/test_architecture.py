@@ -32,10 +32,10 @@ BLENDER_MODULES = ("bpy", "gpu", "gpu_extras", "bmesh", "mathutils", "bl_math", 
 REGISTRATION = {
     ("operators", "_modules"): "the operator modules register() walks (filled at import, never after)",
     ("panels", "_modules"): "the panel modules register() walks (filled at import, never after)",
-    ("engine.preview", "_handlers"): "the (bpy.app.handlers list, function) pairs appended while the add-on "
+    ("engine.features.preview.control", "_handlers"): "the (bpy.app.handlers list, function) pairs appended while the add-on "
                                      "is enabled, so unregister() removes exactly those",
-    ("engine.render_engine", "StylizedRenderEngine.addon"):
-        "the add-on's one owner of what outlives a frame (engine/addon_state.py: the F12 session keeper, "
+    ("engine.blender.render_engine", "StylizedRenderEngine.addon"):
+        "the add-on's one owner of what outlives a frame (engine/blender/addon_state.py: the F12 session keeper, "
         "the preview states and bakes, the last viewport session), made by register() and deleted by "
         "unregister(): the registered engine class is the add-on's registration object, which Blender "
         "holds while the add-on is enabled",
@@ -273,16 +273,16 @@ def _under(mod: str, *prefixes) -> bool:
 
 
 def layer(mod: str) -> str:
+    """The layer of a module, read from its folder (README: How it works)."""
     if _under(mod, "operators", "panels"):
         return "ui"
-    if _under(mod, "engine.runtime.gpu_backend", "engine.runtime.gpu_textures", "engine.gpu_util", "engine.gpu_layout"):
-        return "gpu-base"
-    if _under(mod, "engine.passes"):
-        return "gpu"
-    if _under(mod, "engine.assets", "engine.animation", "engine.runtime", "engine.world", "engine.geometry",
-              "engine.finite", "engine.materials.params") or mod in ("engine",):
+    if _under(mod, "engine.core") or mod == "engine":
         return "core"
-    return "blender"
+    if _under(mod, "engine.gpu.passes"):
+        return "gpu"
+    if _under(mod, "engine.gpu"):
+        return "gpu-base"
+    return "blender"      # the Blender side: engine.blender and the feature packages, engine.features
 
 
 # what each layer may import (besides itself): ours by layer, Blender's modules by name
@@ -394,11 +394,11 @@ def test_the_import_checks_catch_circles_and_upward_imports(tmp_path):
     a, b, c = tmp_path / "a.py", tmp_path / "b.py", tmp_path / "c.py"
     a.write_text("from . import b\n")
     b.write_text("def f():\n    from . import a\n")
-    c.write_text("import bpy\nfrom ..session import StylizedSession\n")
-    mods = {"engine.animation.a": a, "engine.animation.b": b, "engine.animation.c": c,
-            "engine.session": tmp_path / "a.py"}
+    c.write_text("import bpy\nfrom ...blender.session import StylizedSession\n")
+    mods = {"engine.core.animation.a": a, "engine.core.animation.b": b, "engine.core.animation.c": c,
+            "engine.blender.session": tmp_path / "a.py"}
     graph = import_graph(mods)
-    assert import_circles(graph) == {"import circle: engine.animation.a <-> engine.animation.b"}
+    assert import_circles(graph) == {"import circle: engine.core.animation.a <-> engine.core.animation.b"}
     lv = layer_violations(graph)
-    assert "engine.animation.c (core) imports bpy" in lv
-    assert "engine.animation.c (core) imports engine.session (blender)" in lv
+    assert "engine.core.animation.c (core) imports bpy" in lv
+    assert "engine.core.animation.c (core) imports engine.blender.session (blender)" in lv

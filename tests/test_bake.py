@@ -1,4 +1,4 @@
-"""Preview bake of constraint / IK / driver / B-Bone rigs (issue 11 item 3, engine/importer/bake.py):
+"""Preview bake of constraint / IK / driver / B-Bone rigs (issue 11 item 3, engine/blender/bake/cache.py):
 the preview player, as the viewport session drives it (tools/check_deform.py player mode: GPU
 read-back of the skinned vertices), against Blender's evaluated mesh at integer frames, on a
 small IK + Copy Rotation + driver rig and on a generated Rigify character; the bake cache, the
@@ -104,9 +104,9 @@ def test_constraint_rig_wrong_frame_bake_fails(crig, capsys, monkeypatch, bakes)
 def _preview_session(arm, act, seek):
     """(session, state, frame): a session previewing ``act`` on ``arm`` at ``seek`` seconds;
     ``frame()`` runs its update_frame in the GPU context and returns (ok, player clip, time)."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.preview import PreviewState
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview.control import PreviewState
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     s = StylizedSession(addon=C.addon())       # plays the add-on's bakes (what the operators make)
     s.want_clips = True
@@ -176,7 +176,7 @@ def test_bake_cache_hits_and_rebakes(crig, bakes):
 
 
 def rigify_rig_fcurves(action):
-    from stylized_renderer.engine.importer import actions
+    from stylized_renderer.engine.blender.importer import actions
 
     return [fc for slot in action.slots for fc in actions.slot_fcurves(action, slot)]
 
@@ -232,7 +232,7 @@ def test_bake_error_reports_and_leaves_scene(crig, bakes):
     with pytest.raises(bakes.BakeError, match="does not exist"):
         bakes.cache.ensure(arm, "NoSuchAction")
     # the operator path: reported, cancelled
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     st = preview.get_state(bpy.context.scene, arm)
     st.armature, st.clip_name = arm.name, bad.name
@@ -246,7 +246,7 @@ def test_bake_error_reports_and_leaves_scene(crig, bakes):
 
 def test_play_operator_bakes_and_panel_says_so(crig, bakes):
     arm, _ob, act = crig
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     preview.clear_states()
     st = preview.get_state(bpy.context.scene, arm)
@@ -276,7 +276,7 @@ def test_bake_keeps_preview_active(crig, bakes):
     """The frame_change_pre guard: a bake's frame_set calls do not hand the preview back to the
     timeline (a plain frame_set does: the handler is live)."""
     arm, _ob, act = crig
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     preview.clear_states()
     st = preview.get_state(bpy.context.scene, arm)
@@ -325,7 +325,7 @@ def test_rigify_preview_matches_timeline(rigify_scene, capsys, bakes):
 
 def test_rigify_without_bbone_segments_fails(rigify_scene, capsys, monkeypatch, bakes):
     """Negative control: a bake without the B-Bone segments (rest relation) exceeds the tolerance."""
-    from stylized_renderer.engine.importer import bake_record
+    from stylized_renderer.engine.blender.bake import record as bake_record
 
     monkeypatch.setattr(bake_record, "weighted_bbones", lambda arm: [])
     rc, out, f = _run(capsys)
@@ -336,7 +336,7 @@ def test_rigify_without_bbone_segments_fails(rigify_scene, capsys, monkeypatch, 
 def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
     """Negative control: the baked TRS tracks alone (no exact local matrices) lose the shear of
     the stretched limbs."""
-    from stylized_renderer.engine import session
+    from stylized_renderer.engine.blender import session
 
     monkeypatch.setattr(session._BakeFeed, "write", lambda self, t, player: True)
     rc, out, f = _run(capsys)
@@ -347,7 +347,7 @@ def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
 def test_clip_choice_bakes(crig, bakes):
     """Choosing the clip in the Animation panel (the clip property) bakes it."""
     arm, _ob, act = crig
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     preview.clear_states()
     bpy.context.view_layer.objects.active = arm
@@ -392,7 +392,7 @@ def test_bakes_belong_to_their_owner(crig, bakes):
     own that no other session, operator or viewport sees, and that goes when it is freed; a
     viewport session made by the add-on plays the add-on's bakes (the operators') and freeing it
     leaves them to the add-on's other viewports.  (One module-level cache was shared by all.)"""
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     arm, _ob, act = crig
     a, b = StylizedSession(), StylizedSession()
@@ -472,7 +472,7 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
 def test_session_sync_marks_bakes_dirty(crig, bakes):
     """The viewport session's sync (Blender's depsgraph updates) makes the next lookup re-check:
     a constraint edited after the bake is seen as stale without calling ensure."""
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     arm, _ob, act = crig
     bakes.cache.ensure(arm, act.name)
@@ -549,7 +549,7 @@ def test_rigify_fast_paths_match_the_general_path(rigify_scene, bakes):
     palettes straight from the baked joints) and, at the baked frames, gives the worlds, skin
     matrices and bounds of the general path (chained locals, per-row segment relations); between
     frames both are interpolations of the same bake and stay close."""
-    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     s, st, frame, feed, fps, size = _rigify_playing(rigify_scene, bakes)
     pose, ps = s.runtime.pose, s.runtime.palette_set
@@ -578,8 +578,8 @@ def test_rigify_fast_paths_match_the_general_path(rigify_scene, bakes):
 def test_world_shortcut_checks_its_input(crig):
     """ScenePose.set_world_shortcut: anchors that are not ancestors are refused; a later write to
     a shortcut node drops it (the chained locals win); the result equals the chained worlds."""
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.animation.pose import ScenePose
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.animation.pose import ScenePose
 
     arm, _ob, _act = crig
     bpy.context.scene.frame_set(3)
@@ -628,7 +628,7 @@ def test_world_shortcut_checks_its_input(crig):
 def test_rigify_fast_paths_follow_a_moving_mesh(rigify_scene, bakes):
     """The armature relation (mesh against armature) changing frame after frame: the baked
     palettes follow it (each frame folds its own inputs) and equal the general path."""
-    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     s, st, frame, feed, fps, size = _rigify_playing(rigify_scene, bakes)
     pose, ps = s.runtime.pose, s.runtime.palette_set

@@ -1,6 +1,6 @@
 """The adaptive bake measures B-Bone segments (issue 22): a B-Bone whose head and tail never move
 but whose custom end handle swings fast bends only its segments; the bake must find that motion
-between frames (engine/importer/bake_adaptive.py ``Measure``: deform bones' heads and tails and
+between frames (engine/blender/bake/adaptive.py ``Measure``: deform bones' heads and tails and
 every weighted B-Bone segment's head, tail and X axis) and add what it needs, so the preview is
 within 1e-3 of Blender between frames (tools/check_deform.py player mode, baked-between)."""
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_bbone_segments_exact_between_frames(empty_scene, capsys, bakes, parente
 def test_bbone_segments_unmeasured_fail(empty_scene, capsys, bakes, monkeypatch):
     """Negative control: the bake measuring bone heads and tails only (the segments left out) adds
     nothing for the swinging handle and fails between frames."""
-    from stylized_renderer.engine.importer import bake_adaptive
+    from stylized_renderer.engine.blender.bake import adaptive as bake_adaptive
 
     _swinging_handle_rig()
     init = bake_adaptive.Measure.__init__

@@ -40,7 +40,7 @@ def _spin_rig():
     for f in range(1, 13):
         pb["spin"].rotation_euler = (0.0, 0.0, math.radians(30.0 * (f - 1)))
         pb["spin"].keyframe_insert("rotation_euler", frame=f)
-    from stylized_renderer.engine.importer import actions as _actions
+    from stylized_renderer.engine.blender.importer import actions as _actions
 
     for fc in _actions.slot_fcurves(arm.animation_data.action, getattr(arm.animation_data, "action_slot", None)):
         for kp in fc.keyframe_points:
@@ -67,7 +67,7 @@ def test_constraint_rig_exact_between_frames(empty_scene, capsys, bakes):
 
 def test_without_subframe_samples_a_fast_ik_rig_fails(empty_scene, capsys, bakes, monkeypatch):
     """Negative control: the same rig baked at its frames only (no adaptive samples) fails."""
-    from stylized_renderer.engine.importer import bake_adaptive
+    from stylized_renderer.engine.blender.bake import adaptive as bake_adaptive
 
     rigify_rig.build_constraint_rig()
     monkeypatch.setattr(bake_adaptive, "MAX_DEPTH", 0)
@@ -91,7 +91,7 @@ def test_spinning_bone_exact_between_frames(empty_scene, capsys, bakes):
 
 def test_matrix_lerp_fails(empty_scene, capsys, bakes, monkeypatch):
     """Negative control: interpolating the baked matrices element-wise shrinks the turning arm."""
-    from stylized_renderer.engine.importer import bake_tables
+    from stylized_renderer.engine.blender.bake import tables as bake_tables
 
     def lerp_at(self, i, a, rows=None):
         m = self.all_frames()
@@ -107,7 +107,7 @@ def test_matrix_lerp_fails(empty_scene, capsys, bakes, monkeypatch):
 def test_sample_is_exact_at_the_samples_and_slerps_between(empty_scene, bakes):
     """BakedPose.sample(t): at a baked sample the bone matrices are Blender's (float32 storage);
     half-way between two samples of the spinning bone the local keeps its length and angle."""
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
 
     arm, _ob = _spin_rig()
     b = bakes.cache.ensure(arm, "SpinAction")
@@ -144,7 +144,7 @@ def test_rigify_250_frame_bake_is_compact(rigify_250, ext, bakes):
     translation / rotation / stretch, matrices that never change once; 120 MB as (F,B,4,4)
     float64 pose, locals and root-relative copies before), and the session's BakedPose shares
     the bake's tables instead of copying them."""
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
 
     bpy.ops.wm.open_mainfile(filepath=str(rigify_250))
     rig = bpy.data.objects["rig"]
@@ -160,7 +160,7 @@ def test_rigify_250_frame_bake_is_compact(rigify_250, ext, bakes):
 def _stepped_rig():
     """The IK + Copy Rotation + driver rig with every key CONSTANT: the controls jump at frames 4,
     7 and 10 and hold in between, so the deform bones (baked: constraints) do too."""
-    from stylized_renderer.engine.importer import actions as _actions
+    from stylized_renderer.engine.blender.importer import actions as _actions
 
     arm, ob, act = rigify_rig.build_constraint_rig()
     for fc in _actions.slot_fcurves(act, getattr(arm.animation_data, "action_slot", None)):
@@ -184,7 +184,7 @@ def test_stepped_keys_switch_where_blender_switches(empty_scene, capsys, bakes, 
     b = bakes.cache.lookup(arm.name, act.name)[0]
     assert b.between_error <= check_deform.BETWEEN_TOLERANCE, b.between_error
     # the steps checked: the frames compared lie just before a switch
-    from stylized_renderer.engine.importer import bake_interp
+    from stylized_renderer.engine.blender.bake import interp as bake_interp
 
     assert (b.locals.modes == bake_interp.HOLD).any(), b.locals.modes
 
@@ -193,7 +193,7 @@ def test_stepped_keys_lerped_at_the_step_fail(empty_scene, capsys, bakes, monkey
     """Negative control: the same clip with no interval held (a step lerped over the last sub-frame
     interval the adaptive bake reaches: the discontinuity near, not at, Blender's) fails just
     before the switch."""
-    from stylized_renderer.engine.importer import bake_interp
+    from stylized_renderer.engine.blender.bake import interp as bake_interp
 
     _stepped_rig()
     monkeypatch.setattr(check_deform, "BETWEEN_SUBFRAMES", (0.25, 0.5, 0.75, 0.99, 0.999))

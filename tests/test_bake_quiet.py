@@ -1,6 +1,6 @@
 """Bake time (issue 22): a bake evaluates the armature alone.  While it sets the frames, the
 modifiers of objects the armature's evaluation does not read (the bodies it deforms) are switched
-off and put back afterwards (engine/importer/bake_isolate.py ``quiet_geometry``); an object the
+off and put back afterwards (engine/blender/bake/isolate.py ``quiet_geometry``); an object the
 rig reads (a constraint's mesh target, deformed by its own modifiers) keeps them, so the bake is
 still Blender's pose."""
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _anchor_rig():
 
 
 def test_bake_quiets_the_bodies_only_and_restores_them(empty_scene, bakes, monkeypatch):
-    from stylized_renderer.engine.importer import bake_record
+    from stylized_renderer.engine.blender.bake import record as bake_record
 
     arm, body, act, anchor = _anchor_rig()
     seen = []

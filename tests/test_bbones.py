@@ -74,7 +74,7 @@ def _run(capsys, frames="1-10", mode="timeline"):
 def test_bbone_import_has_segment_slots(empty_scene):
     """Each weighted B-Bone gets one palette slot per segment matrix it blends, with its index."""
     arm, ob = build_bbone_rig()
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
 
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
     mesh = next(m for m in asset.meshes if m.name == ob.name)
@@ -105,7 +105,7 @@ def test_wrong_bbone_blend_fails(empty_scene, capsys, monkeypatch):
     """Negative control: all of a B-Bone weight on the lower segment of the pair (blend ignored)
     exceeds the tolerance."""
     build_bbone_rig()
-    from stylized_renderer.engine.importer import skin
+    from stylized_renderer.engine.blender.importer import skin
 
     real = skin.split_bbone_weights
 
@@ -129,7 +129,7 @@ def test_rest_segment_relation_without_segments(empty_scene, capsys, monkeypatch
     pose source that provides none) the segment slots move rigidly with their bone, which on a
     bent chain exceeds the tolerance."""
     build_bbone_rig()
-    from stylized_renderer.engine.runtime import palette
+    from stylized_renderer.engine.core.runtime import palette
 
     monkeypatch.setattr(palette.SkinningPaletteSet, "set_bbone_segments", lambda self, p, r: True)
     rc, out, fields = _run(capsys, frames="4-10:3")
@@ -141,10 +141,10 @@ def _timeline_runtime(frame=7):
     """The B-Bone rig at ``frame``, imported, with a CPU SceneRuntime and a TimelineReader:
     (arm, ob, depsgraph, asset, runtime, reader)."""
     arm, ob = build_bbone_rig()
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.timeline import TimelineReader
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     bpy.context.scene.frame_set(frame)
     dg = bpy.context.evaluated_depsgraph_get()
@@ -159,10 +159,10 @@ def test_segment_entry_point_and_rest_relation(empty_scene):
     get jointWorld @ pose[a] @ inv(rest[a]) for one update, then the rest relation again (the
     slot equals its bone's plain skinning matrix); malformed input is refused with a message
     naming the bone node; a rig without B-Bones has no segment table."""
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.timeline import TimelineReader
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     arm, ob, dg, asset, rt, reader = _timeline_runtime()
     ps = rt.palette_set

@@ -13,9 +13,9 @@ import bpy
 import numpy as np
 import pytest
 
-from stylized_renderer.engine import importer
-from stylized_renderer.engine.animation import ScenePose
-from stylized_renderer.engine.animation import inherit as inh
+from stylized_renderer.engine.blender import importer
+from stylized_renderer.engine.core.animation import ScenePose
+from stylized_renderer.engine.core.animation import inherit as inh
 from tools import scenes
 
 MODES = inh.INHERIT_SCALE_MODES
@@ -207,7 +207,7 @@ def test_basis_from_worlds_round_trips_blender(rig):
 
 def test_player_clip_matches_blender(rig):
     """The preview player plays a keyed action through the flags exactly like Blender."""
-    from stylized_renderer.engine.animation import AnimationPlayer
+    from stylized_renderer.engine.core.animation import AnimationPlayer
 
     ob, _ = rig
     act, cb = scenes.new_action("Wave", ob)
@@ -237,7 +237,7 @@ def test_player_clip_matches_blender(rig):
 
 def test_unknown_mode_is_rejected_with_the_bone_name():
     import test_runtime_rigs as R
-    from stylized_renderer.engine.assets import NODE_BONE, SceneAsset, SceneNodeAsset
+    from stylized_renderer.engine.core.assets import NODE_BONE, SceneAsset, SceneNodeAsset
 
     good = R.skinned_arm_scene()
     nodes = list(good.nodes)
@@ -254,7 +254,7 @@ def test_unknown_mode_is_rejected_with_the_bone_name():
 def test_connected_bone_location_is_ignored_like_blender(empty_scene):
     """Blender ignores a connected bone's location (keyed or set in the pose): the bind pose and
     the preview player's clip must too.  Without it the forearm below flies 0.5 off."""
-    from stylized_renderer.engine.animation import AnimationPlayer
+    from stylized_renderer.engine.core.animation import AnimationPlayer
 
     ob = scenes.make_armature("Conn", [("upper", None, (0, 0, 0), (0, 0, 1)),
                                         ("lower", "upper", (0, 0, 1), (0, 0, 2)),

@@ -36,7 +36,7 @@ def test_readback_uses_the_drawn_variant(empty_scene, capsys, counts, vclass):
 def test_a_broken_variant_fails_the_check(empty_scene, capsys, monkeypatch):
     """Negative control: the LBS8 variant made static (no skinning) fails the check; the general
     shader the check used to read through would still have passed it."""
-    from stylized_renderer.engine.passes import mtoon_shaders
+    from stylized_renderer.engine.gpu.passes import mtoon_shaders
 
     arm, _ob = scenes.build_many_influences(counts=(1, 5))
     _animate(arm)

@@ -158,7 +158,7 @@ def test_toon_passes_outline_shadow_shade_rim(empty_scene, tmp_path):
 
 
 def test_passes_not_enabled_make_no_targets(empty_scene, tmp_path):
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
     scene = empty_scene
     _toon_scene(scene)
@@ -370,7 +370,7 @@ def test_passes_are_averaged_over_the_samples(empty_scene, tmp_path):
 
 
 def render_passes_name(name):
-    from stylized_renderer.engine.passes.render_passes import blender_name
+    from stylized_renderer.engine.gpu.passes.render_passes import blender_name
 
     return blender_name(name)
 

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from conftest import render_scene
-from stylized_renderer.engine import preview, render_engine
-from stylized_renderer.engine.passes import instancing
+from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.blender import render_engine
+from stylized_renderer.engine.gpu.passes import instancing
 from stylized_renderer.panels import viewport_panels as vp
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_render_speed_paths import _character_crowd, _pipeline
@@ -211,7 +212,7 @@ def test_crowd_preview_pushes_shape_keys_only_when_they_change(empty_scene, view
     """The preview pushes the file's shape-key values (expressions panel) of every character each
     frame; unchanged values are not pushed again, an edit is drawn at the next frame on every
     linked duplicate, and a timeline frame in between is followed by a full push."""
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     scene = empty_scene
     names = build_crowd(scene, 3)
@@ -351,7 +352,7 @@ def test_crowd_refused_when_a_copy_gains_a_constraint_while_playing(empty_scene,
 # ------------------------------------------------------------------------------------------------
 
 def _handles(session):
-    from stylized_renderer.engine.runtime.gpu_backend import palette_handle
+    from stylized_renderer.engine.gpu.backend import palette_handle
 
     return [palette_handle(g.palette) for g in session.runtime.palette_set.palette_groups]
 
@@ -361,7 +362,7 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     scene.render.resolution_x, scene.render.resolution_y = 320, 160
     _character_crowd(scene, 4)
     # grouped draws from the batched update's texel rows as they are
-    from stylized_renderer.engine.passes import pipeline
+    from stylized_renderer.engine.gpu.passes import pipeline
 
     made = []
     real = pipeline.FrameInstances
@@ -404,8 +405,8 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
 
 def test_palette_texture_follows_the_upload(empty_scene):
     """The lazily made texture holds the last uploaded rows, and an upload drops the old one."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend, palette_texture
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.backend import GpuBackend, palette_texture
 
     def task():
         be = GpuBackend()
@@ -433,10 +434,10 @@ def test_palette_texture_follows_the_upload(empty_scene):
 def test_linked_library_keys_are_not_mixed_with_local_ones(empty_scene, tmp_path, count):
     """A character linked from a library has a shape-key datablock named "Key" like a local mesh's:
     the reader must read each one's own values (keyed by name and library), every frame."""
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.timeline import TimelineReader
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     def keyed_plane(name, value):
         me = bpy.data.meshes.new(name)

@@ -10,10 +10,10 @@ import bpy
 import numpy as np
 import pytest
 
-from stylized_renderer.engine import importer
-from stylized_renderer.engine.runtime.backend import CpuBackend
-from stylized_renderer.engine.runtime.palette import SkinningPalette
-from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+from stylized_renderer.engine.blender import importer
+from stylized_renderer.engine.core.runtime.backend import CpuBackend
+from stylized_renderer.engine.core.runtime.palette import SkinningPalette
+from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 from tools import bench_runtime, scenes
 
 COPIES = 6
@@ -233,8 +233,8 @@ def test_batched_palettes_are_read_through_views_every_frame(empty_scene):
     upload flag from the batch, and each GPU buffer its texel rows from one shared upload.  Every
     frame (and after a frame on the per-group path, which takes the palettes back) they equal
     the per-group reference, and a palette texture made after an upload holds that upload."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend, palette_texture
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.backend import GpuBackend, palette_texture
 
     names = build_crowd(empty_scene, 4)
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())

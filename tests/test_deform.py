@@ -58,9 +58,9 @@ def test_shared_armature_meshes_share_palette(empty_scene, capsys):
     for name in (body.name, hat.name, ring.name):
         assert f"{name}:" in out
     # the two material primitives of the body have identical skins: they share one palette
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
     rt = SceneRuntime(asset, CpuBackend())
@@ -91,7 +91,7 @@ def test_any_number_of_influences_on_the_gpu(empty_scene, capsys, monkeypatch):
     rc, out, fields = _run(capsys, frames="1-20:5")
     assert rc == 0, out
     assert "path=gpu" in out and int(fields["fallbacks"]) == 0, out
-    from stylized_renderer.engine.importer import skin
+    from stylized_renderer.engine.blender.importer import skin
 
     real = skin.select_influences
 
@@ -135,7 +135,7 @@ def test_check_deform_detects_wrong_skinning(empty_scene, capsys, monkeypatch):
     """The check must fail when the GPU path is wrong (here: skinning disabled)."""
     arm, ob = scenes.build_many_influences(counts=(1, 5))
     _animate_bones(arm)
-    from stylized_renderer.engine.runtime import gpu_backend
+    from stylized_renderer.engine.gpu import backend as gpu_backend
 
     real = gpu_backend.bind_skinning
     monkeypatch.setattr(check_deform, "bind_skinning_override", None, raising=False)
@@ -196,7 +196,7 @@ def test_check_deform_detects_wrong_shader_morph(empty_scene, capsys, monkeypatc
     ob, basis, keys = scenes.build_shape_key_mesh()
     for kb in ob.data.shape_keys.key_blocks[1:]:
         kb.value = min(0.8, kb.slider_max)
-    from stylized_renderer.engine.runtime import gpu_backend
+    from stylized_renderer.engine.gpu import backend as gpu_backend
 
     real = gpu_backend.bind_morph
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.assets import MeshAsset, MorphTargetAsset, SceneAsset
-from stylized_renderer.engine.runtime.backend import CpuBackend
-from stylized_renderer.engine.world import ExtractionError, RenderExtractor, SceneRuntime, frustum_planes
+from stylized_renderer.engine.core.assets import MeshAsset, MorphTargetAsset, SceneAsset
+from stylized_renderer.engine.core.runtime.backend import CpuBackend
+from stylized_renderer.engine.core.world import ExtractionError, RenderExtractor, SceneRuntime, frustum_planes
 
 UP = np.tile([0.0, 0.0, 1.0], (4, 1))
 
@@ -155,7 +155,7 @@ def test_world_bounds_of_every_item_are_its_local_box_moved_by_its_world():
     vp = np.diag([0.4, 0.4, 0.4, 1.0])
     planes = frustum_planes(vp)
     kept = {(i.node_index, i.primitive_index) for i in rt.extract(frustum=planes)}
-    from stylized_renderer.engine.world.extractor import bounds_outside
+    from stylized_renderer.engine.core.world.extractor import bounds_outside
     expect = {(i.node_index, i.primitive_index) for i in items if not bounds_outside(planes, i.world_bounds)}
     assert kept == expect and 0 < len(kept) < 4
     assert rt.extractor.culled_count == 4 - len(kept)

@@ -43,9 +43,9 @@ def test_curve_values_equal_blenders_at_every_eighth_frame(empty_scene, seed):
     """Each imported curve of the feature rig, evaluated by the player's evaluator every 1/8
     frame from 4 frames before the clip to 6 after (extrapolation and Cycles on both sides),
     equals Blender's FCurve.evaluate there (float32 rounding: 1e-4 absolute)."""
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.animation.curve_clip import CurveTracks
-    from stylized_renderer.engine.importer.actions import slot_fcurves
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.animation.curve_clip import CurveTracks
+    from stylized_renderer.engine.blender.importer.actions import slot_fcurves
 
     arm, ob, act = fcurve_rigs.build_fcurve_rig(seed=seed)
     clip = importer.compatible_clips(importer.import_scene(bpy.context.evaluated_depsgraph_get()), arm.name)[0]
@@ -76,7 +76,7 @@ def test_player_matches_blender_between_frames_with_one_shared_timing(feature_ri
 def test_check_fails_when_the_player_resamples_at_integer_frames(feature_rig, capsys, monkeypatch):
     """Negative control: the old player (the clip's samples at integer frames, lerped / slerped
     in between) fails the between-frames check."""
-    from stylized_renderer.engine.animation import player as P
+    from stylized_renderer.engine.core.animation import player as P
 
     monkeypatch.setattr(P.AnimationPlayer, "_flatten_curves",
                         lambda self, clip: P.AnimationPlayer._flatten(self, _without_curves(clip)))
@@ -94,8 +94,8 @@ def _without_curves(clip):
 @pytest.mark.parametrize("missing", ["SINE", "ELASTIC", "BOUNCE"])
 def test_check_fails_with_an_easing_mode_missing(feature_rig, capsys, monkeypatch, missing):
     """Negative control: an easing mode evaluated as linear fails the between-frames check."""
-    from stylized_renderer.engine.animation import fcurves as F
-    from stylized_renderer.engine.assets import curves as K
+    from stylized_renderer.engine.core.animation import fcurves as F
+    from stylized_renderer.engine.core.assets import curves as K
 
     code = getattr(K, f"IPO_{missing}")
     real_ease, real_elastic = F.ease, F.elastic
@@ -135,7 +135,8 @@ def _pack_character(scene):
 
 
 def test_pack_clip_with_extra_bones_is_offered_played_and_named(empty_scene, capsys):
-    from stylized_renderer.engine import importer, preview
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.panels import viewport_panels as vp
     from test_viewport_ui import Ctx, draw_panel
 
@@ -175,7 +176,7 @@ def test_noise_modifier_falls_back_to_frames_with_a_stated_reason(feature_rig, c
     """A modifier the preview does not evaluate (Noise) is never a silent polyline: that curve is
     sampled at every frame, the clip's notes (and the Animation panel) name the curve and the
     reason, integer frames still match and between frames are reported, not claimed exact."""
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
 
     arm, ob, act = feature_rig
     fc = next(f for f in act.layers[0].strips[0].channelbag(act.slots[0]).fcurves

@@ -7,8 +7,9 @@ import numpy as np
 
 from conftest import add_camera, add_sun, render_scene
 from test_sparse_morph import _bump_grid, _targets
-from stylized_renderer.engine import geometry
-from stylized_renderer.engine.runtime import gpu_backend, mesh_instance
+from stylized_renderer.engine.core import geometry
+from stylized_renderer.engine.gpu import backend as gpu_backend
+from stylized_renderer.engine.core.runtime import mesh_instance
 
 
 def test_first_f12_makes_the_smooth_normal_deltas_once_per_primitive(empty_scene, monkeypatch):
@@ -56,7 +57,7 @@ def test_row_kernels_equal_numpy_bit_for_bit():
 def test_vertex_group_read_equals_the_per_element_walk(empty_scene):
     """skin.read_vertex_groups (bulk reads per vertex) gives every (vertex, group, weight) of
     Blender's data in Blender's order, including vertices in no group and several groups."""
-    from stylized_renderer.engine.importer.skin import read_vertex_groups
+    from stylized_renderer.engine.blender.importer.skin import read_vertex_groups
 
     bpy.ops.mesh.primitive_uv_sphere_add(segments=16, ring_count=8)
     ob = bpy.context.object

@@ -30,15 +30,15 @@ def _engine_accepted(scene) -> bool:
 
 def test_register_unregister_register_leaves_nothing_behind(ext):
     from stylized_renderer import registration
-    from stylized_renderer.engine.render_engine import StylizedRenderEngine
+    from stylized_renderer.engine.blender.render_engine import StylizedRenderEngine
 
     handlers_before = {name: list(getattr(bpy.app.handlers, name)) for name in dir(bpy.app.handlers)
                        if not name.startswith("_") and isinstance(getattr(bpy.app.handlers, name), list)}
     panels = registration.compat_panels()
     assert panels, "no built-in panel got STYLIZED"
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     addon = render_engine.StylizedRenderEngine.addon
     keeper = addon.final_sessions
@@ -206,7 +206,7 @@ def test_animation_render_writes_one_file_per_frame(empty_scene, tmp_path):
 
 
 def test_gpu_task_runs_inside_render_and_leaves_no_scene(ext):
-    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     n_scenes = len(bpy.data.scenes)
     info = gpu_util.run_in_gpu_context(lambda: __import__("gpu").platform.backend_type_get())
@@ -215,7 +215,7 @@ def test_gpu_task_runs_inside_render_and_leaves_no_scene(ext):
 
 
 def test_texture_readback_layout(ext):
-    from stylized_renderer.engine import gpu_util
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     def task():
         import gpu
@@ -240,7 +240,7 @@ def test_package_zip_contents_and_install(tmp_path):
     zips = list(tmp_path.glob("stylized_renderer-*.zip"))
     assert len(zips) == 1
     names = zipfile.ZipFile(zips[0]).namelist()
-    for required in ("blender_manifest.toml", "__init__.py", "registration.py", "engine/render_engine.py",
+    for required in ("blender_manifest.toml", "__init__.py", "registration.py", "engine/blender/render_engine.py",
                      "glsl/skinning.glsl", "operators/__init__.py", "panels/__init__.py"):
         assert required in names, required
     for n in names:

@@ -15,9 +15,10 @@ import pytest
 
 import conftest as C
 from conftest import render_scene
-from stylized_renderer.engine import gpu_util, render_engine
-from stylized_renderer.engine.gpu_util import texture_to_numpy
-from stylized_renderer.engine.render_engine import draw_view
+from stylized_renderer.engine.gpu import util as gpu_util
+from stylized_renderer.engine.blender import render_engine
+from stylized_renderer.engine.gpu.util import texture_to_numpy
+from stylized_renderer.engine.blender.render_engine import draw_view
 from tools import scenes
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
@@ -343,7 +344,7 @@ def preview_session(monkeypatch):
 def test_nan_prop_while_the_preview_plays(empty_scene, preview_session, at_import):
     """The preview player: a prop with a NaN location (present at import, or set while the clip
     plays) is skipped and named, the character keeps playing."""
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     scene = empty_scene
     info = _demo(scene)

@@ -21,10 +21,10 @@ if "stylized_renderer" not in sys.modules:  # conftest normally did this already
     sys.modules["stylized_renderer"] = _m
     _spec.loader.exec_module(_m)
 
-from stylized_renderer.engine import importer  # noqa: E402
-from stylized_renderer.engine.assets import AssetError, NODE_BONE, compose_trs  # noqa: E402
-from stylized_renderer.engine.importer import skin as skin_mod  # noqa: E402
-from stylized_renderer.engine.importer.rotation import euler_to_quat, axis_angle_to_quat  # noqa: E402
+from stylized_renderer.engine.blender import importer  # noqa: E402
+from stylized_renderer.engine.core.assets import AssetError, NODE_BONE, compose_trs  # noqa: E402
+from stylized_renderer.engine.blender.importer import skin as skin_mod  # noqa: E402
+from stylized_renderer.engine.blender.importer.rotation import euler_to_quat, axis_angle_to_quat  # noqa: E402
 from tools import scenes  # noqa: E402
 
 
@@ -249,7 +249,7 @@ def test_rotation_mode_conversions(mode):
     from mathutils import Euler, Quaternion
     rng = np.random.default_rng(1)
     vals = rng.uniform(-3, 3, (20, 4 if mode in ("QUATERNION", "AXIS_ANGLE") else 3))
-    from stylized_renderer.engine.importer.rotation import rotation_to_quat
+    from stylized_renderer.engine.blender.importer.rotation import rotation_to_quat
     q = rotation_to_quat(vals, mode)
     for v, qq in zip(vals, q):
         if mode == "QUATERNION":
@@ -328,7 +328,7 @@ def test_shape_keys_chains_masks_ranges(fresh):
 
 
 def test_empty_key_name_fallback():
-    from stylized_renderer.engine.importer.morph import fallback_key_name
+    from stylized_renderer.engine.blender.importer.morph import fallback_key_name
     assert fallback_key_name(3, {"Basis", "Smile"}) == "Key 3"
     assert fallback_key_name(3, {"Key 3"}) == "Key 3.001"
 
@@ -365,7 +365,7 @@ def test_shape_key_normal_deltas_follow_shape(fresh):
     moved = np.linalg.norm(t.dense_normals(), axis=1) > 1e-6
     assert moved.sum() >= 5 and t.dense_tangents() is not None
     # the tangent deltas are the change of the tangents computed on the keyed shape
-    from stylized_renderer.engine.importer.mesh import compute_tangents
+    from stylized_renderer.engine.blender.importer.mesh import compute_tangents
     tan_ref = compute_tangents(prim.positions + t.dense_positions().astype(np.float32), n.astype(np.float32),
                                prim.uv0, prim.indices)
     tn = prim.tangents[:, :3] + t.dense_tangents()

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import test_importer  # noqa: E402,F401  (package import set-up)
-from stylized_renderer.engine.importer import fcurve_eval as fe  # noqa: E402
-from stylized_renderer.engine.importer.actions import sample_curves  # noqa: E402
+from stylized_renderer.engine.blender.importer import fcurve_eval as fe  # noqa: E402
+from stylized_renderer.engine.blender.importer.actions import sample_curves  # noqa: E402
 from tools import scenes  # noqa: E402
 
 

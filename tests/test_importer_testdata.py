@@ -21,8 +21,8 @@ if "stylized_renderer" not in sys.modules:
     sys.modules["stylized_renderer"] = _m
     _spec.loader.exec_module(_m)
 
-from stylized_renderer.engine import importer  # noqa: E402
-from stylized_renderer.engine.assets import NODE_BONE  # noqa: E402
+from stylized_renderer.engine.blender import importer  # noqa: E402
+from stylized_renderer.engine.core.assets import NODE_BONE  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from test_importer import channel_matrix, cpu_skin, evaluated_positions, rel_close, sample, world_check  # noqa: E402

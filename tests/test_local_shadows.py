@@ -1,4 +1,4 @@
-"""Point, spot and area lamps cast shadows (engine/passes/local_shadows.py), compared with EEVEE.
+"""Point, spot and area lamps cast shadows (engine/gpu/passes/local_shadows.py), compared with EEVEE.
 
 The scene: a ground plane, a sphere, a cube and a skinned character (a column of two bones, its
 upper bone bent 80 degrees, so its shadow is the posed one), lit by one local lamp at a time with
@@ -171,9 +171,9 @@ def test_skinned_character_casts_its_posed_shadow(empty_scene, tmp_path):
 def test_viewport_draws_the_same_lamp_shadow(empty_scene, view_session):
     """The viewport draw path (render_engine.draw_view through the camera's matrices) shadows
     as F12 does, and *Cast Shadow* off removes it there too."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.gpu_util import texture_to_numpy
-    from stylized_renderer.engine.render_engine import draw_view
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.util import texture_to_numpy
+    from stylized_renderer.engine.blender.render_engine import draw_view
 
     scene = empty_scene
     light = _stage(scene, "SPOT")
@@ -207,7 +207,7 @@ def test_viewport_draws_the_same_lamp_shadow(empty_scene, view_session):
 def test_more_lamps_than_the_limit_are_named(empty_scene):
     """Six shadow-casting point lamps: the four strongest cast, the two weakest are named in the
     Stats panel's losses and the render log."""
-    from stylized_renderer.engine.passes.local_shadows import MAX_LOCAL_SHADOWS
+    from stylized_renderer.engine.gpu.passes.local_shadows import MAX_LOCAL_SHADOWS
 
     scene = empty_scene
     light = _stage(scene, "POINT")

@@ -34,7 +34,7 @@ def _assert_params(p, expected: dict):
 
 
 def _mats():
-    from stylized_renderer.engine import materials
+    from stylized_renderer.engine.features import materials
 
     return materials
 
@@ -134,7 +134,7 @@ VRM_EXPECTED = dict(
 # ---------------------------------------------------------------------------------------------
 
 def test_params_defaults_equal_spec():
-    from stylized_renderer.engine.materials.params import TEXTURE_SLOTS, MToonParams, TextureRef
+    from stylized_renderer.engine.core.assets.material import TEXTURE_SLOTS, MToonParams, TextureRef
 
     p = MToonParams()
     _assert_params(p, SPEC_DEFAULTS)
@@ -168,7 +168,7 @@ def test_property_defaults_resolve_to_spec(empty_scene):
 
 
 def test_every_property_has_a_tooltip(ext):
-    from stylized_renderer.engine.materials import properties
+    from stylized_renderer.engine.features.materials import properties
 
     missing = []
     for cls in properties.CLASSES:
@@ -236,7 +236,7 @@ def test_vrm_sockets_read_by_label_from_the_group_interface(empty_scene):
 
 
 def test_vrm_outline_material_flagged(empty_scene):
-    from stylized_renderer.engine.materials import vrm_addon
+    from stylized_renderer.engine.features.vrm import materials as vrm_addon
 
     outline = make_vrm_material("MToon Outline (Body)")
     assert _mats().resolve_material(outline).is_vrm_outline_material
@@ -319,7 +319,7 @@ def test_our_textures_and_uv_animation_convention(empty_scene):
 def test_cache_and_invalidation(empty_scene):
     """A session's MaterialCache: a hit walks no node tree; an invalidation (what the session does
     for a Material in Blender's depsgraph updates) or a structural change re-reads."""
-    from stylized_renderer.engine.materials.cache import MaterialCache
+    from stylized_renderer.engine.features.materials.cache import MaterialCache
 
     m = MaterialCache()
     mat = C.add_material("Cached", (0.5, 0.5, 0.5))
@@ -343,7 +343,7 @@ def test_cache_and_invalidation(empty_scene):
 
 def _synced_viewport_session(scene):
     """A viewport session fed Blender's depsgraph updates, as view_update feeds it."""
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     s = StylizedSession(viewport=True)
 
@@ -461,7 +461,7 @@ def test_register_unregister_leaves_no_properties(ext):
         for name in dir(bpy.app.handlers):
             lst = getattr(bpy.app.handlers, name)
             if isinstance(lst, list):
-                assert not [h for h in lst if getattr(h, "__module__", "").startswith("stylized_renderer.engine.materials")]
+                assert not [h for h in lst if getattr(h, "__module__", "").startswith("stylized_renderer.engine.features.materials")]
     finally:
         C.ensure_registered()
     assert hasattr(bpy.types.Material, "stylized_mtoon") and hasattr(bpy.types.Scene, "stylized")

@@ -167,7 +167,7 @@ def px_region(img, x0, x1, z0, z1):
 
 
 def _resolve(name):
-    from stylized_renderer.engine import materials
+    from stylized_renderer.engine.features import materials
 
     return materials.resolve_material(bpy.data.materials[name])
 
@@ -435,7 +435,7 @@ def test_unmapped_nodes_are_reported(ext, empty_scene):
     assert any("Odd" in m and "Tint" in m for m in p.unmapped), p.unmapped
     assert p.textures["base_color"].image.name == "odd_tex"      # the texture behind it is still used
 
-    from stylized_renderer.engine.materials import describe
+    from stylized_renderer.engine.features.materials import describe
 
     d = describe(p)
     assert d["unmapped"] == p.unmapped and d["base_texture"] == "odd_tex" and d["source"] == "principled"
@@ -447,7 +447,7 @@ def test_unmapped_nodes_are_reported(ext, empty_scene):
 
 @pytest.mark.parametrize("domain", ["CORNER", "POINT"])
 def test_read_mesh_colors(ext, empty_scene, domain):
-    from stylized_renderer.engine.importer.mesh import read_mesh, split_by_material
+    from stylized_renderer.engine.blender.importer.mesh import read_mesh, split_by_material
 
     verts, faces = C.cube_geometry()
     ob = C.add_mesh_object(empty_scene, "Box", verts, faces)
@@ -477,7 +477,7 @@ def test_read_mesh_colors(ext, empty_scene, domain):
 
 
 def test_primitive_asset_colors_validated():
-    from stylized_renderer.engine.assets.types import PrimitiveAsset
+    from stylized_renderer.engine.core.assets.types import PrimitiveAsset
 
     kw = dict(material_index=0, material_name="m", positions=np.zeros((3, 3)), normals=np.zeros((3, 3)),
               indices=np.array([[0, 1, 2]]), source_vertices=np.arange(3))
@@ -491,8 +491,8 @@ def test_primitive_asset_colors_validated():
 
 
 def test_cpu_stream_carries_colors():
-    from stylized_renderer.engine.assets.types import PrimitiveAsset
-    from stylized_renderer.engine.runtime.backend import CpuBackend
+    from stylized_renderer.engine.core.assets.types import PrimitiveAsset
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
 
     cols = np.array([[1, 0, 0, 1], [0, 1, 0, 1], [0, 0, 1, 1]], np.float32)
     prim = PrimitiveAsset(material_index=0, material_name="m", positions=np.zeros((3, 3)), normals=np.zeros((3, 3)),
@@ -513,7 +513,7 @@ def _open(path):
     if not path.exists():
         pytest.skip(f"{path} is absent (../shared/testdata is not part of a user's clone)")
     bpy.ops.wm.open_mainfile(filepath=str(path))
-    from stylized_renderer.engine import materials
+    from stylized_renderer.engine.features import materials
 
     return {m.name: materials.resolve_material(m) for m in bpy.data.materials}
 
@@ -531,7 +531,7 @@ def test_real_vertex_colour_material(ext):
     for name in ("Azul_COLOR_0", "Blanco_COLOR_0", "Negro_COLOR_0"):
         assert res[name].vertex_colors, name
     mesh = bpy.data.objects["body.001"].data
-    from stylized_renderer.engine.importer.mesh import read_mesh
+    from stylized_renderer.engine.blender.importer.mesh import read_mesh
 
     mesh.calc_loop_triangles()
     cs = read_mesh(mesh)

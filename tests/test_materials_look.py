@@ -67,7 +67,7 @@ def test_backpack_metallic_texture_matches_eevee_lit_and_shade(ext, tmp_path):
     shade_ratio = float(lum_o[shade].mean() / lum_e[shade].mean())
     assert 0.67 < lit_ratio < 1.5, lit_ratio
     assert shade_ratio < 5.0, shade_ratio
-    from stylized_renderer.engine.materials import resolve_material
+    from stylized_renderer.engine.features.materials import resolve_material
 
     p = resolve_material(bpy.data.materials["Backpack"])    # blue: metallic, green: roughness
     assert "metallic_roughness" in p.textures and (p.metallic_channel, p.roughness_channel) == (2, 1)
@@ -89,7 +89,7 @@ def test_shorts_buttons_dark_and_covering_like_eevee(ext, tmp_path):
 
 
 def test_reader_metallic_roughness_paths(ext, empty_scene):
-    from stylized_renderer.engine.materials import node_tree
+    from stylized_renderer.engine.features.materials import node_tree
 
     img = bpy.data.images.new("MR", 4, 4)
     mat = bpy.data.materials.new("Metal")

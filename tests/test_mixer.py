@@ -1,4 +1,4 @@
-"""The one mixer (engine/animation/mixer.py): weighted accumulation of TRS (shortest-path
+"""The one mixer (engine/core/animation/mixer.py): weighted accumulation of TRS (shortest-path
 quaternions), baked local matrices and morph weights, checked against Blender's own
 interpolation (mathutils: Quaternion.slerp, Vector.lerp), and the player's crossfade
 going through it."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from mathutils import Quaternion, Vector
 
-from stylized_renderer.engine.animation.mixer import MatrixMixer, MorphMixer, TRSMixer
+from stylized_renderer.engine.core.animation.mixer import MatrixMixer, MorphMixer, TRSMixer
 
 RNG = np.random.default_rng(7)
 
@@ -111,7 +111,7 @@ def test_the_player_crossfade_goes_through_the_mixer():
     """Half-way through a fade the pose equals the mixer fed with both clips alone at their
     times and the fade's weights (and Blender's slerp of the two rotations)."""
     import test_player_crossfade as C
-    from stylized_renderer.engine.animation import player as player_mod
+    from stylized_renderer.engine.core.animation import player as player_mod
 
     calls = []
     orig = player_mod.TRSMixer.accumulate
@@ -144,8 +144,8 @@ def test_a_baked_clip_is_sampled_with_the_player_once_per_frame(crig, bakes, mon
     time, and makes the palettes once (before: the bake was written after the player as well and
     the palettes made twice)."""
     import test_bake as TB
-    from stylized_renderer.engine.importer import baked_pose
-    from stylized_renderer.engine.runtime import palette
+    from stylized_renderer.engine.blender.bake import baked_pose
+    from stylized_renderer.engine.core.runtime import palette
 
     arm, _ob, act = crig
     bakes.cache.ensure(arm, act.name)
@@ -181,7 +181,7 @@ def test_a_crossfade_makes_its_mixers_once_not_every_frame(monkeypatch):
     """The fade's TRS and morph mixers are made at its first sample and reused by every later
     frame (before: a MorphMixer was made every frame); the weights still follow the fade."""
     import test_player_crossfade as C
-    from stylized_renderer.engine.animation import crossfade as fade_mod
+    from stylized_renderer.engine.core.animation import crossfade as fade_mod
 
     made = []
 

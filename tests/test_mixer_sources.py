@@ -1,5 +1,5 @@
 """Every source of a preview frame writes into the one mixer (issue 24): the Expressions panel's
-shape-key values next to a clip's morph channels (engine/preview_morphs.py), and a crowd's shared
+shape-key values next to a clip's morph channels (engine/features/preview/morphs.py), and a crowd's shared
 clip (AnimationPlayer.set_targets).  A weight given to the mixer changes what is drawn, by the
 mixer's rule (lerp of the sources by weight), with each source's values taken from Blender."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import bpy
 import numpy as np
 import pytest
 
-from stylized_renderer.engine import preview
+from stylized_renderer.engine.features.preview import control as preview
 from tools import scenes
 
 from test_vrm_preview_channels import clocked_session
@@ -49,7 +49,7 @@ def _with_key_channels(session, arm, body, keys):
     glTF clip keys its meshes' weights: put in the session's scene asset in place of the clip."""
     import dataclasses
 
-    from stylized_renderer.engine.assets import MorphWeightChannelAsset
+    from stylized_renderer.engine.core.assets import MorphWeightChannelAsset
 
     asset = session.scene_asset
     node = asset.node_index(body.name)
@@ -67,7 +67,7 @@ def test_the_panels_shape_keys_and_the_clips_channels_mix_by_weight(empty_scene,
     clip's value on Smile and the panel's on the others; the clip's weight 0.25 in the mixer
     gives 25 % clip and 75 % panel on Smile (the panel fills what the clip leaves), the others
     unchanged.  Before: the clip's values were written over the panel's (no weight to give)."""
-    from stylized_renderer.engine import preview_morphs
+    from stylized_renderer.engine.features.preview import morphs as preview_morphs
 
     arm, body = _face_character(empty_scene)
     kb = body.data.shape_keys.key_blocks
@@ -106,9 +106,9 @@ def test_a_crowds_shared_clip_goes_through_the_mixer(empty_scene):
     rows were scattered to the targets with no mixer (no weight to give)."""
     from mathutils import Matrix, Quaternion, Vector
 
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
     from test_crowd_runtime import build_crowd, clip_of, seek_frame
 
     names = build_crowd(empty_scene, 3)
@@ -151,9 +151,9 @@ def test_a_crowd_crossfades_through_the_mixer(empty_scene):
     at once): half-way through, every character's bones hold the blend a single character gets
     from the same fade (both clips through the mixer at the fade's weights), which differs from
     both clips alone; after the fade every character plays the new clip as Blender does."""
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
     from test_crowd_runtime import build_crowd, clip_of
 
     names = build_crowd(empty_scene, 3)

@@ -21,7 +21,7 @@ SUN_C = np.array([1.0, 0.95, 0.9])
 
 
 def params(**kw):
-    from stylized_renderer.engine.materials.params import MToonParams
+    from stylized_renderer.engine.core.assets.material import MToonParams
 
     base = dict(base_color=(0.9, 0.5, 0.3, 1.0), shade_color=(0.2, 0.1, 0.25), shading_toony=0.9,
                 shading_shift=0.0, gi_equalization=0.9, matcap_factor=(1, 1, 1), rim_color=(0, 0, 0))
@@ -78,7 +78,7 @@ def test_shading_shift(ext, empty_scene, shift):
 def test_shading_shift_texture(ext, empty_scene):
     """A plane facing the camera, the light at N.L = 0; the shift texture's R rises linearly with u,
     so the ramp runs across the plane: ramp = linearstep(-0.5, 0.5, -0.5 + u)."""
-    from stylized_renderer.engine.materials.params import TextureRef
+    from stylized_renderer.engine.core.assets.material import TextureRef
 
     w = 64
     tex = np.zeros((4, w, 4), np.float32)
@@ -135,7 +135,7 @@ def test_rim_fresnel_lift(ext, empty_scene):
 
 def test_matcap(ext, empty_scene):
     """Matcap image linear in (u, v) so bilinear filtering reproduces it exactly: rgb = (u, v, 0.25)."""
-    from stylized_renderer.engine.materials.params import TextureRef
+    from stylized_renderer.engine.core.assets.material import TextureRef
 
     n = 128
     uu = (np.arange(n) + 0.5) / n

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import EEVEE, TESTDATA, add_camera, add_material, add_mesh_object, add_sun, render_scene
 
-from stylized_renderer.engine import render_engine
+from stylized_renderer.engine.blender import render_engine
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
@@ -303,7 +303,7 @@ def test_hair_strands_are_evaluated_as_blender_evaluates_them(empty_scene):
     """Catmull-Rom strands (hair's default curve type) with per-curve resolutions, 2-, 3- and
     5-point curves and a poly curve, against Blender's own evaluation: Object > Convert > Mesh
     of the same curves (one vertex per evaluated point)."""
-    from stylized_renderer.engine import hair
+    from stylized_renderer.engine.blender.sources import hair
 
     scene = empty_scene
     hc = bpy.data.hair_curves.new("Curly")
@@ -425,7 +425,7 @@ def test_dense_groom_is_evaluated_within_the_point_budget_and_says_so(empty_scen
     """3,000 strands of 8 points at Blender's default resolution 12 are 255,000 evaluated points:
     over hair.POINT_BUDGET the resolution is lowered for every curve alike, the hair is still
     drawn, and the log line says how far."""
-    from stylized_renderer.engine import hair as hair_mod
+    from stylized_renderer.engine.blender.sources import hair as hair_mod
 
     scene = empty_scene
     head, hair = hair_scene(scene, strands=3000, points=8)

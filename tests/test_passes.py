@@ -12,7 +12,7 @@ PLANE_XZ = [(-1, 0, -1), (1, 0, -1), (1, 0, 1), (-1, 0, 1)]   # faces -Y (toward
 
 
 def params(**kw):
-    from stylized_renderer.engine.materials.params import MToonParams
+    from stylized_renderer.engine.core.assets.material import MToonParams
 
     base = dict(base_color=(0.9, 0.5, 0.3, 1.0), shade_color=(0.2, 0.1, 0.25), shading_toony=0.9,
                 gi_equalization=0.9)
@@ -21,7 +21,7 @@ def params(**kw):
 
 
 def tex_ref(img, **kw):
-    from stylized_renderer.engine.materials.params import TextureRef
+    from stylized_renderer.engine.core.assets.material import TextureRef
 
     return TextureRef(image=img, **kw)
 
@@ -127,7 +127,7 @@ def test_world_outline_ring_width(ext, empty_scene):
         for r in runs:
             assert abs(r - expected) <= 1, (runs, expected)
     # outlines off: no ring
-    from stylized_renderer.engine.materials.params import MToonParams  # noqa: F401
+    from stylized_renderer.engine.core.assets.material import MToonParams  # noqa: F401
     p = params(outline_width_mode="worldCoordinates", outline_width=0.1, outline_color=(0, 1, 0),
                outline_lighting_mix=0.0)
     c2, _ = T.render_direct([T.item_spec(T.uv_sphere())], {"M": p}, [T.sun((0.3, 1.0, -0.5))], cam, width=160,
@@ -284,7 +284,7 @@ def test_uv_scroll_moves_texture(ext, empty_scene):
 
 
 def test_point_and_spot_lights(ext, empty_scene):
-    from stylized_renderer.engine.passes.frame import LightData
+    from stylized_renderer.engine.core.world.frame import LightData
 
     p = params(shading_toony=1.0, gi_equalization=0.0, shade_color=(0, 0, 0), base_color=(1, 1, 1, 1))
     cam = T.ortho_camera(half_height=1.0)
@@ -342,9 +342,9 @@ def test_fxaa_smooths_edges(ext, empty_scene):
 
 
 def test_frustum_culling_skips_items(ext, empty_scene):
-    from stylized_renderer.engine.passes.common import frustum_visible
+    from stylized_renderer.engine.gpu.passes.common import frustum_visible
     from types import SimpleNamespace
-    from stylized_renderer.engine.assets import Bounds
+    from stylized_renderer.engine.core.assets import Bounds
 
     cam = T.persp_camera(location=(0, -6, 0))
     inside = SimpleNamespace(world_bounds=Bounds(np.array([-1, -1, -1.0]), np.array([1, 1, 1.0])), world=np.eye(4))

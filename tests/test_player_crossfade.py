@@ -1,5 +1,5 @@
-"""Clip crossfade and root motion "In place" in the preview player (engine/animation/player.py,
-engine/preview.py commands, the Animation panel's Fade and In Place)."""
+"""Clip crossfade and root motion "In place" in the preview player (engine/core/animation/player.py,
+engine/features/preview/control.py commands, the Animation panel's Fade and In Place)."""
 from __future__ import annotations
 
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import test_runtime_rigs as R
-from stylized_renderer.engine import preview
-from stylized_renderer.engine.animation import AnimationPlayer, ScenePose, slerp
-from stylized_renderer.engine.assets import MorphWeightChannelAsset, NodeAnimationChannelAsset
+from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose, slerp
+from stylized_renderer.engine.core.assets import MorphWeightChannelAsset, NodeAnimationChannelAsset
 
 ZA = [0.0, 0.0, 1.0]
 
@@ -212,8 +212,8 @@ def test_in_place_measures_horizontal_travel_in_the_parent_space():
 
 @pytest.fixture
 def rig_runtime(ext):
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     preview.clear_states()
     scene = R.skinned_arm_scene(morph=True)

@@ -81,7 +81,7 @@ def _run(capsys, frames="1-8", mode="timeline"):
 def test_import_flags_preserve_volume(empty_scene):
     """The importer keeps the object on the GPU path and flags its skin; 2-4 influences."""
     arm, ob = build_arm()
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
 
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
     mesh = next(m for m in asset.meshes if m.name == ob.name)
@@ -105,7 +105,7 @@ def test_linear_blending_fails(empty_scene, capsys, monkeypatch):
     """Negative control: the same rig drawn with linear blend skinning (the dual quaternion path
     off) is far from Blender's Preserve Volume result."""
     build_arm()
-    from stylized_renderer.engine.runtime import palette
+    from stylized_renderer.engine.core.runtime import palette
 
     real = palette.SkinningPaletteGroup.__init__
 
@@ -194,8 +194,8 @@ def test_preserve_volume_crowd_grouped_equals_single(empty_scene, monkeypatch):
     """Three Preserve Volume arms (linked duplicates, each with a pose of its own) drawn in
     grouped (instanced) draws give the same pixels as each drawn by its own call: every
     instance reads its own dual quaternion palette rows."""
-    from stylized_renderer.engine import render_engine
-    from stylized_renderer.engine.passes import instancing
+    from stylized_renderer.engine.blender import render_engine
+    from stylized_renderer.engine.gpu.passes import instancing
     from tools.bench_render import duplicate_linked
 
     scene = empty_scene
@@ -251,7 +251,7 @@ def test_preserve_volume_with_shape_keys(empty_scene, capsys):
 def test_preserve_volume_bounds_hold_blenders_mesh(empty_scene):
     """The dual quaternion palette's mesh-local bounds (culling, shadow fitting) hold every vertex
     of Blender's evaluated mesh at every frame, and stay within twice its extent."""
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
     scene = empty_scene
     arm, ob = build_arm()
@@ -297,7 +297,7 @@ def test_gram_schmidt_rotation_split_fails(empty_scene, capsys, monkeypatch):
     """Negative control: splitting the rotation off a sheared matrix by plain Gram-Schmidt
     against Y (X and Z each orthogonalised to Y only) instead of Blender's orthogonalize_m4
     exceeds the tolerance."""
-    from stylized_renderer.engine.runtime import dquat
+    from stylized_renderer.engine.core.runtime import dquat
 
     def gram_schmidt(m3):
         size = np.linalg.norm(m3, axis=1)

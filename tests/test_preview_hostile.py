@@ -5,7 +5,7 @@ Everything goes through the path a user takes: the transport and expression oper
 ``bpy.ops``, the viewport through Blender's own depsgraph updates (``StylizedSession.sync``, as
 ``view_update`` does) and ``render_engine.draw_view`` (as ``view_draw`` does), F12 through
 ``bpy.ops.render.render``.  The session's frame clock (``time.perf_counter`` in
-engine/session.py) is advanced by hand so that "wait 2 s" is exact.
+engine/blender/session.py) is advanced by hand so that "wait 2 s" is exact.
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import conftest as C
-from stylized_renderer.engine import gpu_util, preview
+from stylized_renderer.engine.gpu import util as gpu_util
+from stylized_renderer.engine.features.preview import control as preview
 
 
 class Viewport:
@@ -28,7 +29,7 @@ class Viewport:
     W, H = 64, 48
 
     def __init__(self, clock):
-        from stylized_renderer.engine import session as session_mod
+        from stylized_renderer.engine.blender import session as session_mod
 
         self.clock = clock
         self.session = session_mod.StylizedSession(viewport=True, addon=C.addon())   # as view_update makes it
@@ -58,8 +59,8 @@ class Viewport:
         self.updates = []
 
     def draw(self, wait: float = 0.0):
-        from stylized_renderer.engine.gpu_util import texture_to_numpy
-        from stylized_renderer.engine.render_engine import draw_view
+        from stylized_renderer.engine.gpu.util import texture_to_numpy
+        from stylized_renderer.engine.blender.render_engine import draw_view
 
         self.update()
         self.clock.now += wait
@@ -77,7 +78,7 @@ class Viewport:
 
 @pytest.fixture
 def viewport(ext, monkeypatch):
-    from stylized_renderer.engine import session as session_mod
+    from stylized_renderer.engine.blender import session as session_mod
 
     clock = C.Clock()
     monkeypatch.setattr(session_mod, "time", clock)
@@ -459,7 +460,7 @@ GODETTE = C.TESTDATA / "vrm" / "Godette_vrm0.blend"
 @pytest.mark.skipif(not GODETTE.exists(), reason="../shared/testdata/vrm/Godette_vrm0.blend is absent")
 def test_vrm_expressions_of_a_linked_avatar_are_refused_with_a_message(ext, tmp_path):
     from stylized_renderer.operators import expression_ops as ex
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.context.scene.render.engine = "STYLIZED"

@@ -86,8 +86,9 @@ def test_film_transparent_premultiplied_in_animation_and_viewport(empty_scene, t
         empty = px[..., 3] == 0.0
         assert np.count_nonzero(empty) > 1000 and np.abs(px[empty, :3]).max() == 0.0
     # the viewport's texture (draw_view: the path view_draw takes)
-    from stylized_renderer.engine import gpu_util, render_engine
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender import render_engine
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     depsgraph = bpy.context.evaluated_depsgraph_get()
     cam = scene.camera

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import add_camera, add_sun, render_scene
-from stylized_renderer.engine import render_engine
-from stylized_renderer.engine.passes import instancing
+from stylized_renderer.engine.blender import render_engine
+from stylized_renderer.engine.gpu.passes import instancing
 from tools import scenes
 from tools.bench_render import add_linked_duplicates, duplicate_linked
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
@@ -142,7 +142,7 @@ def test_shader_morph_instances_grouped_equal_single(empty_scene, no_instancing,
     """Shader-composed face morphs of linked duplicates: one shared weights texture with a base
     per instance gives the same pixels as each instance drawn with its own weights."""
     from demo.character import build_demo_scene
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     monkeypatch.setattr(SceneRuntime, "default_morph_policy", "shader")
     scene = empty_scene

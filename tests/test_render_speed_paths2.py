@@ -1,5 +1,5 @@
 """Render speed paths, part 2 (issues 12, 15): the specialised shader variants
-(engine/passes/mtoon_shaders.py ``SPECIALIZE``).  llvmpipe runs both sides of every branch, so
+(engine/gpu/passes/mtoon_shaders.py ``SPECIALIZE``).  llvmpipe runs both sides of every branch, so
 the passes draw each material with a variant whose material / frame / deformation choices are
 compile-time constants.  Every test renders through F12 and compares with the general shaders
 (``SPECIALIZE = False``): a variant that drops or changes anything a user would see fails here."""
@@ -13,8 +13,8 @@ import pytest
 
 from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
 from mtoon_testlib import float_image
-from stylized_renderer.engine import render_engine
-from stylized_renderer.engine.passes import mtoon_shaders
+from stylized_renderer.engine.blender import render_engine
+from stylized_renderer.engine.gpu.passes import mtoon_shaders
 from tools import scenes
 from tools.bench_render import duplicate_linked
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import add_camera, add_sun, cube_geometry, render_scene
-from stylized_renderer.engine import render_engine
-from stylized_renderer.engine.importer import scene as importer_scene
+from stylized_renderer.engine.blender import render_engine
+from stylized_renderer.engine.blender.importer import scene as importer_scene
 from tools.render_capture import LAST_RENDER as last_render
 from test_trust import _edit_positions, _skinned_grid, mask_of, render_animation
 

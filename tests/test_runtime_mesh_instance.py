@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.assets import MeshAsset, MorphTargetAsset
-from stylized_renderer.engine.runtime.backend import CpuBackend
-from stylized_renderer.engine.runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
+from stylized_renderer.engine.core.assets import MeshAsset, MorphTargetAsset
+from stylized_renderer.engine.core.runtime.backend import CpuBackend
+from stylized_renderer.engine.core.runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
 
 
 def target(name, pos, nrm=None, tan=None, lo=0.0, hi=1.0, mute=False):

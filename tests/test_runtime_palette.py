@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.animation import AnimationPlayer, ScenePose
-from stylized_renderer.engine.assets import MeshAsset, SceneAsset
-from stylized_renderer.engine.runtime.backend import CpuBackend
-from stylized_renderer.engine.runtime.palette import SkinningPalette, SkinningPaletteSet
+from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose
+from stylized_renderer.engine.core.assets import MeshAsset, SceneAsset
+from stylized_renderer.engine.core.runtime.backend import CpuBackend
+from stylized_renderer.engine.core.runtime.palette import SkinningPalette, SkinningPaletteSet
 
 
 def build(scene=None, backend=None):
@@ -70,7 +70,7 @@ def _scene_with_second_skin(modify):
     prims = list(base.meshes[0].primitives)
     sk = prims[1].skin
     jn, ibm = modify(np.array(sk.joint_node_indices), np.array(sk.inverse_bind_matrices))
-    from stylized_renderer.engine.assets import SkinAsset, PrimitiveAsset
+    from stylized_renderer.engine.core.assets import SkinAsset, PrimitiveAsset
     sk2 = SkinAsset(jn, ibm, sk.joint_bounds_min, sk.joint_bounds_max)
     p = prims[1]
     prims[1] = R.quad_primitive(1, "B", skin=sk2, joints=p.joints, weights=p.weights)

@@ -20,10 +20,9 @@ if "stylized_renderer" not in sys.modules:
     _m = importlib.util.module_from_spec(_spec)
     sys.modules["stylized_renderer"] = _m   # do NOT exec __init__ (it needs bpy)
 
-from stylized_renderer.engine.assets import (  # noqa: E402
-    AnimationClipAsset, Bounds, MeshAsset, MorphTargetAsset, MorphWeightChannelAsset, NODE_BONE, NODE_OBJECT,
-    NodeAnimationChannelAsset, PrimitiveAsset, SceneAsset, SceneNodeAsset, SkinAsset,
-)
+from stylized_renderer.engine.core.assets import (AnimationClipAsset, Bounds, MeshAsset,
+    MorphTargetAsset, MorphWeightChannelAsset, NODE_BONE, NODE_OBJECT, NodeAnimationChannelAsset,
+    PrimitiveAsset, SceneAsset, SceneNodeAsset, SkinAsset)
 
 I4 = np.eye(4)
 QI = np.array([1.0, 0.0, 0.0, 0.0])
@@ -110,10 +109,7 @@ def clip(channels=(), duration=1.0, morph_channels=(), name="clip"):
 
 def runtime_sources():
     """Source files of the runtime core (must not import bpy or gpu)."""
-    eng = ROOT / "engine"
-    files = list((eng / "animation").glob("*.py")) + list((eng / "world").glob("*.py"))
-    files += [eng / "runtime" / n for n in ("palette.py", "mesh_instance.py", "backend.py")]
-    return files
+    return sorted((ROOT / "engine" / "core").rglob("*.py"))
 
 
 def imported_modules(path):

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.assets import MorphWeightChannelAsset
-from stylized_renderer.engine.runtime.backend import CpuBackend
-from stylized_renderer.engine.world import SceneRuntime
+from stylized_renderer.engine.core.assets import MorphWeightChannelAsset
+from stylized_renderer.engine.core.runtime.backend import CpuBackend
+from stylized_renderer.engine.core.world import SceneRuntime
 
 
 def runtime(scene=None):
@@ -130,7 +130,7 @@ def test_a_non_finite_weight_is_refused_by_the_primitives_that_hold_its_key_alon
     only finite keys takes its own; the call reports False."""
     from dataclasses import replace
 
-    from stylized_renderer.engine.assets import MeshAsset, MorphTargetAsset, SceneAsset
+    from stylized_renderer.engine.core.assets import MeshAsset, MorphTargetAsset, SceneAsset
 
     sc = R.skinned_arm_scene(morph=True)
     body = sc.meshes[0]

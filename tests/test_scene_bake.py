@@ -1,5 +1,5 @@
-"""Scene playback bakes what only Blender evaluates (engine/importer/bake_scene.py,
-engine/preview_scene_bake.py): an IK rig (Quaternius) and a Rigify character playing NLA stacks
+"""Scene playback bakes what only Blender evaluates (engine/blender/bake/scene.py,
+engine/features/preview/scene_bake.py): an IK rig (Quaternius) and a Rigify character playing NLA stacks
 are baked over the scene's range as the timeline shows them and drawn from the bake; every drawn
 vertex is compared with Blender's evaluated mesh after frame_set at integer and fractional frames
 (1e-4 of the object's size at integer frames, 1e-3 between them).  Negative controls: a bake
@@ -66,8 +66,8 @@ def test_an_ik_rig_playing_nla_is_baked_and_drawn_as_the_timeline_shows_it(ik_nl
 
 
 def test_a_scene_bake_played_late_or_without_the_nla_fails(ik_nla_scene, capsys, monkeypatch):
-    from stylized_renderer.engine import preview_scene_bake
-    from stylized_renderer.engine.importer import bake_scene
+    from stylized_renderer.engine.features.preview import scene_bake as preview_scene_bake
+    from stylized_renderer.engine.blender.bake import scene as bake_scene
 
     orig = preview_scene_bake.SceneBakeFeed.write
     with monkeypatch.context() as m:
@@ -133,7 +133,7 @@ def test_rigify_scene_play_bakes_draws_and_rebakes_after_an_nla_edit(rigify_scen
     fractional frames; an NLA edit makes the bake stale: the session refuses (never a wrong
     pose) until Play bakes again, after which it matches the edited timeline."""
     import test_viewport_ui as U
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.panels import viewport_panels as vp
 
     scene = rigify_scene
@@ -175,7 +175,7 @@ def test_rigify_scene_play_bakes_draws_and_rebakes_after_an_nla_edit(rigify_scen
 def test_a_scene_bake_follows_what_needs_blender(ik_nla_scene):
     """A bake is current while the scene needs exactly it: a rig that loses its IK makes the bake
     stale (never drawn: its NLA plays it), a frame before the baked ones too; ensure bakes again."""
-    from stylized_renderer.engine.importer import bake_scene
+    from stylized_renderer.engine.blender.bake import scene as bake_scene
 
     bakes = bake_scene.SceneBakes()
     assert bakes.stale(ik_nla_scene).startswith("armature 'HumanArmature' needs a bake through Blender (IK on bone")

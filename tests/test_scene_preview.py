@@ -1,4 +1,4 @@
-"""Scene playback's animation (engine/nla_source.py + engine/animation/nla.py) against Blender's
+"""Scene playback's animation (engine/blender/sources/nla.py + engine/core/animation/nla.py) against Blender's
 timeline evaluation (scene.frame_set with subframes): every strip option and blend type on
 generated characters, shape-key NLA, object actions, the test data files; negative controls (a
 wrong blend type, a wrong repeat mapping, a missing extrapolation) must fail the check."""
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tools import check_scene
-from stylized_renderer.engine.animation import nla
-from stylized_renderer.engine.nla_source import SceneAnimation
+from stylized_renderer.engine.core.animation import nla
+from stylized_renderer.engine.blender.sources.nla import SceneAnimation
 
 TESTDATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata"
 
@@ -93,7 +93,7 @@ def test_scene_preview_draws_what_the_timeline_draws(nla_scene, capsys):
 
 
 def test_a_scene_preview_a_few_frames_late_fails_the_deform_check(nla_scene, monkeypatch, capsys):
-    from stylized_renderer.engine import nla_source
+    from stylized_renderer.engine.blender.sources import nla as nla_source
 
     orig = nla_source.IdAnimation.evaluate
     monkeypatch.setattr(nla_source.IdAnimation, "evaluate", lambda self, t: orig(self, t - 2.0))
@@ -106,7 +106,7 @@ def test_scene_operator_and_panel_play_from_the_current_frame(nla_scene, capsys)
     (as the timeline shows it), the clock advances at the scene's rate and wraps at the end,
     Pause holds, Stop hands back to the timeline; the sub-panel offers the three actions."""
     import test_viewport_ui as U
-    from stylized_renderer.engine import preview, preview_scene
+    from stylized_renderer.engine.features.preview import control as preview, scene as preview_scene
     from stylized_renderer.panels import viewport_panels as vp
 
     preview.clear_states()
@@ -145,7 +145,7 @@ def test_a_scene_needing_blenders_evaluation_is_refused_with_the_reason(nla_scen
     """An object constraint (what a bake of an armature's bones does not cover) would be played
     wrong: Play refuses, naming the object and the constraint; a session asked to play it anyway
     stays on the timeline and says why."""
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     ob = bpy.data.objects["Char1_0"]
     con = ob.constraints.new("COPY_LOCATION")
@@ -168,7 +168,7 @@ def test_animated_armature_data_is_refused_not_dropped(nla_scene):
     """Armature data animated with anything but VRM expression previews (those play:
     test_scene_vrm.py): Scene playback does not evaluate it, so Play says so instead of playing
     without it."""
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     rig = bpy.data.objects["Rig_0"]
     rig.data["expression_preview"] = 0.0
@@ -186,8 +186,9 @@ def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
     """A strip edited while Scene playback runs (Blender's depsgraph update reaches the session's
     sync, as view_update hands it) is played at the next frame: Blender's timeline and the
     preview agree after the edit.  Selecting an object (a Scene update) does not re-read."""
-    from stylized_renderer.engine import gpu_util, preview
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     s = StylizedSession()
     st = preview.PreviewState(active=True, scene_mode=True)
@@ -236,7 +237,7 @@ def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
 
 def test_tweak_mode_is_refused_not_skipped(nla_scene):
     """A character whose NLA is in tweak mode would be left out silently: Play names it."""
-    from stylized_renderer.engine import preview
+    from stylized_renderer.engine.features.preview import control as preview
 
     ad = bpy.data.objects["Char0_0"].animation_data
     ad.nla_tracks[0].strips[0].select = True

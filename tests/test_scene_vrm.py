@@ -1,6 +1,6 @@
 """Scene playback plays VRM expression previews (the VRM Add-on's ``preview`` keyed on the
-armature's data) as the timeline shows them: engine/nla_source.py reads the armature data's
-action and NLA, engine/preview_scene.py hands the evaluated previews to the session's
+armature's data) as the timeline shows them: engine/blender/sources/nla.py reads the armature data's
+action and NLA, engine/features/preview/scene.py hands the evaluated previews to the session's
 TimelineReader, which applies the VRM rules and binds to the face's shape keys.
 
 * with the add-on: Blender evaluates the previews (an NLA strip repeated under a combined active
@@ -58,7 +58,7 @@ def test_vrm_expressions_play_in_scene_mode_with_the_addon(vrm_addon, capsys, mo
     assert rc == 0, out
     assert "scene Face:" in out and "path=gpu" in out.split("scene Face:")[1].split("\n")[0], out
     # the control: the face the previews had when Play started, not Scene time
-    from stylized_renderer.engine import preview_scene
+    from stylized_renderer.engine.features.preview import scene as preview_scene
 
     orig = preview_scene.ScenePlayback.__init__
 

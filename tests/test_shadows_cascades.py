@@ -1,4 +1,4 @@
-"""View-fitted cascaded shadow maps for the sun (engine/passes/shadow.py).
+"""View-fitted cascaded shadow maps for the sun (engine/gpu/passes/shadow.py).
 
 * the demo character's shadow does not depend on how big the ground is (the maps follow the
   camera's view, not the scene's bounds);
@@ -80,14 +80,14 @@ def test_far_vertex_breaks_nothing(ext):
 def _items(*boxes):
     from types import SimpleNamespace
 
-    from stylized_renderer.engine.assets import Bounds
+    from stylized_renderer.engine.core.assets import Bounds
 
     return [SimpleNamespace(world_bounds=Bounds(np.array(lo, float), np.array(hi, float)))
             for lo, hi in boxes]
 
 
 def _fit(cam, items, count=4, res=2048):
-    from stylized_renderer.engine.passes.shadow import fit_cascades
+    from stylized_renderer.engine.gpu.passes.shadow import fit_cascades
 
     return fit_cascades(np.array([0.3, 0.5, -0.8]), cam, items, items, count=count, resolution=res,
                         max_distance=100.0, split_lambda=0.8, fade=0.1)
@@ -162,7 +162,7 @@ def _pole_scene(cascades, shadows=True, width=192, height=128):
 
 
 def T_params(**kw):
-    from stylized_renderer.engine.materials.params import MToonParams
+    from stylized_renderer.engine.core.assets.material import MToonParams
 
     base = dict(shading_toony=0.95, gi_equalization=0.9)
     base.update(kw)
@@ -360,7 +360,7 @@ def test_vrm_addon_receive_shadow_rate(ext):
 def test_farthest_surface_keeps_its_shadow(ext, empty_scene):
     """Seen straight from above (orthographic), the ground is the farthest visible surface: the
     cascades end at it and must not fade its shadow out (only the shadow distance fades)."""
-    from stylized_renderer.engine.passes.frame import CameraData
+    from stylized_renderer.engine.core.world.frame import CameraData
 
     ground = T.quad([(-3, -3, 0), (3, -3, 0), (3, 3, 0), (-3, 3, 0)])
     cube = T.box(1.0, (0, 0, 1.0))

@@ -1,4 +1,4 @@
-"""VRM spring bones in our runtime (engine/springs, issue 25) against the VRM Add-on's own
+"""VRM spring bones in our runtime (engine/features/springs, issue 25) against the VRM Add-on's own
 ``update_pose_bone_rotations`` (tools/check_springs.py), on Godette and a generated avatar (long
 hair chains, a skirt with capsule colliders on the legs, gravity); negative controls fail; the
 setup reads the same without the add-on.  Tests needing ../shared skip with the reason.
@@ -17,7 +17,7 @@ from test_vrm_expressions import ADDON_DIR, GODETTE, disable_vrm_addon, needs_go
 def skip_without_bone_uuids():
     """Godette_vrm0.blend was saved by Blender 5.0: Blender 4.5 drops the bones' system properties
     (the VRM Add-on's bone uuids), so neither the add-on nor we can tell which bone a joint is."""
-    from stylized_renderer.engine.springs import reader
+    from stylized_renderer.engine.features.springs import reader
 
     arm = bpy.data.objects["Armature"]
     if len(reader._bone_by_uuid(arm)) <= 1:
@@ -78,7 +78,7 @@ def _spec_summary(spec):
 
 
 def test_setup_reads_the_same_without_the_addon(vrm_addon, tmp_path):
-    from stylized_renderer.engine.springs import reader
+    from stylized_renderer.engine.features.springs import reader
 
     path = _avatar(tmp_path)
     bpy.ops.wm.open_mainfile(filepath=str(path))
@@ -99,8 +99,8 @@ def test_setup_reads_the_same_without_the_addon(vrm_addon, tmp_path):
 def test_vrm0_secondary_animation_is_migrated_as_the_addon_does(ext):
     """Without a spring_bone1 copy, the VRM 0.x bone groups give what the add-on's "Assign VRM 0.0
     Spring Bones" wrote into Godette's file (same joints, parameters, colliders), add-on absent."""
-    from stylized_renderer.engine import vrm_expressions as vx
-    from stylized_renderer.engine.springs import reader
+    from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.features.springs import reader
 
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
     bpy.ops.wm.open_mainfile(filepath=str(GODETTE))

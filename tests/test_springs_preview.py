@@ -1,4 +1,4 @@
-"""Spring bones in the preview (engine/springs/runtime.py via SceneRuntime.update): a generated VRM
+"""Spring bones in the preview (engine/features/springs/runtime.py via SceneRuntime.update): a generated VRM
 avatar with a head-shake clip, played through the real path (Scene property -> PreviewState ->
 session.update_frame), WITHOUT the VRM Add-on: the hair swings relative to the head; with
 Animate Spring Bones off it stays rigid; a seek resets the simulation."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import springs_builder as B
-from stylized_renderer.engine import preview
+from stylized_renderer.engine.features.preview import control as preview
 from test_vrm_expressions import ADDON_DIR, disable_vrm_addon, vrm_addon  # noqa: F401
 from test_vrm_preview_channels import clocked_session
 
@@ -91,7 +91,7 @@ def test_panels_show_the_toggle_and_the_joints_simulated(vrm_addon, view, tmp_pa
 
 
 def test_scene_preview_swings_the_hair_at_the_shown_frame(vrm_addon, view, tmp_path):
-    """Animation > Scene (engine/preview_scene.py) plays the avatar's action; the springs follow the
+    """Animation > Scene (engine/features/preview/scene.py) plays the avatar's action; the springs follow the
     preview's frame (pre-roll from the start frame at 60 Hz), not the timeline's."""
     arm = _avatar_file(tmp_path)
     scene = bpy.context.scene
@@ -130,7 +130,7 @@ def test_an_armature_scaled_to_zero_still_plays_its_springs(vrm_addon, view, tmp
 def test_a_frame_reads_no_spring_setup_after_the_build(vrm_addon, view, tmp_path, monkeypatch):
     """Per frame the springs read only the toggles of the armatures found at build: no scan of the
     scene's objects for spring data (reader.has_springs) while playing; a toggle change still shows."""
-    from stylized_renderer.engine.springs import reader
+    from stylized_renderer.engine.features.springs import reader
 
     arm = _avatar_file(tmp_path)
     st, rt, _ = _play(view, arm, 2)
@@ -148,7 +148,7 @@ def test_a_frame_reads_no_spring_setup_after_the_build(vrm_addon, view, tmp_path
 def test_a_frames_steps_share_its_world_terms(vrm_addon, view, tmp_path, monkeypatch):
     """At 24 fps a preview frame runs 2-3 steps on one evaluation: the world-only terms (armature
     inverse, first 'before' matrices, colliders) are computed once per frame, not per step."""
-    from stylized_renderer.engine.springs import solver
+    from stylized_renderer.engine.core.animation import spring_solver as solver
 
     arm = _avatar_file(tmp_path)
     st, rt, _ = _play(view, arm, 1)

@@ -1,4 +1,4 @@
-"""Spring bones in F12 / Ctrl+F12 without the VRM Add-on (engine/springs/timeline.py): frame N does
+"""Spring bones in F12 / Ctrl+F12 without the VRM Add-on (engine/features/springs/timeline.py): frame N does
 not depend on which frames the process rendered before (a farm worker rendering 25-48 alone gets
 the frames of a 1-48 render), and the hair really moves (differs from Animate Spring Bones off)."""
 from __future__ import annotations

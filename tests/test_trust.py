@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from conftest import add_camera, add_material, add_mesh_object, add_sun, cube_geometry, render_scene
-from stylized_renderer.engine import gpu_util
-from stylized_renderer.engine.render_engine import draw_view
+from stylized_renderer.engine.gpu import util as gpu_util
+from stylized_renderer.engine.blender.render_engine import draw_view
 from tools.render_capture import LAST_RENDER as last_render
-from stylized_renderer.engine.session import StylizedSession
+from stylized_renderer.engine.blender.session import StylizedSession
 from test_viewport_draw import CapturedUpdates, draw, look_at, object_mask, perspective
 from tools import scenes
 
@@ -101,7 +101,7 @@ def test_f12_after_an_edit_is_never_stale(empty_scene, what, edit):
     edit(arm, ob)
     after = render_scene(scene).copy()
     # the reference: the same edited data imported by a session that never saw the old data
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
 
     importer_asset = importer.import_scene(scene)
     assert importer_asset.meshes[0].fallback_reason is None
@@ -293,7 +293,7 @@ def test_curves_text_and_metaballs_are_drawn_once(empty_scene, session):
     dg = bpy.context.evaluated_depsgraph_get()
     session.sync(dg)
     frame = gpu_util.run_in_gpu_context(lambda: session.build_frame(
-        dg, __import__("stylized_renderer.engine.session", fromlist=["x"]).camera_from_matrices(
+        dg, __import__("stylized_renderer.engine.blender.session", fromlist=["x"]).camera_from_matrices(
             look_at((0.0, -10.0, 0.5)), perspective(math.radians(45), 4 / 3)), 64, 48))
     per_object = {}
     for it in frame.items:
@@ -499,7 +499,7 @@ def test_linked_duplicates_share_assets_and_static_streams(empty_scene, capsys):
     """Three linked duplicates of a skinned, morphed mesh, each on its own copy of the rig:
     one import of the geometry, one static GPU upload per primitive, each deformed by its own
     rig exactly as Blender does."""
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
     from tools import check_deform
 
     scene = empty_scene
@@ -534,7 +534,7 @@ def test_linked_duplicates_share_assets_and_static_streams(empty_scene, capsys):
     for o in [ob] + [c[1] for c in copies]:
         assert f"{o.name}: " in out and "path=gpu" in out
     # one static upload per distinct primitive, not per object
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     s = StylizedSession()
     dg = bpy.context.evaluated_depsgraph_get()

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from conftest import add_camera, add_sun, render_scene
-from stylized_renderer.engine import render_engine
-from stylized_renderer.engine.importer import skin
+from stylized_renderer.engine.blender import render_engine
+from stylized_renderer.engine.blender.importer import skin
 from tools.render_capture import LAST_RENDER as last_render
 from test_resync_fast_path import _animated_grid
 from test_trust import _edit_weights, _skinned_grid, mask_of, render_animation

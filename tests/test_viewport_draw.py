@@ -13,9 +13,9 @@ import pytest
 
 from conftest import (add_camera, add_material, add_mesh_object, add_sun, cube_geometry, look_at, perspective,
                       render_scene)
-from stylized_renderer.engine import gpu_util
-from stylized_renderer.engine.gpu_util import texture_to_numpy
-from stylized_renderer.engine.render_engine import draw_view
+from stylized_renderer.engine.gpu import util as gpu_util
+from stylized_renderer.engine.gpu.util import texture_to_numpy
+from stylized_renderer.engine.blender.render_engine import draw_view
 
 
 def orthographic(half_height, aspect, near=0.1, far=100.0) -> np.ndarray:
@@ -269,7 +269,7 @@ def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, se
 
     # an edited key of the action re-imports it
     action = rig.animation_data.action
-    from stylized_renderer.engine.importer.actions import slot_fcurves
+    from stylized_renderer.engine.blender.importer.actions import slot_fcurves
     fc = slot_fcurves(action, rig.animation_data.action_slot)[0]
 
     def move_key():

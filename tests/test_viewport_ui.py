@@ -7,8 +7,8 @@ import bpy
 import numpy as np
 import pytest
 
-from stylized_renderer.engine import preview
-from stylized_renderer.engine.viewer_timings import ViewerCpuTimings
+from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.core.world.viewer_timings import ViewerCpuTimings
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
@@ -111,9 +111,9 @@ def character(empty_scene, clean_preview):
 
 
 def make_runtime(scene):
-    from stylized_renderer.engine.importer import import_scene
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender.importer import import_scene
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     asset = import_scene(bpy.context.evaluated_depsgraph_get())
     rt = SceneRuntime(asset, CpuBackend())
@@ -431,7 +431,7 @@ class FakeSession:
 
 
 def test_stats_panel(empty_scene, monkeypatch):
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
     from stylized_renderer.panels import viewport_panels as vp
 
     scene = empty_scene
@@ -475,7 +475,7 @@ def test_profile_gpu_measures_every_pass(empty_scene, render):
     """With Profile GPU the pipeline waits for each pass and reports real times for all five;
     without it nothing is reported (the panel says pending, never 0)."""
     from conftest import add_camera, add_mesh_object, add_sun, cube_geometry
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
     from stylized_renderer.panels import viewport_panels as vp
 
     scene = empty_scene

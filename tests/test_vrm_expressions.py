@@ -1,4 +1,4 @@
-"""VRM expressions as a source of morph weights (engine/vrm_expressions.py, docs/vrm.md).
+"""VRM expressions as a source of morph weights (engine/features/vrm/expressions.py, docs/vrm.md).
 
 * The evaluator against the VRM 1.0 specification (isBinary, override none/block/blend, the
   interaction of both), on numpy inputs.
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import conftest as C
-from stylized_renderer.engine import preview
+from stylized_renderer.engine.features.preview import control as preview
 
 VRM_DIR = C.TESTDATA / "vrm"
 GODETTE = VRM_DIR / "Godette_vrm0.blend"
@@ -36,7 +36,7 @@ needs_godette = pytest.mark.skipif(not GODETTE.exists(),
 # ------------------------------------------------------------------------------------------------
 
 def _ev(values, binary=None, overrides=None, category=None):
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     n = len(values)
     return vx.evaluate(np.asarray(values, float), np.zeros(n, bool) if binary is None else binary,
@@ -51,7 +51,7 @@ def test_values_are_clamped_and_binary_thresholds_at_half(ext):
 
 
 def test_override_block_blend_and_same_kind(ext):
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     B, L, M, N = vx.CAT_BLINK, vx.CAT_LOOK_AT, vx.CAT_MOUTH, vx.CAT_NONE
     NONE, BLOCK, BLEND = vx.OVERRIDE_NONE, vx.OVERRIDE_BLOCK, vx.OVERRIDE_BLEND
@@ -78,7 +78,7 @@ def test_override_block_blend_and_same_kind(ext):
 
 def test_binary_and_override_interaction(ext):
     """expressions.md 'Interaction between override and isBinary'."""
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     B, N = vx.CAT_BLINK, vx.CAT_NONE
     ov = np.zeros((2, 3), int)
@@ -95,7 +95,7 @@ def test_binary_and_override_interaction(ext):
 
 def test_bind_matrix_product(ext):
     """Key weights = bind matrix @ outputs (a key bound by two expressions sums their binds)."""
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     src = vx.VrmMorphSource.__new__(vx.VrmMorphSource)
     src.bind_matrix = np.array([[1.0, 0.0, 0.25], [0.0, 1.0, 0.25]])   # keys: blink_l, blink_r
@@ -202,7 +202,7 @@ def reference_stills(scene, drop_vrm) -> dict:
     arm = bpy.data.objects["Armature"]
     arm.data.animation_data_clear()
     drop_vrm(arm)
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     assert vx.expression_set_of(arm) is None
     keys = bpy.data.objects["Face"].data.shape_keys.key_blocks
@@ -220,7 +220,7 @@ def _drop_with_addon(arm):
 
 
 def _drop_raw(arm):
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     holder = arm.data.bl_system_properties_get() if hasattr(arm.data, "bl_system_properties_get") else arm.data
     del holder[vx.EXT]
@@ -256,7 +256,7 @@ def test_the_same_file_without_the_addon_renders_the_same_expressions(vrm_addon,
     disable_vrm_addon()
     scene = open_godette(keyed)
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
-    bpy.data.objects["Armature"].stylized_spring_bones = False   # the hair would settle (engine/springs)
+    bpy.data.objects["Armature"].stylized_spring_bones = False   # the hair would settle (engine/features/springs)
     raw = render_animation(scene, 1, 3)
     for f, px in raw.items():
         C.save_png(px, ART / f"raw_frame{f}.png")
@@ -274,7 +274,7 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
     expression result, unbound keys (HideBlush is bound by Sorrow only) keep their values."""
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
     open_godette()
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     arm = bpy.data.objects["Armature"]
     s = vx.expression_set_of(arm)
@@ -285,7 +285,7 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
     keys = bpy.data.objects["Face"].data.shape_keys.key_blocks
     keys["angled_eyebrows"].value = 0.0           # stale key value: ignored for a bound key
     keys["HideHairBalls"].value = 1.0              # a key no expression binds keeps its own value
-    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
 
     rt = _runtime_for_scene()
     reader = TimelineReader(rt.scene, rt)
@@ -299,9 +299,9 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
 
 def _runtime_for_scene():
     """A SceneRuntime of the current scene (CPU side only: no GPU backend needed for weights)."""
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.runtime.backend import CpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
     rt = SceneRuntime(asset, CpuBackend())
@@ -345,8 +345,8 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
     scene = open_godette()
     arm = bpy.data.objects["Armature"]
     ex = make_vrm1(arm)
-    from stylized_renderer.engine import vrm_expressions as vx
-    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
 
     s = vx.expression_set_of(arm)
     assert s.spec == vx.SPEC_VRM1
@@ -399,8 +399,8 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
 
 def test_colour_and_uv_binds_on_params(ext):
     """base + sum_e w_e (target_e - base) per colour type; UV lerps towards the bind (V-up form)."""
-    from stylized_renderer.engine.materials import vrm_binds
-    from stylized_renderer.engine.materials.params import MToonParams, TextureRef
+    from stylized_renderer.engine.features.vrm import binds as vrm_binds
+    from stylized_renderer.engine.core.assets.material import MToonParams, TextureRef
 
     p = MToonParams(base_color=(0.8, 0.6, 0.5, 1.0), shade_color=(0.4, 0.3, 0.2),
                     textures={"base_color": TextureRef(uv_offset=(0.0, 0.0), uv_scale=(1.0, 1.0)),
@@ -477,7 +477,7 @@ def test_panel_lists_presets_custom_and_raw_keys(vrm_addon):
     assert panels[:3] == ["stylized_expr_vrm_presets", "stylized_expr_vrm_custom", "stylized_expr_shape_keys"]
     assert lay.log[[i for i, (k, a, kw) in enumerate(lay.log) if k == "panel"][2]][2]["default_closed"] is True
     sliders = list(_sliders(lay))
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     # presets first in the VRM 1.0 order (a VRM 0.x group shows its own name), then custom
     presets = [t.split(" ")[0] for t in sliders[:17]]
@@ -510,7 +510,7 @@ def test_panel_lists_presets_custom_and_raw_keys(vrm_addon):
 
 
 def _fcurves(id_data):
-    from stylized_renderer.engine.importer.actions import pick_slot, slot_fcurves
+    from stylized_renderer.engine.blender.importer.actions import pick_slot, slot_fcurves
 
     ad = id_data.animation_data
     return slot_fcurves(ad.action, pick_slot(ad.action, "ARMATURE", ad, id_data.name))
@@ -523,7 +523,7 @@ def test_panel_without_the_addon_writes_and_keys_the_stored_previews(ext):
     arm = bpy.data.objects["Armature"]
     lay = _panel(scene, arm)
     assert lay.labels()[0] == "Armature: VRM 0.x | 17 presets, 0 custom"
-    from stylized_renderer.engine import vrm_expressions as vx
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     angry = _sliders(lay)["angry (Angry)"]
     angry.value = 0.5
@@ -579,8 +579,8 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
     monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
     from test_viewport_draw import draw
 
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine import session as session_mod
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender import session as session_mod
 
     scene = open_godette()
     preview.clear_states()
@@ -618,8 +618,8 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
     scene = open_godette()
     arm = bpy.data.objects["Armature"]
-    from stylized_renderer.engine import vrm_expressions as vx
-    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
 
     groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
     groups[ANGRY]["binds"][0]["index"] = "no_such_key"
@@ -644,8 +644,8 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
 def test_bind_edits_show_in_the_viewport_within_half_a_second(ext):
     open_godette()
     arm = bpy.data.objects["Armature"]
-    from stylized_renderer.engine import vrm_expressions as vx
-    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
 
     groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import conftest as C
-from stylized_renderer.engine import preview
+from stylized_renderer.engine.features.preview import control as preview
 
 from test_vrm_expressions import (ADDON_DIR, ANGRY, GODETTE, disable_vrm_addon, make_vrm1,  # noqa: F401
                                   needs_godette, open_godette, vrm_addon)
@@ -69,7 +69,7 @@ def _make_clip(arm, name, group, bone_angle):
 
 
 def _fcurve(action, path):
-    from stylized_renderer.engine.importer.actions import slot_fcurves
+    from stylized_renderer.engine.blender.importer.actions import slot_fcurves
 
     for slot in action.slots:
         for fc in slot_fcurves(action, slot):
@@ -120,8 +120,8 @@ def clocked_session(monkeypatch, strict: bool = True):
     ``update(state, dt)`` runs ``update_frame`` as view_draw does, ``dt`` seconds after the last.
     ``strict``: a refused update or a ``last_error`` fails at once (tests of refusals pass False
     and read the state themselves)."""
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine import session as session_mod
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender import session as session_mod
 
     # (no stand-in for the hand-back: each update draws through run_in_gpu_context, whose render
     # of its own temporary scene changes no frame of this one, as a real viewport draw does not)
@@ -175,7 +175,7 @@ def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session
         return 1.0 + t * fps
 
     # the importer: the expression curve is a morph channel of the ARMATURE's node
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
 
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
     clip = {c.name: c for c in asset.animations}["HappyClip"]
@@ -275,10 +275,10 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
     open_godette()
     arm = bpy.data.objects["Armature"]
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine import vrm_expressions as vx
-    from stylized_renderer.engine.importer.actions import slot_fcurves
-    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.blender.importer.actions import slot_fcurves
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from test_vrm_expressions import _runtime_for_scene
 
     s = vx.expression_set_of(arm)
@@ -342,8 +342,8 @@ def test_vrm1_presets_and_custom_expressions_are_channels(vrm_addon):
         expr.preview = 0.0
     arm.data.animation_data.action.name = "Vrm1Face"
     arm.data.animation_data.action = None
-    from stylized_renderer.engine import importer
-    from stylized_renderer.engine.timeline import TimelineReader
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from test_vrm_expressions import _runtime_for_scene
 
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
@@ -387,7 +387,7 @@ def test_check_deform_player_mode_plays_the_face_slot(vrm_addon, capsys, monkeyp
     rc, f, out = run()
     assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
     assert "frames=4" in out, out                       # HappyClip, the only clip: 2 objects x 2 frames
-    from stylized_renderer.engine.importer import bake_isolate
+    from stylized_renderer.engine.blender.bake import isolate as bake_isolate
 
     monkeypatch.setattr(bake_isolate, "_isolate_data_slot", lambda owner, action: None)
     rc, f, out = run()

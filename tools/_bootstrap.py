@@ -25,7 +25,7 @@ def load(register: bool = True):
         mod = mod or importlib.util.module_from_spec(spec)
         sys.modules[PACKAGE] = mod
         spec.loader.exec_module(mod)
-    from stylized_renderer.engine.render_engine import StylizedRenderEngine as _engine
+    from stylized_renderer.engine.blender.render_engine import StylizedRenderEngine as _engine
 
     if __name__ == "_bootstrap":        # imported from tools/ on sys.path: its sibling, as the tool imports it
         import render_capture
@@ -33,7 +33,7 @@ def load(register: bool = True):
         from tools import render_capture
     render_capture.install(_engine)     # tests and tools read final renders through LAST_RENDER
     if register:
-        from stylized_renderer.engine.render_engine import StylizedRenderEngine
+        from stylized_renderer.engine.blender.render_engine import StylizedRenderEngine
 
         if not StylizedRenderEngine.is_registered:
             mod.register()

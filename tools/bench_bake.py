@@ -8,7 +8,7 @@ measures the median per-frame cost of
   (a) Blender's scene.frame_set on that scene (constraints, IK, drivers, B-Bones, the body);
   (b) the preview player as the viewport runs it: StylizedSession.update_frame in preview mode,
       playing the baked clip (sample + exact bone matrices + B-Bone segments + palettes + upload);
-  (c) the bake's cost per frame of the action (engine/importer/bake_record.py: frame_set + reading
+  (c) the bake's cost per frame of the action (engine/blender/bake/record.py: frame_set + reading
       the pose and the B-Bone segments, the adaptive bake's mid-point checks and sub-frame samples
       included), over fresh bakes, and the bake's memory (Bake.nbytes; the session's BakedPose
       shares its tables);
@@ -21,7 +21,7 @@ Measured (2 CPU cores shared with other jobs, llvmpipe; 706 bones, 160 deform, 4
 5 bones a vertex, 668 palette rows of which 560 B-Bone segment rows): frame_set 2.2-2.4 ms on quiet
 runs (up to 8.5 ms under load; Blender's rig evaluation ~0.7 ms, its Armature modifier the rest),
 player 0.21 ms, ratio ~0.09: at the goal.  What makes the player cheap on a baked clip
-(engine/session.py ``_BakeFeed``): the inner bones' worlds from the bake's root-relative matrices
+(engine/blender/session.py ``_BakeFeed``): the inner bones' worlds from the bake's root-relative matrices
 (``ScenePose.set_world_shortcut``: one (4k,4) x (4,4) product per root bone instead of one
 batched product per bone level), and the palettes straight from the baked joints
 (``SkinningPaletteSet.set_baked_joints``: each row's root-relative joint @ B-Bone relation @
@@ -61,9 +61,9 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
         sys.path.insert(0, root)
     from tools import rigify_rig
 
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.preview import PreviewState
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview.control import PreviewState
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene

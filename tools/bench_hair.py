@@ -1,6 +1,6 @@
 """Hair benchmark: F12 of a sphere with N hair strands (a ``CURVES`` object, P points per strand,
 Blender's default Catmull-Rom resolution) with Stylized (ribbons built from the evaluated curves,
-engine/hair.py) and Workbench in the same process, and the ribbon build alone for a second camera
+engine/blender/sources/hair.py) and Workbench in the same process, and the ribbon build alone for a second camera
 (what a viewport orbit costs per frame).  Each engine renders once to warm up, then they take
 turns for --runs timed renders; medians are reported.  Last line:
   bench-hair: strands=N points=P stylized_s=X workbench_s=Y ratio_workbench=X/Y ribbons_ms=Z
@@ -57,8 +57,8 @@ def main() -> None:
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine import hair
-    from stylized_renderer.engine.passes.frame import CameraData
+    from stylized_renderer.engine.blender.sources import hair
+    from stylized_renderer.engine.core.world.frame import CameraData
 
     scene, ob = build(args.strands, args.points)
     times = {"STYLIZED": [], "BLENDER_WORKBENCH": []}

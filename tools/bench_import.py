@@ -42,7 +42,7 @@ def _load():
     import _bootstrap
 
     _bootstrap.load()          # registered: the F12 measurement renders with the engine
-    from stylized_renderer.engine import importer
+    from stylized_renderer.engine.blender import importer
     return importer
 
 
@@ -122,7 +122,7 @@ def _animation_check(scene, out_dir):
     """(check ratio, check ms, frame ms) of frames 2-4 of a Ctrl+F12, and an F12's check ms."""
     import bpy
 
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
     from render_capture import LAST_RENDER as last_render
 
     scene.render.engine = "STYLIZED"
@@ -189,9 +189,9 @@ def first_view(path: str) -> None:
     import numpy as np
 
     _load()
-    from stylized_renderer.engine import gpu_util
-    from stylized_renderer.engine.render_engine import draw_view
-    from stylized_renderer.engine.session import StylizedSession, camera_from_object
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender.render_engine import draw_view
+    from stylized_renderer.engine.blender.session import StylizedSession, camera_from_object
 
     bpy.ops.wm.open_mainfile(filepath=path)
     scene = bpy.context.scene

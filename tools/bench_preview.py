@@ -3,9 +3,9 @@
     .venv/bin/python tools/bench_preview.py [--seconds 10] [--fps 60] [--memory-frames 1000]
 
 Builds the demo character (demo/character.py, else tools/scenes.py's character) and runs, inside
-one GPU context (engine.gpu_util.run_in_gpu_context), the code path the viewport uses:
+one GPU context (engine.gpu.util.run_in_gpu_context), the code path the viewport uses:
 ``render_engine.draw_view`` -> ``StylizedSession.render_texture`` (preview commands applied by
-``engine.preview.apply_commands``, runtime update, extraction, FramePipeline) at 640x360.
+``engine.features.preview.control.apply_commands``, runtime update, extraction, FramePipeline) at 640x360.
 
 * preview:  the preview player drives the pose (PreviewState.active, playing); the timeline
             does not move and the depsgraph is not re-evaluated.
@@ -56,7 +56,7 @@ def build_scene():
 def camera_for(scene, depsgraph):
     import numpy as np  # noqa: F401
 
-    from stylized_renderer.engine.session import camera_from_matrices, camera_from_object
+    from stylized_renderer.engine.blender.session import camera_from_matrices, camera_from_object
 
     cam = scene.camera
     if cam is not None:
@@ -116,9 +116,10 @@ def main(argv=None) -> int:
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine import gpu_util, preview
-    from stylized_renderer.engine.render_engine import draw_view
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.blender.render_engine import draw_view
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     scene, arm, what = build_scene()
     frames = max(1, int(round(args.seconds * args.fps)))

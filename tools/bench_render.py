@@ -19,7 +19,7 @@ rendered with Profile GPU on (each pass waits for the GPU) and every item drawn 
 the real skinning with the
 same frame drawn unskinned (the identity palette bound, so every pass skips the skin matrices;
 the picture is the rest pose, only the timing matters; its shader variants are compiled without
-skinning, engine/passes/mtoon_shaders.py), and prints per pass
+skinning, engine/gpu/passes/mtoon_shaders.py), and prints per pass
   bench-skin-cost: pass=P skinned_ms=A unskinned_ms=B skin_share=(A-B)/A
 This is a benchmark, not a test: it asserts nothing.
 """
@@ -230,7 +230,7 @@ def run_crowd(args):
     sizes = args.crowd or [1, 6, 36]
     width = args.width or 640
     height = args.height or 480
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
     print(f"crowd: N in {sizes}, {width}x{height}, F12 median of {args.runs} after a warm-up, "
           f"Ctrl+F12 over {args.anim_frames} frames")
@@ -283,9 +283,9 @@ def run_skin_cost(args):
     """Per-pass time with and without the vertex shaders' skinning (see the module docstring)."""
     import bpy
 
-    from stylized_renderer.engine import render_engine
-    from stylized_renderer.engine.passes import instancing
-    from stylized_renderer.engine.runtime import gpu_backend
+    from stylized_renderer.engine.blender import render_engine
+    from stylized_renderer.engine.gpu.passes import instancing
+    from stylized_renderer.engine.gpu import backend as gpu_backend
 
     n, scene, kind = pass_scene(args)
     st = scene.stylized
@@ -358,7 +358,7 @@ def main():
     if st is not None:
         st.shadows = True
         st.outlines = True
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
     print(f"scene: {kind}, {args.width}x{args.height}, {args.runs} timed renders per engine (median)")
     t = time_engines(scene, ("STYLIZED", "BLENDER_WORKBENCH"), args.runs)

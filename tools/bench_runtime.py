@@ -43,7 +43,7 @@ How memory is measured:
 Last, the Rigify character of tools/bench_bake.py (preview player vs frame_set, bake cost per frame):
   bench-rigify: frame_set_ms=A player_ms=B ratio_player=R bake_ms_per_frame=C
 ``--heavy`` prints only the heavy rig's bench-runtime line.  The heavy rig's clip is a plain clip:
-the player evaluates its 1,460 Bezier quaternion curves at the frame's time (engine/animation/
+the player evaluates its 1,460 Bezier quaternion curves at the frame's time (engine/core/animation/
 fcurves.py; they share their key frames, so one located segment and one (C, 4) x (4,) product),
 then normalises each quaternion as Blender does.  Its sampling step measured 15 us against 22 us
 for the integer-frame samples and slerp it replaced (same process, interleaved).
@@ -88,10 +88,11 @@ def build(bones, vertices, shape_keys, active):
 def measure(bones=365, vertices=50000, shape_keys=50, active=5, frames=60, with_blender=True):
     import bpy
 
-    from stylized_renderer.engine import gpu_util, importer
-    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
-    from stylized_renderer.engine.timeline import TimelineReader
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.gpu.backend import GpuBackend
+    from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     build(bones, vertices, shape_keys, active)
     scene = bpy.context.scene
@@ -221,9 +222,10 @@ def measure_crowd(n: int, frames: int = 40) -> dict:
     step), on the GPU backend, in one process."""
     import bpy
 
-    from stylized_renderer.engine import gpu_util, importer
-    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.gpu.backend import GpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     names = build_crowd(n)
     scene = bpy.context.scene
@@ -255,8 +257,8 @@ def measure_crowd(n: int, frames: int = 40) -> dict:
 
     def session_task():
         # the user path: the viewport session's update_frame with "Play on All Characters" on
-        from stylized_renderer.engine import preview
-        from stylized_renderer.engine.session import StylizedSession
+        from stylized_renderer.engine.features.preview import control as preview
+        from stylized_renderer.engine.blender.session import StylizedSession
 
         s = StylizedSession(viewport=True)
         dg = bpy.context.evaluated_depsgraph_get()
@@ -369,9 +371,10 @@ def _walk(stack, seen, found) -> None:
 def measure_memory(bones=365, vertices=50000, shape_keys=50, active=5, frames=10):
     import bpy
 
-    from stylized_renderer.engine import gpu_util, importer
-    from stylized_renderer.engine.runtime.gpu_backend import GpuBackend
-    from stylized_renderer.engine.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.gpu.backend import GpuBackend
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     arm, ob = build(bones, vertices, shape_keys, active)
     dg = bpy.context.evaluated_depsgraph_get()

@@ -77,8 +77,9 @@ def measure(frames: int = 40) -> dict:
     of each per step: the machine's load weighs on both alike)."""
     import bpy
 
-    from stylized_renderer.engine import gpu_util, preview
-    from stylized_renderer.engine.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.blender.session import StylizedSession
 
     build()
     scene = bpy.context.scene

@@ -1,4 +1,4 @@
-"""bench-springs: our spring bone step (engine/springs/solver.step: the frame's world terms, one
+"""bench-springs: our spring bone step (engine/core/animation/spring_solver.step: the frame's world terms, one
 step, the rotations; all characters in one call) against the VRM Add-on's
 ``update_pose_bone_rotations(context, 1/60)`` on Godette and on 10 copies of her (each with its own
 armature data: the add-on keeps its state in it), in the same process, timed interleaved (ours and
@@ -41,7 +41,8 @@ def measure(copies=10, n=200) -> dict:
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine.springs import core, reader, solver
+    from stylized_renderer.engine.core.animation import spring_rig as core, spring_solver as solver
+    from stylized_renderer.engine.features.springs import reader
 
     bpy.ops.wm.open_mainfile(filepath=str(GODETTE))
     from io_scene_vrm.editor.spring_bone1.handler import update_pose_bone_rotations

@@ -18,7 +18,7 @@ player:   for every clip compatible with an armature/object, the preview player 
           afterwards), and channels the clip does not key keep the pose they had at import on
           both sides.  Nothing of Blender's is copied into the player.  Clips of armatures
           with constraints, IK, drivers or weighted B-Bones are baked first through Blender's
-          evaluation (engine/importer/bake.py), as the preview's Play does ("baked:" lines);
+          evaluation (engine/blender/bake/cache.py), as the preview's Play does ("baked:" lines);
           a preview that refuses a clip (no current bake) fails the check.  Half frames of
           baked clips (BETWEEN_FRAMES) are compared too and printed as mode "between"
           (linear interpolation of the bake: reported, not part of the pass/fail).  Plain clips
@@ -64,8 +64,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402
 from gpu_readback import GpuReadback  # noqa: E402  (vertices read back through the drawing variants)
 
-_bake = None     # engine.importer.bake, bound by Checker (after the extension is loaded)
-_actions = None  # engine.importer.actions, likewise
+_bake = None     # engine.blender.bake.cache, bound by Checker (after the extension is loaded)
+_actions = None  # engine.blender.importer.actions, likewise
 
 TOLERANCE = 1e-4
 NORMAL_TOLERANCE = 0.5         # median 1 - cos(angle): 60 degrees = inverted/unskinned/unmorphed normals
@@ -159,16 +159,17 @@ class Checker:
     def __init__(self, morph_policy="auto"):
         import bpy
 
-        from stylized_renderer.engine.session import StylizedSession
+        from stylized_renderer.engine.blender.session import StylizedSession
 
         global _bake, _actions
-        from stylized_renderer.engine.importer import actions, bake
+        from stylized_renderer.engine.blender.importer import actions
+        from stylized_renderer.engine.blender.bake import cache as bake
 
         _bake, _actions = bake, actions
         self.morph_policy = morph_policy
         self.morph_paths = {"rebuild": 0, "shader": 0}
         self.bpy = bpy
-        from stylized_renderer.engine import render_engine
+        from stylized_renderer.engine.blender import render_engine
 
         # the add-on's bakes when it is registered (what the preview's Play makes), else its own
         self.session = StylizedSession(addon=render_engine.addon_state())
@@ -253,7 +254,7 @@ class Checker:
 
     # ------------------------------------------------------------------------------------------
     def run_timeline(self, frames):
-        from stylized_renderer.engine import gpu_util
+        from stylized_renderer.engine.gpu import util as gpu_util
 
         bpy = self.bpy
         scene = bpy.context.scene
@@ -275,7 +276,7 @@ class Checker:
     def _skip_reason(self, clip):
         """Why a clip cannot be checked in player mode (None: it can).  Armatures whose clips
         need Blender's evaluation (constraints, IK, drivers, B-Bones) are baked instead
-        (engine/importer/bake.py), as the preview does; constraints or drivers on a plain
+        (engine/blender/bake/cache.py), as the preview does; constraints or drivers on a plain
         object's clip and shape-key drivers on a morph clip are not baked: skipped."""
         bpy = self.bpy
         ob = bpy.data.objects.get(clip.target_object)
@@ -297,8 +298,8 @@ class Checker:
         return None
 
     def run_player(self, frames_limit=None, step: int = 1):
-        from stylized_renderer.engine import gpu_util
-        from stylized_renderer.engine.preview import PreviewState
+        from stylized_renderer.engine.gpu import util as gpu_util
+        from stylized_renderer.engine.features.preview.control import PreviewState
 
         bpy = self.bpy
         scene = bpy.context.scene
@@ -462,7 +463,7 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
 
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
-    for ob in bpy.data.objects:       # spring bones (engine/springs) are ours: Blender's pose has none
+    for ob in bpy.data.objects:       # spring bones (engine/features/springs) are ours: Blender's pose has none
         if getattr(ob, "stylized_spring_bones", False):
             ob.stylized_spring_bones = False
     checker = Checker(morph)

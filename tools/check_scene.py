@@ -1,5 +1,5 @@
-"""``check_deform.py --mode scene``: the Scene preview's animation (``engine.nla_source`` +
-``engine.animation.nla``) against Blender's timeline evaluation (``scene.frame_set(f,
+"""``check_deform.py --mode scene``: the Scene preview's animation (``engine.blender.sources.nla`` +
+``engine.core.animation.nla``) against Blender's timeline evaluation (``scene.frame_set(f,
 subframe=s)``) of the same time, on every animated channel of every Object and shape-key
 datablock: object transforms, pose-bone transforms, shape-key values.
 
@@ -83,7 +83,7 @@ def compare(scene, anim, frames, mutate=None, verbose=False):
 
 
 def run(scene, frames=None, out=print) -> int:
-    from stylized_renderer.engine.nla_source import SceneAnimation
+    from stylized_renderer.engine.blender.sources.nla import SceneAnimation
 
     anim = SceneAnimation(scene, sample=False)      # never Blender's values in what is checked
     frames = frames if frames is not None else scene_frames(scene)
@@ -130,8 +130,9 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
     the timeline shows itself (a VRM expression without the VRM Add-on: its shape keys typed in)."""
     import bpy
 
-    from stylized_renderer.engine import gpu_util, preview
-    from stylized_renderer.engine.preview import PreviewState
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.features.preview.control import PreviewState
     from tools import check_deform as cd
 
     scene.render.engine = "STYLIZED"
@@ -140,7 +141,7 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
     given = state is not None
     state = state if given else PreviewState(active=True, scene_mode=True)
     if not given:
-        from stylized_renderer.engine import preview_scene_bake
+        from stylized_renderer.engine.features.preview import scene_bake as preview_scene_bake
 
         # what Play bakes (armatures only Blender evaluates)
         preview_scene_bake.prepare(scene, state, quiet=preview.timeline_handback_suspended)

@@ -1,4 +1,4 @@
-"""Compare our spring bone simulation (engine/springs) with the VRM Add-on's own.
+"""Compare our spring bone simulation (engine/features/springs) with the VRM Add-on's own.
 
 Usage:
   .venv/bin/python tools/check_springs.py FILE.blend [--steps N] [--dt S] [--control none|no-collisions|no-gravity|wrong-order]
@@ -58,7 +58,7 @@ def enable_addon(addon_dir=ADDON_DIR) -> bool:
 
 def _joint_bones(arm):
     """Names of every bone named by a spring joint, bone order."""
-    from stylized_renderer.engine.springs import reader
+    from stylized_renderer.engine.features.springs import reader
 
     node_of, arm_node = reader.standalone_nodes(arm)
     spec = reader.read_character(arm, node_of, arm_node)
@@ -137,8 +137,8 @@ def _fcurves(action):
 
 def _control(sr, control):
     """A negative control: the setup our preview simulates, broken on purpose."""
-    from stylized_renderer.engine.springs import core
-    from stylized_renderer.engine.springs import runtime as springs_runtime
+    from stylized_renderer.engine.core.animation import spring_rig as core
+    from stylized_renderer.engine.features.springs import runtime as springs_runtime
 
     chars, warnings, names = springs_runtime.read_characters(sr.scene_asset)
     for ch in chars:
@@ -157,7 +157,7 @@ def _preview_clock():
     """The session's clock driven by hand (the preview advances by exactly what the check says)."""
     import time as _time
 
-    from stylized_renderer.engine import session as session_mod
+    from stylized_renderer.engine.blender import session as session_mod
 
     class Clock:
         now = 1000.0
@@ -186,8 +186,9 @@ def play_preview(arms, updates, dt, control="none"):
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine import gpu_util, preview
-    from stylized_renderer.engine import session as session_mod
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.blender import session as session_mod
 
     scene = bpy.context.scene
     preview.clear_states()
@@ -309,7 +310,7 @@ def run(path: str, steps: int = 120, dt: float = STEP, control: str = "none", lo
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine.springs import reader
+    from stylized_renderer.engine.features.springs import reader
 
     bpy.ops.wm.open_mainfile(filepath=str(path))
     scene = bpy.context.scene

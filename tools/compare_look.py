@@ -76,7 +76,7 @@ def _render_exr(bpy, scene, engine, path) -> np.ndarray:
 
 
 def render_stylized(bpy, scene) -> np.ndarray:
-    from stylized_renderer.engine import render_engine
+    from stylized_renderer.engine.blender import render_engine
 
     saved = scene.render.engine
     scene.render.engine = "STYLIZED"
@@ -130,7 +130,7 @@ class _NoVrmOutlineHulls:
     and skips them."""
 
     def __init__(self, bpy):
-        from stylized_renderer.engine.materials import vrm_addon
+        from stylized_renderer.engine.features.vrm import materials as vrm_addon
 
         self.mods = [m for ob in bpy.data.objects for m in getattr(ob, "modifiers", ())
                      if vrm_addon.is_outline_modifier(m) and m.show_render]
@@ -195,7 +195,7 @@ def _fmt(rgb) -> str:
 
 
 def report(bpy, renders: dict, masks: dict) -> tuple:
-    from stylized_renderer.engine.materials import describe, resolve_material
+    from stylized_renderer.engine.features.materials import describe, resolve_material
 
     diffs, chromas = [], []
     for name in sorted(masks):

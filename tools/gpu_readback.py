@@ -45,9 +45,9 @@ class GpuReadback:
 
     def shader_for(self, item):
         """(vertex class, readback shader) of ``item``, classified by the pipeline's own code."""
-        from stylized_renderer.engine.passes.instancing import FrameInstances
-        from stylized_renderer.engine.passes.mtoon_shaders import VERTEX_DEFINES
-        from stylized_renderer.engine.passes.shader_lib import build_shader
+        from stylized_renderer.engine.gpu.passes.instancing import FrameInstances
+        from stylized_renderer.engine.gpu.passes.mtoon_shaders import VERTEX_DEFINES
+        from stylized_renderer.engine.gpu.passes.shader_lib import build_shader
 
         vclass = FrameInstances([item]).vertex_class([(0, item)])
         sh = self.shaders.get(vclass)
@@ -64,8 +64,8 @@ class GpuReadback:
         """World positions (or world normals) of the item's vertices, as the passes deform them."""
         import gpu
 
-        from stylized_renderer.engine.gpu_util import texture_to_numpy
-        from stylized_renderer.engine.runtime.gpu_backend import bind_deform
+        from stylized_renderer.engine.gpu.util import texture_to_numpy
+        from stylized_renderer.engine.gpu.backend import bind_deform
 
         vclass, sh = self.shader_for(item)
         self.variants[vclass] = self.variants.get(vclass, 0) + 1

@@ -45,9 +45,11 @@ def main(argv=None) -> int:
     import bpy
     from mathutils import Euler, Quaternion
 
-    from stylized_renderer.engine import cameras, gpu_util, preview
-    from stylized_renderer.engine import session as session_mod
-    from stylized_renderer.engine.gpu_util import texture_to_numpy
+    from stylized_renderer.engine.blender import cameras
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.blender import session as session_mod
+    from stylized_renderer.engine.gpu.util import texture_to_numpy
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

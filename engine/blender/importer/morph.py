@@ -1,0 +1,314 @@
+"""Shape-key deltas: positions from the keys, normal/tangent deltas recomputed with numpy.
+
+Normal and tangent deltas are ``numpy(shaped) - numpy(basis)`` with the same formula on both
+sides, computed incrementally over the triangles a key actually moves, so unmoved regions get
+exactly zero deltas and a key touching a small region costs little.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.geometry import cross3, dot3, norm3
+
+
+def _tri_corner_normals(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """(T,3,3) angle-weighted unit face normal of each triangle corner."""
+    return _tri_corner_normals_p(p[tris])
+
+
+def _csr(tris: np.ndarray, count: int):
+    """vertex -> incident triangle lists as (ptr (count+1,), tri ids)."""
+    flat = tris.ravel()
+    order = np.argsort(flat, kind="stable")
+    ptr = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(flat, minlength=count), out=ptr[1:])
+    return ptr, order // 3
+
+
+def sorted_unique(size: int, *arrays: np.ndarray) -> np.ndarray:
+    """Sorted unique values of the non-negative ints in ``arrays`` (all < ``size``): one
+    boolean mask instead of a sort (the same result as ``np.unique`` / ``np.union1d``)."""
+    mark = np.zeros(size, bool)
+    for a in arrays:
+        mark[a] = True
+    return np.flatnonzero(mark)
+
+
+def unique_inverse(values: np.ndarray, size: int):
+    """(sorted unique values, inverse) of non-negative ints < ``size``, as
+    ``np.unique(values, return_inverse=True)`` gives them, without a sort."""
+    u = sorted_unique(size, values)
+    lut = np.empty(size, np.int64)
+    lut[u] = np.arange(u.shape[0])
+    return u, lut[values]
+
+
+def incident(ptr: np.ndarray, tri_ids: np.ndarray, verts: np.ndarray) -> np.ndarray:
+    """Sorted unique triangles touching any of ``verts``."""
+    return sorted_unique(tri_ids.shape[0], gather(ptr, tri_ids, verts))
+
+
+def gather(ptr: np.ndarray, ids: np.ndarray, verts: np.ndarray) -> np.ndarray:
+    """``ids[ptr[v]:ptr[v + 1]]`` of every vertex in ``verts``, concatenated (CSR rows)."""
+    if verts.size == 0:
+        return np.zeros(0, np.int64)
+    starts = ptr[verts]
+    counts = ptr[verts + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offs = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    return ids[offs + np.arange(total)]
+
+
+def _accumulate(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    out = np.empty((count, values.shape[1]))
+    for c in range(values.shape[1]):
+        out[:, c] = np.bincount(groups, weights=values[:, c], minlength=count)
+    return out
+
+
+def _normalize(v: np.ndarray) -> np.ndarray:
+    ln = norm3(v)[:, None]
+    return np.where(ln > 1e-30, v / np.where(ln > 1e-30, ln, 1.0), 0.0)
+
+
+class NormalDeltaSolver:
+    """Per split vertex (CornerSplit vertex) normal deltas for per-Blender-vertex position deltas.
+
+    Blender's method: polygon normals (Newell) weighted by the polygon's corner angle, summed over
+    the corners of one smooth fan. A fan is approximated by the corners that share a Blender vertex
+    and a basis corner normal (custom normals keep their basis direction + this delta).
+    """
+
+    def __init__(self, split_normals, source_vertices, corner_to_split, base_co, loop_vert, poly_start, poly_total):
+        self.src = np.asarray(source_vertices, np.int64)
+        nsplit = self.src.shape[0]
+        key = np.hstack([self.src[:, None].astype(np.float64), np.asarray(split_normals, np.float64)])
+        if nsplit:
+            row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
+            _, ginv = np.unique(np.ascontiguousarray(key).view(row).ravel(), return_inverse=True)
+            self.group = ginv.ravel().astype(np.int64)
+        else:
+            self.group = np.zeros(0, np.int64)
+        self.ngroups = int(self.group.max()) + 1 if nsplit else 0
+        self.gsplit = np.argsort(self.group, kind="stable")
+        self.gptr = np.zeros(self.ngroups + 1, np.int64)
+        np.cumsum(np.bincount(self.group, minlength=self.ngroups), out=self.gptr[1:])
+        self.co = np.asarray(base_co, np.float64)
+        self.lv = np.asarray(loop_vert, np.int64)
+        self.ps = np.asarray(poly_start, np.int64)
+        self.pt = np.asarray(poly_total, np.int64)
+        nl = self.lv.shape[0]
+        npoly = self.ps.shape[0]
+        self.lp = np.repeat(np.arange(npoly), self.pt)                 # loop -> polygon
+        pos_in = np.arange(nl) - self.ps[self.lp]
+        self.lnext = self.ps[self.lp] + (pos_in + 1) % self.pt[self.lp]
+        self.lprev = self.ps[self.lp] + (pos_in - 1) % self.pt[self.lp]
+        self.lv_next = self.lv[self.lnext]          # the vertex after / before each loop's, once
+        self.lv_prev = self.lv[self.lprev]
+        c2s = np.asarray(corner_to_split, np.int64)
+        self.lgroup = np.where(c2s >= 0, self.group[np.maximum(c2s, 0)] if nsplit else -1, -1)
+        self.used = self.lgroup >= 0
+        self.contrib0 = self._contrib(np.arange(nl), self.co)
+        self.gsum0 = _accumulate(self.lgroup[self.used], self.contrib0[self.used], self.ngroups)
+        self.gnorm0 = _normalize(self.gsum0)
+        nsrc = self.co.shape[0]
+        order = np.argsort(self.lv, kind="stable")
+        self.vptr = np.zeros(nsrc + 1, np.int64)
+        np.cumsum(np.bincount(self.lv, minlength=nsrc), out=self.vptr[1:])
+        self.vloops = order
+
+    def _contrib(self, loops: np.ndarray, co: np.ndarray, d: np.ndarray = None) -> np.ndarray:
+        """Angle-weighted polygon normal of each loop in ``loops`` (whole polygons expected),
+        with vertex positions ``co`` (+ ``d``)."""
+        if loops.size == 0:
+            return np.zeros((0, 3))
+        ic, inx, ipv = self.lv[loops], self.lv_next[loops], self.lv_prev[loops]
+        pc, pn, pp = co[ic], co[inx], co[ipv]
+        if d is not None:
+            pc, pn, pp = pc + d[ic], pn + d[inx], pp + d[ipv]
+        polys, pinv = unique_inverse(self.lp[loops], self.ps.shape[0])
+        newell = _accumulate(pinv, cross3(pc, pn), polys.size)
+        n = _normalize(newell)[pinv]
+        e1, e2 = pp - pc, pn - pc
+        l1 = norm3(e1)
+        l2 = norm3(e2)
+        cosang = np.einsum("ij,ij->i", e1, e2) / np.maximum(l1 * l2, 1e-30)
+        ang = np.arccos(np.clip(cosang, -1.0, 1.0))
+        return n * ang[:, None]
+
+    def deltas(self, vertex_deltas: np.ndarray, moved_v: np.ndarray = None):
+        """Sparse normal deltas: (split vertex ids (K,), deltas (K,3) float64) for per-Blender-vertex
+        position deltas; ``moved_v`` (nv,) bool marks vertices with a nonzero delta."""
+        d = vertex_deltas
+        if moved_v is None:
+            moved_v = _any3(d != 0.0)
+        empty = (np.zeros(0, np.int64), np.zeros((0, 3)))
+        mv = np.flatnonzero(moved_v)
+        if self.lv.size == 0 or mv.size == 0 or self.ngroups == 0:
+            return empty
+        touched = gather(self.vptr, self.vloops, mv)     # loops of the moved vertices
+        polys = sorted_unique(self.ps.shape[0], self.lp[touched])
+        counts = self.pt[polys]
+        total = int(counts.sum())
+        offs = np.repeat(self.ps[polys] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        loops = offs + np.arange(total)
+        loops = loops[self.used[loops]] if not self.used[loops].all() else loops
+        if loops.size == 0:
+            return empty
+        c1 = self._contrib(loops, self.co, d)
+        diff = c1 - self.contrib0[loops]
+        cg = self.lgroup[loops]
+        ug, li = unique_inverse(cg, self.ngroups)
+        gs = self.gsum0[ug] + _accumulate(li.ravel(), diff, ug.size)
+        gd = _normalize(gs) - self.gnorm0[ug]
+        nz = _any3(gd != 0.0)
+        ug, gd = ug[nz], gd[nz]
+        if ug.size == 0:
+            return empty
+        starts = self.gptr[ug]
+        counts = self.gptr[ug + 1] - starts
+        total = int(counts.sum())
+        offs = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        ids = self.gsplit[offs + np.arange(total)]
+        vals = np.repeat(gd, counts, axis=0)
+        order = np.argsort(ids)
+        return ids[order], vals[order]
+
+
+def _any3(m: np.ndarray) -> np.ndarray:
+    return m[:, 0] | m[:, 1] | m[:, 2]
+
+
+def _tri_corner_normals_p(pts: np.ndarray) -> np.ndarray:
+    """Like _tri_corner_normals for (T,3,3) corner positions."""
+    a, b, c = pts[:, 0], pts[:, 1], pts[:, 2]
+    n = np.cross(b - a, c - a)
+    ln = np.linalg.norm(n, axis=1, keepdims=True)
+    n = np.where(ln > 1e-30, n / np.where(ln > 1e-30, ln, 1.0), 0.0)
+    out = np.empty((pts.shape[0], 3, 3))
+    for k, (o, x, y) in enumerate(((a, b, c), (b, c, a), (c, a, b))):
+        e1, e2 = x - o, y - o
+        l1 = np.linalg.norm(e1, axis=1)
+        l2 = np.linalg.norm(e2, axis=1)
+        cosang = np.einsum("ij,ij->i", e1, e2) / np.maximum(l1 * l2, 1e-30)
+        ang = np.arccos(np.clip(cosang, -1.0, 1.0))
+        out[:, k] = n * ang[:, None]
+    return out
+
+
+class TangentDeltaSolver:
+    """Tangent deltas of one primitive (same formula as mesh.compute_tangents, incremental)."""
+
+    def __init__(self, positions, normals, uv, tris, source_vertices=None):
+        self.src = None if source_vertices is None else np.asarray(source_vertices, np.int64)
+        self.pos = np.asarray(positions, np.float64)
+        self.nor = np.asarray(normals, np.float64)
+        self.uv = np.asarray(uv, np.float64)
+        self.tris = np.asarray(tris, np.int64).reshape(-1, 3)
+        # per triangle, what no shape key changes: its corners' base positions and its UV terms
+        # (the values _sdir computed from the UVs for every key before)
+        t = self.tris
+        self._p = tuple(self.pos[t[:, k]] for k in range(3))
+        w0, w1, w2 = self.uv[t[:, 0]], self.uv[t[:, 1]], self.uv[t[:, 2]]
+        d1, d2 = w1 - w0, w2 - w0
+        det = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
+        self._r = np.where(np.abs(det) > 1e-20, 1.0 / np.where(det == 0, 1, det), 0.0)[:, None]
+        self._d1y, self._d2y = d1[:, 1:2].copy(), d2[:, 1:2].copy()
+        self.sdir0 = self._sdir(slice(None))
+        v = self.pos.shape[0]
+        self.tan0 = self._scatter(self.tris, self.sdir0, v)
+        self.t0 = _normalize(self.tan0 - self.nor * dot3(self.nor, self.tan0)[:, None])
+        self.vptr, self.vtris = _csr(self.tris, v)
+
+    def _sdir(self, tri_ids, corner_deltas=None):
+        """The tangent direction (Lengyel's sdir) of triangles ``tri_ids`` with their corners moved
+        by ``corner_deltas`` ((T,3,3); None: not moved): mesh.compute_tangents' formula."""
+        p0, p1, p2 = (p[tri_ids] for p in self._p)
+        if corner_deltas is not None:
+            p0, p1, p2 = p0 + corner_deltas[:, 0], p1 + corner_deltas[:, 1], p2 + corner_deltas[:, 2]
+        e1, e2 = p1 - p0, p2 - p0
+        return (e1 * self._d2y[tri_ids] - e2 * self._d1y[tri_ids]) * self._r[tri_ids]
+
+    @staticmethod
+    def _scatter(tris, vals, v):
+        idx = tris.ravel()
+        rep = np.repeat(vals, 3, axis=0)
+        return _accumulate(idx, rep, v)
+
+    def sparse_deltas(self, vertex_deltas: np.ndarray, moved_ids: np.ndarray, n_ids: np.ndarray,
+                      n_deltas: np.ndarray):
+        """Like ``deltas`` but from per-Blender-vertex deltas ``vertex_deltas`` (nv,3) and
+        ``moved_ids``: this primitive's vertices whose Blender vertex has a non-zero delta
+        (ascending; the solver needs ``source_vertices``), returning only the rows that may
+        change: (ids (K,) ascending, (K,3) float32)."""
+        empty = (np.zeros(0, np.int64), np.zeros((0, 3), np.float32))
+        if self.tris.shape[0] == 0 or not (moved_ids.size or n_ids.size):
+            return empty
+        aff_t = incident(self.vptr, self.vtris, moved_ids)
+        if aff_t.size:
+            at = self.tris[aff_t]
+            s1 = self._sdir(aff_t, vertex_deltas[self.src[at]])
+            diff = s1 - self.sdir0[aff_t]
+            uv_, li = unique_inverse(at.ravel(), self.pos.shape[0])
+            add = _accumulate(li, np.repeat(diff, 3, axis=0), uv_.size)
+        else:
+            uv_ = np.zeros(0, np.int64)
+            add = np.zeros((0, 3))
+        ids = sorted_unique(self.pos.shape[0], uv_, n_ids)
+        return ids, self._finish(ids, uv_, add, n_ids, n_deltas)
+
+    def _finish(self, ids, uv_, add, n_ids, n_deltas) -> np.ndarray:
+        t = self.tan0[ids]                     # (fancy indexing: copies)
+        if uv_.size:
+            t[np.searchsorted(ids, uv_)] += add
+        n = self.nor[ids]
+        if n_ids.size:
+            n[np.searchsorted(ids, n_ids)] += n_deltas
+        n1 = _normalize(n)
+        t1 = _normalize(t - n1 * dot3(n1, t)[:, None])
+        good = norm3(t1) > 0.5
+        dd = t1 - self.t0[ids]
+        dd[~good] = 0.0
+        return dd.astype(np.float32)
+
+    def deltas(self, position_deltas: np.ndarray, moved: np.ndarray, n_ids: np.ndarray,
+               n_deltas: np.ndarray) -> np.ndarray:
+        """(V,3) float32 tangent deltas. ``moved`` (V,) bool: vertices with a position delta;
+        ``n_ids``/``n_deltas``: the vertices whose normal changed and by how much."""
+        v = self.pos.shape[0]
+        out = np.zeros((v, 3), np.float32)
+        if self.tris.shape[0] == 0 or not (moved.any() or n_ids.size):
+            return out
+        aff_t = incident(self.vptr, self.vtris, np.flatnonzero(moved))
+        nd_full_ids = n_ids
+        if aff_t.size:
+            at = self.tris[aff_t]
+            s1 = self._sdir(aff_t, position_deltas[at])
+            diff = s1 - self.sdir0[aff_t]
+            uv_, li = np.unique(at.ravel(), return_inverse=True)
+            add = _accumulate(li.ravel(), np.repeat(diff, 3, axis=0), uv_.size)
+        else:
+            uv_ = np.zeros(0, np.int64)
+            add = np.zeros((0, 3))
+        ids = np.union1d(uv_, nd_full_ids)
+        out[ids] = self._finish(ids, uv_, add, n_ids, n_deltas)
+        return out
+
+
+def read_key_coords(key_block, vertex_count: int) -> np.ndarray:
+    a = np.empty(vertex_count * 3, np.float32)
+    if vertex_count:
+        pts = getattr(key_block, "points", None)  # much faster bulk path than .data in Blender 5.0
+        (pts if pts is not None else key_block.data).foreach_get("co", a)
+    return a.reshape(vertex_count, 3)
+
+
+def fallback_key_name(index: int, taken: set) -> str:
+    name = f"Key {index}"
+    n = 1
+    while name in taken:
+        name = f"Key {index}.{n:03d}"
+        n += 1
+    return name

@@ -1,0 +1,109 @@
+"""Shape keys of one mesh -> sparse MorphTargetAssets per primitive (numpy, no dense per-key arrays).
+
+Each key is read once (``MeshReads``: shared with the content fingerprint), compared with its
+relative key to find the vertices it moves, and only those rows are carried on: the position
+rows, the normal deltas of the split vertices around them (``NormalDeltaSolver``) and the
+tangent deltas of the triangles they touch (``TangentDeltaSolver``), handed to
+``MorphTargetAsset`` in its sparse form.  One (V,3) scratch array of Blender-vertex deltas is
+reused by every key (its moved rows are set, used and cleared again)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.assets import AssetError, MorphTargetAsset
+from . import skin as _skin
+from .mesh import corner_verts
+from .morph import NormalDeltaSolver, TangentDeltaSolver, _any3, fallback_key_name, sorted_unique
+
+_EMPTY_I = np.zeros(0, np.int64)
+
+
+def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
+    """Per primitive, the list of its MorphTargetAssets (one per shape key but the reference)."""
+    nv = base_co.shape[0]
+    kbs = list(key.key_blocks)
+    ref = key.reference_key
+    nl, npoly = len(mesh.loops), len(mesh.polygons)
+    loop_vert = corner_verts(mesh)
+    poly_start = np.empty(npoly, np.int32)
+    if npoly:
+        mesh.polygons.foreach_get("loop_start", poly_start)
+    poly_total = np.diff(poly_start, append=np.int32(nl)).astype(np.int32)   # face offsets are ascending
+    nsolver = NormalDeltaSolver(cs.normals, cs.source_vertices, cs.corner_to_split, base_co,
+                                loop_vert, poly_start, poly_total)
+    tsolvers = [TangentDeltaSolver(p.positions, p.normals, p.uv0, p.indices, source_vertices=p.source_vertices)
+                if p.uv0 is not None else None for p in prims]
+    # split vertex (CornerSplit) -> primitive-local vertex, and Blender vertex -> whether the
+    # primitive has a vertex made from it
+    split_local = []
+    for p in prims:
+        lm = np.full(cs.positions.shape[0], -1, np.int64)
+        lm[p.split_vertices] = np.arange(p.split_vertices.shape[0])
+        split_local.append(lm)
+    taken = {kb.name for kb in kbs if kb.name}
+    vgroup_index = {g.name: g.index for g in obj.vertex_groups}
+    d = np.zeros((nv, 3))             # scratch: this key's Blender-vertex deltas (rows ``mids``)
+    moved = np.zeros(nv, bool)        # scratch: vertices with a non-zero delta
+    out = [[] for _ in prims]
+    for ki, kb in enumerate(kbs):
+        if kb == ref:
+            continue
+        name = kb.name if kb.name else fallback_key_name(ki, taken)
+        taken.add(name)
+        rel = kb.relative_key if kb.relative_key is not None else ref
+        ck, cr = reads.key_coords(kb), reads.key_coords(rel)
+        ne = ck != cr
+        mids = np.flatnonzero(ne[:, 0] | ne[:, 1] | ne[:, 2])
+        dm = ck[mids].astype(np.float64) - cr[mids]
+        if kb.vertex_group and vg is not None and kb.vertex_group in vgroup_index:
+            dm *= _skin.group_weights(*vg, vgroup_index[kb.vertex_group], nv)[mids, None]
+        if not np.isfinite(dm.sum()):
+            raise AssetError(f"mesh '{obj.name}' shape key '{name}': non-finite vertex positions")
+        live = np.any(dm != 0.0, axis=1)
+        mids, dm = mids[live], dm[live]
+        d[mids] = dm
+        moved[mids] = True
+        try:
+            n_ids, n_d = nsolver.deltas(d, moved)
+            for pi, p in enumerate(prims):
+                out[pi].append(_target(p, split_local[pi], tsolvers[pi], d, moved, n_ids, n_d, name, kb))
+        finally:
+            d[mids] = 0.0
+            moved[mids] = False
+    return out
+
+
+def _target(p, lmap, tsolver, d, moved, n_ids, n_d, name, kb) -> MorphTargetAsset:
+    """The sparse MorphTargetAsset of one key on primitive ``p``."""
+    v = p.positions.shape[0]
+    pos_ids = np.flatnonzero(moved[p.source_vertices])
+    loc = lmap[n_ids]
+    ok = loc >= 0
+    nrm_ids, nrm = loc[ok], n_d[ok]
+    if tsolver is not None:
+        tan_ids, tan = tsolver.sparse_deltas(d, pos_ids, nrm_ids, nrm)
+    else:
+        tan_ids, tan = _EMPTY_I, None
+    ids = sorted_unique(v, pos_ids, nrm_ids, tan_ids) if (nrm_ids.size or tan_ids.size) else pos_ids
+    k = ids.shape[0]
+    prow = np.zeros((k, 3), np.float32)
+    if pos_ids.size:
+        prow[np.searchsorted(ids, pos_ids)] = d[p.source_vertices[pos_ids]]
+    nrow = np.zeros((k, 3), np.float32)
+    if nrm_ids.size:
+        nrow[np.searchsorted(ids, nrm_ids)] = nrm
+    trow = None
+    if tsolver is not None:
+        trow = np.zeros((k, 3), np.float32)
+        if tan_ids.size:
+            trow[np.searchsorted(ids, tan_ids)] = tan
+    # rows whose float32 deltas are all zero are not stored (as the dense form reduced them)
+    keep = _any3(prow != 0.0) | _any3(nrow != 0.0)
+    if trow is not None:
+        keep |= _any3(trow != 0.0)
+    if not keep.all():
+        ids, prow, nrow = ids[keep], prow[keep], nrow[keep]
+        trow = trow[keep] if trow is not None else None
+    return MorphTargetAsset(name=name, vertex_count=v, indices=ids, position_rows=prow, normal_rows=nrow,
+                            tangent_rows=trow, weight_min=float(kb.slider_min), weight_max=float(kb.slider_max),
+                            mute=bool(kb.mute), key_name=kb.name)

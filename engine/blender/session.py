@@ -1,0 +1,400 @@
+"""StylizedSession: the per-engine state shared by final renders and the viewport.
+
+sync(depsgraph)      brings GPU resources up to date with the depsgraph
+render_texture(...)  builds the frame (extraction + lights + camera) and runs the FramePipeline
+render_pixels(...)   the same, read back as a linear float (H, W, 4) array
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import session_bake, session_sync
+from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
+from .sources.fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
+from ..features.materials.losses import frame_losses
+from ..gpu.passes import render_passes
+from ..core.world.frame import CameraData, FrameData
+from ..gpu.passes.local_shadows import local_shadow_losses
+from ..gpu.passes.visibility import VisibilityCache
+from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
+from .session_bake import BakeFeed as _BakeFeed  # noqa: F401 (re-exported: tests patch its write)
+from ..features.springs.runtime import report as springs_report
+from ..core.world.transform_guard import skip_message, split_drawable
+
+
+class StylizedSession:
+    """Per-engine state.  GPU objects are created lazily inside a GPU context.
+
+    ``assets`` (an ``importer.AssetCache``) is the one place where imported assets are kept and
+    reused: final renders verify every cached mesh's content (``verify_imports``), the viewport
+    trusts Blender's depsgraph updates (``sync``) to drop what changed.
+
+    ``addon``: the add-on's ``AddonState`` that made this session (render_engine's viewport, or a
+    caller standing in for it): the session plays its preview bakes (``bakes``) and, as a
+    viewport session, is noted as the most recent one (the Stats panel reads it).  Without one the
+    session has bakes of its own, cleared by ``free``."""
+
+    def __init__(self, viewport: bool = False, addon=None):
+        from .importer import AssetCache
+        from .bake.cache import BakeCache
+
+        self.viewport = viewport
+        self.verify_imports = not viewport
+        self.want_clips = viewport      # the preview player's clips; final renders need none
+        self.runtime_reuses = 0          # syncs that found nothing changed and kept the runtime
+        self.render_steps = 0            # of those, final renders that imported nothing (sync_render_step)
+        self._structure_key = None       # importer.structure_key of the last import (final renders)
+        self._remember_after_import = False
+        self.last_sync = ""              # how the last final-render sync went (import / a step)
+        self.pipeline = None
+        self.backend = None
+        self.scene_asset = None
+        self.runtime = None
+        self.reader = None
+        from .importer.edits import EditSignals
+
+        self.assets = AssetCache(edits=None if viewport else EditSignals())   # final renders: edit signals
+        self.fallback = FallbackDrawer()
+        from ..features.materials.cache import MaterialCache
+
+        self.material_cache = MaterialCache()   # viewport: MToon params until a depsgraph update names the material
+        self.visibility = VisibilityCache()     # viewport: holdouts / camera-hidden until an update may change them
+        self.import_error = None
+        self.update_error = None
+        self.problems = []
+        self.fallbacks = {}          # object name -> reason (drawn from Blender's evaluated mesh)
+        self.stats = {}
+        self.timings = None
+        self._need_import = True
+        self._synced_frame = None    # the frame the last sync saw (a change = animation evaluation)
+        self.reimport_reasons = []   # why sync asked for the pending re-import (cleared by it)
+        self.import_count = 0        # scene imports by this session (the Stats panel shows them)
+        self.last_import_reason = ""
+        self._last_time = None
+        self._gpu_nodes = set()
+        self._reset_frame_state()
+        self.bakes = addon.bakes if addon is not None else BakeCache()   # the preview's bakes (session_bake)
+        self._own_bakes = addon is None
+        if viewport:
+            if addon is not None:
+                addon.note_viewport_session(self)
+            from ..core.world.viewer_timings import ViewerCpuTimings
+
+            self.timings = ViewerCpuTimings()
+
+    def _reset_frame_state(self) -> None:
+        """What the frames of this session keep between draws (emptied by ``free``)."""
+        self.last_frame = None           # the frame being drawn (render_layers reads its passes)
+        self._accumulator = None         # passes.samples.Accumulator: the anti-aliasing targets
+        self._fallback_skipped = {}      # object name -> why its transform is not drawable
+        self._hold = None                # preview_hold.PreviewHold of the playing preview
+        self._scene_playback = None      # preview_scene.ScenePlayback of the Scene preview
+        self._followed = None            # preview_follow: the reader / state last followed
+        self._renamed = None             # preview_follow: (armature, clip) re-imported after a rename
+        self._preview_runtime = None     # preview_follow: the runtime the preview last played on
+        self._bake_clip_cache = None     # session_bake.baked_clips: (scene asset, {(arm, clip): ...}, runtime)
+        self._preview_morphs = None      # preview_morphs.PreviewMorphs: the preview's morph mixer
+
+    # ------------------------------------------------------------------------------------------
+    def _ensure_gpu(self):
+        if self.pipeline is None:
+            from ..gpu.passes.pipeline import FramePipeline
+            from ..gpu.backend import GpuBackend
+
+            self.pipeline = FramePipeline()
+            self.backend = GpuBackend()
+
+    def sync(self, depsgraph, updates=None) -> None:
+        """Note what changed (``updates``: the depsgraph's updates; None = everything):
+        ``session_sync.sync``."""
+        self.visibility.note(updates)
+        session_sync.sync(self, depsgraph, updates)
+
+    def sync_render_step(self, depsgraph, verify_all: bool = False) -> None:
+        """A final render's sync that re-imports nothing while the scene's structure is unchanged:
+        ``session_sync.sync_render_step``."""
+        session_sync.sync_render_step(self, depsgraph, verify_all)
+
+    def _reimport(self, reason: str) -> None:
+        self._need_import = True
+        self.reimport_reasons.append(reason)
+
+    # ------------------------------------------------------------------------------------------
+    def _ensure_runtime(self, depsgraph) -> None:
+        """Import the scene and (re)build the runtime when needed: ``session_sync.ensure_runtime``."""
+        session_sync.ensure_runtime(self, depsgraph)
+
+    def update_frame(self, depsgraph, preview_state=None) -> bool:
+        """The seed's update step: pose source -> palettes -> morph instances."""
+        if self.runtime is None:
+            return False
+        now = time.perf_counter()
+        dt = 0.0 if self._last_time is None else now - self._last_time
+        self._last_time = now
+        if preview_state is not None:
+            from ..features.preview import follow as _follow
+
+            _follow.follow_after_sync(self, preview_state)    # a renamed armature or action is followed,
+            # a deleted one stops
+        if preview_state is not None and preview_state.active:
+            # Play / resume starts from the shown time: the clock's time since the last redraw (an
+            # idle viewport: seconds) is neither clip nor scene time
+            playing = self.runtime.player.is_playing and not preview_state.scene_mode
+            if not playing and ("play",) in preview_state.commands:
+                dt = 0.0
+        if preview_state is not None and preview_state.active and preview_state.scene_mode:
+            from ..features.preview import scene as preview_scene
+
+            return preview_scene.update(self, depsgraph, preview_state, dt)   # Scene: every animated object
+        if preview_state is not None and preview_state.active:
+            from ..features.preview import state as _preview
+
+            clips = {c.name: c for c in self.scene_asset.animations
+                     if c.target_object == preview_state.armature}
+            _follow.reimport_renamed(self, preview_state, clips)
+            before = None
+            if clips:
+                baked = self._baked_clips(preview_state, clips)
+                if baked is None:
+                    # the clip needs Blender's evaluation and has no current bake: never play a
+                    # wrong pose; timeline mode until the bake is made (Play / clip choice)
+                    preview_state.active = False
+                    preview_state.playing = False
+                    return self._update_timeline(depsgraph)
+                clips, before = baked
+                if preview_state.crowd:
+                    why = _preview.crowd_bake_conflict(preview_state, self.runtime, self.bakes.reasons,
+                                                       self.bakes.reasons_generation)
+                    if why is not None:
+                        # a bake drives its own armature's bones only: never play a wrong pose
+                        # on the other characters; timeline mode until crowd mode is turned off
+                        preview_state.last_error = why
+                        preview_state.active = False
+                        preview_state.playing = False
+                        return self._update_timeline(depsgraph)
+            player = self.runtime.player
+            from ..features.preview import hold as preview_hold, morphs as preview_morphs
+
+            _follow.resume(self, preview_state, clips)     # a re-import or a rename: the clip plays on
+            # what the clip does not play holds the pose shown when the preview started
+            # a baked clip's matrices are a source the player samples with its clip (no write before or after it)
+            player.set_matrix_source(before.clip if before is not None else None,
+                                     before.write if before is not None else None)
+            # after the player sampled, before the uploads: the shape keys through the morph mixer
+            # (the clip's channels, the panel's values filling the rest: preview_morphs)
+            before_update, after_sample = preview_hold.hooks(self, depsgraph, preview_state,
+                                                             lambda: preview_morphs.push(self))
+
+            if self.reader is not None and self.runtime.guard is not None:
+                # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
+                self.runtime.guard.hold_undrawable(self.reader.undrawable_objects(depsgraph))
+            _preview.apply_commands(preview_state, self.runtime, clips, dt, before_update,
+                                    after_sample=after_sample if self.reader is not None else None)
+            return True
+        return self._update_timeline(depsgraph)
+
+    def _update_timeline(self, depsgraph) -> bool:
+        self._hold = None       # timeline mode: the next preview frame starts anew
+        nodes, mats, weights = self.reader.read(depsgraph)
+        return self.runtime.update_timeline(nodes, mats, weights, bbone_segments=self.reader.bbone_segments)
+
+    def _baked_clips(self, state, clips: dict):
+        """The preview's clips with their bakes: ``session_bake.baked_clips``."""
+        return session_bake.baked_clips(self, state, clips)
+
+    def _update(self, depsgraph, preview_state) -> None:
+        """update_frame, with its failure kept for the Stats panel and the render log."""
+        self.update_error = None
+        if self.runtime is None:
+            return
+        try:
+            ok = self.update_frame(depsgraph, preview_state)
+        except Exception as ex:   # keep drawing the last good state; say why
+            ok = False
+            self.update_error = f"{type(ex).__name__}: {ex}"
+        if not ok and self.update_error is None:
+            self.update_error = self.runtime.last_failure() or "the runtime update failed"
+
+    # ------------------------------------------------------------------------------------------
+    def _fallback_items(self, depsgraph, skip_objects: set, camera=None, height: int = 0) -> list:
+        """Blender's evaluated mesh for everything the GPU path does not draw itself (hair curves
+        as ribbons facing ``camera``)."""
+        items, self._fallback_skipped = split_drawable(     # a NaN / 1e20 transform: skipped, named
+            self.fallback.items(depsgraph, self.backend, skip_objects, self.fallbacks, self.import_error or "",
+                                camera=camera, height=height))
+        return items
+
+    def _gpu_items(self, depsgraph) -> list:
+        if self.runtime is None:
+            return []
+        import bpy
+
+        visible = {inst.object.name for inst in depsgraph.object_instances if not inst.is_instance and inst.show_self}
+        # Object Properties > Visibility > Shadow, per drawn mesh object (not per node: no loop
+        # over bones per frame)
+        casts = np.ones(self.scene_asset.node_count, bool)
+        nodes = self.scene_asset.nodes
+        for n in self._gpu_nodes:
+            casts[n] = bool(getattr(bpy.data.objects.get(nodes[n].object_name), "visible_shadow", True))
+        items = self.runtime.extract(shadow_casters=casts)
+        return [it for it in items if it.node_index in self._gpu_nodes and it.object_name in visible]
+
+    def _materials(self, items) -> dict:
+        """MToon parameters of the frame's materials.  The viewport uses the cache that Blender's
+        depsgraph updates invalidate; a final render reads every material anew each frame (a few
+        node trees: cheap), so a script that recolours a material between frames is never stale."""
+        import bpy
+
+        from ..features.vrm import binds as vrm_binds
+        from ..features.materials.resolve import resolve_uncached
+
+        resolve = self.material_cache.resolve if self.viewport else resolve_uncached
+        binds = getattr(self.reader, "material_binds", None)     # the reader's frame (timeline.py)
+        out = {}
+        for name in {it.material_name for it in items}:
+            # this frame's VRM expression colour/UV binds on a copy (never on the cached params)
+            out[name] = vrm_binds.apply(name, resolve(bpy.data.materials.get(name) if name else None), binds)
+        return out
+
+    def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,
+                    film_transparent: bool = False, preview_state=None, passes=()) -> FrameData:
+        self._ensure_gpu()
+        scene = depsgraph.scene
+        t0 = time.perf_counter()
+        self._ensure_runtime(depsgraph)
+        t1 = time.perf_counter()
+        self._update(depsgraph, preview_state)
+        t2 = time.perf_counter()
+        gpu_items = self._gpu_items(depsgraph)
+        drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in self._gpu_nodes} \
+            if self.scene_asset is not None else set()
+        items = gpu_items + self._fallback_items(depsgraph, drawn, camera, height)
+        t3 = time.perf_counter()
+        settings = settings_from_scene(scene, width, height, film_transparent)
+        settings.alpha_threshold = float(getattr(depsgraph.view_layer, "pass_alpha_threshold", 0.5))
+        frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
+                          materials=self._materials(items),
+                          palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
+        settings.gpu_passes = render_passes.needs_gpu(passes, frame.materials)
+        # holdouts, camera-hidden objects, material pass indices: a final render reads them every frame
+        self.visibility.fill(depsgraph, frame, fresh=not self.viewport)
+        rs = self.runtime.stats if self.runtime is not None else None
+        fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
+                               | {(n, r) for n, r in self.fallbacks.items() if n in self.fallback.present
+                                  and n not in self._fallback_skipped})
+        self.stats.update(
+            import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
+            import_count=self.import_count, last_import_reason=self.last_import_reason,
+            runtime_reuses=self.runtime_reuses, render_steps=self.render_steps, last_sync=self.last_sync,
+            animation_ms=rs.animation_ms if rs else 0.0, skinning_ms=rs.skinning_ms if rs else 0.0,
+            morph_ms=rs.morph_ms if rs else 0.0, palette_uploads=rs.palette_uploads if rs else 0,
+            morph_uploads=rs.morph_uploads if rs else 0, morph_uploads_total=rs.morph_uploads_total if rs else 0,
+            shader_morphs=rs.shader_morph_primitives if rs else 0,
+            palette_count=rs.palette_count if rs else 0, joint_matrix_count=rs.joint_matrix_count if rs else 0,
+            morph_target_count=rs.morph_target_count if rs else 0,
+            active_target_count=rs.active_target_count if rs else 0,
+            items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
+            import_error=self.import_error, update_error=self.update_error,
+            problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
+            + (self.runtime.skip_messages() if self.runtime is not None else [])
+            + springs_report(self.runtime)
+            + [skip_message(n, r) for n, r in sorted(self._fallback_skipped.items())],
+            fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
+            live_fallback_streams=self.fallback.live_stream_count,
+            unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
+            losses=frame_losses(items, frame.materials) + self.fallback.not_drawn_lines()
+            + local_shadow_losses(frame),
+        )
+        return frame
+
+    def render_texture(self, depsgraph, camera: CameraData, width: int, height: int, film_transparent=False,
+                       preview_state=None, passes=(), after_first=None):
+        """The frame's texture; a final render draws the scene's anti-aliasing samples
+        (engine/gpu/passes/samples.py: ``after_first`` runs on the first, centre sample), the viewport
+        one sample with FXAA."""
+        from ..gpu.passes.samples import Accumulator, render_samples
+
+        t0 = time.perf_counter()
+        frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state, passes)
+        self.last_frame = frame
+        t1 = time.perf_counter()
+        if self.viewport:
+            frame.settings.samples = 1
+        if self._accumulator is None:
+            self._accumulator = Accumulator()
+        tex = render_samples(self.pipeline, frame, self._accumulator, after_first)
+        t2 = time.perf_counter()
+        self.stats["pipeline_ms"] = (t2 - t1) * 1e3
+        self.stats["render_ms"] = (t2 - t0) * 1e3
+        self.stats["gpu_ms"] = dict(getattr(self.pipeline, "gpu_times", {}) or {})
+        if self.timings is not None:
+            self.timings.mark_frame()
+            st = self.stats
+            self.timings.sample(animation_ms=st["animation_ms"], skinning_ms=st["skinning_ms"],
+                                morph_ms=st["morph_ms"], update_ms=st["update_ms"],
+                                extraction_ms=st["extraction_ms"], pipeline_ms=st["pipeline_ms"],
+                                render_ms=st["render_ms"])
+        return tex
+
+    def render_pixels(self, depsgraph, camera: CameraData, width: int, height: int,
+                      film_transparent: bool = False, final: bool = True) -> np.ndarray:
+        from ..gpu.util import texture_to_numpy
+
+        tex = self.render_texture(depsgraph, camera, width, height, film_transparent)
+        return texture_to_numpy(tex, width, height)
+
+    def render_layers(self, depsgraph, camera: CameraData, width: int, height: int,
+                      film_transparent: bool = False, passes=()) -> dict:
+        """A final frame with its render passes: {"Combined": (H, W, 4), pass name: (H, W, C)}
+        (engine/gpu/passes/render_passes.py); only the requested passes are read or drawn."""
+        from ..gpu.util import texture_to_numpy
+
+        out = {}
+
+        def read_passes():          # on the first (centre) sample, while its targets are current
+            frame = self.last_frame
+            ids = {}
+            if "IndexOB" in passes:
+                import bpy
+
+                for it in frame.items:
+                    ob = bpy.data.objects.get(it.object_name)
+                    ids[int(getattr(it, "object_id", 0))] = int(getattr(ob, "pass_index", 0))
+            out.update(render_passes.read(self.pipeline, frame, passes, depsgraph.scene, ids))
+            return render_passes.averaged_sources(self.pipeline, out)   # averaged with the samples
+
+        tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
+                                  after_first=read_passes if passes else None)
+        render_passes.apply_averaged(out, self._accumulator.averaged, width, height)
+        out["Combined"] = texture_to_numpy(tex, width, height)
+        self.last_frame = None
+        return out
+
+    def drop_runtime(self) -> None:
+        """Release the runtime (its GPU streams and palettes) and forget what it was built from."""
+        if self.runtime is not None:
+            self.runtime.release()
+        self.runtime = None
+        self.reader = None
+        self.scene_asset = None
+
+    def free(self) -> None:
+        self.drop_runtime()
+        if self.pipeline is not None:
+            self.pipeline.free()
+        if self._accumulator is not None:
+            self._accumulator.free()
+        if self.backend is not None:
+            self.backend.release_all()
+        self.pipeline = None
+        self.backend = None
+        self.fallback.clear()
+        self.assets.clear()
+        if self.assets.edits is not None:
+            self.assets.edits.stop()    # its depsgraph_update_post handler goes with the session
+        self._reset_frame_state()
+        if self._own_bakes:
+            self.bakes.clear()          # the bakes this session made for itself (an owner's stay with it)
+        self._need_import = True

@@ -1,0 +1,1 @@
+"""What users touch, one package each: preview, VRM, spring bones, materials."""

@@ -1,0 +1,34 @@
+"""The toon look of ordinary Blender materials: the derived shade colour and the viewport-colour
+fallback (resolution step 4).  The node tree itself is read by ``node_tree.py``."""
+from __future__ import annotations
+
+from .node_tree import SHADE_SATURATION, SHADE_VALUE, shade_from_base  # noqa: F401  (public API)
+from ...core.assets.material import MToonParams
+
+
+def find_principled(material):
+    """The Principled BSDF feeding the active material output (else the first one), or None."""
+    tree = getattr(material, "node_tree", None)
+    if tree is None:
+        return None
+    from .node_tree import Reader
+
+    r = Reader(material)
+    out = r.output_node()
+    if out is not None:
+        surf = r.surface(out.inputs.get("Surface"))
+        if surf is not None and surf.kind == "principled":
+            return surf.node
+    for node in tree.nodes:
+        if node.type == "BSDF_PRINCIPLED":
+            return node
+    return None
+
+
+def read_diffuse(material, unmapped=()) -> MToonParams:
+    """No usable node tree: the material's viewport display colour."""
+    c = tuple(float(x) for x in material.diffuse_color)
+    p = MToonParams(base_color=c[:3] + (1.0,), shade_color=shade_from_base(c), source="default")
+    p.double_sided = not getattr(material, "use_backface_culling", False)
+    p.unmapped = tuple(unmapped)
+    return p

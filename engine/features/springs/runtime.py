@@ -1,0 +1,188 @@
+"""Spring bones in the preview: one ``SpringsRuntime`` per SceneRuntime (owned by it, freed with it),
+run after the mixer (``AnimationPlayer.update``) and before the palettes (``after_mixer``).
+
+All characters' springs form one ``core.SpringRig``; the simulation advances in fixed 1/60 s steps
+of clip time (the add-on's rate), so playback speed and frame rate do not change the motion; it is
+reset on a clip change, a seek and Stop.  The per-armature toggle ``Object.stylized_spring_bones``
+("Animate Spring Bones") switches it off.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Optional
+
+import numpy as np
+
+from ...core.animation import spring_rig as core, spring_solver as solver
+
+STEP = 1.0 / 60.0
+MAX_STEPS_PER_FRAME = 12          # a long hitch does not stall the preview (the rest is dropped)
+PROP = "stylized_spring_bones"
+
+
+def _enabled(obj) -> bool:
+    return obj is not None and bool(getattr(obj, PROP, True))
+
+
+class SpringsRuntime:
+    def __init__(self, rig: core.SpringRig, warnings, key=()):
+        self.rig = rig
+        self.key = key                    # ((armature, Animate Spring Bones), ...) it was built for
+        self.state = rig.new_state()
+        self.warnings = list(warnings)
+        self.nodes = rig.out_nodes
+        self.rotations: Optional[np.ndarray] = None
+        self.acc = 0.0
+        self._clip = None
+        self._time = None
+        self.last_ms = 0.0
+        self.steps_total = 0
+        self._sample_count = -1
+        self.timeline = None              # timeline.TimelineSprings: the F12 / timeline pre-roll
+
+    @property
+    def joint_count(self) -> int:
+        return self.rig.joint_count
+
+    def reset(self) -> None:
+        """Seek, clip change, Stop: a new simulation; the joints go back to their rest rotation."""
+        self.state.reset()
+        if self.rotations is not None:
+            self.rotations = np.zeros_like(self.rotations)
+            self.rotations[:, 0] = 1.0
+        self.acc = 0.0
+
+    def _discontinuous(self, player, delta_time: float) -> bool:
+        clip, t = player.clip, float(player.current_time)
+        jumped = False
+        if clip is not self._clip:
+            jumped = True
+        elif self._time is not None:
+            expect = self._time + (delta_time * player.playback_speed if player.is_playing else 0.0)
+            d = player.duration
+            err = abs(t - expect)
+            if d > 0.0:
+                err = min(err, abs(t - math.fmod(expect, d)), abs(t - d))
+            jumped = err > 1e-6
+        self._clip, self._time = clip, t
+        return jumped
+
+    def update(self, player, pose, delta_time: float) -> bool:
+        t0 = time.perf_counter()
+        if self._discontinuous(player, delta_time):
+            self.reset()
+        n = 0
+        if player.is_playing and math.isfinite(delta_time):
+            self.acc += max(delta_time * player.playback_speed, 0.0)
+            n = int(self.acc / STEP + 1e-9)
+            self.acc -= n * STEP
+            n = min(n, MAX_STEPS_PER_FRAME)
+        if n and (pose.is_dirty and not pose.update_world_matrices()):
+            return False
+        if n:                                # every step of a frame reads the frame's pose
+            rot = solver.advance(self.rig, self.state, solver.prepare(self.rig, pose.world_matrices, STEP), n)
+            self.rotations = rot             # only the last step's rotations are written
+        self.steps_total += n
+        ok = True
+        sampled = player.sample_count != self._sample_count      # the mixer rewrote the pose
+        self._sample_count = player.sample_count
+        if self.rotations is not None and len(self.nodes) and (n or sampled):
+            t, _, s = pose.local_trs(self.nodes)
+            ok = pose.set_local_trs(self.nodes, t, self.rotations, s) and pose.update_world_matrices()
+        self.last_ms = (time.perf_counter() - t0) * 1000.0
+        return ok
+
+
+def read_characters(scene_asset):
+    """(characters, warnings, armature names): the springs of every armature of ``scene_asset``
+    whose Blender object has VRM spring bones and Animate Spring Bones on (bpy-side)."""
+    import bpy
+
+    from .reader import has_springs, read_character
+
+    index = {n.name: i for i, n in enumerate(scene_asset.nodes)}
+    chars, warnings, names = [], [], []
+    for i, node in enumerate(scene_asset.nodes):
+        if node.bone_name is not None:
+            continue
+        obj = bpy.data.objects.get(node.object_name)
+        if obj is None or not has_springs(obj):
+            continue
+        names.append(obj.name)
+        if not _enabled(obj):
+            continue
+        spec = read_character(obj, lambda b, a=obj.name: index.get(f"{a}/{b}", -1), i, warn=warnings.append)
+        if spec is not None:
+            chars.append(spec)
+    return chars, warnings, tuple(names)
+
+
+def build(scene_asset, joint_order: str = "addon") -> SpringsRuntime:
+    """One SpringsRuntime for all characters of ``scene_asset`` (``read_characters``)."""
+    chars, warnings, names = read_characters(scene_asset)
+    return SpringsRuntime(core.SpringRig(chars, joint_order), warnings, toggles(names))
+
+
+def toggles(names) -> tuple:
+    """(armature, Animate Spring Bones) of the armatures ``names`` (those with spring bones)."""
+    import bpy
+
+    objs = bpy.data.objects
+    return tuple((n, _enabled(objs.get(n))) for n in names)
+
+
+def ensure(runtime) -> SpringsRuntime:
+    """The runtime's SpringsRuntime, built on first use and again when a toggle changed (a frame
+    reads the toggles of the armatures with springs found at build, not the whole scene)."""
+    sr = getattr(runtime, "springs", None)
+    if sr is None or (sr.key and sr.key != toggles(k[0] for k in sr.key)):
+        try:
+            sr = build(runtime.scene)
+        except Exception as ex:           # bad data: reported, the preview plays without springs
+            sr = SpringsRuntime(core.SpringRig([]), [f"spring bones: {ex}"])
+            runtime.last_error = f"spring bones: {ex}"
+        runtime.springs = sr
+    return sr
+
+
+def report(runtime) -> list:
+    """The spring bone warnings of a SceneRuntime (a joint naming no bone, a collider without its
+    Empty, a pre-roll that could not read the scene's animation), for the Stats panel's problems
+    and the render log (session stats ``problems``)."""
+    sr = getattr(runtime, "springs", None) if runtime is not None else None
+    return list(sr.warnings) if sr is not None else []
+
+
+def after_mixer(runtime, delta_time: float) -> bool:
+    """The hook of SceneRuntime.update: springs after the mixer, before the palettes."""
+    sr = ensure(runtime)
+    if not sr.rig.chain_count:
+        return True
+    return sr.update(runtime.player, runtime.pose, delta_time)
+
+
+def after_timeline(runtime) -> bool:
+    """The hook of SceneRuntime.update_timeline (engine/features/springs/timeline.py)."""
+    from ..vrm.expressions import addon_registered
+    from .timeline import after_timeline as run
+
+    if addon_registered():            # Blender's evaluated pose already holds the add-on's result
+        return True
+    return run(runtime, ensure(runtime))
+
+
+def register() -> None:
+    import bpy
+
+    setattr(bpy.types.Object, PROP, bpy.props.BoolProperty(
+        name="Animate Spring Bones", default=True,
+        description="Simulate this VRM avatar's spring bones (hair, skirt) in the Stylized preview, "
+                    "as the VRM Add-on's spring bone animation does; off: they keep the clip's pose"))
+
+
+def unregister() -> None:
+    import bpy
+
+    if hasattr(bpy.types.Object, PROP):
+        delattr(bpy.types.Object, PROP)

@@ -1,0 +1,45 @@
+"""The GPU vertex layout, texture slots and texture widths: what the GPU backend
+(engine/gpu/backend.py) fills and every shader (engine/gpu/passes/shader_lib.py) declares.
+
+Below both: the backend makes buffers in this layout without importing the passes.
+"""
+from __future__ import annotations
+
+# (name, GLSL type, vertex-format comp type, length, fetch mode)
+VERTEX_ATTRIBUTES = (
+    ("pos", "VEC3", "F32", 3, "FLOAT"),
+    ("nor", "VEC3", "F32", 3, "FLOAT"),
+    ("tan", "VEC4", "F32", 4, "FLOAT"),
+    ("uv", "VEC2", "F32", 2, "FLOAT"),
+    ("snor", "VEC3", "F32", 3, "FLOAT"),
+    ("joints", "UVEC4", "U32", 4, "INT"),
+    ("weights", "VEC4", "F32", 4, "FLOAT"),
+    ("joints_hi", "UVEC4", "U32", 4, "INT"),
+    ("weights_hi", "VEC4", "F32", 4, "FLOAT"),
+    ("morph_span", "UVEC2", "U32", 2, "INT"),     # (first entry, entry count) of the vertex's deltas
+    ("col", "VEC4", "F32", 4, "FLOAT"),           # render colour attribute, linear RGBA (white: none)
+)
+
+# Attributes a morph changes live in their own vertex buffer; the rest is shared per primitive.
+DYNAMIC_ATTRIBUTES = ("pos", "nor", "tan", "snor")
+
+SKIN_PALETTE_SLOT = 0
+MORPH_DELTAS_SLOT = 1
+MORPH_WEIGHTS_SLOT = 2
+SKIN_ENTRIES_SLOT = 3    # influence spans of vertices with more than 8 influences
+INSTANCE_DATA_SLOT = 4   # per-instance model, object id and offsets of instanced draws
+#: Row width of the morph delta and weight textures (glsl/skinning.glsl: MORPH_TEX_WIDTH).
+MORPH_TEX_WIDTH = 4096
+
+
+def vertex_format(which: str = "all"):
+    """GPUVertFormat of the shared layout: "all", "dynamic" (pos/nor/tan/snor: what a morph
+    changes) or "static" (the rest)."""
+    import gpu
+
+    fmt = gpu.types.GPUVertFormat()
+    for name, _glsl, comp, length, fetch in VERTEX_ATTRIBUTES:
+        dyn = name in DYNAMIC_ATTRIBUTES
+        if which == "all" or (which == "dynamic") == dyn:
+            fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
+    return fmt

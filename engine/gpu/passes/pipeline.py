@@ -1,0 +1,496 @@
+"""FramePipeline: renders one frame's RenderItems into a linear RGBA32F texture.
+
+Passes, in order (each consumes the same RenderItems: vertex stream, palette, bounds):
+
+1. ShadowPass            cascaded shadow maps of the strongest sun, fitted to the camera's view
+                         of the visible items; every caster overlapping a cascade is drawn into
+                         it (view-culled casters included), skinned with the item's palette.
+2. ForwardOpaquePass     MToon 1.0: OPAQUE, then MASK, into colour + aux (normal, object id) + depth.
+3. OutlineMaskPass       inverse hull (front faces culled) of OPAQUE/MASK items.
+   (forward BLEND)       BLEND items sorted by queue (ZWrite group first, then offset) and back to
+                         front, each with its hull first.
+4. ScreenSpaceOutlinePass optional, edges from the aux target and depth.
+5. PostProcessPass       FXAA; the result stays linear (Blender colour-manages it).
+
+Every geometry draw uses the shader variant of its material, the frame and its deformation
+(engine/gpu/passes/mtoon_shaders.py ``surface_spec`` / ``shadow_spec``: the choices llvmpipe would
+otherwise pay for on every fragment and vertex are compile-time constants).
+View-frustum culling uses each item's dynamic ``world_bounds``; culled casters still cast.
+Draws are grouped (engine/gpu/passes/instancing.py): items that share a batch, material, mirroring
+and deformation layout (linked duplicates) are one instanced draw per pass; ``stats`` counts
+``draw_calls``, ``instanced_draws`` and ``batches_drawn``.
+``stats`` records per-pass CPU submission times (ms) of the last frame.  Blender's Python ``gpu``
+module has neither timer queries nor glFinish, so these are not GPU times; the whole-frame GPU cost
+shows up in the session's read-back time.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .instancing import FrameInstances
+from .lights import LIGHT_KINDS, LIGHT_UNIT_SCALE, mtoon_light_colors, shading_lights  # noqa: F401 (re-exported)
+from .local_shadows import LocalShadowPass, local_shadow_lamps, pack_local
+from .common import (MAT_PASS_INDEX_WORD, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible,
+    gl_matrix, make_ubo, normalize_material, pack_material, view_depth)
+from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_shader, shadow_shader,
+    shadow_spec, surface_spec)
+from .post import PostProcessPass
+from .screen_outline import ScreenSpaceOutlinePass
+from .shadow import ShadowPass, atlas_layout, strongest_sun
+from .gpu_cache import GpuCache
+from .textures import TextureCache
+
+def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
+    """Upload a vec4 array uniform (``uniform_float`` only takes up to 16 floats)."""
+    import gpu
+
+    v = np.ascontiguousarray(values, dtype=np.float32).reshape(-1, 4)
+    shader.uniform_vector_float(shader.uniform_from_name(name), gpu.types.Buffer("FLOAT", v.size, v.ravel()), 4, v.shape[0])
+
+
+def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None) -> np.ndarray:
+    """The std140 FrameBlock (glsl/mtoon_blocks.glsl); ``fit``: the sun's CascadeFit (None: no
+    shadow); ``local``: the local lamps' LocalFit (None: none)."""
+    s = frame.settings
+    cam = frame.camera
+    shadows_on = fit is not None and shadow_index >= 0
+    d = np.zeros(FRAME_BLOCK_FLOATS, np.float32)
+    d[0:16] = gl_matrix(cam.view_projection)
+    d[16:32] = gl_matrix(fit.matrices[0] if shadows_on else np.eye(4))
+    inv = np.linalg.inv(np.asarray(cam.view, np.float64))
+    d[32:35] = inv[:3, 3]; d[35] = 1.0 if cam.is_ortho else 0.0
+    d[36:39] = cam.forward
+    r = inv[:3, 0]
+    d[40:43] = r / max(np.linalg.norm(r), 1e-12)
+    wc = np.asarray(s.world_color, np.float64)[:3]
+    sky = getattr(s, "world_sky_color", None)
+    ground = getattr(s, "world_ground_color", None)
+    d[44:47] = wc; d[47] = len(lights)
+    d[48:51] = wc if sky is None else np.asarray(sky)[:3]; d[51] = s.time_seconds
+    d[52:55] = wc if ground is None else np.asarray(ground)[:3]
+    # bias and normal offset in shadow texels; the shader scales them by the sampled cascade's texel
+    d[56:60] = (float(getattr(s, "shadow_bias", 0.5)), float(getattr(s, "shadow_normal_offset", 2.0)),
+                float(getattr(s, "shadow_min_offset", 0.02)), 1.0 if shadows_on else 0.0)
+    d[60:64] = (float(fit.texel[0]) if shadows_on else 0.0, float(shadow_index) if shadows_on else -1.0,
+                float(fit.tile) if shadows_on else 0.0,
+                float(max(0, int(getattr(s, "shadow_pcf", 1)))))   # True -> radius 1, False -> 0 (2x2)
+    d[64:68] = (s.width, s.height, 1.0 / max(s.width, 1), 1.0 / max(s.height, 1))
+    c0 = 68 + 4 * 16 * 3                                           # after the light arrays
+    if shadows_on:
+        n = fit.count
+        for i in range(n):
+            d[c0 + 16 * i: c0 + 16 * (i + 1)] = gl_matrix(fit.matrices[i])
+        t = c0 + 64
+        d[t:t + n] = fit.splits
+        d[t + 4:t + 4 + n] = fit.blend
+        d[t + 8:t + 8 + n] = fit.texel
+        d[t + 12:t + 15] = (n, atlas_layout(n)[0], fit.near)
+    if local is not None:
+        lo = c0 + 64 + 16
+        loc = pack_local(local)
+        d[lo:lo + loc.size] = loc
+    mcol = mtoon_light_colors(lights)
+    for i, l in enumerate(lights):
+        kind = LIGHT_KINDS.get(l.kind, 1)
+        d[68 + 4 * i: 71 + 4 * i] = l.position
+        d[71 + 4 * i] = kind
+        dv = np.asarray(l.direction, np.float64)
+        d[132 + 4 * i: 135 + 4 * i] = dv / max(np.linalg.norm(dv), 1e-12)
+        cos_half = float(np.cos(0.5 * min(l.spot_size, np.pi))) if kind == 2 else -1.0
+        d[135 + 4 * i] = cos_half
+        d[196 + 4 * i: 199 + 4 * i] = mcol[i]
+        d[199 + 4 * i] = (1.0 - cos_half) * float(l.spot_blend) if kind == 2 else 0.0
+    return d
+
+
+#: pipeline stat key -> the pass name the Stats panel shows (blend joins the forward pass)
+GPU_TIME_KEYS = {"shadow_ms": "shadow", "forward_ms": "forward",
+                 "blend_ms": "forward",
+                 "outline_ms": "outline_mask", "screen_outline_ms": "screen_space_outline",
+                 "post_ms": "post_process"}
+
+
+def _sync(fb, depth=False) -> None:
+    """Wait for the GPU to finish writing ``fb`` (reading one pixel back blocks until then)."""
+    if fb is None:
+        return
+    with fb.bind():
+        if depth:
+            fb.read_depth(0, 0, 1, 1)
+        else:
+            fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")
+
+
+class FramePipeline:
+    def __init__(self):
+        self.gpu = GpuCache()         # this pipeline's shaders, full-screen batches, fallback textures
+        self.shadow = ShadowPass()
+        self.local_shadow = LocalShadowPass()   # point, spot and area lamps (local_shadows.py)
+        self.screen_outline = ScreenSpaceOutlinePass(self.gpu)
+        self.post = PostProcessPass(self.gpu)
+        self.textures = TextureCache()
+        self._size = None
+        self._color = self._aux = self._depth = None
+        self._fb_main = self._fb_blend = self._fb_plain = self._fb_passes = None
+        self.pass_targets = None   # (pass0, pass1) textures while render passes are requested
+        self._passes = False
+        self.last_color = None     # the frame's colour before the screen-space outline and FXAA
+        self._shadow_on = None     # whether the last frame drew shadow maps (None: none kept)
+        self._local_on = False     # whether the last frame drew local lamps' shadow maps
+        self._local_tex = None
+        self._drawn = []           # the last frame's items seen by the camera (draw_ids' coverage samples)
+        self._frame_ubo = None
+        self._mats = {}
+        self._mspec = {}           # material name -> material_spec (the shader variant's material part)
+        self._frame_spec = frame_spec([], False)   # the variants' frame part (mtoon_shaders.frame_spec)
+        self._mat_cache = {}       # material name -> (resolved source, params, texture bits, ubo)
+        self._default_key = "\x00default"
+        self.stats = {}
+        self.gpu_times = {}        # pass -> ms, measured only with Profile GPU (else empty: pending)
+        self._settings = None
+        self._instances = None
+        self.last_aux = None       # (tests) the aux target of the last frame: normal xyz, object id
+
+    # -- resources ---------------------------------------------------------------------------------
+    def _ensure_targets(self, width: int, height: int, passes: bool = False):
+        """Colour, aux (normal, object id) and depth; with ``passes`` (render passes that need the
+        forward pass's extra outputs, engine/gpu/passes/render_passes.py) two more targets: pass0
+        (shadow, shade, material pass index, outline coverage) and pass1 (rim rgb).  Without
+        passes they are not made, and the shaders write none (no cost)."""
+        import gpu
+
+        if self._size != (width, height):
+            self._color = gpu.types.GPUTexture((width, height), format="RGBA32F")
+            self._aux = gpu.types.GPUTexture((width, height), format="RGBA32F")
+            self._depth = gpu.types.GPUTexture((width, height), format="DEPTH_COMPONENT32F")
+            self._fb_plain = gpu.types.GPUFrameBuffer(color_slots=(self._color, self._aux), depth_slot=self._depth)
+            self._fb_blend = gpu.types.GPUFrameBuffer(color_slots=(self._color,), depth_slot=self._depth)
+            self._fb_passes = self.pass_targets = None
+            self._size = (width, height)
+        if passes and self._fb_passes is None:
+            self.pass_targets = (gpu.types.GPUTexture((width, height), format="RGBA32F"),
+                                 gpu.types.GPUTexture((width, height), format="RGBA32F"))
+            self._fb_passes = gpu.types.GPUFrameBuffer(color_slots=(self._color, self._aux) + self.pass_targets,
+                                                       depth_slot=self._depth)
+        self._fb_main = self._fb_passes if passes else self._fb_plain
+
+    def _prepare_materials(self, frame):
+        """One std140 block and one texture set per material used this frame."""
+        self._mats = {}
+        self._mspec = {}
+        names = {it.material_name for it in frame.items}
+        cache = self._mat_cache
+        for name in names:
+            src = frame.materials.get(name) if name else None
+            hit = cache.get(name)
+            mat = hit[1] if hit is not None and hit[0] is src and src is not None else normalize_material(src)
+            texs = []
+            present = 0
+            for i, slot in enumerate(TEX_SLOTS):
+                ref = (mat.textures or {}).get(slot)
+                tex = self.textures.get(getattr(ref, "image", None)) if ref is not None else None
+                if tex is not None:
+                    present |= 1 << i
+                texs.append(tex)
+            # the resolved parameters are cached per material (and replaced when it changes), so
+            # the same object with the same textures reuses its uniform block
+            index = int(frame.material_pass_index.get(name, 0))
+            if hit is not None and hit[0] is src and src is not None and hit[2] == (present, index):
+                ubo = hit[3]
+            else:
+                data = pack_material(mat, present)
+                data[MAT_PASS_INDEX_WORD:MAT_PASS_INDEX_WORD + 1].view(np.int32)[:] = index   # Material > Pass Index
+                ubo = make_ubo(data)
+                cache[name] = (src, mat, (present, index), ubo)
+            self._mats[name] = (mat, ubo, texs)
+            self._mspec[name] = material_spec(mat, present)
+
+    def _bind_material(self, shader, name, shadow_pass=False):
+        mat, ubo, texs = self._mats[name]
+        try:
+            shader.uniform_block("mt", ubo)
+        except ValueError:          # a variant that reads nothing of the material (OPAQUE shadow)
+            pass
+        shader.uniform_block("fr", self._frame_ubo)
+        white = self.gpu.dummy_texture("white")
+        for sname, tex in zip(SAMPLER_NAMES, texs):
+            shader.uniform_sampler(sname, tex if tex is not None else white)
+        shader.uniform_sampler("shadow_map", white if shadow_pass or self._shadow_tex is None else self._shadow_tex)
+        shader.uniform_sampler("local_shadow_map", white if shadow_pass or self._local_tex is None else self._local_tex)
+        return mat
+
+    def _flush(self, key, t0, fb=None, depth=False):
+        """End of a pass: its CPU time; with Profile GPU on, first wait until the GPU finished
+        the pass (a one-pixel read of the pass's target: Python's gpu has no timer queries or
+        finish()), so the time includes the GPU work and lands in ``gpu_times``."""
+        profiling = bool(getattr(self._settings, "profile_gpu", False))
+        if profiling:
+            _sync(fb if fb is not None else self._fb_main, depth)
+        t1 = time.perf_counter()
+        ms = (t1 - t0) * 1000.0
+        self.stats[key] = ms
+        if profiling:
+            name = GPU_TIME_KEYS.get(key, key)
+            self.gpu_times[name] = self.gpu_times.get(name, 0.0) + ms
+        return t1
+
+    # -- frame -------------------------------------------------------------------------------------
+    def execute(self, frame):
+        import gpu
+
+        s = frame.settings
+        self._settings = s
+        self.gpu_times = {}
+        t0 = time.perf_counter()
+        self._passes = bool(getattr(s, "gpu_passes", False))
+        self._ensure_targets(s.width, s.height, self._passes)
+        self._prepare_materials(frame)
+        lights = shading_lights(frame.lights, getattr(s, "max_lights", 16))
+        # the VRM Add-on's own outline material (Geometry Nodes hull) is never drawn: ours replaces it
+        items = [it for it in frame.items
+                 if not getattr(frame.materials.get(it.material_name), "is_vrm_outline_material", False)]
+
+        # ---- 1. shadow -------------------------------------------------------------------------
+        sun_i = strongest_sun(lights) if s.shadows else -1
+        local_i = local_shadow_lamps(lights)[0] if s.shadows else []
+        casters = []
+        if sun_i >= 0 or local_i:
+            casters = [it for it in items
+                       if getattr(it, "cast_shadow", True) and self._mats[it.material_name][0].cast_shadow]
+            casters.sort(key=lambda it: it.material_name)
+        # Object > Visibility > Camera off (and indirect-only collections): casts, is not seen
+        hidden = frame.camera_hidden
+        seen = [it for it in items if it.object_name not in hidden] if hidden else items
+        visible = frustum_visible(seen, frame.camera.view_projection)
+        # instance data of every item the passes may draw; items sharing a batch, material and
+        # deformation layout are drawn with one instanced call (engine/gpu/passes/instancing.py)
+        self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
+        # a later anti-aliasing sample of the same frame keeps its shadow maps (engine/gpu/passes/samples.py)
+        reuse = bool(getattr(s, "reuse_shadow", False)) and self._shadow_on is not None
+        if reuse:
+            shadows_on, local_on = self._shadow_on, self._local_on
+        else:
+            shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
+            local_on = bool(local_i) and self.local_shadow.fit(frame, lights, local_i, visible, casters)
+            self._shadow_on, self._local_on = shadows_on, local_on
+        self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
+                                              sun_i if shadows_on else -1,
+                                              self.local_shadow.fit_result if local_on else None))
+        self._shadow_tex = self._local_tex = None
+        self._frame_spec = frame_spec(lights, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
+                                      self.shadow.fit_result.count if shadows_on else 0,
+                                      self.local_shadow.count if local_on else 0)
+        inst = self._instances
+        if shadows_on and not reuse:
+            self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
+                             casters, self._bind_material, inst)
+        if local_on and not reuse:
+            self.local_shadow.draw(lambda name, group: shadow_shader(
+                self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group), local=True)),
+                casters, self._bind_material, inst)
+        if shadows_on:
+            self._shadow_tex = self.shadow.texture
+        if local_on:
+            self._local_tex = self.local_shadow.texture
+        self.stats.update(local_shadows=self.local_shadow.count if local_on else 0,
+                          local_shadow_draws=self.local_shadow.draw_count if local_on else 0)
+        t0 = self._flush("shadow_ms", t0, (self.shadow._fb if shadows_on else self.local_shadow._fb)
+                         if (shadows_on or local_on) and not reuse else None, depth=True)
+
+        # ---- 2. forward opaque / mask -------------------------------------------------------------
+        self.stats.update(items=len(items), visible=len(visible), casters=len(casters))
+        opaque, mask, blend, holdout = [], [], [], []
+        for it in visible:
+            if it.object_name in frame.holdout_objects or it.material_name in frame.holdout_materials:
+                holdout.append(it)       # alpha 0 and RGB 0 where it covers, still occluding
+                continue
+            mode = self._mats[it.material_name][0].alpha_mode
+            (blend if mode == "BLEND" else mask if mode == "MASK" else opaque).append(it)
+        holdout.sort(key=lambda it: it.material_name)
+        self._drawn = sorted(visible, key=lambda it: it.material_name)   # (coverage samples: draw_ids)
+        opaque.sort(key=lambda it: it.material_name)
+        mask.sort(key=lambda it: it.material_name)
+        # premultiplied colour, as Blender's results are: an empty transparent film is (0, 0, 0, 0)
+        wc = np.zeros(3) if s.film_transparent else np.asarray(s.world_color, np.float64)
+        alpha = 0.0 if s.film_transparent else 1.0
+        # colour + depth through the colour-only framebuffer, the aux target to zero on its own:
+        # each target is cleared once (a clear of the main framebuffer also wrote the aux target)
+        with self._fb_blend.bind():
+            self._fb_blend.clear(color=(float(wc[0]), float(wc[1]), float(wc[2]), alpha), depth=1.0)
+        self._aux_clear()
+        with self._fb_main.bind():
+            gpu.state.viewport_set(0, 0, s.width, s.height)
+            gpu.state.depth_test_set("LESS_EQUAL")
+            gpu.state.depth_mask_set(True)
+            gpu.state.blend_set("NONE")
+            self._draw_list(forward_shader, opaque + mask, outline=False)
+            if holdout:
+                self._draw_list(forward_shader, holdout, outline=False, extra=("SPEC_HOLDOUT",))
+            t0 = self._flush("forward_ms", t0)
+            # ---- 3. outline mask (inverse hull) ----------------------------------------------------
+            if s.outlines:
+                self._draw_list(outline_shader, opaque + mask, outline=True)
+            t0 = self._flush("outline_ms", t0)
+        # ---- forward BLEND: queue order, back to front -------------------------------------------------
+        if blend:
+            view = frame.camera.view
+
+            def key(it):
+                m = self._mats[it.material_name][0]
+                return (0 if m.transparent_with_zwrite else 1, int(m.render_queue_offset), -view_depth(it, view))
+
+            blend.sort(key=key)
+            with self._fb_blend.bind():
+                gpu.state.viewport_set(0, 0, s.width, s.height)
+                gpu.state.depth_test_set("LESS_EQUAL")
+                gpu.state.blend_set("ALPHA")
+                for it in blend:
+                    m = self._mats[it.material_name][0]
+                    gpu.state.depth_mask_set(bool(m.transparent_with_zwrite))
+                    if s.outlines and m.outline_width_mode in ("worldCoordinates", "screenCoordinates") and m.outline_width > 0:
+                        self._draw_list(outline_shader, [it], outline=True)
+                    self._draw_list(forward_shader, [it], outline=False)
+                    if self._passes:
+                        self._blend_into_passes(it, s)
+                gpu.state.blend_set("NONE")
+                gpu.state.depth_mask_set(True)
+        gpu.state.face_culling_set("NONE")
+        gpu.state.front_facing_set(False)
+        t0 = self._flush("blend_ms", t0)
+
+        color = self._color
+        self.last_color = color
+        # ---- 4. screen-space outline ------------------------------------------------------------------
+        if s.screen_space_outline:
+            color = self.screen_outline.execute(frame, color, self._aux, self._depth)
+        t0 = self._flush("screen_outline_ms", t0, self.screen_outline._fb if s.screen_space_outline else None)
+        # ---- 5. post ---------------------------------------------------------------------------------
+        color = self.post.execute(frame, color)
+        gpu.state.depth_test_set("NONE")
+        gpu.state.depth_mask_set(False)
+        self._flush("post_ms", t0, self.post._fb if color is getattr(self.post, "_out", None) else None)
+        self.last_aux = self._aux
+        self.stats.update(self._instances.stats())
+        self._instances = None
+        return color
+
+    def draw_ids(self, frame, target) -> None:
+        """A coverage sample of the frame just drawn (engine/gpu/passes/samples.py): which surface
+        covers each pixel under ``frame.camera`` (a jittered projection), as object id x 2 (+1 on
+        its outline; 0 where nothing is drawn), into ``target`` (an R32F texture with its depth),
+        with the ID-only shader variants (nothing is shaded)."""
+        import gpu
+
+        s = frame.settings
+        items = self._drawn
+        self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
+        self._frame_ubo = make_ubo(pack_frame(frame, [], None, -1))
+        passes, self._passes = self._passes, False
+        tex, depth, fb = target
+        with fb.bind():
+            fb.clear(color=(0.0, 0.0, 0.0, 0.0), depth=1.0)
+            gpu.state.viewport_set(0, 0, s.width, s.height)
+            gpu.state.depth_test_set("LESS_EQUAL")
+            gpu.state.depth_mask_set(True)
+            gpu.state.blend_set("NONE")
+            self._draw_list(forward_shader, items, outline=False, extra=("SPEC_ID_ONLY",))
+            if s.outlines:
+                self._draw_list(outline_shader, items, outline=True, extra=("SPEC_ID_ONLY",))
+        gpu.state.face_culling_set("NONE")
+        gpu.state.front_facing_set(False)
+        gpu.state.depth_test_set("NONE")
+        self._passes = passes
+        self._instances = None
+
+    def _blend_into_passes(self, it, s):
+        """Composite the BLEND item ``it`` (just drawn into the colour) into the aux and pass
+        targets: multiplied by 1 - alpha, then alpha x its values added (mtoon_shaders.py
+        ``_PASS_BLEND``); restores the BLEND loop's state."""
+        import gpu
+
+        thr = ("SPEC_ALPHA_THRESHOLD", repr(float(min(max(getattr(s, "alpha_threshold", 0.5), 0.0), 1.0))))
+        mask = bool(self._mats[it.material_name][0].transparent_with_zwrite)
+        with self._fb_main.bind():
+            gpu.state.viewport_set(0, 0, s.width, s.height)
+            gpu.state.depth_mask_set(False)
+            for mode, blend in (("1", "MULTIPLY"), ("2", "ADDITIVE_PREMULT")):
+                gpu.state.blend_set(blend)
+                self._draw_list(forward_shader, [it], outline=False, extra=(("SPEC_PASS_BLEND", mode), thr))
+        gpu.state.blend_set("ALPHA")
+        gpu.state.depth_mask_set(mask)
+
+    def _aux_clear(self):
+        # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn
+        import gpu
+
+        if not hasattr(self, "_fb_aux") or self._fb_aux_src is not self._aux:
+            self._fb_aux = gpu.types.GPUFrameBuffer(color_slots=(self._aux,))
+            self._fb_aux_src = self._aux
+        with self._fb_aux.bind():
+            self._fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
+        if self._passes:
+            # the pass targets where nothing is drawn: Shadow 1 (nothing received), the rest 0
+            if getattr(self, "_fb_pass_src", None) is not self.pass_targets:
+                self._fb_pass_clear = tuple(gpu.types.GPUFrameBuffer(color_slots=(t,)) for t in self.pass_targets)
+                self._fb_pass_src = self.pass_targets
+            for fb, c in zip(self._fb_pass_clear, ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0))):
+                with fb.bind():
+                    fb.clear(color=c)
+
+    def _draw_list(self, shader_for, items, outline: bool, extra=()):
+        """Draw ``items`` (sorted by material) grouped: one draw per group of instances
+        (engine/gpu/passes/instancing.py; a group of one is drawn alone, as before), each with
+        ``shader_for(self.gpu, spec)``'s variant for its material, the frame and its deformation
+        (mtoon_shaders.surface_spec)."""
+        import gpu
+
+        inst = self._instances
+        fspec = self._frame_spec
+        bound = None
+        current = None
+        for group in inst.groups(items):
+            i0, it = group[0]
+            name = it.material_name
+            mat = self._mats[name][0]
+            if outline and (mat.outline_width_mode not in ("worldCoordinates", "screenCoordinates")
+                            or mat.outline_width <= 0):
+                continue
+            spec = surface_spec(self._mspec[name], fspec, inst.vertex_class(group), outline) + tuple(extra)
+            if self._passes:
+                spec = spec + ("SPEC_PASSES",)
+            shader = shader_for(self.gpu, spec)
+            if shader is not bound:
+                shader.bind()
+                bound = shader
+                current = None
+            if name != current:
+                self._bind_material(shader, name)
+                current = name
+            if outline:
+                gpu.state.face_culling_set("FRONT")
+            else:
+                gpu.state.face_culling_set("NONE" if mat.double_sided else "BACK")
+            gpu.state.front_facing_set(bool(inst.mirrored[i0]))
+            inst.draw_group(shader, group)
+
+    def free(self):
+        self.shadow.free()
+        self.local_shadow.free()
+        self.gpu.free()
+        self.screen_outline.free()
+        self.post.free()
+        self.textures.clear()
+        self._color = self._aux = self._depth = None
+        self._fb_main = self._fb_blend = self._fb_plain = self._fb_passes = None
+        self.pass_targets = None
+        self.last_color = None
+        self._shadow_on = None
+        self._local_on = False
+        self._local_tex = None
+        self._frame_ubo = None
+        self._mats = {}
+        self._mspec = {}
+        self._mat_cache = {}
+        self._size = None

@@ -1,0 +1,228 @@
+"""Render passes: declared in ``RenderEngine.update_render_passes`` under Blender's names, so the
+compositor's Render Layers node finds them, and filled after the frame from the pipeline's
+targets (numpy over whole images; nothing here loops over pixels or objects per pixel).
+
+=========  ========  =====================================================================
+pass       channels  what (the same values EEVEE / Cycles write)
+=========  ========  =====================================================================
+Combined   RGBA      the frame, premultiplied; alpha 0 where the transparent film is empty
+Depth      Z         view-space depth along the camera axis; 1e10 where nothing is drawn (EEVEE)
+Normal     XYZ       world-space shading normal; 0 on the background
+Mist       Z         the world's Mist Pass settings (start, depth, falloff) over the distance to
+                     the camera (along the axis for an orthographic camera); 1 on the background
+IndexOB    X         Object > Relations > Pass Index of the front-most object (0: background)
+IndexMA    X         Material > Settings > Pass Index of the front-most surface
+Outline    RGBA      the MToon outline's colour x its coverage, and the coverage (premultiplied)
+Shadow     X         the sun's shadow received by the front-most surface (1 = lit, 0 = shadow;
+                     1 on the background)
+Shade      X         MToon's lit/shade ramp before the shadow (1 = lit colour, 0 = shade colour)
+Rim        RGB       MToon's rim term (rim colour, matcap, rim lighting) added to the colour
+=========  ========  =====================================================================
+
+With Render Samples > 1, Normal, Mist and the toon passes are averaged over the samples as the
+Combined is (``averaged_sources`` / ``apply_averaged``, resolved by engine/gpu/passes/samples.py);
+Depth and the index passes keep the centre sample's value.
+
+The toon passes (Outline, Shadow, Shade, Rim) are switched on per view layer under
+*View Layer > Passes > Stylized*; Depth, Normal, Mist and the index passes use Blender's own
+view-layer switches.  The Outline, Shadow, Shade, Rim, IndexMA (and, where a BLEND material is
+drawn, IndexOB and Normal) passes need more from the GPU (two extra targets written by SPEC_PASSES shader
+variants); with none of them enabled the frame draws exactly as without passes.
+
+BLEND (alpha-blended) surfaces are composited into the toon passes as into the Combined (each
+value x alpha over what lies behind x (1 - alpha)); the Normal and index passes take a BLEND
+surface where its alpha reaches the view layer's *Alpha Threshold*, else what lies behind it
+(pipeline.py ``_blend_into_passes``). Cycles' index passes come from its first sample's camera
+path, which stops at a surface at least that opaque and passes a thinner one with probability
+1 - alpha: at the default threshold 0.5 this is its likeliest result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: name -> (channels, channel ids, type, view layer switch (None: ours, ``stylized_passes``))
+PASSES = {
+    "Depth": (1, "Z", "VALUE", "use_pass_z"),
+    "Normal": (3, "XYZ", "VECTOR", "use_pass_normal"),
+    "Mist": (1, "Z", "VALUE", "use_pass_mist"),
+    "IndexOB": (1, "X", "VALUE", "use_pass_object_index"),
+    "IndexMA": (1, "X", "VALUE", "use_pass_material_index"),
+    "Outline": (4, "RGBA", "COLOR", None),
+    "Shadow": (1, "X", "VALUE", None),
+    "Shade": (1, "X", "VALUE", None),
+    "Rim": (3, "RGB", "COLOR", None),
+}
+TOON = ("Outline", "Shadow", "Shade", "Rim")
+GPU_PASSES = frozenset(TOON + ("IndexMA",))
+BLEND_PASSES = frozenset(("IndexOB", "Normal"))    # drawn by the GPU too where BLEND surfaces are
+BACKGROUND_DEPTH = 1e10          # what EEVEE writes to Depth where nothing is drawn
+MIST_EXPONENT = {"QUADRATIC": 2.0, "LINEAR": 1.0, "INVERSE_QUADRATIC": 0.5}
+
+
+def blender_name(name: str) -> str:
+    """The name Blender gives pass ``name`` in results and files: the index passes are
+    "Object Index" / "Material Index" since Blender 5.0 ("IndexOB" / "IndexMA" in 4.5)."""
+    if name in ("IndexOB", "IndexMA"):
+        import bpy
+
+        if bpy.app.version >= (5, 0, 0):
+            return "Object Index" if name == "IndexOB" else "Material Index"
+    return name
+
+
+def requested(view_layer) -> tuple:
+    """The passes (besides Combined) ``view_layer`` asks for, in PASSES order."""
+    toon = getattr(view_layer, "stylized_passes", None)
+    out = []
+    for name, (_, _, _, flag) in PASSES.items():
+        on = getattr(view_layer, flag, False) if flag else getattr(toon, "use_" + name.lower(), False)
+        if on:
+            out.append(name)
+    return tuple(out)
+
+
+def register(engine, scene, view_layer) -> None:
+    """``update_render_passes``: Combined and every requested pass, under Blender's names."""
+    engine.register_pass(scene, view_layer, "Combined", 4, "RGBA", "COLOR")
+    for name in requested(view_layer):
+        ch, ids, kind, _ = PASSES[name]
+        engine.register_pass(scene, view_layer, blender_name(name), ch, ids, kind)
+
+
+def needs_gpu(names, materials=None) -> bool:
+    """Whether the passes ``names`` need the forward pass's extra targets; the Normal and index
+    passes only when a BLEND material (of ``materials``: name -> MToonParams) is drawn."""
+    if GPU_PASSES.intersection(names):
+        return True
+    return bool(BLEND_PASSES.intersection(names)) and any(
+        getattr(m, "alpha_mode", "") == "BLEND" for m in (materials or {}).values())
+
+
+def _view_points(projection, is_ortho, depth):
+    """(view z (negative in front), x, y) of every pixel from the depth buffer (0..1)."""
+    p = np.asarray(projection, np.float64)
+    h, w = depth.shape
+    ndc_z = depth.astype(np.float64) * 2.0 - 1.0
+    xs = (np.arange(w) + 0.5) / w * 2.0 - 1.0
+    ys = (np.arange(h) + 0.5) / h * 2.0 - 1.0
+    if is_ortho:
+        z = (ndc_z - p[2, 3]) / p[2, 2]
+        x = (xs[None, :] - p[0, 3]) / p[0, 0] + 0.0 * z
+        y = (ys[:, None] - p[1, 3]) / p[1, 1] + 0.0 * z
+    else:
+        z = -p[2, 3] / (ndc_z + p[2, 2])
+        x = -z * (xs[None, :] + p[0, 2]) / p[0, 0]
+        y = -z * (ys[:, None] + p[1, 2]) / p[1, 1]
+    return z, x, y
+
+
+def mist_settings(scene):
+    """(start, depth, exponent) of the scene world's Mist Pass (EEVEE's film mist)."""
+    world = scene.world
+    ms = getattr(world, "mist_settings", None)
+    if ms is None:
+        return 5.0, 25.0, 2.0
+    return float(ms.start), max(float(ms.depth), 1e-9), MIST_EXPONENT.get(ms.falloff, 2.0)
+
+
+def read(pipeline, frame, names, scene, object_pass_index) -> dict:
+    """The requested passes of the frame the pipeline just drew, as (H, W, C) float32 arrays
+    (bottom row first, as Blender's render result).
+    ``object_pass_index``: object id (RenderItem.object_id) -> Pass Index."""
+    from ..util import texture_to_numpy
+
+    s = frame.settings
+    w, h = s.width, s.height
+    out = {}
+    if not names:
+        return out
+    aux = texture_to_numpy(pipeline.last_aux, w, h) if {"Normal", "IndexOB"} & set(names) else None
+    depth = None
+    if {"Depth", "Mist"} & set(names):
+        depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
+    empty = None if depth is None else depth >= 1.0
+    if depth is not None:
+        z, x, y = _view_points(frame.camera.projection, frame.camera.is_ortho, depth)
+    if "Depth" in names:
+        out["Depth"] = np.where(empty, BACKGROUND_DEPTH, -z).astype(np.float32)[..., None]
+    if "Mist" in names:
+        start, dist, exponent = mist_settings(scene)
+        d = np.abs(z) if frame.camera.is_ortho else np.sqrt(x * x + y * y + z * z)
+        m = np.clip((d - start) / dist, 0.0, 1.0) ** exponent
+        out["Mist"] = np.where(empty, 1.0, m).astype(np.float32)[..., None]
+    if "Normal" in names:
+        out["Normal"] = np.ascontiguousarray(aux[..., :3])
+    if "IndexOB" in names:
+        ids = np.rint(aux[..., 3]).astype(np.int64)
+        lut = np.zeros(max(ids.max(initial=0), max(object_pass_index, default=0)) + 1, np.float32)
+        if object_pass_index:
+            k = np.fromiter(object_pass_index.keys(), np.int64)
+            lut[k] = np.fromiter(object_pass_index.values(), np.float32)
+        out["IndexOB"] = lut[np.clip(ids, 0, None)][..., None]
+    if needs_gpu(names) and pipeline.pass_targets is not None:
+        p0 = texture_to_numpy(pipeline.pass_targets[0], w, h)
+        if "IndexMA" in names:
+            out["IndexMA"] = p0[..., 2:3].copy()
+        if "Shadow" in names:
+            out["Shadow"] = p0[..., 0:1].copy()
+        if "Shade" in names:
+            out["Shade"] = p0[..., 1:2].copy()
+        if "Outline" in names:
+            cov = p0[..., 3:4]
+            col = texture_to_numpy(pipeline.last_color, w, h)
+            out["Outline"] = np.concatenate([col[..., :3] * cov, cov], -1)
+        if "Rim" in names:
+            out["Rim"] = np.ascontiguousarray(texture_to_numpy(pipeline.pass_targets[1], w, h)[..., :3])
+    return out
+
+
+#: the passes averaged over the anti-aliasing samples as the colour is (EEVEE accumulates them);
+#: Depth and the index passes keep the centre sample's value
+AVERAGED = ("Normal", "Mist", "Outline", "Shadow", "Shade", "Rim")
+
+
+def _upload(a: np.ndarray):
+    import gpu
+
+    h, w = a.shape[:2]
+    rgba = np.zeros((h, w, 4), np.float32)
+    rgba[..., :a.shape[2]] = a
+    return gpu.types.GPUTexture((w, h), format="RGBA32F", data=gpu.types.Buffer("FLOAT", rgba.size, rgba.ravel()))
+
+
+def averaged_sources(pipeline, out: dict) -> dict:
+    """{name: GPU texture} of the passes in ``out`` (read from the centre sample) to average over
+    the samples (engine/gpu/passes/samples.py resolves them with the colour's coverage samples)."""
+    src = {}
+    if "Normal" in out and pipeline.last_aux is not None:
+        src["Normal"] = pipeline.last_aux
+    if pipeline.pass_targets is not None:
+        if "Shadow" in out or "Shade" in out:
+            src["pass0"] = pipeline.pass_targets[0]
+        if "Rim" in out:
+            src["pass1"] = pipeline.pass_targets[1]
+    for name in ("Mist", "Outline"):            # values made here: uploaded
+        if name in out:
+            src[name] = _upload(out[name])
+    return src
+
+
+def apply_averaged(out: dict, averaged: dict, width: int, height: int) -> None:
+    """Replace the centre sample's passes in ``out`` with their averages (``averaged``: name ->
+    texture, from ``averaged_sources``)."""
+    from ..util import texture_to_numpy
+
+    for name, tex in averaged.items():
+        a = texture_to_numpy(tex, width, height)
+        if name == "Normal":
+            out["Normal"] = np.ascontiguousarray(a[..., :3])
+        elif name == "Mist":
+            out["Mist"] = np.ascontiguousarray(a[..., :1])
+        elif name == "Outline":
+            out["Outline"] = np.ascontiguousarray(a)
+        elif name == "pass0":
+            for key, c in (("Shadow", 0), ("Shade", 1)):
+                if key in out:
+                    out[key] = np.ascontiguousarray(a[..., c:c + 1])
+        elif name == "pass1":
+            out["Rim"] = np.ascontiguousarray(a[..., :3])
