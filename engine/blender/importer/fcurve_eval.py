@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.animation.fcurves import solve_x
+
 _EPS32 = float(np.finfo(np.float32).eps)
 EXACT_THRESH = 1e-4
 IPO_CONST, IPO_LIN, IPO_BEZ = 0, 1, 2
@@ -125,7 +127,7 @@ def evaluate_batch(curves, frames: np.ndarray) -> np.ndarray:
         tv = np.clip(tv, 0.0, 1.0)
         dmin = np.minimum(np.minimum(c1, 3.0 * c3 + 2.0 * c2 + c1), (3.0 * c3 * tv + 2.0 * c2) * tv + c1)
         mono = dmin >= -1e-12
-        t = _solve_monotone_cubic(c0, c1, c2, c3, ln)
+        t = solve_x(np.stack([c0, c1, c2, c3], axis=1), 0.0)   # (c0 holds x0 - frame)
         x = ((c3 * t + c2) * t + c1) * t + c0
         ok = mono & (np.abs(x) < 1e-6 * np.maximum(1.0, np.abs(ln)))
         d0 = v1y
@@ -135,31 +137,3 @@ def evaluate_batch(curves, frames: np.ndarray) -> np.ndarray:
         y = d0 + t * d1 + t * t * d2 + t * t * t * d3
         val[ib[ok]] = y[ok]
     return val.reshape(C, F)
-
-
-def _solve_monotone_cubic(c0, c1, c2, c3, ln):
-    """Root in [0, 1] of c0 + c1 t + c2 t^2 + c3 t^3 (increasing): safeguarded Newton on the
-    samples that have not converged yet."""
-    n = c0.shape[0]
-    t = np.clip(-c0 / np.where(ln > 0, ln, 1.0), 0.0, 1.0)
-    lo = np.zeros(n)
-    hi = np.ones(n)
-    act = np.arange(n)
-    for _ in range(60):
-        if act.size == 0:
-            break
-        a0, a1, a2, a3 = c0[act], c1[act], c2[act], c3[act]
-        ta, la, ha = t[act], lo[act], hi[act]
-        x = ((a3 * ta + a2) * ta + a1) * ta + a0
-        pos = x > 0.0
-        ha = np.where(pos, ta, ha)
-        la = np.where(pos, la, ta)
-        dx = (3.0 * a3 * ta + 2.0 * a2) * ta + a1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tn = ta - x / dx
-        bad = ~np.isfinite(tn) | (tn < la) | (tn > ha)
-        tn = np.where(bad, 0.5 * (la + ha), tn)
-        t[act], lo[act], hi[act] = tn, la, ha
-        done = (np.abs(tn - ta) < 1e-14) | (x == 0.0) | (ha - la < 1e-15)
-        act = act[~done]
-    return t

@@ -330,7 +330,7 @@ class CurveEvaluator:
             if kd == K_LIN:
                 basis[rows, 1] = u / dur
             elif kd == K_BEZ:
-                t = _near_linear_x(self._xpoly[a], fi[m]) if self._xnear[a].all() else _solve_x(self._xpoly[a], fi[m])
+                t = _near_linear_x(self._xpoly[a], fi[m]) if self._xnear[a].all() else solve_x(self._xpoly[a], fi[m])
                 basis[rows, 1] = t
                 basis[rows, 2] = t * t
                 basis[rows, 3] = t * t * t
@@ -357,7 +357,7 @@ class CurveEvaluator:
 
 
 def _solve_x_scalar(xp, f: float) -> float:
-    """``_solve_x`` for one segment, in Python floats."""
+    """``solve_x`` for one segment, in Python floats."""
     c0, c1, c2, c3 = xp[0] - f, xp[1], xp[2], xp[3]
     span = c1 + c2 + c3
     t = min(max(-c0 / span, 0.0), 1.0) if span > 0 else 0.0
@@ -379,7 +379,7 @@ def _solve_x_scalar(xp, f: float) -> float:
 
 
 def _near_linear_x(xp: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """``_solve_x`` for nearly linear x(t) (``CurveEvaluator._xnear``): the linear guess, then two
+    """``solve_x`` for nearly linear x(t) (``CurveEvaluator._xnear``): the linear guess, then two
     Newton steps (its error is below 1e-3, so the root to ~1e-12)."""
     c0 = xp[:, 0] - f
     c1, c2, c3 = xp[:, 1], xp[:, 2], xp[:, 3]
@@ -389,7 +389,7 @@ def _near_linear_x(xp: np.ndarray, f: np.ndarray) -> np.ndarray:
     return np.clip(t, 0.0, 1.0)
 
 
-def _solve_x(xp: np.ndarray, f: np.ndarray) -> np.ndarray:
+def solve_x(xp: np.ndarray, f) -> np.ndarray:
     """t in [0, 1] with x(t) = f for (N, 4) monotone cubics (after correct_bezpart): Newton with
     bisection fallback, to float64 precision."""
     c0 = xp[:, 0] - f
