@@ -146,16 +146,27 @@ def test_a_frame_reads_no_spring_setup_after_the_build(vrm_addon, view, tmp_path
 
 
 def test_a_frames_steps_share_its_world_terms(vrm_addon, view, tmp_path, monkeypatch):
-    """At 24 fps a preview frame runs 2-3 steps on one evaluation: the world-only terms (armature
-    inverse, first 'before' matrices, colliders) are computed once per frame, not per step."""
+    """At 24 fps a preview frame runs 2-3 steps on one evaluation: the world-only terms (first
+    'before' matrices, colliders) are computed once per frame, not per step; the armature's
+    inverse only when its world matrix changes."""
     from stylized_renderer.engine.core.animation import spring_solver as solver
 
     arm = _avatar_file(tmp_path)
     st, rt, _ = _play(view, arm, 1)
-    inverses = []
-    real = solver.affine_inv
-    monkeypatch.setattr(solver, "affine_inv", lambda m: inverses.append(1) or real(m))
+    inverses, prepared = [], []
+    real_inv, real_prepare = solver.affine_inv, solver.prepare
+    monkeypatch.setattr(solver, "affine_inv", lambda m: inverses.append(1) or real_inv(m))
+    monkeypatch.setattr(solver, "prepare", lambda *a: prepared.append(1) or real_prepare(*a))
     before = rt.springs.steps_total
     for _ in range(4):
         rt = view.update(st, 1.0 / 24.0)
-    assert rt.springs.steps_total - before == 10 and len(inverses) == 4
+    assert rt.springs.steps_total - before == 10 and len(prepared) == 4 and not inverses
+    rig, world = rt.springs.rig, rt.pose.world_matrices.copy()
+    f0 = real_prepare(rig, world, 1.0 / 60.0)
+    arm_node = int(rig.arm_unique[0])
+    moved = world.copy()
+    moved[:, 0, 3] += 0.5                   # the whole avatar, armature included, moved: its terms follow
+    f1 = real_prepare(rig, moved, 1.0 / 60.0)
+    assert len(inverses) == 1 and arm_node >= 0
+    assert np.allclose(f1.head0 - f0.head0, [0.5, 0.0, 0.0], atol=1e-12)
+    assert np.allclose(f1.F0, f0.F0, atol=1e-12) and np.allclose(f1.E0, f0.E0, atol=1e-12)

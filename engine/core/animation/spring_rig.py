@@ -130,6 +130,8 @@ class SlotPlan:
         self.capsule = capsule
         self.inside = bool((sign < 0).any())
         self.any_plane = bool(plane.any())
+        self.simple = not (capsule or self.inside or self.any_plane)      # outside spheres only
+        self.thr = np.maximum(self.hr, EPS)      # |v| < thr: d < 0 or |v| < EPS (spring_collide)
 
 
 class SpringRig:
@@ -257,6 +259,7 @@ class SpringRig:
                 plans.append(SlotPlan(rr, ids, hit[k][rr], sign[ids], self.col_radius[ids], kind[ids] == PLANE,
                                       bool(self.col_capsule[ids].any())))
             self.lv_slots.append(plans)
+        self.solver_plan = None          # spring_solver's per-step tables, built on first use
 
     def new_state(self) -> "SpringState":
         return SpringState(self)

@@ -1,62 +1,178 @@
 """The VRM Add-on's ``update_pose_bone_rotations`` step (handler.py H:519-692, summarised in
 /work/notes/springs_rules.md sec. 2), vectorised over every chain of every character of a
-``core.SpringRig`` with as few numpy calls per step as the algorithm allows.
+``core.SpringRig`` with as few numpy calls per step as the algorithm allows (numpy's per-call cost,
+not the joints, bounds a small avatar: ``tools/bench_springs.py``).
 
-A frame's world-only terms are computed once by ``prepare`` (armature matrices and inverses, the
-first pair's ``before`` matrix and its decomposition, the stiffness + gravity force of the first
-level, bone lengths, collider shapes, centre positions, the map from world space to the first
-head's rest space); ``advance`` then runs the fixed steps of that frame, which all read the same
-evaluation as the add-on's frame handler does: a step touches only the state (Verlet, length,
-collisions) on the first level; the rotation of a pair is computed only where the next level
-needs it, and for every pair after the frame's last step.
+Everything is done in world space from ``B``, the world matrix of a pair's head before its
+rotation (the add-on's ``before``, put into world space: ``B = W @ before``; for the first pair
+``parent world @ Rp^-1 @ Rh``, one batched product of gathered matrices):
 
-Rows (chains) are sorted by length at build, so the chains that have a pair at level k are the
-first ``rig.level_rows[k]`` rows: a level is a slice, not a gather.
+- the head's world position is ``B``'s translation;
+- ``before = Q diag(S)`` (mathutils ``decompose``), so with ``Y = N @ B3`` (``N = Winv3^T Winv3``)
+  ``S^2 = diag(B3^T Y)`` and ``end = before^-1 Winv next = diag(1/S^2) Y^T (next - head)``;
+- the stiffness direction ``Wr @ Q @ start = M @ B3 @ (start / S)`` (``M = Wr @ Winv3``), the sign of
+  ``S`` that of ``det(before)`` (mathutils negates the scale of a mirrored matrix);
+- the next pair's ``B' = B @ diag(1/S) R diag(S) @ Rh^-1 Rt``.
+
+``M``, ``N`` and ``det(Winv3)`` depend on the armature's world matrix only: computed when it
+changes (an armature turned and scaled uniformly, the usual case, needs neither).  A frame's
+world-only terms are computed once by ``prepare``; ``advance`` runs the frame's 60 Hz steps on them
+(all read the same evaluation, as the add-on's frame handler's steps do), computing a pair's
+rotation only where the next level needs it and after the last step.  Rows (chains) are sorted by
+length at build, so the chains that have a pair at level k are the first ``rig.level_rows[k]``
+rows: a level is a slice, not a gather.  Collisions: one test of every (joint, collider) of a level
+against the position before the push-out; the exact sequential push-out (``spring_collide``) runs
+only when one penetrates.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..finite import affine_inv
-from .spring_rig import EPS, SpringRig, SpringState
+from .spring_collide import collide, may_penetrate, quick_plan
+from .spring_rig import SpringRig, SpringState, mat3_to_quat, quat_to_mat3
+from .trs import _QA, _QB, _QFORM
 
-DOWN = np.array([0.0, 0.0, -1.0])
+try:                                   # einsum's C kernel without the Python dispatch (numpy 1.x / 2.x)
+    from numpy._core.multiarray import c_einsum as _ein
+except ImportError:                    # pragma: no cover - numpy 1.x
+    try:
+        from numpy.core.multiarray import c_einsum as _ein
+    except ImportError:
+        _ein = np.einsum
+
+TINY = 1e-300                          # a zero length stays zero (no 0/0)
+_LC27 = np.zeros(27)                   # det(m) = (m0 x m1 x m2 outer product) . Levi-Civita
+for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _LC27[9 * _i + 3 * _j + _k], _LC27[9 * _i + 3 * _k + _j] = 1.0, -1.0
+del _i, _j, _k
+
+
+def _det3(b3):
+    """det of (n,3,3) (rows' triple product), 3 calls."""
+    o = b3[:, 0, :, None] * b3[:, 1, None, :]
+    return np.dot((o[:, :, :, None] * b3[:, 2, None, None, :]).reshape(-1, 27), _LC27)
 
 
 class Frame:
     """World-only terms of one evaluation (see the module doc)."""
-    __slots__ = ("W", "Winv", "Wr", "T0", "Q0", "S0", "head0", "F0", "E0", "e0", "L", "tail_now",
-                 "ca", "ab", "inv_l2", "cn", "c_now", "dt")
+    __slots__ = ("B3", "head0", "F0", "E0", "S0", "L", "tail_now", "ca", "ab", "inv_l2", "cn", "cq",
+                 "c_now", "dt", "at")
 
 
-def _sq(v):
-    return np.einsum("...i,...i->...", v, v)
+class _Arm:
+    """Terms of the armatures' world matrices: ``M`` (stiffness direction), ``N`` (rest-space
+    metric), the sign of ``det(Winv3)``, per chain when several armatures; ``uniform`` when every
+    armature is a rotation with a uniform positive scale (``M``, ``N`` multiples of I: skipped)."""
+    __slots__ = ("key", "M", "N", "neg", "Winv3", "uniform")
 
 
-def _decompose(m3):
-    """mathutils ``decompose`` of (n,3,3): (rotation with normalised columns, scale); a negative
-    determinant negates the scale; a zero column stays zero in the rotation."""
-    s = np.sqrt(np.einsum("nij,nij->nj", m3, m3))
-    neg = np.linalg.det(m3) < 0
-    if neg.any():
-        s = np.where(neg[:, None], -s, s)
-    return m3 / np.where(s != 0.0, s, 1.0)[:, None, :], s
+class _Plan:
+    """The rig's static per-step tables (built once per rig)."""
+
+    def __init__(self, rig: SpringRig):
+        C, P = rig.chain_count, rig.pair_count
+        nc = rig.col_node.size
+        parts = [rig.gather[:C], rig.gather[C:C + 2 * P], rig.col_node]
+        self.gp, self.gh, self.gt = slice(0, C), slice(C, C + P), slice(C + P, C + 2 * P)
+        o = C + 2 * P
+        self.gc = slice(o, o + nc)
+        o += nc
+        if rig.any_center:
+            parts.append(rig.center_node)
+            self.gcen = slice(o, o + C)
+            o += C
+        self.garm = slice(o, o + len(rig.arm_unique))
+        parts.append(rig.arm_unique)
+        self.gather = np.concatenate(parts).astype(np.intp)
+        self.one_arm = len(rig.arm_unique) == 1
+        self.start_sign = [np.sign(np.linalg.det(r[:, :3, :3])) for r in rig.lv_rel]
+        self.parent_sign = np.sign(np.linalg.det(rig.parent_rel[:, :3, :3]))
+        self.rel3 = [r[:, :3, :3].copy() for r in rig.lv_rel]
+        self.relt = [r[:, :3, 3].copy() for r in rig.lv_rel]
+        self.keep = [k.astype(np.float64) for k in rig.lv_keep]
+        self.has_gravity = [bool(g.any()) for g in rig.lv_grav]
+        self.identity_out = bool(np.array_equal(rig.out_order, np.arange(P)))
+        self.use_center_f = rig.use_center[:, None].astype(np.float64)
+        self.start = rig.lv_start
+        self.quick = [quick_plan(slots) for slots in rig.lv_slots]
+        q_ids = [q[1] for q in self.quick if q is not None]
+        self.q_ids = np.concatenate(q_ids) if q_ids else None
+        offs, o = [], 0
+        for q in self.quick:
+            offs.append(None if q is None else slice(o, o + len(q[1])))
+            o += 0 if q is None else len(q[1])
+        self.q_slice = offs
+        self.dt = None
+        self.kdt = self.gdt = None
+        self.arm = None
+
+    def for_dt(self, rig, dt):
+        if self.dt != dt:
+            self.kdt = [s * dt for s in rig.lv_stiff]
+            self.gdt = [g * dt for g in rig.lv_grav]
+            self.dt = dt
 
 
-def _level_terms(rig, k, T, Q, S, W, Winv, Wr, dt):
-    """head_w, force, (E, e): the world -> head rest space map ``diag(1/S) Q^T (Winv p - T)``."""
-    n = rig.level_rows[k]
-    W3, Wt = W[..., :3, :3], W[..., :3, 3]
-    head = np.einsum("nij,nj->ni", W3[:n] if W3.ndim == 3 else W3[None], T) + (Wt[:n] if Wt.ndim == 2 else Wt)
-    d = (Wr[:n] if Wr.ndim == 3 else Wr) @ (Q @ rig.lv_start[k][..., None])
-    d = d[..., 0]
-    ln = np.sqrt(_sq(d))
-    F = d * (rig.lv_stiff[k] * dt / np.where(ln > 0, ln, 1.0))[:, None] + rig.lv_grav[k] * dt
-    QtS = np.swapaxes(Q, 1, 2) / np.where(S != 0.0, S, 1.0)[:, :, None]
-    Wi3, Wit = Winv[..., :3, :3], Winv[..., :3, 3]
-    E = QtS @ (Wi3[:n] if Wi3.ndim == 3 else Wi3)
-    e = np.einsum("nij,nj->ni", QtS, (Wit[:n] if Wit.ndim == 2 else Wit) - T)
-    return head, F, E, e
+def _plan(rig) -> _Plan:
+    p = rig.solver_plan
+    if p is None:
+        p = rig.solver_plan = _Plan(rig)
+    return p
+
+
+def _arm_terms(rig, p, Wu, key) -> _Arm:
+    a = _Arm()
+    a.key = key
+    Winv = affine_inv(Wu)
+    W3, Wi3 = Wu[:, :3, :3], Winv[:, :3, :3]
+    s = np.sqrt(np.einsum("nij,nij->nj", W3, W3))
+    Wr = W3 / np.where(s != 0.0, s, 1.0)[:, None, :]
+    M = Wr @ Wi3
+    N = np.swapaxes(Wi3, 1, 2) @ Wi3
+    neg = np.linalg.det(Wi3) < 0
+    eye = np.eye(3)
+    a.uniform = bool(np.allclose(M, M[:, :1, :1] * eye, rtol=0, atol=1e-12 * np.abs(M).max(initial=1.0))
+                     and np.allclose(N, N[:, :1, :1] * eye, rtol=0, atol=1e-12 * np.abs(N).max(initial=1.0))
+                     and (M[:, 0, 0] > 0).all() and (N[:, 0, 0] > 0).all() and not neg.any())
+    if p.one_arm:
+        a.M, a.N, a.neg, a.Winv3 = M[0], N[0], bool(neg[0]), Wi3[0]
+    else:
+        c = rig.chain_arm
+        a.M, a.N, a.neg, a.Winv3 = M[c], N[c], (neg[c] if neg.any() else False), Wi3[c]
+    return a
+
+
+def _rows(m, n):
+    return m if m.ndim == 2 else m[:n]
+
+
+def _terms(p, k, B3, head, at, n):
+    """(F, E, S) of level ``k``'s ``n`` rows from their ``B3``: the stiffness + gravity force of a
+    step, the map ``end = E @ (next - head)`` and the signed scale of ``before``."""
+    if at.uniform:
+        Y = B3
+    else:
+        Y = np.matmul(_rows(at.N, n), B3)
+    S2 = _ein("nji,nji->ni", B3, Y)
+    np.maximum(S2, TINY, out=S2)
+    E = Y.transpose(0, 2, 1) / S2[:, :, None]
+    S = np.sqrt(S2)
+    det = _det3(B3)
+    if at.neg is True:
+        det = -det
+    elif at.neg is not False:
+        det = np.where(at.neg[:n], -det, det)
+    np.copysign(S, det[:, None], out=S)        # mathutils: a mirrored before negates its scale
+    st = p.start[k] / S
+    if not at.uniform:
+        B3 = np.matmul(_rows(at.M, n), B3)
+    d = _ein("nij,nj->ni", B3, st)
+    ln = np.sqrt(np.maximum(_ein("ni,ni->n", d, d), TINY))
+    F = d * (p.kdt[k] / ln)[:, None]
+    if p.has_gravity[k]:
+        F += p.gdt[k]
+    return F, E, S
 
 
 def prepare(rig: SpringRig, world: np.ndarray, dt: float) -> Frame:
@@ -65,113 +181,72 @@ def prepare(rig: SpringRig, world: np.ndarray, dt: float) -> Frame:
     f.dt = dt
     if not rig.chain_count:
         return f
-    Wu = world[rig.arm_unique]
-    Wiu = affine_inv(Wu)
-    Wru, _ = _decompose(Wu[:, :3, :3])
-    if len(rig.arm_unique) == 1:          # one armature: broadcast, no gathers
-        f.W, f.Winv, f.Wr = Wu[0], Wiu[0], Wru[0]
-    else:
-        a = rig.chain_arm
-        f.W, f.Winv, f.Wr = Wu[a], Wiu[a], Wru[a]
-    G = world[rig.gather]                                   # parents, heads, tails (level-major)
-    P = G[rig.g_parent]
-    before = (f.Winv @ P) @ rig.parent_rel                  # chains without a parent: W^-1 W Rh
-    if rig.no_parent.any():
-        before[rig.no_parent] = rig.parent_rel[rig.no_parent]
-    f.T0 = before[:, :3, 3]
-    f.Q0, f.S0 = _decompose(before[:, :3, :3])
-    f.head0, f.F0, f.E0, f.e0 = _level_terms(rig, 0, f.T0, f.Q0, f.S0, f.W, f.Winv, f.Wr, dt)
-    ht = G[rig.g_head_tail, :3, 3]                          # (2, pairs, 3)
-    f.tail_now = ht[1]
-    f.L = np.sqrt(_sq(ht[0] - ht[1]))[:, None]
+    p = _plan(rig)
+    p.for_dt(rig, dt)
+    G = world.take(p.gather, axis=0)
+    Wu = G[p.garm]
+    key = Wu.tobytes()
+    at = p.arm
+    if at is None or at.key != key:
+        at = p.arm = _arm_terms(rig, p, Wu, key)
+    f.at = at
+    B = np.matmul(G[p.gp], rig.parent_rel)                 # the first pairs' before, in world space
+    f.B3 = B[:, :3, :3]
+    f.head0 = B[:, :3, 3]
+    f.F0, f.E0, f.S0 = _terms(p, 0, f.B3, f.head0, at, rig.chain_count)
+    T = G[:, :3, 3]
+    f.tail_now = T[p.gt]
+    v = T[p.gh] - f.tail_now
+    f.L = np.sqrt(_ein("ni,ni->n", v, v))
     if rig.col_node.size:
-        B = world[rig.col_node]
-        B3, Bt = B[:, :3, :3], B[:, :3, 3]
-        ca = np.einsum("nij,nj->ni", B3, rig.col_offset) + Bt
-        f.ca = ca
+        Bc = G[p.gc]
+        f.ca = _ein("nij,nj->ni", Bc[:, :3, :3], rig.col_offset) + Bc[:, :3, 3]
         if rig.any_capsule:
-            ab = np.einsum("nij,nj->ni", B3, rig.col_tail) + Bt - ca
-            l2 = _sq(ab)
+            ab = _ein("nij,nj->ni", Bc[:, :3, :3], rig.col_tail) + Bc[:, :3, 3] - f.ca
+            l2 = _ein("ni,ni->n", ab, ab)
             cap = rig.col_capsule & (l2 >= 2.220446049250313e-16)     # a degenerate capsule is a sphere
             f.ab = np.where(cap[:, None], ab, 0.0)
             f.inv_l2 = np.where(cap, 1.0 / np.where(cap, l2, 1.0), 0.0)
         if rig.any_plane:
-            f.cn = np.einsum("nij,nj->ni", _decompose(B3)[0], rig.col_normal)
+            b3 = Bc[:, :3, :3]
+            s = np.sqrt(np.einsum("nij,nij->nj", b3, b3))
+            f.cn = _ein("nij,nj->ni", b3 / np.where(s != 0.0, s, 1.0)[:, None, :], rig.col_normal)
+        f.cq = f.ca.take(p.q_ids, axis=0) if p.q_ids is not None else None
     if rig.any_center:
-        f.c_now = np.where(rig.has_center[:, None], world[rig.center_node][:, :3, 3], 0.0)
+        f.c_now = np.where(rig.has_center[:, None], T[p.gcen], 0.0)
     return f
 
 
-def _collide(rig, k, f, nxt, head, L):
-    """Push-out and re-projection against the chains' colliders in the add-on's order (H:627-646):
-    slot by slot (a later collider sees the position the earlier one pushed), every chain that has
-    the slot at once."""
-    for sp in rig.lv_slots[k]:
-        rows, cols = sp.rows, sp.ids
-        p = nxt[rows]
-        c = f.ca[cols]
-        if sp.capsule:
-            ab = f.ab[cols]
-            c = c + ab * np.clip(np.einsum("ij,ij->i", ab, p - c) * f.inv_l2[cols], 0.0, 1.0)[:, None]
-        v = p - c
-        if sp.inside:
-            v = v * sp.sign[:, None]
-        ln = np.sqrt(_sq(v))
-        d = (ln if not sp.inside else ln * sp.sign) - sp.hr
-        tiny = ln < EPS
-        if sp.any_plane:
-            cn = f.cn[cols]
-            d = np.where(sp.plane, np.einsum("ij,ij->i", p - f.ca[cols], cn) - sp.hit, d)
-            tiny &= ~sp.plane
-        pen = (d < 0.0) | tiny
-        if not pen.any():
-            continue
-        n = v / np.where(tiny, 1.0, ln)[:, None]
-        if tiny.any():
-            n = np.where(tiny[:, None], DOWN, n)
-            d = np.where(tiny, -0.01, d)
-        if sp.any_plane:
-            n = np.where(sp.plane[:, None], cn, n)
-        h = head[rows]
-        moved = p - n * d[:, None] - h
-        lm = np.sqrt(_sq(moved))[:, None]
-        nxt[rows] = np.where(pen[:, None], h + moved * (L[rows] / np.where(lm > 0, lm, 1.0)), p)
-    return nxt
-
-
-def _rotation(rig, k, n, E, e, nxt):
+def _rotation(rig, k, n, E, u):
     """Quaternion(start.cross(end), start.angle(end)) (wxyz) of rows [:n] at level k, with
-    end = before^-1 Winv nxt; from the half-way vector: (|s||e| + s.e, s x e) normalised, one
-    precomputed (4,3) matrix per pair gives (s.e, s x e); a zero axis gives the identity."""
-    end = np.einsum("nij,nj->ni", E[:n], nxt[:n]) + e[:n]
-    q = np.einsum("nij,nj->ni", rig.lv_dotcross[k][:n], end)
-    cross2 = _sq(q[:, 1:])
-    q[:, 0] += rig.lv_start_len[k][:n] * np.sqrt(_sq(end))
-    ln = np.sqrt(cross2 + q[:, 0] * q[:, 0])
-    ok = cross2 > 0.0
-    q = q / np.where(ok, ln, 1.0)[:, None]
-    if not ok.all():
-        q[~ok] = (1.0, 0.0, 0.0, 0.0)
-    return q, end
+    end = E @ u; from the half-way vector: (|s||e| + s.e, s x e) normalised, one precomputed (4,3)
+    matrix per pair gives (s.e, s x e); a zero axis gives the identity."""
+    end = _ein("nij,nj->ni", E[:n], u[:n])
+    q = _ein("nij,nj->ni", rig.lv_dotcross[k][:n], end)
+    q[:, 0] += rig.lv_start_len[k][:n] * np.sqrt(_ein("ni,ni->n", end, end))
+    q2 = _ein("ni,ni->n", q, q)
+    q /= np.sqrt(np.maximum(q2, TINY))[:, None]
+    q[:, 0] += q2 == 0.0                 # start and end opposite (or end zero): the identity
+    return q
 
 
-def _next_before(rig, k, n, T, Q, S, rot):
-    """before of level k+1 for rows [:n]: T @ (Q @ rot) @ diag(S) @ Rh^-1 @ Rt (H:665-678)."""
-    from .spring_rig import quat_to_mat3
+def _next_level(p, k, m, B3, head, S, rot):
+    """B3 and head of level k+1 for rows [:m]: B @ diag(1/S) R diag(S) @ Rh^-1 Rt (H:665-678)."""
+    r = rot[:m]
+    R = np.dot(r.take(_QA, axis=1) * r.take(_QB, axis=1), _QFORM).reshape(m, 3, 3)
+    s = S[:m]
+    R *= s[:, None, :]
+    R /= s[:, :, None]
+    BX = np.matmul(B3[:m], R)
+    return np.matmul(BX, p.rel3[k][:m]), _ein("nij,nj->ni", BX, p.relt[k][:m]) + head[:m]
 
-    RS = (Q[:n] @ quat_to_mat3(rot[:n])) * S[:n, None, :]
-    m3 = RS @ rig.lv_rel[k][:n, :3, :3]
-    t = np.einsum("nij,nj->ni", RS, rig.lv_rel[k][:n, :3, 3]) + T[:n]
-    Q1, S1 = _decompose(m3)
-    return t, Q1, S1
 
-
-def _no_inherit(rig, k, Q, rot):
-    """A bone that does not inherit its parent's rotation gets Q_par @ rot (H:687-692)."""
-    from .spring_rig import mat3_to_quat, quat_to_mat3
-
+def _no_inherit(rig, k, f, B3, S, rot):
+    """A bone that does not inherit its parent's rotation gets Q_par @ rot (H:687-692), Q_par the
+    rotation of before = Winv3 @ B3 (columns divided by the signed scale)."""
     n = rot.shape[0]
-    full = mat3_to_quat(Q[:n] @ quat_to_mat3(rot))
+    Q = np.matmul(_rows(f.at.Winv3, n), B3[:n]) / S[:n, None, :]
+    full = mat3_to_quat(Q @ quat_to_mat3(rot))
     return np.where(rig.lv_inherit[k][:, None], rot, full)
 
 
@@ -182,6 +257,7 @@ def advance(rig: SpringRig, state: SpringState, f: Frame, steps: int):
         return None
     if not rig.chain_count:
         return np.zeros((0, 4))
+    p = _plan(rig)
     K = rig.depth
     out = [None] * K
     if not state.all_initialized:
@@ -190,44 +266,51 @@ def advance(rig: SpringRig, state: SpringState, f: Frame, steps: int):
         state.cur_flat[init] = f.tail_now[init]
         state.initialized_flat[:] = True
         state.all_initialized = True
+    cur_all, prev_all = state.cur_flat, state.prev_flat
     for s in range(steps):
         last = s == steps - 1
         dC = None
         if rig.any_center:
-            dC = np.where(rig.use_center[:, None], f.c_now - state.prev_center, 0.0)
+            dC = (f.c_now - state.prev_center) * p.use_center_f
             state.prev_center[:] = f.c_now
-        T, Q, S = f.T0, f.Q0, f.S0
-        head, F, E, e = f.head0, f.F0, f.E0, f.e0
+        B3, head, S, F, E = f.B3, f.head0, f.S0, f.F0, f.E0
         for k in range(K):
             n = rig.level_rows[k]
             sl = rig.level_slice[k]
             if k:
-                head, F, E, e = _level_terms(rig, k, T, Q, S, f.W, f.Winv, f.Wr, f.dt)
-            cur = state.cur_flat[sl].astype(np.float64)
-            prev = state.prev_flat[sl]
+                F, E, S = _terms(p, k, B3, head, f.at, n)
+            cur = cur_all[sl].astype(np.float64)
+            prev = prev_all[sl]
             if dC is not None:
                 cur += dC[:n]
                 prev = prev + dC[:n]
-            nxt = cur + (cur - prev) * rig.lv_keep[k] + F
+            u = cur - prev                                   # Verlet with drag, stiffness, gravity
+            u *= p.keep[k]
+            u += cur
+            u += F
+            prev_all[sl] = cur
+            u -= head                                        # length constraint (H:620-625)
             L = f.L[sl]
-            v = nxt - head
-            lv = np.sqrt(_sq(v))[:, None]
-            nxt = head + v * (L / np.where(lv > 0, lv, 1.0))
+            u *= (L / np.sqrt(np.maximum(_ein("ni,ni->n", u, u), TINY)))[:, None]
+            nxt = u + head
             if rig.lv_slots[k]:
-                nxt = _collide(rig, k, f, nxt, head, L)
-            state.prev_flat[sl] = cur
-            state.cur_flat[sl] = nxt
+                qs = p.q_slice[k]
+                if qs is None or may_penetrate(p.quick[k], nxt, f.cq[qs]):
+                    nxt = collide(rig, k, f, nxt, head, L[:, None])
+                    u = nxt - head
+            cur_all[sl] = nxt
             m = rig.level_rows[k + 1] if k + 1 < K else 0
             need = n if last else m
             if need:
-                rot, _ = _rotation(rig, k, need, E, e, nxt)
+                rot = _rotation(rig, k, need, E, u)
                 if last:
-                    out[k] = rot if rig.lv_inherit_all[k] else _no_inherit(rig, k, Q, rot)
+                    out[k] = rot if rig.lv_inherit_all[k] else _no_inherit(rig, k, f, B3, S, rot)
                 if m:
-                    T, Q, S = _next_before(rig, k, m, T, Q, S, rot)
+                    B3, head = _next_level(p, k, m, B3, head, S, rot)
     state.steps += steps
-    flat = np.concatenate(out) if K > 1 else out[0]
-    return flat[rig.out_order]
+    if K == 1:
+        return out[0] if p.identity_out else out[0][rig.out_order]
+    return np.concatenate(out)[rig.out_order]
 
 
 def step(rig: SpringRig, state: SpringState, world: np.ndarray, dt: float):
