@@ -5,7 +5,9 @@ Usage:
                                          [--addon DIR]
 
 Motion: the armature's action when it covers the run, else a generated head shake (the bones that
-carry the springs yaw +-40 degrees with a 37/60 s period, keyed on every frame).
+carry the springs yaw +-40 degrees with a 37/60 s period, keyed on every frame).  Several armatures
+with spring bones: the preview's crowd plays the first one's clip on all of them, and so does the
+add-on's side; each armature's error is in ``armatures``.
 
 Ours: the clip is played by the REAL preview path (a viewport StylizedSession, a PreviewState
 playing the clip, ``update_frame`` as view_draw calls it) with a fixed clock step ``dt`` per update;
@@ -178,8 +180,8 @@ def _preview_clock():
 
 
 def play_preview(arms, updates, dt, control="none"):
-    """Our side: play every armature's clip in the preview (one PreviewState per armature's scene:
-    the first armature's; the crowd plays the others' own clips), ``updates`` updates of ``dt``
+    """Our side: play the first armature's clip in the preview (one PreviewState: the first
+    armature's; with several armatures the crowd plays that clip on all), ``updates`` updates of ``dt``
     seconds.  Returns ({armature: (updates+1, J, 3) world positions of its joints}, steps per
     update, the carriers' (updates+1, J, 4, 4) world matrices, the 60 Hz steps of each update, the
     clip time reached) -- index 0 is the shown pose before the first step."""
@@ -322,23 +324,29 @@ def run(path: str, steps: int = 120, dt: float = STEP, control: str = "none", lo
     plan = []
     for arm in arms:
         joints = _joint_bones(arm)
-        plan.append((arm, joints, _motion(arm, joints, seconds, log)))
+        plan.append((arm, joints, _motion(arm, joints, seconds, log) if not plan else plan[0][2]))
+    if len(plan) > 1:           # the preview's crowd plays the first armature's clip on every armature
+        log(f"spring-check: the crowd plays '{plan[0][2].name}' on {', '.join(a.name for a, _j, _c in plan)}")
     scene.frame_set(int(plan[0][2].frame_range[0]))
     for arm, _j, act in plan:
-        arm.animation_data.action = act
+        (arm.animation_data or arm.animation_data_create()).action = act
     ours, carriers, per_update, t_end = play_preview(plan, updates, dt, control)
     theirs = play_addon(plan, per_update, dt)
     max_err = tip = 0.0
     joints_n = 0
+    per_arm = {}
     for arm, joints, _a in plan:
         bones = arm.data.bones
         height = float(np.ptp(np.array([b.head_local for b in bones] + [b.tail_local for b in bones]), axis=0).max())
         a, b = ours[arm.name], theirs[arm.name]
-        max_err = max(max_err, float(np.abs(a - b).max()) / height)
+        err = float(np.abs(a - b).max()) / height
+        motion = _carrier_motion(arm, joints, a, carriers[arm.name]) / height
+        per_arm[arm.name] = {"joints": len(joints), "max_rel_error": err, "tip_motion": motion}
+        max_err = max(max_err, err)
         joints_n += len(joints)
-        tip = max(tip, _carrier_motion(arm, joints, a, carriers[arm.name]) / height)
+        tip = max(tip, motion)
     return {"joints": joints_n, "steps": int(sum(per_update)), "max_rel_error": max_err, "tip_motion": tip,
-            "updates": updates, "clip_time": t_end}
+            "updates": updates, "clip_time": t_end, "armatures": per_arm}
 
 
 def _carrier_motion(arm, joints, pos, carrier_mats) -> float:
