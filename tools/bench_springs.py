@@ -1,17 +1,24 @@
-"""bench-springs: our spring bone step (engine/core/animation/spring_solver.step: the frame's world terms, one
-step, the rotations; all characters in one call) against the VRM Add-on's
-``update_pose_bone_rotations(context, 1/60)`` on Godette and on 10 copies of her (each with its own
-armature data: the add-on keeps its state in it), in the same process, timed interleaved (ours and
-the add-on's alternating), medians.
+"""bench-springs: our spring bone stage against the VRM Add-on's ``update_pose_bone_rotations(context,
+1/60)`` on Godette and on 10 copies of her (each with its own armature data: the add-on keeps its
+state in it), in the same process, timed interleaved (ours and the add-on's alternating), medians.
 
   .venv/bin/python tools/bench_runtime.py --springs     (or tools/bench_springs.py)
 
+What each side's timed call does (the same work):
+- the add-on: reads every spring armature's pose (``pose_bone.matrix``, ``matrix_world``, the
+  colliders' Empties through its property getters), simulates one step, writes the rotations it
+  changed into ``pose_bone.rotation_quaternion``.  Blender's evaluation of that pose afterwards
+  (the depsgraph) is not in its figure.
+- ours (``SpringsRuntime.simulate`` on a ScenePose of the imported scene, the preview's own call):
+  reads the pose's world matrices, simulates one step (spring_solver prepare + advance: the
+  frame's world terms and the step), writes the rotations into the pose's local TRS
+  (``ScenePose.write_sampled``, the player's write) and updates the pose's world matrices (what
+  the palettes read: Blender's depsgraph evaluation on the add-on's side, so ours does more).
+
 Prints ``bench-springs: addon_ms=.. ours_ms=.. ratio=.. addon10_ms=.. ours10_ms=.. ratio10=..
-ours_per_added_avatar_ms=..`` and a second line with what bounds our one-avatar figure: the
-extra steps of a frame (``advance`` of 2 more steps on the same evaluation: a 24 fps frame runs 2-3),
-and the floor of one numpy call here (``a + b`` on (8,3) float64), our step in those units.
-Our figure is the step alone (the preview then writes the rotations into the ScenePose in one
-batched call); the add-on's includes writing its rotations to pose bones.
+ours_per_added_avatar_ms=..``, then where our one-avatar figure goes (the step alone, the write,
+the world update: medians of the same interleaved runs) and the floor of one numpy call here
+(``a + b`` on (8,3) float64) with our stage in those units.
 """
 from __future__ import annotations
 
@@ -37,11 +44,43 @@ def _interleaved_ms(fns, n):
     return [statistics.median(t) for t in ts]
 
 
-def measure(copies=10, n=200) -> dict:
+def _godette_stage(arms):
+    """(SpringsRuntime, ScenePose) of the imported scene: the preview's objects, not stand-ins."""
+    import bpy
+
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.core.animation.pose import ScenePose
+    from stylized_renderer.engine.features.springs import runtime as springs_runtime
+
+    bpy.context.view_layer.update()
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    pose = ScenePose()
+    if not pose.initialize(asset) or not pose.update_world_matrices():
+        raise RuntimeError(f"bench-springs: the pose could not be built: {pose.last_error}")
+    sr = springs_runtime.build(asset)
+    if sr.joint_count == 0 or sr.warnings:
+        raise RuntimeError(f"bench-springs: no springs read ({sr.warnings})")
+    return sr, pose
+
+
+def _parts(sr, pose, dt):
+    """One stage, timed in parts (ms): step (read the pose + simulate), write, world update."""
+    from stylized_renderer.engine.core.animation import spring_solver as solver
+
+    t0 = time.perf_counter()
+    sr.rotations = solver.advance(sr.rig, sr.state, solver.prepare(sr.rig, pose.world_matrices, dt), 1)
+    t1 = time.perf_counter()
+    sr.write(pose, worlds=False)
+    t2 = time.perf_counter()
+    pose.update_world_matrices()
+    t3 = time.perf_counter()
+    return (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3
+
+
+def measure(copies=10, n=300) -> dict:
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine.core.animation import spring_rig as core, spring_solver as solver
     from stylized_renderer.engine.features.springs import reader
 
     bpy.ops.wm.open_mainfile(filepath=str(GODETTE))
@@ -55,31 +94,27 @@ def measure(copies=10, n=200) -> dict:
         o.data.vrm_addon_extension.spec_version = "1.0"
         o.data.vrm_addon_extension.spring_bone1.enable_animation = True
 
-    def ours(objs):
-        specs, worlds, base = [], [], 0
-        for o in objs:
-            node_of, arm_node = reader.standalone_nodes(o)
-            specs.append(reader.read_character(o, lambda b, f=node_of, k=base: f(b) + k if f(b) >= 0 else -1,
-                                               arm_node + base))
-            # node indices shift per copy: rest/parent keys too
-            w = reader.standalone_world(o)
-            worlds.append(w)
-            base += len(w)
-        rig = core.SpringRig(specs)
-        st = rig.new_state()
-        world = np.concatenate(worlds)
-        return rig, st, world
-
     enable(arm)
-    ctx.view_layer.update()
-    rig, st, world = ours(arms)
     dt = 1.0 / 60.0
-    frame = solver.prepare(rig, world, dt)
+    sr, pose = _godette_stage(arms)
     a, b = np.random.rand(8, 3), np.random.rand(8, 3)
-    addon1, ours1, extra2, floor = _interleaved_ms(
-        [lambda: update_pose_bone_rotations(ctx, dt), lambda: solver.step(rig, st, world, dt),
-         lambda: solver.advance(rig, st, frame, 2), lambda: [a + b for _ in range(100)]], n)
-    floor /= 100.0
+    addon, parts, full, floor = [], [], [], []
+    for _ in range(n):                    # interleaved: the add-on, our stage in parts, our stage whole
+        t = time.perf_counter()
+        update_pose_bone_rotations(ctx, dt)
+        addon.append((time.perf_counter() - t) * 1e3)
+        parts.append(_parts(sr, pose, dt))
+        t = time.perf_counter()
+        sr.simulate(pose, 1)
+        full.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        for _ in range(100):
+            a + b
+        floor.append((time.perf_counter() - t) * 1e3 / 100.0)
+    med = statistics.median
+    r = {"joints": sr.joint_count, "addon_ms": med(addon), "ours_ms": med(full),
+         "step_ms": med(p[0] for p in parts), "write_ms": med(p[1] for p in parts),
+         "worlds_ms": med(p[2] for p in parts), "floor_us": med(floor) * 1000.0}
     for i in range(copies - 1):
         c = arm.copy()
         c.data = arm.data.copy()
@@ -87,13 +122,12 @@ def measure(copies=10, n=200) -> dict:
         ctx.scene.collection.objects.link(c)
         enable(c)
         arms.append(c)
-    ctx.view_layer.update()
-    rig, st, world = ours(arms)
-    addon10, ours10 = _interleaved_ms([lambda: update_pose_bone_rotations(ctx, dt),
-                                       lambda: solver.step(rig, st, world, dt)], n)
-    return {"joints": rig.joint_count // copies, "addon_ms": addon1, "ours_ms": ours1, "addon10_ms": addon10,
-            "ours10_ms": ours10, "per_added": (ours10 - ours1) / (copies - 1), "extra2_ms": extra2,
-            "floor_us": floor * 1000.0}
+    sr10, pose10 = _godette_stage(arms)
+    r["addon10_ms"], r["ours10_ms"] = _interleaved_ms([lambda: update_pose_bone_rotations(ctx, dt),
+                                                      lambda: sr10.simulate(pose10, 1)], n)
+    r["per_added"] = (r["ours10_ms"] - r["ours_ms"]) / (copies - 1)
+    r["joints10"] = sr10.joint_count
+    return r
 
 
 def main() -> int:
@@ -105,9 +139,11 @@ def main() -> int:
     print(f"bench-springs: joints={r['joints']} addon_ms={r['addon_ms']:.3f} ours_ms={r['ours_ms']:.3f} "
           f"ratio={r['ours_ms'] / r['addon_ms']:.3f} addon10_ms={r['addon10_ms']:.3f} ours10_ms={r['ours10_ms']:.3f} "
           f"ratio10={r['ours10_ms'] / r['addon10_ms']:.3f} ours_per_added_avatar_ms={r['per_added']:.3f}")
-    print(f"bench-springs: two more steps of a frame (advance 2) ms={r['extra2_ms']:.3f}; one numpy call "
-          f"floor_us={r['floor_us']:.2f}; our step = {r['ours_ms'] * 1000.0 / r['floor_us']:.0f} floor calls; "
-          f"0.05x the add-on = {0.05 * r['addon_ms'] * 1000.0 / r['floor_us']:.0f} floor calls")
+    print(f"bench-springs: ours in parts step_ms={r['step_ms']:.3f} write_ms={r['write_ms']:.3f} "
+          f"worlds_ms={r['worlds_ms']:.3f}; one numpy call floor_us={r['floor_us']:.2f}; our stage = "
+          f"{r['ours_ms'] * 1000.0 / r['floor_us']:.0f} floor calls, the step alone "
+          f"{r['step_ms'] * 1000.0 / r['floor_us']:.0f}; 0.05x the add-on = "
+          f"{0.05 * r['addon_ms'] * 1000.0 / r['floor_us']:.0f} floor calls")
     return 0
 
 

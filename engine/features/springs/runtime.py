@@ -31,7 +31,7 @@ class SpringsRuntime:
         self.key = key                    # ((armature, Animate Spring Bones), ...) it was built for
         self.state = rig.new_state()
         self.warnings = list(warnings)
-        self.nodes = rig.out_nodes
+        self.nodes = np.asarray(rig.out_nodes, np.intp)
         self.rotations: Optional[np.ndarray] = None
         self.acc = 0.0
         self._clip = None
@@ -78,20 +78,37 @@ class SpringsRuntime:
             n = int(self.acc / STEP + 1e-9)
             self.acc -= n * STEP
             n = min(n, MAX_STEPS_PER_FRAME)
-        if n and (pose.is_dirty and not pose.update_world_matrices()):
-            return False
-        if n:                                # every step of a frame reads the frame's pose
-            rot = solver.advance(self.rig, self.state, solver.prepare(self.rig, pose.world_matrices, STEP), n)
-            self.rotations = rot             # only the last step's rotations are written
-        self.steps_total += n
-        ok = True
         sampled = player.sample_count != self._sample_count      # the mixer rewrote the pose
         self._sample_count = player.sample_count
-        if self.rotations is not None and len(self.nodes) and (n or sampled):
-            t, _, s = pose.local_trs(self.nodes)
-            ok = pose.set_local_trs(self.nodes, t, self.rotations, s) and pose.update_world_matrices()
+        if n:
+            ok = self.simulate(pose, n)
+        elif self.rotations is not None and sampled:
+            ok = self.write(pose)
+        else:
+            ok = True
         self.last_ms = (time.perf_counter() - t0) * 1000.0
         return ok
+
+    def simulate(self, pose, n: int) -> bool:
+        """``n`` fixed steps on the pose's evaluation (every step of a frame reads the frame's
+        pose, as the add-on's frame handler's steps do), the last one's rotations written into the
+        pose (``write``).  What bench-springs times against the add-on's step."""
+        if pose.is_dirty and not pose.update_world_matrices():
+            return False
+        self.rotations = solver.advance(self.rig, self.state, solver.prepare(self.rig, pose.world_matrices, STEP), n)
+        self.steps_total += n
+        return self.write(pose)
+
+    def write(self, pose, worlds: bool = True) -> bool:
+        """The joints' rotations into the pose's local TRS (the preview player's write), then
+        (``worlds``) its world matrices; False on a non-finite rotation (nothing written)."""
+        q = self.rotations
+        if not len(self.nodes):
+            return True
+        if not np.isfinite(q).all():
+            return False
+        pose.write_sampled(self.nodes, q_nodes=self.nodes, q=q)
+        return pose.update_world_matrices() if worlds else True
 
 
 def read_characters(scene_asset):
