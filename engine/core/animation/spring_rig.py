@@ -20,6 +20,14 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 
+try:                                   # einsum's C kernel without the Python dispatch (numpy 1.x / 2.x):
+    from numpy._core.multiarray import c_einsum as ein      # a small step's calls cost 1 us less each
+except ImportError:                    # pragma: no cover - numpy 1.x
+    try:
+        from numpy.core.multiarray import c_einsum as ein
+    except ImportError:
+        ein = np.einsum
+
 EPS = np.finfo(np.float64).eps          # sys.float_info.epsilon, as the add-on's collision code
 SPHERE, CAPSULE, INSIDE_SPHERE, INSIDE_CAPSULE, PLANE = 0, 1, 2, 3, 4
 
@@ -126,6 +134,8 @@ class SlotPlan:
 
     def __init__(self, rows, ids, hit, sign, radius, plane, capsule: bool):
         self.rows, self.ids, self.hit, self.sign, self.plane = rows, ids, hit, sign, plane
+        # the rows as a slice when they are the first ones (chains sorted by length): a view, no gather
+        self.sel = slice(0, len(rows)) if np.array_equal(rows, np.arange(len(rows))) else rows
         self.hr = hit + sign * radius            # d = sign * |v| - hr  (outside: |v| - hit - r)
         self.capsule = capsule
         self.inside = bool((sign < 0).any())

@@ -29,17 +29,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..finite import affine_inv
-from .spring_collide import collide, may_penetrate, quick_plan
-from .spring_rig import SpringRig, SpringState, mat3_to_quat, quat_to_mat3
+from .spring_collide import collide, collide_spheres, quick_plan
+from .spring_rig import SpringRig, SpringState, ein as _ein, mat3_to_quat, quat_to_mat3
 from .trs import _QA, _QB, _QFORM
-
-try:                                   # einsum's C kernel without the Python dispatch (numpy 1.x / 2.x)
-    from numpy._core.multiarray import c_einsum as _ein
-except ImportError:                    # pragma: no cover - numpy 1.x
-    try:
-        from numpy.core.multiarray import c_einsum as _ein
-    except ImportError:
-        _ein = np.einsum
 
 TINY = 1e-300                          # a zero length stays zero (no 0/0)
 _LC27 = np.zeros(27)                   # det(m) = (m0 x m1 x m2 outer product) . Levi-Civita
@@ -295,8 +287,10 @@ def advance(rig: SpringRig, state: SpringState, f: Frame, steps: int):
             nxt = u + head
             if rig.lv_slots[k]:
                 qs = p.q_slice[k]
-                if qs is None or may_penetrate(p.quick[k], nxt, f.cq[qs]):
-                    nxt = collide(rig, k, f, nxt, head, L[:, None])
+                if qs is None:
+                    collide(rig, k, f, nxt, head, L)
+                    u = nxt - head
+                elif collide_spheres(p.quick[k], rig, k, f, nxt, head, L, f.cq[qs]):
                     u = nxt - head
             cur_all[sl] = nxt
             m = rig.level_rows[k + 1] if k + 1 < K else 0
