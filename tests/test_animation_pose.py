@@ -204,3 +204,36 @@ def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
     assert np.allclose(out, pre @ compose_trs_fast(t, q, s), atol=1e-12)
     compose_pre_trs(pre, pre_rotation_forms(pre), t, q, None, out)     # None: unit scales
     assert np.allclose(out, pre @ compose_trs_fast(t, q, np.ones((n, 3))), atol=1e-12)
+
+
+def test_update_world_below_matches_the_full_update_after_a_subset_write():
+    """The spring bones' world update (update_world_below): after writing the rotations of some
+    nodes of a clean pose, their worlds and their descendants' (a chain through several written
+    nodes, a prop below one) equal a full update_world_matrices; the other worlds are kept."""
+    nodes = [R.node("root", t=(0, 0, 1)),
+             R.node("a", parent=0, pre=R.translation(0, 1, 0), t=(0.1, 0, 0)),
+             R.node("b", parent=1, t=(0, 0.5, 0)), R.node("c", parent=2, t=(0, 0.5, 0)),
+             R.node("d", parent=3, t=(0, 0.5, 0)), R.node("prop", parent=4, t=(0.2, 0, 0)),
+             R.node("side", parent=0, t=(1, 0, 0)), R.node("side2", parent=6, t=(0, 1, 0))]
+    scene = SceneAsset(nodes)
+    below, full = ScenePose(), ScenePose()
+    for p in (below, full):
+        assert p.initialize(scene) and p.update_world_matrices()
+    written = np.array([2, 4, 1], np.intp)
+    q = np.array([R.quat_axis_angle((0, 0, 1), a) for a in (0.3, -0.7, 1.1)])
+    for step in range(3):
+        for p in (below, full):
+            p.write_sampled(written, q_nodes=written, q=q)
+        v = below.version
+        assert below.update_world_below(written) and full.update_world_matrices()
+        assert not below.is_dirty and below.version != v
+        assert np.allclose(below.world_matrices, full.world_matrices, atol=1e-12)
+        q = q[[1, 2, 0]]
+    moved = ~np.isclose(below.world_matrices, ScenePose_bind_worlds(scene)).all(axis=(1, 2))
+    assert moved[[1, 2, 3, 4, 5]].all() and not moved[[0, 6, 7]].any()
+
+
+def ScenePose_bind_worlds(scene):
+    p = ScenePose()
+    assert p.initialize(scene) and p.update_world_matrices()
+    return p.world_matrices

@@ -12,8 +12,9 @@ What each side's timed call does (the same work):
 - ours (``SpringsRuntime.simulate`` on a ScenePose of the imported scene, the preview's own call):
   reads the pose's world matrices, simulates one step (spring_solver prepare + advance: the
   frame's world terms and the step), writes the rotations into the pose's local TRS
-  (``ScenePose.write_sampled``, the player's write) and updates the pose's world matrices (what
-  the palettes read: Blender's depsgraph evaluation on the add-on's side, so ours does more).
+  (``ScenePose.write_sampled``, the player's write) and updates the world matrices of the joints
+  and what hangs below them (``update_world_below``: what the palettes read; Blender's depsgraph
+  evaluation on the add-on's side, not in its figure, so ours does more).
 
 Prints ``bench-springs: addon_ms=.. ours_ms=.. ratio=.. addon10_ms=.. ours10_ms=.. ratio10=..
 ours_per_added_avatar_ms=..``, then where our one-avatar figure goes (the step alone, the write,
@@ -72,7 +73,7 @@ def _parts(sr, pose, dt):
     t1 = time.perf_counter()
     sr.write(pose, worlds=False)
     t2 = time.perf_counter()
-    pose.update_world_matrices()
+    pose.update_world_below(sr.nodes)        # as SpringsRuntime.write does on a pose clean before it
     t3 = time.perf_counter()
     return (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3
 

@@ -254,6 +254,52 @@ class WorldHierarchy:
         self._version = next_version(self._version)
         return True
 
+    def update_world_below(self, nodes: np.ndarray) -> bool:
+        """The world update after a write to the locals of ``nodes`` only (an intp array, the same
+        object each frame), the pose having been clean before it: the worlds of ``nodes`` and of
+        their descendants, one product per level below them; every other world is kept.  The full
+        ``update_world_matrices`` where that does not hold (bones with non-default inheritance,
+        a bake's shortcut, a root among ``nodes``, a plan not built yet)."""
+        if self._scene is None or self._plan is None or self._any_special or self._shortcut is not None:
+            return self.update_world_matrices()
+        hit = self._below_plans.get(id(nodes))
+        if hit is None or hit[0] is not nodes or hit[1] is not self._plan:
+            hit = (nodes, self._plan, self._below_plan(nodes))
+            if len(self._below_plans) > 8:
+                self._below_plans.clear()
+            self._below_plans[id(nodes)] = hit
+        levels = hit[2]
+        if levels is None:
+            return self.update_world_matrices()
+        world, local = self._world, self._local
+        for idx, par in levels:
+            world[idx] = np.matmul(world[par], local[idx])
+        self._dirty = False
+        self._version = next_version(self._version)
+        return True
+
+    def _below_plan(self, nodes):
+        """[(nodes, their parents)] level by level from ``nodes`` down (once per set of nodes);
+        None when one of them is a root."""
+        n = self._n
+        init = np.zeros(n, bool)
+        init[np.asarray(nodes, np.intp)] = True
+        if (self._parents_safe[init] < 0).any():
+            return None
+        affected = np.zeros(n, bool)
+        rel = np.full(n, -1, np.int64)
+        for lv_nodes, lv_parents in self._plan:       # absolute depth order: parents first
+            par = self._parents_safe[lv_nodes]
+            par_aff = (par >= 0) & affected[np.maximum(par, 0)]
+            aff = init[lv_nodes] | par_aff
+            affected[lv_nodes] = aff
+            rel[lv_nodes[aff]] = np.where(par_aff[aff], rel[np.maximum(par[aff], 0)] + 1, 0)
+        levels = []
+        for r in range(int(rel.max()) + 1 if n else 0):
+            idx = np.flatnonzero(rel == r).astype(np.intp)
+            levels.append((idx, self._parents_safe[idx].astype(np.intp)))
+        return levels
+
     def _build_world_plan(self):
         """Segments of K levels (K ~ sqrt(depth)): nodes at depths 0, K, 2K, ... are checkpoints.
         ``seg[i]`` = the product of the locals from below i's anchor (nearest checkpoint

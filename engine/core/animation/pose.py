@@ -66,6 +66,7 @@ class ScenePose(WorldHierarchy):
         self._shortcut = None      # (nodes, anchors, rel) of set_world_shortcut, for the next world update
         self._shortcut_mask = np.zeros(0, dtype=bool)
         self._flat_plans = {}      # (id(nodes), id(anchors)) -> (nodes, anchors, indices, flat plan)
+        self._below_plans = {}     # id(nodes) -> (nodes, plan, levels) of update_world_below
         self.shortcut_updates = 0  # world updates that took a set_world_shortcut (tests, profiling)
         self.last_error: Optional[str] = None
 
@@ -91,6 +92,7 @@ class ScenePose(WorldHierarchy):
         self._shortcut = None
         self._shortcut_mask = np.zeros(n, dtype=bool)
         self._flat_plans = {}
+        self._below_plans = {}
         err = self._init_inheritance(scene_asset)
         if err is not None:
             self.last_error = err

@@ -107,8 +107,12 @@ class SpringsRuntime:
             return True
         if not np.isfinite(q).all():
             return False
+        clean = not pose.is_dirty
         pose.write_sampled(self.nodes, q_nodes=self.nodes, q=q)
-        return pose.update_world_matrices() if worlds else True
+        if not worlds:
+            return True
+        # only the joints changed since the last world update: their subtrees' worlds
+        return pose.update_world_below(self.nodes) if clean else pose.update_world_matrices()
 
 
 def read_characters(scene_asset):
