@@ -207,12 +207,15 @@ def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
 
 
 def test_update_world_below_matches_the_full_update_after_a_subset_write():
-    """The spring bones' world update (update_world_below): after writing the rotations of some
-    nodes of a clean pose, their worlds and their descendants' (a chain through several written
-    nodes, a prop below one) equal a full update_world_matrices; the other worlds are kept."""
+    """The spring bones' write (write_rotations) and world update (update_world_below): after
+    writing the rotations of some nodes of a clean pose, their locals equal write_sampled's, and
+    their worlds and their descendants' (a chain through several written nodes, a prop below one)
+    equal a full update_world_matrices; the other worlds are kept."""
+    turned = R.translation(0, 1, 0)
+    turned[:3, :3] = [[1, 0, 0], [0, 0.6, -0.8], [0, 0.8, 0.6]]
     nodes = [R.node("root", t=(0, 0, 1)),
-             R.node("a", parent=0, pre=R.translation(0, 1, 0), t=(0.1, 0, 0)),
-             R.node("b", parent=1, t=(0, 0.5, 0)), R.node("c", parent=2, t=(0, 0.5, 0)),
+             R.node("a", parent=0, pre=turned, t=(0.1, 0, 0)),
+             R.node("b", parent=1, t=(0, 0.5, 0), s=(1.2, 0.8, 1.0)), R.node("c", parent=2, t=(0, 0.5, 0)),
              R.node("d", parent=3, t=(0, 0.5, 0)), R.node("prop", parent=4, t=(0.2, 0, 0)),
              R.node("side", parent=0, t=(1, 0, 0)), R.node("side2", parent=6, t=(0, 1, 0))]
     scene = SceneAsset(nodes)
@@ -222,8 +225,9 @@ def test_update_world_below_matches_the_full_update_after_a_subset_write():
     written = np.array([2, 4, 1], np.intp)
     q = np.array([R.quat_axis_angle((0, 0, 1), a) for a in (0.3, -0.7, 1.1)])
     for step in range(3):
-        for p in (below, full):
-            p.write_sampled(written, q_nodes=written, q=q)
+        below.write_rotations(written, q)
+        full.write_sampled(written, q_nodes=written, q=q)
+        assert np.allclose(below.local_matrices, full.local_matrices, atol=1e-15)
         v = below.version
         assert below.update_world_below(written) and full.update_world_matrices()
         assert not below.is_dirty and below.version != v

@@ -24,7 +24,7 @@ from ..assets.types import NODE_BONE
 from . import inherit as _inh
 from .hierarchy import RESOLVED, RESOLVING, UNRESOLVED, WorldHierarchy, _ro_view, _safe_inv, next_version  # noqa: F401
 from .sampling import decompose_matrices, normalize_quaternions
-from .trs import compose_pre_trs, compose_trs_fast, pre_rotation_forms  # noqa: F401
+from .trs import _QA, _QB, _QFORM, compose_pre_trs, compose_trs_fast, pre_rotation_forms  # noqa: F401
 
 class LocalTransform(NamedTuple):
     translation: np.ndarray   # (3,)
@@ -264,11 +264,7 @@ class ScenePose(WorldHierarchy):
         if targets > 1 and not isinstance(nodes, slice) and self._write_crowd(nodes, targets):
             self._dirty = True
             return
-        forms = self._pre_forms
-        if forms is None:
-            pre = self._pre
-            affine = bool(np.array_equal(pre[:, 3], np.broadcast_to([0.0, 0.0, 0.0, 1.0], pre[:, 3].shape)))
-            forms = self._pre_forms = pre_rotation_forms(pre) if affine else False
+        forms = self._rotation_forms()
         if forms is not False and isinstance(nodes, slice):
             if self._unit_scale is None:
                 self._unit_scale = bool((self._s == 1.0).all())
@@ -281,6 +277,30 @@ class ScenePose(WorldHierarchy):
                 np.matmul(self._pre[nodes], trs, out=self._local[nodes])
             else:
                 self._local[nodes] = np.matmul(self._pre[nodes], trs)
+        self._dirty = True
+
+    def _rotation_forms(self):
+        """``pre_rotation_forms`` of the rest matrices (once), or False when one is not affine."""
+        forms = self._pre_forms
+        if forms is None:
+            pre = self._pre
+            affine = bool(np.array_equal(pre[:, 3], np.broadcast_to([0.0, 0.0, 0.0, 1.0], pre[:, 3].shape)))
+            forms = self._pre_forms = pre_rotation_forms(pre) if affine else False
+        return forms
+
+    def write_rotations(self, nodes: np.ndarray, q: np.ndarray) -> None:
+        """``write_sampled(nodes, q_nodes=nodes, q=q)`` for rotations only (the spring bones' write:
+        ``nodes`` a valid intp array, ``q`` unit wxyz): when no matrix write or bake shortcut is
+        pending and the rest matrices are affine, only the 3x3 blocks ``pre3 @ R(q) @ diag(s)`` of
+        the locals are made again (their translations do not depend on the rotation)."""
+        forms = self._rotation_forms()
+        if self._matrix_marks or self._shortcut is not None or forms is False:
+            self.write_sampled(nodes, q_nodes=nodes, q=q)
+            return
+        self._q[nodes] = q
+        r = np.dot(q.take(_QA, axis=1) * q.take(_QB, axis=1), _QFORM).reshape(-1, 3, 3)
+        r *= self._s[nodes][:, None, :]
+        self._local[nodes, :3, :3] = np.matmul(self._pre[nodes, :3, :3], r)
         self._dirty = True
 
     def _write_crowd(self, nodes: np.ndarray, targets: int) -> bool:

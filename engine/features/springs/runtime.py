@@ -108,7 +108,7 @@ class SpringsRuntime:
         if not np.isfinite(q).all():
             return False
         clean = not pose.is_dirty
-        pose.write_sampled(self.nodes, q_nodes=self.nodes, q=q)
+        pose.write_rotations(self.nodes, q)
         if not worlds:
             return True
         # only the joints changed since the last world update: their subtrees' worlds
