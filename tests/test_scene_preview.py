@@ -95,8 +95,8 @@ def test_scene_preview_draws_what_the_timeline_draws(nla_scene, capsys):
 def test_a_scene_preview_a_few_frames_late_fails_the_deform_check(nla_scene, monkeypatch, capsys):
     from stylized_renderer.engine.blender.sources import nla as nla_source
 
-    orig = nla_source.IdAnimation.evaluate
-    monkeypatch.setattr(nla_source.IdAnimation, "evaluate", lambda self, t: orig(self, t - 2.0))
+    orig = nla_source.SceneAnimation.evaluate_all
+    monkeypatch.setattr(nla_source.SceneAnimation, "evaluate_all", lambda self, t: orig(self, t - 2.0))
     rc = check_scene.run_deform(nla_scene, check_scene.scene_frames(nla_scene, (0.0,), step=6))
     assert rc == 1, capsys.readouterr().out
 

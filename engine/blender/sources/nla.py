@@ -4,7 +4,9 @@ bpy-free ``animation.nla`` stack at any time: each animated ID's active action a
 the frame only evaluates F-Curves (``animation.fcurves``) and blends (``animation.nla``).
 
 ``SceneAnimation.evaluate(t)`` gives, per ID, its channels' values at scene time ``t`` (frames,
-subframe included) and which of them Blender would write there.
+subframe included) and which of them Blender would write there; ``evaluate_all(t)`` the same for
+every channel of every ID at once (``animation.nla_eval.StackBatch``: one vectorised pass over all
+stacks, what Scene playback runs per frame).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import List
 import numpy as np
 
 from ...core.animation.fcurves import CurveEvaluator
+from ...core.animation.nla_eval import StackBatch
 from ...core.animation.nla import (BLEND_TYPES, EXTEND_MODES, MIX_ADD, MIX_AXIS_ANGLE, MIX_PROPORTIONAL,
     MIX_QUAT, Source, Stack, Strip, Track)
 from ..importer.actions import pick_slot, slot_fcurves
@@ -99,9 +102,13 @@ class IdAnimation:
         self.current = current
         self.notes = notes
         self.unsupported = list(unsupported)   # curves the preview does not evaluate itself (why)
+        self._batch = None
 
     def evaluate(self, t: float):
-        return self.stack.evaluate(float(t), self.current)
+        """(values, written) of this ID's channels at scene time ``t``."""
+        if self._batch is None:      # compiled on first use (after any edit of the stack's strips)
+            self._batch = StackBatch([self.stack])
+        return self._batch.evaluate(float(t), self.current)
 
 
 class _Sampled:
@@ -230,6 +237,7 @@ class SceneAnimation:
 
     def __init__(self, scene, sample: bool = True):
         self.ids: List[IdAnimation] = []
+        self._batch = None
         seen = set()
         for ob in scene.objects:
             data = getattr(ob, "data", None)
@@ -243,6 +251,17 @@ class SceneAnimation:
                 if a is not None:
                     self.ids.append(a)
 
+    def evaluate_all(self, t: float):
+        """(values, written) of every channel of every ID (in ``ids`` order, each ID's keys in
+        order) at scene time ``t``, in one pass; compiled on first use."""
+        if self._batch is None:
+            self._batch = StackBatch([a.stack for a in self.ids])
+            self._current = np.concatenate([a.current for a in self.ids]) if self.ids else np.zeros(0)
+            self._offsets = np.cumsum([0] + [len(a.keys) for a in self.ids])
+        return self._batch.evaluate(float(t), self._current)
+
     def evaluate(self, t: float):
         """[(IdAnimation, values, written)] at scene time ``t``."""
-        return [(a, *a.evaluate(t)) for a in self.ids]
+        vals, written = self.evaluate_all(t)
+        o = self._offsets
+        return [(a, vals[o[i]:o[i + 1]], written[o[i]:o[i + 1]]) for i, a in enumerate(self.ids)]

@@ -34,6 +34,8 @@ _POW_MIN = 0.0009765625
 _POW_SCALE = 1.0 / (1.0 - 0.0009765625)
 # segment kinds of the timing table: 0 constant, 1 linear, 2 Bezier, else 3 + 4 * ipo + easing
 K_CONST, K_LIN, K_BEZ = 0, 1, 2
+#: up to this many timing groups a frame is evaluated group by group in Python scalars
+SCALAR_GROUPS = 8
 
 
 def _ease_kind(ipo: int, easing: int) -> int:
@@ -145,10 +147,17 @@ class CurveEvaluator:
         self._one = None
         if len(tables) == 1 and C:
             self._grid = self._coef.reshape(C, -1, 4)
-            if not self._cyc_groups.size:
-                # the scalar path: the group's keys, segment kinds and x polynomials as Python values
-                k = int(self._gcounts[0])
-                self._one = (self._gx.tolist(), self._kind[:k].tolist(), self._xpoly[:k].tolist(), k)
+        if C and len(tables) <= SCALAR_GROUPS and not self._cyc_groups.size:
+            # the scalar path: per timing group its keys, segment kinds and x polynomials as Python
+            # values and its curves' coefficients as a (C_g, K+1, 4) grid
+            one = []
+            for g in range(len(tables)):
+                k, o = int(self._gcounts[g]), int(self._goff[g])
+                cs = np.flatnonzero(group_of == g)
+                grid = self._grid if len(tables) == 1 else self._coef[self._slot0[cs][:, None] + np.arange(k + 1)]
+                one.append((self._gx[o:o + k].tolist(), self._kind[o:o + k].tolist(), self._xpoly[o:o + k].tolist(),
+                            k, grid, None if len(tables) == 1 else cs))
+            self._one = one
 
     @staticmethod
     def _slope(x, y, hl, hr, ipo, e, step):
@@ -210,7 +219,7 @@ class CurveEvaluator:
         if self.count == 0:
             return np.zeros(0)
         if self._one is not None:
-            got = self._evaluate_one(float(frame))
+            got = self._evaluate_scalar(float(frame))
             if got is not None:
                 return got
         f = np.full(self.group_count, float(frame))
@@ -230,30 +239,20 @@ class CurveEvaluator:
             self._apply_elastic(vals, slot, elastic)
         return vals
 
-    def _evaluate_one(self, f: float):
-        """``evaluate`` for one timing group without Cycles, in Python scalars (one bisect, the
-        basis, one (C, 4) x (4,) product); None for a frame in an easing segment (the general
-        path evaluates those)."""
-        xs, kinds, xpoly, k = self._one
-        if f <= xs[0]:
-            return self._grid[:, 0] @ np.array((1.0, f - xs[0], 0.0, 0.0))
-        if f >= xs[-1]:
-            return self._grid[:, k] @ np.array((1.0, f - xs[-1], 0.0, 0.0))
-        i = bisect.bisect_right(xs, f)
-        a = i - 1
-        if f - xs[a] <= EXACT_THRESH:
-            return self._grid[:, a + 1, 0].copy()
-        if xs[i] - f <= EXACT_THRESH:
-            return self._grid[:, k if i == k - 1 else i + 1, 0].copy()
-        kind = kinds[a]
-        if kind == K_CONST:
-            return self._grid[:, a + 1, 0].copy()
-        if kind == K_LIN:
-            return self._grid[:, a + 1] @ np.array((1.0, (f - xs[a]) / (xs[i] - xs[a]), 0.0, 0.0))
-        if kind == K_BEZ:
-            t = _solve_x_scalar(xpoly[a], f)
-            return self._grid[:, a + 1] @ np.array((1.0, t, t * t, t * t * t))
-        return None
+    def _evaluate_scalar(self, f: float):
+        """``evaluate`` for a few timing groups without Cycles, in Python scalars (per group one
+        bisect, the basis, one (C_g, 4) x (4,) product); None for a frame in an easing segment
+        of any group (the general path evaluates those)."""
+        one = self._one
+        if len(one) == 1:
+            return _evaluate_one(one[0], f)
+        out = np.empty(self.count)
+        for table in one:
+            got = _evaluate_one(table, f)
+            if got is None:
+                return None
+            out[table[5]] = got
+        return out
 
     def _cycles(self, f: np.ndarray) -> np.ndarray:
         """fcm_cycles_time for the groups with a Cycles modifier: maps ``f`` in place; returns
@@ -354,6 +353,30 @@ class CurveEvaluator:
         e = el[g[cs]]
         rows = self._coef[self._slot0[cs] + slot[g[cs]]]
         vals[cs] = elastic(e[:, 0].astype(np.int64), e[:, 1], rows[:, 0], rows[:, 1], e[:, 2], e[:, 3], e[:, 4])
+
+
+def _evaluate_one(table, f: float):
+    """The curves of one timing group at ``f`` (``CurveEvaluator._evaluate_scalar``), or None."""
+    xs, kinds, xpoly, k, grid, _curves = table
+    if f <= xs[0]:
+        return grid[:, 0] @ np.array((1.0, f - xs[0], 0.0, 0.0))
+    if f >= xs[-1]:
+        return grid[:, k] @ np.array((1.0, f - xs[-1], 0.0, 0.0))
+    i = bisect.bisect_right(xs, f)
+    a = i - 1
+    if f - xs[a] <= EXACT_THRESH:
+        return grid[:, a + 1, 0].copy()
+    if xs[i] - f <= EXACT_THRESH:
+        return grid[:, k if i == k - 1 else i + 1, 0].copy()
+    kind = kinds[a]
+    if kind == K_CONST:
+        return grid[:, a + 1, 0].copy()
+    if kind == K_LIN:
+        return grid[:, a + 1] @ np.array((1.0, (f - xs[a]) / (xs[i] - xs[a]), 0.0, 0.0))
+    if kind == K_BEZ:
+        t = _solve_x_scalar(xpoly[a], f)
+        return grid[:, a + 1] @ np.array((1.0, t, t * t, t * t * t))
+    return None
 
 
 def _solve_x_scalar(xp, f: float) -> float:

@@ -121,7 +121,6 @@ class ScenePlayback:
             self.notes = bakes.lines() + self.notes
         index = {(nd.object_name, nd.bone_name): i for i, nd in enumerate(scene_asset.nodes)}
         offsets = np.cumsum([0] + [len(a.keys) for a in self.anim.ids])
-        self._offsets = offsets
         work = []
         tokens: Dict[int, int] = {}
         keep = []
@@ -170,7 +169,6 @@ class ScenePlayback:
         b = binding
         self._nodes = np.unique(np.concatenate([b.t_nodes, b.r_nodes, b.s_nodes]))
         self._rows = tuple(np.searchsorted(self._nodes, n) for n in (b.t_nodes, b.r_nodes, b.s_nodes))
-        self._values = defaults.copy()
         # the reader's (node, channel) form of the preview player's clip channels (identity kept:
         # the reader maps them to expression columns once)
         self._expr = (expr_keys, np.array(expr_chans, np.int64)) if expr_keys and reader is not None else None
@@ -197,11 +195,8 @@ class ScenePlayback:
                 self._morphs.append((node, base, np.array(slots, np.int64), np.array(chans, np.int64)))
 
     def evaluate(self, frame: float):
-        """Every channel's value at scene time ``frame``."""
-        vals = self._values
-        for a, off, (v, _written) in zip(self.anim.ids, self._offsets[:-1], (a.evaluate(frame) for a in self.anim.ids)):
-            vals[off:off + v.shape[0]] = v
-        return vals
+        """Every channel's value at scene time ``frame`` (every ID's stack in one pass)."""
+        return self.anim.evaluate_all(frame)[0]
 
     def write_pose(self, frame: float, pose):
         """The animated nodes' TRS at scene time ``frame`` into ``pose``: (ok, channel values)."""
