@@ -269,3 +269,47 @@ def test_a_curve_the_preview_cannot_evaluate_fails_the_check_not_filled_from_ble
     assert rc == 1 and "unsupported: action 'FaceMove'" in out, out
     fc.modifiers.remove(fc.modifiers[0])          # the control: the same frames pass without it
     assert check_scene.run(nla_scene, ints) == 0, capsys.readouterr().out
+
+
+def test_shape_keys_holding_still_are_pushed_again_after_another_write(nla_scene):
+    """Scene playback does not push a mesh's shape-key weights again while they hold still (the
+    runtime's morph epoch unchanged since its last push); any other write of the runtime's morph
+    weights in between (here a direct write, as a timeline frame or the preview player would do)
+    makes the next Scene frame push the NLA's weights again: the same frame shows the same shape."""
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.blender.session import StylizedSession
+
+    s = StylizedSession(viewport=True)
+    st = preview.PreviewState(active=True, scene_mode=True)
+    got = []
+
+    def frame(f):
+        st.push("scene_seek", f)
+        st.push("pause")
+        dg = bpy.context.evaluated_depsgraph_get()
+        s._ensure_gpu()
+        s._ensure_runtime(dg)
+        assert s.update_frame(dg, st), s.update_error
+        rt = s.runtime
+        node = next(i for i, nd in enumerate(rt.scene.nodes) if nd.object_name == "Face" and nd.bone_name is None)
+        prim = next(p for p in rt.mesh_instances[node].primitives if p.morph_state is not None)
+        got.append(np.array(prim.morph_state.weights))
+        return rt, node
+
+    def run():
+        rt, node = frame(15.0)
+        frame(15.0)                       # the same weights: nothing pushed, nothing changed
+        rt.set_node_morph_weights(node, np.zeros(len(rt.morph_key_names(node))))
+        frame(15.0)                       # another writer changed them: pushed again
+
+    try:
+        with preview.timeline_handback_suspended():
+            gpu_util.run_in_gpu_context(run)
+    finally:
+        gpu_util.run_in_gpu_context(s.free)
+    nla_scene.frame_set(15)
+    key = bpy.data.objects["Face"].data.shape_keys
+    blender = np.array([key.key_blocks[n].value for n in ("Smile", "Blink")])
+    assert np.abs(got[0]).max() > 0.1 and np.allclose(got[0], blender, atol=1e-6), (got[0], blender)
+    assert np.array_equal(got[1], got[0]) and np.array_equal(got[2], got[0]), got

@@ -6,6 +6,7 @@ active with Add at 0.3) plus 5 demo characters (the demo and 4 linked duplicates
 copies, their own stacks on every rig object), and the face's shape-key NLA.
 
   bench-scene: frame_set_ms=A scene_ms=B ratio=R ids=N channels=M palette_uploads=U read_ms=T
+               frame_set_cpu_ms=Ac scene_cpu_ms=Bc ratio_cpu=Rc
 
 A: the median of ``scene.frame_set`` over frames 1..100; B: the median of the Scene preview's
 frame as the viewport's draw runs it (``StylizedSession._update``, which ``render_texture`` calls
@@ -19,7 +20,10 @@ tripled B (14 ms against 2.1 ms in the same process; the earlier 0.057-0.094 fig
 process, same scene.  The ratio depends on the machine's load: 0.02-0.03 with 2 cores busy
 (frame_set 70-140 ms), 0.13-0.15 on a quiet one (frame_set 20 ms, B 2.8 ms: about 1.8 ms of
 morph-stream updates of the heavy rig's 50 shape keys, 1.2 ms of NLA evaluation).  T: reading the scene's animation when Play starts (again after any
-depsgraph update: an edit of an action or a strip).
+depsgraph update: an edit of an action or a strip).  Ac, Bc, Rc: the same medians in CPU time
+(``time.process_time``: every thread of the process, so Blender's depsgraph threads count for
+frame_set, and whatever of them still spins during our frame counts for ours), measured in the
+same steps; on a loaded machine they tell how much of a wall-clock figure was waiting.
 """
 from __future__ import annotations
 
@@ -95,19 +99,21 @@ def measure(frames: int = 40) -> dict:
         s._ensure_runtime(dg)
         assert s.update_frame(dg, st), s.update_error
 
-    fs, ours = [], []
+    fs, ours, fs_cpu, ours_cpu = [], [], [], []
 
     def run():
         dg = bpy.context.evaluated_depsgraph_get()
         shown = []
         for i in range(frames):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             with preview.timeline_handback_suspended():     # the benchmark's frame_set, not the user scrubbing
                 scene.frame_set(1 + (i % 100))
             fs.append((time.perf_counter() - t) * 1e3)
-            t = time.perf_counter()
+            fs_cpu.append((time.process_time() - c) * 1e3)
+            t, c = time.perf_counter(), time.process_time()
             s._update(dg, st)                                # what the viewport's draw runs first
             ours.append((time.perf_counter() - t) * 1e3)
+            ours_cpu.append((time.process_time() - c) * 1e3)
             assert s.update_error is None, s.update_error
             shown.append(st.scene_frame)
         return shown
@@ -119,7 +125,8 @@ def measure(frames: int = 40) -> dict:
     assert st.playing and st.active and len(set(shown)) == len(shown), shown
     r = {"scene_ms": statistics.median(ours), "frame_set_ms": statistics.median(fs), "ids": len(pb.anim.ids),
          "channels": sum(len(a.keys) for a in pb.anim.ids), "palette_uploads": s.runtime.stats.palette_uploads,
-         "build_ms": pb.build_ms}
+         "build_ms": pb.build_ms, "frame_set_cpu_ms": statistics.median(fs_cpu),
+         "scene_cpu_ms": statistics.median(ours_cpu)}
     gpu_util.run_in_gpu_context(s.free)
     return r
 
@@ -127,4 +134,6 @@ def measure(frames: int = 40) -> dict:
 def print_scene(r) -> None:
     print(f"bench-scene: frame_set_ms={r['frame_set_ms']:.3f} scene_ms={r['scene_ms']:.3f} "
           f"ratio={r['scene_ms'] / r['frame_set_ms']:.3f} ids={r['ids']} channels={r['channels']} "
-          f"palette_uploads={r['palette_uploads']} read_ms={r['build_ms']:.1f}")
+          f"palette_uploads={r['palette_uploads']} read_ms={r['build_ms']:.1f} "
+          f"frame_set_cpu_ms={r['frame_set_cpu_ms']:.3f} scene_cpu_ms={r['scene_cpu_ms']:.3f} "
+          f"ratio_cpu={r['scene_cpu_ms'] / max(r['frame_set_cpu_ms'], 1e-9):.3f}")

@@ -142,19 +142,21 @@ class CurveEvaluator:
             group_of[c] = g
         self._group_of = group_of
         self._build_groups(tables)
-        # the one-group case (every curve keyed at the same frames): coefficients as a (C, K+1, 4) grid
+        # the one-group case (every curve keyed at the same frames): coefficients as a (K+1, C, 4)
+        # grid, slot-major: one slot's coefficients of every curve are one contiguous block (a
+        # frame reads them sequentially, not one cache line per curve)
         self._grid = None
         self._one = None
         if len(tables) == 1 and C:
-            self._grid = self._coef.reshape(C, -1, 4)
+            self._grid = np.ascontiguousarray(self._coef.reshape(C, -1, 4).transpose(1, 0, 2))
         if C and len(tables) <= SCALAR_GROUPS and not self._cyc_groups.size:
             # the scalar path: per timing group its keys, segment kinds and x polynomials as Python
-            # values and its curves' coefficients as a (C_g, K+1, 4) grid
+            # values and its curves' coefficients as a slot-major (K+1, C_g, 4) grid
             one = []
             for g in range(len(tables)):
                 k, o = int(self._gcounts[g]), int(self._goff[g])
                 cs = np.flatnonzero(group_of == g)
-                grid = self._grid if len(tables) == 1 else self._coef[self._slot0[cs][:, None] + np.arange(k + 1)]
+                grid = self._grid if len(tables) == 1 else self._coef[np.arange(k + 1)[:, None] + self._slot0[cs]]
                 one.append((self._gx[o:o + k].tolist(), self._kind[o:o + k].tolist(), self._xpoly[o:o + k].tolist(),
                             k, grid, None if len(tables) == 1 else cs))
             self._one = one
@@ -228,7 +230,7 @@ class CurveEvaluator:
             offset = self._cycles(f)
         slot, basis, elastic = self._locate(f)
         if self._grid is not None:
-            vals = self._grid[:, int(slot[0])] @ basis[0]
+            vals = self._grid[int(slot[0])] @ basis[0]
         else:
             g = self._group_of
             rows = self._coef[self._slot0 + slot[g]]
@@ -359,23 +361,23 @@ def _evaluate_one(table, f: float):
     """The curves of one timing group at ``f`` (``CurveEvaluator._evaluate_scalar``), or None."""
     xs, kinds, xpoly, k, grid, _curves = table
     if f <= xs[0]:
-        return grid[:, 0] @ np.array((1.0, f - xs[0], 0.0, 0.0))
+        return grid[0] @ np.array((1.0, f - xs[0], 0.0, 0.0))
     if f >= xs[-1]:
-        return grid[:, k] @ np.array((1.0, f - xs[-1], 0.0, 0.0))
+        return grid[k] @ np.array((1.0, f - xs[-1], 0.0, 0.0))
     i = bisect.bisect_right(xs, f)
     a = i - 1
     if f - xs[a] <= EXACT_THRESH:
-        return grid[:, a + 1, 0].copy()
+        return grid[a + 1, :, 0].copy()
     if xs[i] - f <= EXACT_THRESH:
-        return grid[:, k if i == k - 1 else i + 1, 0].copy()
+        return grid[k if i == k - 1 else i + 1, :, 0].copy()
     kind = kinds[a]
     if kind == K_CONST:
-        return grid[:, a + 1, 0].copy()
+        return grid[a + 1, :, 0].copy()
     if kind == K_LIN:
-        return grid[:, a + 1] @ np.array((1.0, (f - xs[a]) / (xs[i] - xs[a]), 0.0, 0.0))
+        return grid[a + 1] @ np.array((1.0, (f - xs[a]) / (xs[i] - xs[a]), 0.0, 0.0))
     if kind == K_BEZ:
         t = _solve_x_scalar(xpoly[a], f)
-        return grid[:, a + 1] @ np.array((1.0, t, t * t, t * t * t))
+        return grid[a + 1] @ np.array((1.0, t, t * t, t * t * t))
     return None
 
 

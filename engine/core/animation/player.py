@@ -33,7 +33,7 @@ from .curve_clip import CurveTracks
 from .sampling import TrackSet
 
 
-def _as_slice(idx: np.ndarray):
+def as_slice(idx: np.ndarray):
     """``idx`` as a slice when it is a run of consecutive indices (views instead of gathers)."""
     if idx.size and int(idx[-1]) - int(idx[0]) == idx.size - 1 and (np.diff(idx) == 1).all():
         return slice(int(idx[0]), int(idx[-1]) + 1)
@@ -223,10 +223,10 @@ class AnimationPlayer(RootMotion):
                                  and np.array_equal(tt.times, rt.times) and np.array_equal(tt.times, st.times))
         self._mixer = TRSMixer(self._nodes.shape[0])
         ip = self._nodes.astype(np.intp)
-        self._nodes_ip = _as_slice(ip)      # a slice when the nodes are consecutive (no gathers)
-        self._t_nodes = _as_slice(ip[self._t_slot])
-        self._r_nodes = _as_slice(ip[self._r_slot])
-        self._s_nodes = _as_slice(ip[self._s_slot])
+        self._nodes_ip = as_slice(ip)      # a slice when the nodes are consecutive (no gathers)
+        self._t_nodes = as_slice(ip[self._t_slot])
+        self._r_nodes = as_slice(ip[self._r_slot])
+        self._s_nodes = as_slice(ip[self._s_slot])
         mch = [m for m in clip.morph_channels if len(m.times) > 0]
         self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
         self._m_tracks = TrackSet([m.times for m in mch], [np.asarray(m.values).reshape(-1, 1) for m in mch], 1)
@@ -248,10 +248,10 @@ class AnimationPlayer(RootMotion):
         self._s_slot = np.searchsorted(self._nodes, b.s_nodes).astype(np.int64)
         self._mixer = TRSMixer(self._nodes.shape[0])
         ip = self._nodes.astype(np.intp)
-        self._nodes_ip = _as_slice(ip)
-        self._t_nodes = _as_slice(ip[self._t_slot])
-        self._r_nodes = _as_slice(ip[self._r_slot])
-        self._s_nodes = _as_slice(ip[self._s_slot])
+        self._nodes_ip = as_slice(ip)
+        self._t_nodes = as_slice(ip[self._t_slot])
+        self._r_nodes = as_slice(ip[self._r_slot])
+        self._s_nodes = as_slice(ip[self._s_slot])
         mch = list(clip.morph_channels)
         self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
         self._morph_values = np.zeros(len(mch))

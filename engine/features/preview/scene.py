@@ -27,6 +27,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ...core.animation.curve_clip import CurveTracks
+from ...core.animation.player import as_slice
 from ...core.assets.curves import FCurveSetAsset
 from ...blender.importer import actions as _actions
 from ...blender.importer.curve_read import build_binding
@@ -169,9 +170,13 @@ class ScenePlayback:
         b = binding
         self._nodes = np.unique(np.concatenate([b.t_nodes, b.r_nodes, b.s_nodes]))
         self._rows = tuple(np.searchsorted(self._nodes, n) for n in (b.t_nodes, b.r_nodes, b.s_nodes))
+        # the pose's direct write (slices where the nodes are consecutive)
+        self._write = tuple(as_slice(np.asarray(n, np.intp)) for n in (self._nodes, b.t_nodes, b.r_nodes, b.s_nodes))
         # the reader's (node, channel) form of the preview player's clip channels (identity kept:
         # the reader maps them to expression columns once)
         self._expr = (expr_keys, np.array(expr_chans, np.int64)) if expr_keys and reader is not None else None
+        self._pushed: Dict[int, np.ndarray] = {}     # node -> the morph weights of its last push
+        self._pushed_epoch = None                     # the runtime's morph epoch after that push
 
     def _bind_key(self, bpy, key, a, off: int, index) -> None:
         users = [ob for ob in bpy.data.objects
@@ -204,15 +209,20 @@ class ScenePlayback:
         ok = True
         if self._nodes.size:
             tv, qv, sv = self._tracks.sample(0.0, values=vals)
-            t, q, s = pose.local_trs(self._nodes)
-            tr, rr, sr = self._rows
-            if tv is not None:
-                t[tr] = tv
-            if qv is not None:
-                q[rr] = qv
-            if sv is not None:
-                s[sr] = sv
-            ok = pose.set_local_trs(self._nodes, t, q, s)
+            if all(v is None or np.isfinite(v).all() for v in (tv, qv, sv)):
+                # finite rows, unit quaternions from the sampler: straight into the pose
+                nodes, tn, rn, sn = self._write
+                pose.write_sampled(nodes, tn, tv, rn, qv, sn, sv)
+            else:       # a NaN or infinite value: the pose refuses it (the frame fails, named)
+                t, q, s = pose.local_trs(self._nodes)
+                tr, rr, sr = self._rows
+                if tv is not None:
+                    t[tr] = tv
+                if qv is not None:
+                    q[rr] = qv
+                if sv is not None:
+                    s[sr] = sv
+                ok = pose.set_local_trs(self._nodes, t, q, s)
         for feed in self.feeds:            # after the TRS write: a baked armature's bones (matrices)
             ok = feed.write(frame, pose) and ok
         return ok, vals
@@ -240,8 +250,19 @@ class ScenePlayback:
                 if bound is not None:          # a bound key follows its expression (the add-on's write wins)
                     w[bound[0]] = read[node][bound[0]]
             weights[node] = w
+        # a node whose weights are those of its last push, with no morph weight of the runtime
+        # changed since (its morph epoch), is not pushed again (a shape key holding still)
+        last = self._pushed if rt.morph_epoch.value == self._pushed_epoch else {}
+        push = {n: w for n, w in weights.items() if n not in last or not np.array_equal(last[n], w)}
         rt.springs_frame = frame        # the shown frame, for the spring bones (engine/features/springs/timeline.py)
-        return rt.update_timeline(None, None, weights) and ok
+        done = rt.update_timeline(None, None, push)
+        if done:
+            last = dict(last)
+            last.update(push)
+            self._pushed, self._pushed_epoch = last, rt.morph_epoch.value
+        else:
+            self._pushed, self._pushed_epoch = {}, None
+        return done and ok
 
 
 def scene_clock(scene):
