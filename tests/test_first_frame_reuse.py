@@ -13,25 +13,31 @@ from stylized_renderer.engine.core.runtime import mesh_instance
 
 
 def test_first_f12_makes_the_smooth_normal_deltas_once_per_primitive(empty_scene, monkeypatch):
-    """The static buffer's spans, the runtime's morph table (and the deltas texture) all need
-    each primitive's outline smooth-normal deltas; the first F12 made them three times."""
+    """The runtime's morph table, the shader-morph spans and the deltas texture all need each
+    primitive's outline smooth-normal deltas; the first F12 made them three times.  Now each
+    target's are made once, for the whole primitive's one ``SmoothNormalDeltas``."""
     ob = _bump_grid()
     scene = bpy.context.scene
     add_camera(scene, location=(0.0, -5.0, 1.0))
     add_sun(scene, rotation=(0.6, 0.0, 0.4))
     scene.frame_set(10)                         # keys at 0.9: the morph is drawn
-    calls = []
-    real = geometry.smooth_normal_deltas
+    made, calls = [], []
+    real_init, real_target = geometry.SmoothNormalDeltas.__init__, geometry.SmoothNormalDeltas._target
 
-    def counted(primitive):
-        calls.append(primitive)
-        return real(primitive)
+    def init(self, primitive):
+        made.append(primitive)
+        real_init(self, primitive)
 
-    monkeypatch.setattr(mesh_instance, "smooth_normal_deltas", counted)
-    monkeypatch.setattr(gpu_backend, "smooth_normal_deltas", counted, raising=False)
+    def target(self, t):
+        calls.append(t.name)
+        return real_target(self, t)
+
+    monkeypatch.setattr(geometry.SmoothNormalDeltas, "__init__", init)
+    monkeypatch.setattr(geometry.SmoothNormalDeltas, "_target", target)
     px = render_scene(scene)
     assert (px[..., 3] > 0.5).sum() > 1000         # the grid is drawn
-    assert len(calls) == 1, f"smooth_normal_deltas made {len(calls)} times for one primitive"
+    assert len(made) == 1, f"SmoothNormalDeltas made {len(made)} times for one primitive"
+    assert sorted(calls) == sorted(set(calls)) and "Bump" in calls, calls
 
 
 def test_spans_alone_equal_the_packed_spans(empty_scene):

@@ -126,9 +126,12 @@ def add_curve(cb, data_path, index, frames, values, interpolation=None):
 # ----------------------------------------------------------------------------------------------
 
 def build_heavy_rig(bones=365, vertices=50000, shape_keys=50, actions=3, frames=100, influences=4,
-                    scene=None, seed=0, keyed_expressions=0):
+                    scene=None, seed=0, keyed_expressions=0, resting_expressions=False):
     """``keyed_expressions``: key the values of that many shape keys over ``frames`` (an avatar
-    talking: Blender re-evaluates the mesh on every frame, so a final render checks it)."""
+    talking: Blender re-evaluates the mesh on every frame, so a final render checks it).
+    ``resting_expressions``: every shape key's value 0 (a real avatar's expressions rest at 0; the
+    keyed ones follow their curves); else as ``shape_key_add`` leaves them (1.0 on Blender 5.x,
+    0.0 on 4.5)."""
     rng = np.random.default_rng(seed)
     depth = 19
     specs = []
@@ -199,6 +202,8 @@ def build_heavy_rig(bones=365, vertices=50000, shape_keys=50, actions=3, frames=
             co = base.copy()
             co[:, 1] += bump * 0.1
             kb.data.foreach_set("co", co.astype(np.float32).ravel())
+            if resting_expressions:
+                kb.value = 0.0
     # actions: every bone's quaternion keyed every 10 frames
     fr = np.arange(0, frames + 1, 10, dtype=np.float64)
     for a in range(actions):

@@ -47,31 +47,56 @@ def smooth_normal_deltas(primitive) -> list:
     the primitive's split vertices.  Composed like the normal deltas (sum of weight x delta, then
     renormalised), so a strong expression moves the outline hull with the surface.  Only the
     source vertices a target touches are averaged again (O(touched) per target), reading the
-    target's sparse rows (``MorphTargetAsset.indices`` / ``normal_rows``), never a dense array."""
-    targets = primitive.morph_targets
-    empty = (np.zeros(0, np.int32), np.zeros((0, 3), np.float32), False)
-    if not targets:
-        return []
-    src = np.asarray(primitive.source_vertices, np.int64)
-    normals = np.asarray(primitive.normals, np.float64)
-    count = int(src.max()) + 1 if src.size else 0
-    nverts = src.shape[0]
-    base = smooth_normals(normals, src, count).astype(np.float64)
-    # split vertices grouped by source vertex, once
-    order = np.argsort(src, kind="stable")
-    per_source = np.bincount(src, minlength=count)
-    first = np.concatenate([[0], np.cumsum(per_source)[:-1]])
-    out = []
-    for t in targets:
+    target's sparse rows (``MorphTargetAsset.indices`` / ``normal_rows``), never a dense array.
+    Every target at once: ``SmoothNormalDeltas`` makes them one target at a time, on first use."""
+    return list(SmoothNormalDeltas(primitive))
+
+
+class SmoothNormalDeltas:
+    """``smooth_normal_deltas(primitive)[t]`` made when target ``t`` is first asked for (and
+    kept): a target whose weight never leaves 0 costs nothing (nor do its own deltas, when it is
+    a ``MorphTargetAsset.deferred`` one).  Indexing and iteration as the list."""
+
+    def __init__(self, primitive):
+        self.primitive = primitive
+        targets = primitive.morph_targets
+        self._made = [None] * len(targets)
+        if not targets:
+            return
+        src = np.asarray(primitive.source_vertices, np.int64)
+        self.normals = np.asarray(primitive.normals, np.float64)
+        self.count = int(src.max()) + 1 if src.size else 0
+        self.src = src
+        self.base = smooth_normals(self.normals, src, self.count).astype(np.float64)
+        # split vertices grouped by source vertex, once
+        self.order = np.argsort(src, kind="stable")
+        self.per_source = np.bincount(src, minlength=self.count)
+        self.first = np.concatenate([[0], np.cumsum(self.per_source)[:-1]])
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def __iter__(self):
+        return (self[t] for t in range(len(self._made)))
+
+    def __getitem__(self, t: int) -> tuple:
+        hit = self._made[t]
+        if hit is None:
+            hit = self._made[t] = self._target(self.primitive.morph_targets[t])
+        return hit
+
+    def _target(self, t) -> tuple:
+        empty = (np.zeros(0, np.int32), np.zeros((0, 3), np.float32), False)
         nrows = t.normal_rows
         if nrows is None:
-            out.append(empty)
-            continue
+            return empty
+        src, normals, count = self.src, self.normals, self.count
+        order, per_source, first = self.order, self.per_source, self.first
+        nverts = src.shape[0]
         nz = (nrows[:, 0] != 0.0) | (nrows[:, 1] != 0.0) | (nrows[:, 2] != 0.0)
         changed = t.indices[nz]
         if changed.size == 0:
-            out.append(empty)
-            continue
+            return empty
         sources = _sorted_unique(count, src[changed])
         c = per_source[sources]
         rows = order[np.repeat(first[sources], c) + (np.arange(c.sum()) - np.repeat(np.cumsum(c) - c, c))]
@@ -86,15 +111,14 @@ def smooth_normal_deltas(primitive) -> list:
         ln = norm3(new)[:, None]
         good = ln > 1e-12
         new = np.where(good, new / np.where(good, ln, 1.0), moved)
-        d = new - base[rows]
+        d = new - self.base[rows]
         keep = (d[:, 0] != 0.0) | (d[:, 1] != 0.0) | (d[:, 2] != 0.0)
         rows, d = rows[keep], d[keep]
         if rows.size > 1 and not (rows[1:] > rows[:-1]).all():
             srt = _positions(rows, nverts)[_sorted_unique(nverts, rows)]     # rows are unique: no sort
             rows, d = rows[srt], d[srt]
         rows, d = rows.astype(np.int32), np.ascontiguousarray(d, np.float32)
-        out.append(_share_normal_rows(t, rows, d))
-    return out
+        return _share_normal_rows(t, rows, d)
 
 
 def _sorted_unique(size: int, *arrays) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.runtime.backend import RuntimeBackend
 from ..core.runtime.mesh_instance import pack_morph_entries, pack_morph_span
-from ..core.geometry import smooth_normal_deltas
+from ..core.geometry import SmoothNormalDeltas
 from .layout import MORPH_TEX_WIDTH, vertex_format
 from .palette_textures import (GpuPaletteBuffer, _SliceSource, float_texture, identity_texture,
     matrices_to_texture, matrix_rows, palette_backend_kind, palette_handle, palette_texture,
@@ -267,14 +267,14 @@ class GpuBackend(RuntimeBackend):
         self._morph_memo[id(primitive)] = (primitive, key, entry)
         return entry
 
-    def smooth_deltas(self, primitive) -> list:
-        """``smooth_normal_deltas(primitive)``, made once per geometry (its spans in the static
-        buffer, the runtime's morph table and the deltas texture all use it) and kept with the
-        primitive's morph entry (released with it)."""
+    def smooth_deltas(self, primitive) -> SmoothNormalDeltas:
+        """The primitive's ``SmoothNormalDeltas`` (each target's made on first use), one per
+        geometry (the runtime's morph table, the shader-morph spans and deltas texture all read
+        it) and kept with the primitive's morph entry (released with it)."""
         entry = self._morph_entry(primitive)
         hit = entry[2]
         if hit is None or hit[0] is not primitive.normals or hit[1] is not primitive.source_vertices:
-            hit = entry[2] = (primitive.normals, primitive.source_vertices, smooth_normal_deltas(primitive))
+            hit = entry[2] = (primitive.normals, primitive.source_vertices, SmoothNormalDeltas(primitive))
         return hit[2]
 
     def create_stream(self, primitive, positions=None, normals=None, tangents=None, cache_static: bool = True,
@@ -292,12 +292,10 @@ class GpuBackend(RuntimeBackend):
         key, geo, entry = self._lookup(self._static, primitive)
         static = entry[1] if entry is not None else None
         if static is None:
-            span = None
-            if getattr(primitive, "morph_targets", ()):
-                # the spans go into the static buffer; the packed entries are not kept on the CPU
-                # (the deltas texture is packed again from the asset's sparse rows when needed)
-                span = pack_morph_span(primitive, self.smooth_deltas(primitive))
-            static = build_static(primitive, span)
+            # no morph spans (zeros): the streams drawn from it are final (the base shape or a
+            # CPU rebuild); a shader-morph stream draws with a static buffer that has them
+            # (``create_morph_stream``), so no target's rows are needed before one is drawn
+            static = build_static(primitive)
             self._static[key] = (geo, static)
             self.static_uploads += 1
         if positions is None and normals is None and tangents is None and smooth_normals is None:
@@ -348,9 +346,21 @@ class GpuBackend(RuntimeBackend):
 
     def create_morph_stream(self, primitive, base_stream, weights):
         """A stream drawing ``base_stream`` with the deltas composed in the vertex shader."""
+        import gpu
+
         if base_stream is None or getattr(base_stream, "batch", None) is None:
             return None
         entry = self._morph_entry(primitive)
+        if len(entry) < 4 or entry[3][0] is not base_stream.vbo:
+            # the base stream's vertices with a static buffer that has the morph spans (every
+            # target's rows: the shader may compose any of them), one batch per base stream
+            static = build_static(primitive, pack_morph_span(primitive, self.smooth_deltas(primitive)))
+            self.static_uploads += 1
+            batch = gpu.types.GPUBatch(type="TRIS", buf=base_stream.vbo, elem=static[1])
+            batch.vertbuf_add(static[0])
+            del entry[3:]
+            entry.append((base_stream.vbo, static, batch))
+        vbo, static, batch = entry[3]
         if entry[1] is None:
             # packed from the asset's sparse rows, uploaded (4 texels per entry, already padded to
             # whole texture rows) and dropped: only the texture keeps the entries
@@ -363,8 +373,8 @@ class GpuBackend(RuntimeBackend):
         weights_tex = self._weights_texture(w)
         self.stream_uploads += 1
         b = base_stream
-        stream = GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
-                           morph=(entry[1], weights_tex), skin_entries=b.skin_entries, morph_weights=w)
+        stream = GpuStream(batch, b.vbo, static[0], static[1], b.vertex_count, static[2],
+                           morph=(entry[1], weights_tex), skin_entries=static[3], morph_weights=w)
         stream.identity = self.identity_texture()
         return stream
 

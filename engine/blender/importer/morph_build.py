@@ -4,13 +4,19 @@ Each key is read once (``MeshReads``: shared with the content fingerprint), comp
 relative key to find the vertices it moves, and only those rows are carried on: the position
 rows, the normal deltas of the split vertices around them (``NormalDeltaSolver``) and the
 tangent deltas of the triangles they touch (``TangentDeltaSolver``), handed to
-``MorphTargetAsset`` in its sparse form.  One (V,3) scratch array of Blender-vertex deltas is
-reused by every key (its moved rows are set, used and cleared again)."""
+``MorphTargetAsset`` in its sparse form.  The normal and tangent deltas of a key are made when
+its rows are first read (``MorphTargetAsset.deferred``: most expression keys of an avatar rest
+at 0 and are never drawn in a frame); the import reads each key and keeps its moved vertices,
+their position deltas and the extremes the runtime's bounds need.  The rows made later are the
+ones an eager build made (the same solvers over the same deltas)."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ...core.assets import AssetError, MorphTargetAsset
+from ...core.assets.morph_target import position_extremes
 from . import skin as _skin
 from .mesh import corner_verts
 from .morph import NormalDeltaSolver, TangentDeltaSolver, _any3, fallback_key_name, sorted_unique
@@ -42,6 +48,7 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
         split_local.append(lm)
     taken = {kb.name for kb in kbs if kb.name}
     vgroup_index = {g.name: g.index for g in obj.vertex_groups}
+    rows = _KeyRows(prims, split_local, nsolver, tsolvers, nv)
     d = np.zeros((nv, 3))             # scratch: this key's Blender-vertex deltas (rows ``mids``)
     moved = np.zeros(nv, bool)        # scratch: vertices with a non-zero delta
     out = [[] for _ in prims]
@@ -61,20 +68,59 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
             raise AssetError(f"mesh '{obj.name}' shape key '{name}': non-finite vertex positions")
         live = np.any(dm != 0.0, axis=1)
         mids, dm = mids[live], dm[live]
+        k = rows.add(mids, dm)
         d[mids] = dm
         moved[mids] = True
         try:
-            n_ids, n_d = nsolver.deltas(d, moved)
             for pi, p in enumerate(prims):
-                out[pi].append(_target(p, split_local[pi], tsolvers[pi], d, moved, n_ids, n_d, name, kb))
+                # the position rows' extremes now (the runtime's bounds need them for every
+                # key); the rows themselves, with the normal and tangent deltas, on first use
+                prow = d[p.source_vertices[np.flatnonzero(moved[p.source_vertices])]].astype(np.float32)
+                out[pi].append(MorphTargetAsset.deferred(
+                    name, p.positions.shape[0], functools.partial(rows.target, k, pi), position_extremes(prow),
+                    weight_min=float(kb.slider_min), weight_max=float(kb.slider_max), mute=bool(kb.mute),
+                    key_name=kb.name))
         finally:
             d[mids] = 0.0
             moved[mids] = False
     return out
 
 
-def _target(p, lmap, tsolver, d, moved, n_ids, n_d, name, kb) -> MorphTargetAsset:
-    """The sparse MorphTargetAsset of one key on primitive ``p``."""
+class _KeyRows:
+    """The shape keys of one mesh as their moved vertices and position deltas (float64), and the
+    solvers that turn one key into its sparse MorphTargetAsset rows on every primitive; a key's
+    rows are made on first use (``target``), for all primitives at once (one normal solve)."""
+
+    def __init__(self, prims, split_local, nsolver, tsolvers, nv: int):
+        self.prims, self.split_local, self.nsolver, self.tsolvers, self.nv = prims, split_local, nsolver, tsolvers, nv
+        self.keys = []        # per key: (moved Blender vertices, (M,3) deltas)
+        self.made = {}        # key -> its per-primitive rows, until every primitive took them
+
+    def add(self, mids, dm) -> int:
+        self.keys.append((mids, dm))
+        return len(self.keys) - 1
+
+    def target(self, k: int, pi: int) -> tuple:
+        """(indices, position, normal, tangent rows) of key ``k`` on primitive ``pi``."""
+        per = self.made.get(k)
+        if per is None:
+            mids, dm = self.keys[k]
+            d = np.zeros((self.nv, 3))
+            moved = np.zeros(self.nv, bool)
+            d[mids] = dm
+            moved[mids] = True
+            n_ids, n_d = self.nsolver.deltas(d, moved)
+            per = self.made[k] = [_target(p, self.split_local[i], self.tsolvers[i], d, moved, n_ids, n_d)
+                                  for i, p in enumerate(self.prims)]
+        out = per[pi]
+        per[pi] = None
+        if all(x is None for x in per):
+            del self.made[k]
+        return out
+
+
+def _target(p, lmap, tsolver, d, moved, n_ids, n_d) -> tuple:
+    """The sparse rows (indices, position, normal, tangent rows) of one key on primitive ``p``."""
     v = p.positions.shape[0]
     pos_ids = np.flatnonzero(moved[p.source_vertices])
     loc = lmap[n_ids]
@@ -104,6 +150,4 @@ def _target(p, lmap, tsolver, d, moved, n_ids, n_d, name, kb) -> MorphTargetAsse
     if not keep.all():
         ids, prow, nrow = ids[keep], prow[keep], nrow[keep]
         trow = trow[keep] if trow is not None else None
-    return MorphTargetAsset(name=name, vertex_count=v, indices=ids, position_rows=prow, normal_rows=nrow,
-                            tangent_rows=trow, weight_min=float(kb.slider_min), weight_max=float(kb.slider_max),
-                            mute=bool(kb.mute), key_name=kb.name)
+    return ids, prow, nrow, trow

@@ -28,7 +28,8 @@ Animation channels carry Blender's TRS basis values; ScenePose composes them wit
 """
 from __future__ import annotations
 
-from .types import (AssetError, Bounds, SceneNodeAsset, SceneAsset, SkinAsset, MorphTargetAsset,
+from .morph_target import MorphTargetAsset
+from .types import (AssetError, Bounds, SceneNodeAsset, SceneAsset, SkinAsset,
     PrimitiveAsset, MeshAsset, NODE_OBJECT, NODE_BONE, compose_trs, quat_to_matrix)
 from .clips import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
 

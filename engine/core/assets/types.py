@@ -251,137 +251,6 @@ class SkinAsset:
         )
 
 
-@dataclass(frozen=True, init=False)
-class MorphTargetAsset:
-    """One shape key of one primitive, stored sparse: the deltas (against its relative key) of the
-    primitive vertices it changes.  ``indices`` (K,) int32, ascending and unique, lists every vertex
-    whose position, normal or tangent delta is non-zero (int32: 4 bytes a row, where 8 would
-    be a third of the rows' own size); ``position_rows`` / ``normal_rows`` /
-    ``tangent_rows`` (K,3) float32 hold those vertices' deltas (normals/tangents None when the key
-    has none).  Every other vertex has zero deltas.  A key that moves nothing stores zero rows.
-
-    The constructor takes either dense (V,3) ``position_deltas`` / ``normal_deltas`` /
-    ``tangent_deltas`` (the importer's form; they are reduced to the sparse form here and not
-    kept) or the sparse form directly (``vertex_count``, ``indices``, ``position_rows``, ...).
-    ``dense_positions()`` and friends build a dense (V,3) array on demand: they allocate, and are
-    meant for tests and tools, never for a per-frame path."""
-
-    name: str                              # display name (stable fallback when the key's name is empty)
-    vertex_count: int                      # V: vertices of the primitive
-    indices: np.ndarray                    # (K,) int32 ascending vertices with a non-zero delta
-    position_rows: np.ndarray              # (K,3) float32
-    normal_rows: Optional[np.ndarray]      # (K,3) float32 or None
-    tangent_rows: Optional[np.ndarray]     # (K,3) float32 or None
-    weight_min: float = 0.0                # the key's slider_min
-    weight_max: float = 1.0                # the key's slider_max
-    mute: bool = False
-    key_name: str = ""                     # the shape key's own name in Blender ('' allowed)
-
-    def __init__(self, name: str, position_deltas=None, normal_deltas=None, tangent_deltas=None,
-                 weight_min: float = 0.0, weight_max: float = 1.0, mute: bool = False, key_name: str = "", *,
-                 vertex_count: Optional[int] = None, indices=None, position_rows=None, normal_rows=None,
-                 tangent_rows=None):
-        s = object.__setattr__
-        s(self, "name", name)
-        s(self, "weight_min", weight_min)
-        s(self, "weight_max", weight_max)
-        s(self, "mute", mute)
-        s(self, "key_name", key_name)
-        what = f"morph '{name}'"
-        if position_deltas is not None:
-            if indices is not None or position_rows is not None:
-                raise AssetError(f"{what}: give dense deltas or sparse rows, not both")
-            p = _dense_f32(position_deltas, f"{what} positions")
-            n = _dense_f32(normal_deltas, f"{what} normals")
-            t = _dense_f32(tangent_deltas, f"{what} tangents")
-            v = p.shape[0]
-            for a, kind in ((n, "normals"), (t, "tangents")):
-                if a is not None and a.shape[0] != v:
-                    raise AssetError(f"{what}: {a.shape[0]} {kind} deltas for {v} position deltas")
-            keep = _any_row(p)
-            for a in (n, t):
-                if a is not None:
-                    keep |= _any_row(a)
-            idx = np.flatnonzero(keep)
-            rows = [None if a is None else _ro(a[idx], np.float32, (3,)) for a in (p, n, t)]
-            s(self, "vertex_count", int(v))
-            s(self, "indices", _ro(idx, np.int32))
-            s(self, "position_rows", rows[0])
-            s(self, "normal_rows", rows[1])
-            s(self, "tangent_rows", rows[2])
-            return
-        if normal_deltas is not None or tangent_deltas is not None:
-            raise AssetError(f"{what}: normal/tangent deltas without position deltas")
-        if vertex_count is None or indices is None or position_rows is None:
-            raise AssetError(f"{what}: needs position_deltas, or vertex_count + indices + position_rows")
-        idx = np.asarray(indices).reshape(-1)
-        v = int(vertex_count)
-        k = idx.shape[0]
-        if k and (int(idx[0]) < 0 or int(idx[-1]) >= v or bool(np.any(idx[1:] <= idx[:-1]))):
-            raise AssetError(f"{what}: indices must be ascending, unique and in [0, {v})")
-        idx = _ro(idx, np.int32)
-        s(self, "vertex_count", v)
-        s(self, "indices", idx)
-        for field_name, a, kind in (("position_rows", position_rows, "positions"),
-                                    ("normal_rows", normal_rows, "normals"),
-                                    ("tangent_rows", tangent_rows, "tangents")):
-            r = _ro(a, np.float32, (3,), f"{what} {kind}")
-            if r is not None and r.shape[0] != k:
-                raise AssetError(f"{what}: {r.shape[0]} {kind} rows for {k} indices")
-            s(self, field_name, r)
-
-    @property
-    def row_count(self) -> int:
-        """K: vertices with a non-zero delta."""
-        return int(self.indices.shape[0])
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the arrays this target holds."""
-        return sum(a.nbytes for a in (self.indices, self.position_rows, self.normal_rows, self.tangent_rows)
-                   if a is not None)
-
-    def _dense(self, rows) -> Optional[np.ndarray]:
-        if rows is None:
-            return None
-        out = np.zeros((self.vertex_count, 3), np.float32)
-        out[self.indices] = rows
-        return out
-
-    def dense_positions(self) -> np.ndarray:
-        """(V,3) float32 position deltas.  Allocates a new array on every call."""
-        return self._dense(self.position_rows)
-
-    def dense_normals(self) -> Optional[np.ndarray]:
-        """(V,3) float32 normal deltas (None when the key has none).  Allocates on every call."""
-        return self._dense(self.normal_rows)
-
-    def dense_tangents(self) -> Optional[np.ndarray]:
-        """(V,3) float32 tangent deltas (None when the key has none).  Allocates on every call."""
-        return self._dense(self.tangent_rows)
-
-    def clamp(self, weight: float) -> float:
-        return min(max(float(weight), self.weight_min), self.weight_max)
-
-
-def _dense_f32(a, name: str) -> Optional[np.ndarray]:
-    """A (V,3) float32 view or copy of ``a`` (None stays None), for reduction to sparse rows."""
-    if a is None:
-        return None
-    arr = np.asarray(a, dtype=np.float32)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        if arr.size == 0:
-            return arr.reshape(0, 3)
-        raise AssetError(f"{name}: expected shape (N, 3), got {arr.shape}")
-    return arr
-
-
-def _any_row(a: np.ndarray) -> np.ndarray:
-    """(V,) bool: rows of a (V,3) array with any non-zero component (column-wise, no temporaries
-    of the full array)."""
-    return (a[:, 0] != 0.0) | (a[:, 1] != 0.0) | (a[:, 2] != 0.0)
-
-
 @dataclass(frozen=True)
 class PrimitiveAsset:
     """Triangles of one material slot, with vertices split only where corner attributes differ."""
@@ -532,6 +401,8 @@ class SceneAsset:
                 for t in p.morph_targets:
                     if t.vertex_count != v:
                         return f"mesh '{mesh.name}' shape key '{t.name}': delta count {t.vertex_count} != {v}"
+                    if not t.resolved:
+                        continue           # checked by the sparse constructor when its rows are made
                     if t.indices.size and (int(t.indices[0]) < 0 or int(t.indices[-1]) >= v):
                         return f"mesh '{mesh.name}' shape key '{t.name}': delta index out of range"
                     if not all(np.all(np.isfinite(a)) for a in (t.position_rows, t.normal_rows, t.tangent_rows)

@@ -29,7 +29,7 @@ import numpy as np
 from ..animation.morph import MorphState
 from ..assets.types import Bounds, bounds_of
 from ..finite import DRAW_LIMIT
-from ..geometry import smooth_normal_deltas
+from ..geometry import SmoothNormalDeltas, smooth_normal_deltas
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
 DEGENERATE_LENGTH = 1e-8
@@ -181,36 +181,59 @@ class _TargetData:
     """What the runtime needs of one target beyond the asset: references to the asset's sparse
     rows (no copy), the extremes of its position deltas (conservative bounds in shader mode) and
     the outline's smooth-normal deltas (``smooth_normal_deltas``: rows ``snr_rows``, (R,3)
-    ``snr``, added to the normal deltas when ``snr_on_normals``).  Made once per primitive and shared by every instance (``RuntimeMesh.morph_table``)."""
+    ``snr``, added to the normal deltas when ``snr_on_normals``).  Made once per primitive and
+    shared by every instance (``RuntimeMesh.morph_table``).  The extremes are read at once
+    (``MorphTargetAsset.position_extremes``); the rows and smooth-normal deltas when a rebuild
+    first composes the target (a deferred target's rows are made then)."""
 
-    __slots__ = ("idx", "pos", "nrm", "tan", "dmin", "dmax", "max_length", "snr_rows", "snr",
-                 "snr_on_normals")
+    __slots__ = ("target", "_smooth", "_t", "dmin", "dmax", "max_length", "_rows")
 
-    def __init__(self, target, smooth_delta=None):
-        rows, vals, on_normals = smooth_delta if smooth_delta is not None else (np.zeros(0, np.int32), None, False)
-        self.snr_rows = rows if rows.size else None
-        self.snr = vals if rows.size else None
-        self.snr_on_normals = bool(on_normals)
-        self.idx = target.indices
-        self.pos = target.position_rows
-        self.nrm = target.normal_rows
-        self.tan = target.tangent_rows
-        if self.idx.size:
-            p = self.pos
-            self.dmin = np.minimum(p.min(axis=0), 0.0).astype(np.float64)
-            self.dmax = np.maximum(p.max(axis=0), 0.0).astype(np.float64)
-            self.max_length = float(np.sqrt(_row_norms_sq(p.astype(np.float64)).max()))   # 1e30: finite
-        else:
-            self.dmin = np.zeros(3)
-            self.dmax = np.zeros(3)
-            self.max_length = 0.0
+    def __init__(self, target, smooth, t: int):
+        self.target, self._smooth, self._t = target, smooth, t
+        self.dmin, self.dmax, self.max_length = target.position_extremes
+        self._rows = None
+
+    def _made(self) -> tuple:
+        if self._rows is None:
+            t = self.target
+            if self._smooth is not None:
+                rows, vals, on_normals = self._smooth[self._t]
+            else:
+                rows, vals, on_normals = np.zeros(0, np.int32), None, False
+            self._rows = (t.indices, t.position_rows, t.normal_rows, t.tangent_rows,
+                          rows if rows.size else None, vals if rows.size else None, bool(on_normals))
+        return self._rows
+
+    # the rows, read as before (made on first read)
+    @property
+    def idx(self):
+        return self._made()[0]
+    @property
+    def pos(self):
+        return self._made()[1]
+    @property
+    def nrm(self):
+        return self._made()[2]
+    @property
+    def tan(self):
+        return self._made()[3]
+    @property
+    def snr_rows(self):
+        return self._made()[4]
+    @property
+    def snr(self):
+        return self._made()[5]
+    @property
+    def snr_on_normals(self):
+        return self._made()[6]
 
 
 def morph_table(primitive, smooth=None) -> List[_TargetData]:
     """One _TargetData per morph target of ``primitive`` (init time, a loop over targets);
-    ``smooth``: its ``smooth_normal_deltas`` when already made."""
-    snor = smooth_normal_deltas(primitive) if smooth is None else smooth
-    return [_TargetData(t, d) for t, d in zip(primitive.morph_targets, snor)]
+    ``smooth``: its ``SmoothNormalDeltas`` (or the list ``smooth_normal_deltas`` gives) when
+    already made."""
+    snor = SmoothNormalDeltas(primitive) if smooth is None else smooth
+    return [_TargetData(t, snor, i) for i, t in enumerate(primitive.morph_targets)]
 
 
 def _accumulate(acc: Optional[np.ndarray], rows: np.ndarray, delta: np.ndarray, w: np.float32,
