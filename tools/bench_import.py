@@ -1,6 +1,7 @@
 """Import benchmark on the generated heavy rig (365 bones, ~50k vertices, 4 influences,
 50 shape keys, 3 actions of 100 frames; 8 expressions keyed, so Blender re-evaluates the mesh
-every frame and a final render's check runs on every frame).
+every frame and a final render's check runs on every frame; the other 42 rest at 0, as a real
+avatar's expressions do, and ``all_on_*`` is the same file with every expression at 1).
 
 Prints, the last line machine-readable:
 
@@ -21,7 +22,12 @@ Prints, the last line machine-readable:
   larger of the default render samples and one sample per frame;
   ``f12_check_ms``: what an F12 of the unchanged scene spends verifying every mesh.
 
+``all_on_first_f12_ratio``: the same first F12 with every expression on (every key's deltas
+are needed for the first frame).
+
 Run: .venv/bin/python tools/bench_import.py [--runs N]   (make bench)
+     .venv/bin/python tools/bench_import.py --firsts FILE [ALL_ON_FILE] [--runs N]   (the fresh-process
+     figures of saved files only)
 """
 from __future__ import annotations
 
@@ -65,7 +71,7 @@ def main(repeats: int = 3, runs: int = 3) -> None:
     importer = _load()
     bpy.ops.wm.read_factory_settings(use_empty=True)
     t = time.perf_counter()
-    arm, body = scenes.build_heavy_rig(keyed_expressions=8)
+    arm, body = scenes.build_heavy_rig(keyed_expressions=8, resting_expressions=True)
     print(f"heavy rig built in {time.perf_counter() - t:.2f} s: {len(arm.data.bones)} bones, "
           f"{len(body.data.vertices)} vertices, {len(body.data.shape_keys.key_blocks) - 1} shape keys, "
           f"{sum(1 for a in bpy.data.actions)} actions")
@@ -74,6 +80,16 @@ def main(repeats: int = 3, runs: int = 3) -> None:
     out_dir = tempfile.mkdtemp(prefix="bench_import_")
     path = os.path.join(out_dir, "heavy.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+    # the same rig with every expression on (value 1: what Blender 5.x gives keys added by a
+    # script): every key's deltas are needed for the first frame
+    kbs = body.data.shape_keys.key_blocks
+    rest = [kb.value for kb in kbs]
+    for kb in kbs[1:]:
+        kb.value = 1.0
+    path_on = os.path.join(out_dir, "heavy_all_on.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path_on, copy=True)
+    for kb, v in zip(kbs, rest):
+        kb.value = v
     best = None
     cpu = None
     for _ in range(repeats):
@@ -103,19 +119,31 @@ def main(repeats: int = 3, runs: int = 3) -> None:
               f"(ratio {one[0]:.3f}); F12 verifies in {one[3]:.1f} ms")
         check_ratio, step_ms, frame_ms = max((check_ratio, step_ms, frame_ms), one[:3])
 
-    firsts = {"STYLIZED": [], "BLENDER_WORKBENCH": [], "VIEW": []}
-    for _ in range(max(1, runs)):              # interleaved: the machine's load hits all alike
-        for eng in ("BLENDER_WORKBENCH", "STYLIZED"):
-            firsts[eng].append(_fresh(["--first-f12", path, eng]))
-        firsts["VIEW"].append(_fresh(["--first-view", path]))
-    wb, ours, view = ((_median([r[0] for r in firsts[k]]), _median([r[1] for r in firsts[k]]))
-                      for k in ("BLENDER_WORKBENCH", "STYLIZED", "VIEW"))
+    wb, ours, view, wb_on, ours_on = first_frames(path, path_on, runs)
     print(f"first F12 in a fresh process (median of {max(1, runs)}, wall/CPU): Stylized {ours[0]:.3f}/{ours[1]:.3f} s, "
-          f"Workbench {wb[0]:.3f}/{wb[1]:.3f} s; first viewport frame {view[0]:.3f}/{view[1]:.3f} s")
+          f"Workbench {wb[0]:.3f}/{wb[1]:.3f} s; first viewport frame {view[0]:.3f}/{view[1]:.3f} s; "
+          f"every expression on: Stylized {ours_on[0]:.3f}/{ours_on[1]:.3f} s, Workbench {wb_on[0]:.3f}/{wb_on[1]:.3f} s")
     print(f"bench-import: import_s={import_s:.3f} import_cpu_s={cpu:.3f} first_f12_ratio={ours[0] / wb[0]:.3f} "
           f"first_f12_cpu_ratio={ours[1] / wb[1]:.3f} first_view_ratio={view[0] / wb[0]:.3f} "
           f"first_view_cpu_ratio={view[1] / wb[1]:.3f} "
+          f"all_on_first_f12_ratio={ours_on[0] / wb_on[0]:.3f} all_on_first_f12_cpu_ratio={ours_on[1] / wb_on[1]:.3f} "
           f"check_ratio={check_ratio:.3f} check_ms={step_ms:.1f} frame_ms={frame_ms:.0f} f12_check_ms={f12_check_ms:.1f}")
+
+
+def first_frames(path, path_on, runs):
+    """Medians (wall, CPU) of the fresh-process first frames, interleaved so the machine's load
+    hits all alike: Workbench's and our first F12 of ``path`` and of ``path_on`` (every
+    expression on), and our viewport's first frame of ``path``."""
+    firsts = {k: [] for k in ("wb", "ours", "view", "wb_on", "ours_on")}
+    for _ in range(max(1, runs)):
+        firsts["wb"].append(_fresh(["--first-f12", path, "BLENDER_WORKBENCH"]))
+        firsts["ours"].append(_fresh(["--first-f12", path, "STYLIZED"]))
+        firsts["view"].append(_fresh(["--first-view", path]))
+        if path_on is not None:
+            firsts["wb_on"].append(_fresh(["--first-f12", path_on, "BLENDER_WORKBENCH"]))
+            firsts["ours_on"].append(_fresh(["--first-f12", path_on, "STYLIZED"]))
+    return tuple((_median([r[0] for r in v]), _median([r[1] for r in v])) if v else (float("nan"),) * 2
+                 for v in firsts.values())
 
 
 def _animation_check(scene, out_dir):
@@ -218,7 +246,19 @@ def first_view(path: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 3 and sys.argv[1] == "--first-f12":
+    if len(sys.argv) > 2 and sys.argv[1] == "--firsts":
+        # only the fresh-process figures of saved files: --firsts FILE [ALL_ON_FILE] [--runs N]
+        n = sys.argv.index("--runs") if "--runs" in sys.argv else -1
+        files = [a for a in sys.argv[2:n if n > 0 else None]]
+        res = first_frames(files[0], files[1] if len(files) > 1 else None,
+                           int(sys.argv[n + 1]) if 0 <= n < len(sys.argv) - 1 else 3)
+        wb, ours, view, wb_on, ours_on = res
+        print(f"firsts: wb={wb[0]:.3f}/{wb[1]:.3f} ours={ours[0]:.3f}/{ours[1]:.3f} view={view[0]:.3f}/{view[1]:.3f} "
+              f"wb_on={wb_on[0]:.3f}/{wb_on[1]:.3f} ours_on={ours_on[0]:.3f}/{ours_on[1]:.3f} (wall/CPU s)")
+        print(f"first_f12_ratio={ours[0] / wb[0]:.3f} first_f12_cpu_ratio={ours[1] / wb[1]:.3f} "
+              f"first_view_ratio={view[0] / wb[0]:.3f} first_view_cpu_ratio={view[1] / wb[1]:.3f} "
+              f"all_on_first_f12_ratio={ours_on[0] / wb_on[0]:.3f} all_on_first_f12_cpu_ratio={ours_on[1] / wb_on[1]:.3f}")
+    elif len(sys.argv) > 3 and sys.argv[1] == "--first-f12":
         first_f12(sys.argv[2], sys.argv[3])
     elif len(sys.argv) > 2 and sys.argv[1] == "--first-view":
         first_view(sys.argv[2])
