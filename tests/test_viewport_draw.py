@@ -276,6 +276,14 @@ def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, se
         fc.keyframe_points[0].co.y += 0.3
         fc.update()
         action.update_tag()
+    # no clip was imported yet (no clip preview drew): the timeline draws Blender's pose, nothing
+    # is stale and nothing re-imports; once a preview imported the clips, an edit re-imports them
+    edit(move_key)
+    assert not session._need_import, session.reimport_reasons
+    session.want_clips = True
+    session._reimport("a clip preview")
+    draw(session, view, proj, False, w, h)
+    runtime = session.runtime
     edit(move_key)
     assert session._need_import and any("action" in r for r in session.reimport_reasons)
     draw(session, view, proj, False, w, h)

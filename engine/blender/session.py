@@ -22,6 +22,18 @@ from .scene_settings import scene_lights, settings_from_scene, world_color  # no
 from .session_bake import BakeFeed as _BakeFeed  # noqa: F401 (re-exported: tests patch its write)
 from ..features.springs.runtime import report as springs_report
 from ..core.world.transform_guard import skip_message, split_drawable
+# the modules every frame uses, loaded with the add-on rather than inside the first render of a
+# file (their import, compiled where Python keeps no bytecode cache, was part of the first F12);
+# the functions below still import what they use where they use it
+from . import importer as _importer  # noqa: F401,E402
+from .importer import edits as _edits  # noqa: F401,E402
+from .sources import timeline as _timeline  # noqa: F401,E402
+from ..core.world import scene_runtime as _scene_runtime  # noqa: F401,E402
+from ..features.materials import cache as _material_cache, resolve as _material_resolve  # noqa: F401,E402
+from ..features.vrm import binds as _vrm_binds  # noqa: F401,E402
+from ..features.springs import reader as _springs_reader, timeline as _springs_timeline  # noqa: F401,E402
+from ..gpu import backend as _gpu_backend, util as _gpu_util  # noqa: F401,E402
+from ..gpu.passes import pipeline as _pipeline, samples as _samples  # noqa: F401,E402
 
 
 class StylizedSession:
@@ -42,7 +54,9 @@ class StylizedSession:
 
         self.viewport = viewport
         self.verify_imports = not viewport
-        self.want_clips = viewport      # the preview player's clips; final renders need none
+        # the preview player's clips: a viewport session imports them when a clip preview first
+        # draws (update_frame), not for its first frames; final renders need none
+        self.want_clips = False
         self.runtime_reuses = 0          # syncs that found nothing changed and kept the runtime
         self.render_steps = 0            # of those, final renders that imported nothing (sync_render_step)
         self._structure_key = None       # importer.structure_key of the last import (final renders)
@@ -151,6 +165,15 @@ class StylizedSession:
         if preview_state is not None and preview_state.active:
             from ..features.preview import state as _preview
 
+            if self.viewport and not self.want_clips:
+                # the first clip preview of this session: its clips are imported now (the
+                # meshes come from the asset cache), so a Rendered viewport that never plays a
+                # clip never reads an action
+                self.want_clips = True
+                self._need_import = True
+                self._ensure_runtime(depsgraph)
+                if self.runtime is None:
+                    return False
             clips = {c.name: c for c in self.scene_asset.animations
                      if c.target_object == preview_state.armature}
             _follow.reimport_renamed(self, preview_state, clips)

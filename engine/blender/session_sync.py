@@ -87,8 +87,9 @@ def sync(session, depsgraph, updates=None) -> None:
                 session._reimport(f"armature '{idb.name}' edited")
             continue
         if isinstance(idb, bpy.types.Action):
-            # re-evaluating the same frame reports the action too; only edited keys count
-            if known.action_changed(idb):
+            # re-evaluating the same frame reports the action too; only edited keys count (and
+            # only where clips were imported: the timeline reads Blender's pose)
+            if session.want_clips and known.action_changed(idb):
                 session.assets.invalidate_action(idb.name)
                 session._reimport(f"action '{idb.name}' edited")
             continue
