@@ -1,6 +1,6 @@
 """Batched numpy evaluation of keyframed F-Curves, following Blender's fcurve evaluation
 (BKE fcurve.cc: binary search with a 1e-4 exact-key threshold, constant extrapolation, CONSTANT /
-LINEAR / BEZIER segments with ``correct_bezpart`` and the cubic solve for x(t) = frame).
+LINEAR / BEZIER segments with the core's ``correct_bezpart`` and the cubic solve for x(t) = frame).
 
 Curves with modifiers, easing interpolations, linear extrapolation or unsorted keys, and samples
 whose Bezier segment is not monotonic in x, are left to ``FCurve.evaluate`` (returned as None /
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.animation.fcurves import solve_x
+from ...core.animation.fcurves import bezier_poly, correct_bezpart, solve_x
 
 _EPS32 = float(np.finfo(np.float32).eps)
 EXACT_THRESH = 1e-4
@@ -95,32 +95,18 @@ def evaluate_batch(curves, frames: np.ndarray) -> np.ndarray:
     if m.any():
         pp, qq, fb, ib = p[m], q[m], ft[m], idx[m]
         v1x, v1y = X[pp], Y[pp]
-        v2x, v2y = HR[pp, 0].copy(), HR[pp, 1].copy()
-        v3x, v3y = HL[qq, 0].copy(), HL[qq, 1].copy()
+        v2x, v2y = HR[pp, 0], HR[pp, 1]
+        v3x, v3y = HL[qq, 0], HL[qq, 1]
         v4x, v4y = X[qq], Y[qq]
         flat = (np.abs(v1y - v4y) < _EPS32) & (np.abs(v2y - v3y) < _EPS32) & (np.abs(v3y - v4y) < _EPS32)
         val[ib[flat]] = v1y[flat]
         k = ~flat
         ib, fb = ib[k], fb[k]
         v1x, v1y, v2x, v2y, v3x, v3y, v4x, v4y = (a[k] for a in (v1x, v1y, v2x, v2y, v3x, v3y, v4x, v4y))
-        # BKE_fcurve_correct_bezpart (Blender >= 2.91): each handle is limited to the segment span
-        h1x, h1y = v1x - v2x, v1y - v2y
-        h2x, h2y = v4x - v3x, v4y - v3y
+        v2x, v2y, v3x, v3y = correct_bezpart(v1x, v1y, v2x, v2y, v3x, v3y, v4x, v4y)
+        c0, c1, c2, c3 = bezier_poly(v1x, v2x, v3x, v4x)
+        c0 = c0 - fb
         ln = v4x - v1x
-        l1, l2 = np.abs(h1x), np.abs(h2x)
-        live = (l1 + l2) != 0.0
-        f1 = live & (l1 > ln)
-        fac1 = np.where(f1, ln / np.where(f1, l1, 1.0), 1.0)
-        v2x = np.where(f1, v1x - fac1 * h1x, v2x)
-        v2y = np.where(f1, v1y - fac1 * h1y, v2y)
-        f2 = live & (l2 > ln)
-        fac2 = np.where(f2, ln / np.where(f2, l2, 1.0), 1.0)
-        v3x = np.where(f2, v4x - fac2 * h2x, v3x)
-        v3y = np.where(f2, v4y - fac2 * h2y, v3y)
-        c0 = v1x - fb
-        c1 = 3.0 * (v2x - v1x)
-        c2 = 3.0 * (v1x - 2.0 * v2x + v3x)
-        c3 = v4x - v1x + 3.0 * (v2x - v3x)
         # x(t) must be monotonic on [0, 1] (a single root); otherwise leave it to FCurve.evaluate
         with np.errstate(divide="ignore", invalid="ignore"):
             tv = np.where(c3 != 0.0, -c2 / (3.0 * np.where(c3 != 0.0, c3, 1.0)), 0.0)
@@ -130,10 +116,7 @@ def evaluate_batch(curves, frames: np.ndarray) -> np.ndarray:
         t = solve_x(np.stack([c0, c1, c2, c3], axis=1), 0.0)   # (c0 holds x0 - frame)
         x = ((c3 * t + c2) * t + c1) * t + c0
         ok = mono & (np.abs(x) < 1e-6 * np.maximum(1.0, np.abs(ln)))
-        d0 = v1y
-        d1 = 3.0 * (v2y - v1y)
-        d2 = 3.0 * (v1y - 2.0 * v2y + v3y)
-        d3 = v4y - v1y + 3.0 * (v2y - v3y)
+        d0, d1, d2, d3 = bezier_poly(v1y, v2y, v3y, v4y)
         y = d0 + t * d1 + t * t * d2 + t * t * t * d3
         val[ib[ok]] = y[ok]
     return val.reshape(C, F)

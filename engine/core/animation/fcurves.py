@@ -48,9 +48,26 @@ def _kind_ipo(kind: int) -> int:
     return (kind - 3) // 4
 
 
-def _poly(p0, p1, p2, p3):
+def bezier_poly(p0, p1, p2, p3):
     """Power-basis coefficients of the cubic Bezier with control values p0..p3."""
     return (p0, 3.0 * (p1 - p0), 3.0 * (p0 - 2.0 * p1 + p2), p3 - p0 + 3.0 * (p1 - p2))
+
+
+def correct_bezpart(v1x, v1y, v2x, v2y, v3x, v3y, v4x, v4y):
+    """(v2x, v2y, v3x, v3y): Bezier segments' inner handles as ``BKE_fcurve_correct_bezpart``
+    leaves them (Blender >= 2.91): a handle longer (in x) than the segment is scaled back to its
+    span, keeping its direction (vectorised over segments; keys v1, v4 and handles v2, v3)."""
+    h1x, h1y, h2x, h2y = v1x - v2x, v1y - v2y, v4x - v3x, v4y - v3y
+    ln = v4x - v1x
+    l1, l2 = np.abs(h1x), np.abs(h2x)
+    live = (l1 + l2) != 0.0
+    f1 = live & (l1 > ln)
+    fac = np.where(f1, ln / np.where(f1, l1, 1.0), 1.0)
+    v2x, v2y = np.where(f1, v1x - fac * h1x, v2x), np.where(f1, v1y - fac * h1y, v2y)
+    f2 = live & (l2 > ln)
+    fac = np.where(f2, ln / np.where(f2, l2, 1.0), 1.0)
+    v3x, v3y = np.where(f2, v4x - fac * h2x, v3x), np.where(f2, v4y - fac * h2y, v3y)
+    return v2x, v2y, v3x, v3y
 
 
 class CurveEvaluator:
@@ -93,21 +110,11 @@ class CurveEvaluator:
             i = np.flatnonzero(bez)
             j = i + 1
             v1x, v1y, v4x, v4y = x[i], y[i], x[j], y[j]
-            v2x, v2y, v3x, v3y = hr[i, 0].copy(), hr[i, 1].copy(), hl[j, 0].copy(), hl[j, 1].copy()
-            h1x, h1y, h2x, h2y = v1x - v2x, v1y - v2y, v4x - v3x, v4y - v3y
-            ln = v4x - v1x
-            l1, l2 = np.abs(h1x), np.abs(h2x)
-            live = (l1 + l2) != 0.0
-            f1 = live & (l1 > ln)
-            fac = np.where(f1, ln / np.where(f1, l1, 1.0), 1.0)
-            v2x, v2y = np.where(f1, v1x - fac * h1x, v2x), np.where(f1, v1y - fac * h1y, v2y)
-            f2 = live & (l2 > ln)
-            fac = np.where(f2, ln / np.where(f2, l2, 1.0), 1.0)
-            v3x, v3y = np.where(f2, v4x - fac * h2x, v3x), np.where(f2, v4y - fac * h2y, v3y)
-            xpoly[i] = np.stack(_poly(v1x, v2x, v3x, v4x), axis=1)
+            v2x, v2y, v3x, v3y = correct_bezpart(v1x, v1y, hr[i, 0], hr[i, 1], hl[j, 0], hl[j, 1], v4x, v4y)
+            xpoly[i] = np.stack(bezier_poly(v1x, v2x, v3x, v4x), axis=1)
             flat = ((np.abs(v1y - v4y) < _FLT_EPS) & (np.abs(hr[i, 1] - hl[j, 1]) < _FLT_EPS)
                     & (np.abs(hl[j, 1] - v4y) < _FLT_EPS))
-            coef_seg[i[~flat]] = np.stack(_poly(v1y, v2y, v3y, v4y), axis=1)[~flat]
+            coef_seg[i[~flat]] = np.stack(bezier_poly(v1y, v2y, v3y, v4y), axis=1)[~flat]
         # a curve's rows: before (its first key's), its segments, after: row of key a = a + curve + 1
         self._coef = np.zeros((N + C, 4))
         self._coef[np.arange(N) + cid + 1] = coef_seg
