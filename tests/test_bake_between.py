@@ -128,6 +128,29 @@ def test_sample_is_exact_at_the_samples_and_slerps_between(empty_scene, bakes):
         assert abs(np.linalg.norm(m[:3, 1]) - 1.0) < 1e-6
 
 
+def test_playing_makes_each_intervals_polynomial_once(empty_scene, bakes, monkeypatch):
+    """The player's frame is one gather and a polynomial: a short bake's intervals are made once
+    (the first frame played) and kept, so a second loop through every interval builds nothing
+    (no rotation logarithm, ``bake_interp._logs``) and plays the same poses."""
+    from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.blender.bake import interp as bake_interp
+
+    arm, _ob = _spin_rig()
+    b = bakes.cache.ensure(arm, "SpinAction")
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    _clip, bp = bakes.baked_clip(b, asset)
+    times = (b.frames[:-1] + 0.37 * np.diff(b.frames) - b.frame_start) / b.fps
+    assert times.size >= 10
+    first = [bp.sample(t).locals.copy() for t in times]
+    calls = []
+    real = bake_interp._logs
+    monkeypatch.setattr(bake_interp, "_logs", lambda *a: calls.append(1) or real(*a))
+    again = [bp.sample(t + 1e-9).locals for t in times]     # (not the last sample reused)
+    assert not calls, f"{len(calls)} intervals rebuilt while looping over {times.size}"
+    for x, y in zip(first, again):
+        np.testing.assert_allclose(x, y, atol=1e-5)
+
+
 @pytest.fixture(scope="module")
 def rigify_250(tmp_path_factory):
     """The Rigify character of tools/rigify_rig.py with its keys spread over 250 frames."""
@@ -153,6 +176,10 @@ def test_rigify_250_frame_bake_is_compact(rigify_250, ext, bakes):
     assert b.nbytes < 20 * 2**20, b.nbytes / 2**20
     _clip, bp = bakes.baked_clip(b, importer.import_scene(bpy.context.evaluated_depsgraph_get()))
     assert bp.table is b.locals and bp.bbone_table is b.bbone_table
+    # played through every interval, the polynomials it keeps stay bounded (tables.COEF_BYTES)
+    for t in (b.frames[:-1] + 0.5 * np.diff(b.frames) - b.frame_start) / b.fps:
+        bp.sample(float(t))
+    assert b.nbytes < 20 * 2**20, b.nbytes / 2**20
     line = bakes.describe(bakes.cache, rig.name, rig.animation_data.action.name)[1]
     assert "largest error between samples" in line and "MB" in line, line
 

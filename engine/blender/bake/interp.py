@@ -4,9 +4,9 @@ closer to Blender.
 
 Translation and stretch are interpolated component-wise, the rotation as a rotation vector in
 the tangent space of the interval's first sample (``q[i] exp(v(a))``: a linear interval is then
-a slerp and a constant-speed turn is exact).  ``intervals`` makes an interval's Hermite terms
-once (the player re-uses them while its clock stays in that interval), ``evaluate`` blends them
-at any time.  Interval modes (``modes``, one per interval):
+a slerp and a constant-speed turn is exact).  ``coefficients`` turns an interval into one
+polynomial in the blend per channel (the mode folded in), made once per interval (the table
+keeps them, ``tables.MatrixTable``); ``evaluate`` runs it at any time.  Interval modes (``modes``, one per interval):
 
 - ``CUBIC``: cubic Hermite with each end's tangent the derivative of the Lagrange polynomial
   through up to STENCIL samples around it (uneven spacing included), never reading across a
@@ -18,8 +18,9 @@ at any time.  Interval modes (``modes``, one per interval):
 - ``HOLD``: the interval's first sample until its end: a stepped (CONSTANT) key switches where
   Blender switches.
 
-numpy only; ``plan`` once per table (bake time), ``intervals`` once per interval entered,
-``evaluate`` per played frame (a few (M,3) products and one quaternion product).
+numpy only; ``plan`` once per table (bake time), ``coefficients`` once per interval,
+``evaluate`` per played frame (Horner on (M,WIDTH), one rotation-vector exponential and one
+quaternion product).
 """
 from __future__ import annotations
 
@@ -90,15 +91,16 @@ def _derivative_weights(tn, x, valid, d) -> None:
 
 
 class Intervals(NamedTuple):
-    """K intervals made ready for evaluation at any blend (``intervals``): per interval its
-    ``mode`` and, per moving value, the Hermite terms: ``t``/``p`` (start, end, start tangent,
-    end tangent), each (K,M,...) with the tangents scaled by the interval's length; ``q``
-    (start quaternion (K,M,4), then the end, start tangent and end tangent as rotation vectors
-    in the start's tangent space (K,M,3))."""
-    mode: np.ndarray
-    t: tuple
-    q: tuple
-    p: tuple
+    """K intervals made ready for evaluation at any blend (``intervals``): per interval its start
+    sample (``t0`` (K,M,3), ``q0`` (K,M,4), ``p0`` (K,M,6)) and ``c`` (K,3,M,WIDTH): the
+    coefficients of a, a^2 and a^3 of the polynomial that moves it (``coefficients``)."""
+    t0: np.ndarray
+    q0: np.ndarray
+    p0: np.ndarray
+    c: np.ndarray
+
+
+WIDTH = 12          # a polynomial's channels: translation (3), rotation vector (3), stretch (6)
 
 
 def _logs(base: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -112,9 +114,13 @@ def _logs(base: np.ndarray, q: np.ndarray) -> np.ndarray:
     return rel[..., 1:] * scale[..., None]
 
 
-def intervals(parts, times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarray) -> Intervals:
-    """The Hermite terms of intervals ``i`` (K,) of (F,M,...) decomposed samples ``parts``
-    (t, q continuous along F, p), tangents per ``plan``.  Vectorised over K."""
+def coefficients(parts, times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarray) -> np.ndarray:
+    """(K,3,M,WIDTH) float64: the coefficients of a, a^2 and a^3 of intervals ``i`` (K,) of
+    (F,M,...) decomposed samples ``parts`` (t, q continuous along F, p), tangents per ``plan``,
+    per channel [translation - t0, rotation vector in the start's tangent space, stretch - p0]:
+    cubic Hermite (start, end, the tangents scaled by the interval's length), the chord
+    (LINEAR) or nothing (HOLD), per interval mode.  Vectorised over K; made once per interval
+    (``MatrixTable`` keeps them), evaluated per frame by ``evaluate``."""
     t, q, p = parts
     tm = np.asarray(times, np.float64)
     i = np.atleast_1d(np.asarray(i, np.int64))
@@ -130,11 +136,6 @@ def intervals(parts, times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarr
         h = tm[j] - tm[k]
     w0 = tw[:, 0] * h[:, None]
     w1 = tw[:, 1] * h[:, None]
-
-    def lin(x):
-        return (x[k].astype(np.float64), x[j].astype(np.float64), np.einsum("ks,ks...->k...", w0, x[tr[:, 0]]),
-                np.einsum("ks,ks...->k...", w1, x[tr[:, 1]]))
-
     base = q[k].astype(np.float64)
     rows = np.concatenate([j[:, None], tr[:, 0], tr[:, 1]], axis=1)
     if k.size == 1:         # the player: each distinct row once (the stencils overlap)
@@ -142,42 +143,52 @@ def intervals(parts, times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarr
         logs = _logs(base, q[uniq][None].astype(np.float64))[:, inv.ravel()]
     else:
         logs = _logs(base, q[rows].astype(np.float64))
-    rq = (base, logs[:, 0], np.einsum("ks,ks...->k...", w0, logs[:, 1:1 + STENCIL]),
-          np.einsum("ks,ks...->k...", w1, logs[:, 1 + STENCIL:]))
-    return Intervals(mode, lin(t), rq, lin(p))
+    def ends(x):            # start, end, start tangent, end tangent of a linear channel
+        return (x[k].astype(np.float64), x[j].astype(np.float64), np.einsum("ks,ks...->k...", w0, x[tr[:, 0]]),
+                np.einsum("ks,ks...->k...", w1, x[tr[:, 1]]))
+
+    rot = (np.zeros(logs.shape[:1] + logs.shape[2:]), logs[:, 0],
+           np.einsum("ks,ks...->k...", w0, logs[:, 1:1 + STENCIL]),
+           np.einsum("ks,ks...->k...", w1, logs[:, 1 + STENCIL:]))
+    # (K,M,WIDTH) each, the channels in WIDTH order: translation, rotation vector, stretch
+    x0, x1, m0, m1 = (np.concatenate(c, axis=-1) for c in zip(ends(t), rot, ends(p)))
+    d = x1 - x0
+    cub = (mode == CUBIC)[:, None, None]
+    lin = (mode == LINEAR)[:, None, None]
+    c1 = np.where(cub, m0, np.where(lin, d, 0.0))
+    c2 = np.where(cub, 3.0 * d - 2.0 * m0 - m1, 0.0)
+    c3 = np.where(cub, m0 + m1 - 2.0 * d, 0.0)
+    return np.stack([c1, c2, c3], axis=1)
+
+
+def intervals(parts, times: np.ndarray, modes: np.ndarray, tangents, i: np.ndarray) -> Intervals:
+    """The start samples and polynomial coefficients of intervals ``i`` (K,) (``coefficients``)."""
+    t, q, p = parts
+    k = np.minimum(np.maximum(np.atleast_1d(np.asarray(i, np.int64)), 0), max(np.asarray(times).size - 2, 0))
+    return Intervals(t[k], q[k], p[k], coefficients(parts, times, modes, tangents, k))
 
 
 def evaluate(iv: Intervals, a: np.ndarray):
-    """(t, q, p) (K,M,...) of intervals ``iv`` at blends ``a`` (K,): cubic Hermite, lerp (the
-    rotation: slerp) or the start, per interval mode."""
-    a = np.atleast_1d(np.asarray(a, np.float64))
-    a2, a3 = a * a, a * a * a
-    cub = iv.mode == CUBIC
-    lin = iv.mode == LINEAR
-    c0 = np.where(cub, 2 * a3 - 3 * a2 + 1, np.where(lin, 1.0 - a, 1.0))
-    c1 = np.where(cub, -2 * a3 + 3 * a2, np.where(lin, a, 0.0))
-    d0 = np.where(cub, a3 - 2 * a2 + a, 0.0)
-    d1 = np.where(cub, a3 - a2, 0.0)
+    """(t, q, p) (K,M,...) float64 of intervals ``iv`` at blends ``a`` (K,): the polynomial
+    (Horner), the rotation vector mapped onto the start's rotation (``q0 exp(v)``)."""
+    a = np.atleast_1d(np.asarray(a, np.float64)).reshape(-1, 1, 1)
+    c = iv.c
+    return finish(iv.t0, iv.q0, iv.p0, ((c[:, 2] * a + c[:, 1]) * a + c[:, 0]) * a)
 
-    def comb(terms, cs):
-        out = None
-        for x, c in zip(terms, cs):
-            y = x * c.reshape((-1,) + (1,) * (x.ndim - 1))
-            out = y if out is None else out + y
-        return out
 
-    t = comb(iv.t, (c0, c1, d0, d1))
-    p = comb(iv.p, (c0, c1, d0, d1))
-    base = iv.q[0]
-    v = comb(iv.q[1:], (c1, d0, d1))
-    th = np.sqrt(np.einsum("...i,...i->...", v, v))
-    sinc = np.where(th > 1e-12, np.sin(th) / np.maximum(th, 1e-300), 1.0)
-    e = np.concatenate([np.cos(th)[..., None], v * sinc[..., None]], axis=-1)
-    return t, _qmul(base, e), p
+def finish(t0, q0, p0, y):
+    """(t, q, p) float64 from start samples (...,M,3|4|6) and the polynomial's value ``y``
+    (...,M,WIDTH): ``t0 + y_t``, ``q0 exp(y_v)``, ``p0 + y_p``."""
+    v = y[..., 3:6]
+    th = np.sqrt((v * v).sum(-1))
+    e = np.empty(v.shape[:-1] + (4,))
+    e[..., 0] = np.cos(th)
+    np.multiply(v, np.sinc(th * (1.0 / np.pi))[..., None], out=e[..., 1:])
+    return t0 + y[..., 0:3], _qmul(q0, e), p0 + y[..., 6:12]
 
 
 def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(...,4) Hamilton products (w, x, y, z)."""
+    """(...,4) Hamilton products (w, x, y, z) (float64)."""
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     return np.stack([aw * bw - ax * bx - ay * by - az * bz,

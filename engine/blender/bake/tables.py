@@ -10,10 +10,13 @@ numpy only, vectorised over the matrices (no Python loop over bones or frames).
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from . import interp as _interp
 
+COEF_BYTES = 2 << 20      # the most a table keeps of its intervals' polynomials (MatrixTable.coefficients)
 _SYM = (np.array([0, 1, 2, 0, 0, 1]), np.array([0, 1, 2, 1, 2, 2]))   # stretch: xx yy zz xy xz yz
 
 
@@ -236,16 +239,41 @@ class MatrixTable:
                       else np.asarray(modes, np.int8))
         self.knots = np.zeros(f, bool) if knots is None else np.asarray(knots, bool)
         self.tangents = _interp.plan(self.times, self.modes, self.knots)
-        self._last = None           # (interval, its bake_interp.Intervals): the player's current one
+        self._coef = OrderedDict()  # interval -> its polynomial (3,M,WIDTH) float32 (``coefficients``)
 
     @property
     def nbytes(self) -> int:
-        return int(self.static.nbytes + self.moving.nbytes + self.t.nbytes + self.q.nbytes + self.p.nbytes)
+        """Bytes held: the samples and the intervals' polynomials kept so far (at most
+        COEF_BYTES)."""
+        return int(self.static.nbytes + self.moving.nbytes + self.t.nbytes + self.q.nbytes + self.p.nbytes
+                   + sum(c.nbytes for c in self._coef.values()))
+
+    def coefficients(self, i: int) -> np.ndarray:
+        """(3,M,WIDTH) float32: interval i's polynomial (``bake_interp.coefficients``), kept once
+        made.  The first call makes every interval's at once when they fit in COEF_BYTES (a
+        short bake: no interval is made while playing); a longer bake makes each interval the
+        first time the player enters it, the least recently used dropped beyond COEF_BYTES."""
+        c = self._coef.get(i)
+        if c is not None:
+            self._coef.move_to_end(i)
+            return c
+        n = max(self.frames - 1, 0)
+        per = 3 * self.moving.size * _interp.WIDTH * 4
+        todo = np.arange(n) if not self._coef and n * per <= COEF_BYTES else np.array([i])
+        for s in range(0, todo.size, 64):          # a few intervals at a time (memory)
+            k = todo[s:s + 64]
+            got = _interp.coefficients((self.t, self.q, self.p), self.times, self.modes, self.tangents, k)
+            for j, kk in enumerate(k.tolist()):
+                self._coef[kk] = got[j].astype(np.float32)
+        while len(self._coef) > 1 and len(self._coef) * per > COEF_BYTES:
+            self._coef.popitem(last=False)
+        self._coef.move_to_end(i)
+        return self._coef[i]
 
     def at(self, i: int, a: float, rows=None) -> np.ndarray:
         """(N,4,4) float64 matrices between samples i and i + 1 at blend ``a`` (``a`` 0: sample i),
-        interpolated per ``bake_interp`` (cubic Hermite, linear or held per interval); the
-        interval's terms are kept while the next calls stay in it (the player's frames)."""
+        interpolated per ``bake_interp`` (cubic Hermite, linear or held per interval): one gather
+        of the interval's kept polynomial and samples, the polynomial, the rotation's exponential."""
         out = self.static.copy()
         if not self.moving.size:
             return out
@@ -253,11 +281,9 @@ class MatrixTable:
             out[self.moving] = compose(self.t[i].astype(np.float64), self.q[i].astype(np.float64),
                                        self.p[i].astype(np.float64))
             return out
-        if self._last is None or self._last[0] != i:
-            self._last = (i, _interp.intervals((self.t, self.q, self.p), self.times, self.modes,
-                                               self.tangents, np.array([i])))
-        t, q, p = _interp.evaluate(self._last[1], np.array([a]))
-        out[self.moving] = compose(t[0], q[0], p[0])
+        c = self.coefficients(i)
+        a = np.float32(a)
+        out[self.moving] = compose(*_interp.finish(self.t[i], self.q[i], self.p[i], ((c[2] * a + c[1]) * a + c[0]) * a))
         return out
 
     def parts_at(self, i: np.ndarray, a: np.ndarray):
