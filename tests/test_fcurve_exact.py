@@ -85,6 +85,19 @@ def test_check_fails_when_the_player_resamples_at_integer_frames(feature_rig, ca
     assert rc != 0, out
 
 
+def test_a_large_player_step_still_checks_between_frames(feature_rig, capsys, monkeypatch):
+    """check_deform spreads its fractional frames over every frame of a clip, whatever integer
+    frames --player-step keeps (test_real_files checks every 12th; a clip shorter than the step
+    was compared at its first frame only, never between frames): the resampling player fails."""
+    from stylized_renderer.engine.core.animation import player as P
+
+    monkeypatch.setattr(P.AnimationPlayer, "_flatten_curves",
+                        lambda self, clip: P.AnimationPlayer._flatten(self, _without_curves(clip)))
+    rc, out, fields = _player_check(capsys, step=1000)
+    assert float(fields["fraction_max_rel_error"]) > 1e-3, out
+    assert rc != 0, out
+
+
 def _without_curves(clip):
     import dataclasses
 

@@ -183,6 +183,7 @@ class Checker:
         self.fraction_frames = FRACTION_FRAMES
         self.clips_checked = []     # (clip, target) compared in player mode
         self.unplayed = []          # names of actions animating the file that no clip checked
+        self.clip_rows = None       # player mode: one dict per checked clip (its worst error per mode)
 
     def _record(self, mode, name, verts, err, path, nerr=0.0, nmed=0.0):
         key = (name, mode)
@@ -190,6 +191,9 @@ class Checker:
         r["err"] = max(r["err"], err)
         r["nerr"] = max(r["nerr"], nerr)
         r["nmed"] = max(r["nmed"], nmed)
+        if self.clip_rows is not None and mode != "timeline" and path == "gpu":
+            row = self.clip_rows[-1]
+            row[mode] = max(row.get(mode, 0.0), err)
 
     def _compare(self, mode, depsgraph, only=None):
         """GPU task body: read every GPU item back (of the objects named in ``only``, when given)
@@ -312,6 +316,7 @@ class Checker:
         if asset is None:
             return 0
         saved = _bake.save_animation()
+        self.clip_rows = []
         written = []      # the pose / key values the last checked action wrote (restored after it)
         try:
             for clip in asset.animations:
@@ -353,27 +358,30 @@ class Checker:
                     print(f"  baked: clip '{clip.name}' on '{clip.target_object}' ({baked.frame_count} frames, "
                           f"{baked.seconds:.2f} s): {'; '.join(baked.reasons)}")
                 n_frames = int(round(clip.duration_seconds * clip.fps)) + 1
-                frames = [int(round(clip.frame_start)) + k for k in range(n_frames)]
-                frames = frames[::max(1, int(step))]
+                every = [int(round(clip.frame_start)) + k for k in range(n_frames)]
+                frames = every[::max(1, int(step))]
                 if frames_limit:
                     frames = frames[:frames_limit]
+                    every = every[:frames_limit]
                 # between integer frames (baked clips): the bake is interpolated between its
                 # samples there (exact within BETWEEN_TOLERANCE: a failure above)
+                # (spread over every frame of the clip, whatever ``step`` checks at integer frames)
                 between = []
-                if baked is not None and len(frames) > 1:
-                    pick = np.unique(np.linspace(0, len(frames) - 2, min(self.between_frames, len(frames) - 1))
+                if baked is not None and len(every) > 1:
+                    pick = np.unique(np.linspace(0, len(every) - 2, min(self.between_frames, len(every) - 1))
                                      .round().astype(int))
-                    between = [(frames[int(i)], sub) for i in pick for sub in BETWEEN_SUBFRAMES]
+                    between = [(every[int(i)], sub) for i in pick for sub in BETWEEN_SUBFRAMES]
                 # plain clips: between frames too, at a few frames spread over the clip
                 exact = baked is None and not any(
                     "sampled at every frame" in n for n in getattr(clip, "notes", ()))
-                if baked is None and len(frames) > 1:
-                    pick = np.unique(np.linspace(0, len(frames) - 2, min(self.fraction_frames, len(frames) - 1))
+                if baked is None and len(every) > 1:
+                    pick = np.unique(np.linspace(0, len(every) - 2, min(self.fraction_frames, len(every) - 1))
                                      .round().astype(int))
-                    between += [(frames[int(i)], sub) for i in pick for sub in FRACTION_SUBFRAMES]
+                    between += [(every[int(i)], sub) for i in pick for sub in FRACTION_SUBFRAMES]
                 for note in getattr(clip, "notes", ()):
                     print(f"  note: clip '{clip.name}': {note}")
                 self.clips_checked.append((clip.name, clip.target_object))
+                self.clip_rows.append({"clip": clip.name, "target": clip.target_object, "baked": baked})
                 for f, sub in [(f, 0.0) for f in frames] + between:
                     scene.frame_set(f, subframe=sub)
                     dg = bpy.context.evaluated_depsgraph_get()
@@ -511,6 +519,12 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
         failed = True
     if checker.session.import_error:
         print(f"  import error: {checker.session.import_error}")
+    for row in checker.clip_rows or ():
+        b = row["baked"]
+        kind = (f"baked samples={b.frame_count} bake_mb={b.nbytes / 2**20:.2f} bake_checked={b.checked} "
+                f"bake_between_error={b.between_error:.2e}" if b is not None else "plain")
+        print(f"  clip '{row['clip']}' on '{row['target']}': {kind} player={row.get('player', 0.0):.3e} "
+              + " ".join(f"{m}={row[m]:.3e}" for m in ("fraction", "between", "baked-between") if m in row))
     checker.session.free()
     print(f"morph-paths: rebuild={checker.morph_paths['rebuild']} shader={checker.morph_paths['shader']}")
     rb = checker.readback.variants if checker.readback is not None else {}
