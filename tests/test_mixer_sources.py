@@ -215,3 +215,62 @@ def test_a_crowd_crossfades_through_the_mixer(empty_scene):
             assert np.allclose(got, want, atol=1e-4), (name, b)
     for rt in (crowd, alone):
         rt.release()
+
+
+def test_a_crowds_crossfade_blends_every_characters_shape_keys(empty_scene, view):
+    """A crowd switching between two clips that key Body's Smile differently (0.8 and 0.2): half
+    way through the fade every character's Body holds the blend (0.5), as the previewed one does;
+    the panel's value (0.05) shows nowhere, and after the fade every Body holds the new clip's.
+    The two sides of the fade and the panel accumulate in the one morph mixer of the preview.
+    Before: the crowd's other Bodies kept the panel's value (the clip drove the previewed
+    armature's meshes only)."""
+    from test_crowd_runtime import build_crowd
+
+    names = build_crowd(empty_scene, 3)
+    rig = bpy.data.objects[names[0]]
+    body = bpy.data.objects["Body"]
+    body.shape_key_add(name="Basis", from_mix=False)
+    kb = body.shape_key_add(name="Smile", from_mix=False)
+    co = np.empty(len(kb.data) * 3, np.float32)
+    kb.data.foreach_get("co", co)
+    co[2::3] += 0.05
+    kb.data.foreach_set("co", co)
+    kb.value = 0.05
+    act, cb = scenes.new_action("Nod", rig, assign=False)
+    scenes.add_curve(cb, 'pose.bones["Spine"].location', 0, (1, 24), (0.0, 0.3))
+    scenes.finish()
+    st = preview.get_state(empty_scene, rig)
+    st.active = True
+    view.update(st)
+    first, node = _with_key_channels(view.session, rig, body, {"Smile": ([0.0, 1.0], [0.8, 0.8])})
+    asset = view.session.scene_asset
+    clips = list(asset.animations)
+    k = next(i for i, c in enumerate(clips) if c.target_object == rig.name and c.name == "Nod")
+    import dataclasses
+
+    from stylized_renderer.engine.core.assets import MorphWeightChannelAsset
+
+    clips[k] = dataclasses.replace(clips[k], curves=None, morph_channels=(MorphWeightChannelAsset(
+        node_index=node, target_name="Smile", times=np.array([0.0, 1.0]), values=np.array([0.2, 0.2])),))
+    asset.animations = tuple(clips)
+    bodies = sorted(i for i, nd in enumerate(asset.nodes)
+                    if nd.mesh_index >= 0 and bpy.data.objects[nd.object_name].data == body.data)
+    assert len(bodies) == 3 and node in bodies
+    with bpy.context.temp_override(active_object=rig, object=rig):
+        empty_scene.stylized_preview.crowd = True
+    st.push("fade", 0.5)
+    st.push("clip", first.name)
+    st.push("play")
+    view.update(st)
+    rt = view.update(st, 0.3)
+    assert st.crowd_count == 3
+    assert [drawn_weights(rt, b, ("Smile",))["Smile"] for b in bodies] == pytest.approx([0.8] * 3, abs=1e-6)
+    st.push("clip", "Nod")
+    view.update(st)
+    rt = view.update(st, 0.25)                            # half the fade
+    assert rt.player.is_fading and rt.player.fade_weights == pytest.approx((0.5, 0.5))
+    got = [drawn_weights(rt, b, ("Smile",))["Smile"] for b in bodies]
+    assert got == pytest.approx([0.5] * 3, abs=1e-6), got
+    rt = view.update(st, 0.5)                             # the fade over
+    assert not rt.player.is_fading
+    assert [drawn_weights(rt, b, ("Smile",))["Smile"] for b in bodies] == pytest.approx([0.2] * 3, abs=1e-6)

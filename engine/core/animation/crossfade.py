@@ -22,6 +22,7 @@ class _Fade:
         self.rows = None        # its rows (0..n-1)
         self.morph_mixer = None     # mixer.MorphMixer of the player's morph keys (made at the first sample)
         self.morph_rows = None      # (incoming rows, outgoing rows) into it
+        self.source_keys = ()       # the outgoing side's morph keys
         self.targets = None         # a crowd: (M, n) target nodes of the union's n nodes
 
     @property
@@ -73,13 +74,17 @@ class _Fade:
         if morphs is None:      # once per fade: the mixer and the outgoing keys' rows
             pos = {k: i for i, k in enumerate(keys)}
             morphs = self.morph_mixer = MorphMixer(len(keys))
+            self.source_keys = tuple(self.source.morph_key_list())
             self.morph_rows = (np.arange(len(player.morph_key_list())),
-                               np.array([pos[k] for k in self.source.morph_key_list()], np.int64))
+                               np.array([pos[k] for k in self.source_keys], np.int64))
         own_rows, src_rows = self.morph_rows
         morphs.reset()
         morphs.accumulate(own_rows, im, a)
         morphs.accumulate(src_rows, fm, 1.0 - a)
         player._morph_values = morphs.apply()
+        # the two sides, for a mixer that takes more sources (the preview's, with the panel's values)
+        player._morph_sides = ((self.source_keys, np.asarray(fm, np.float64), 1.0 - a),
+                               (player.morph_key_tuple(), np.asarray(im, np.float64), a)) if keys else ()
         return True
 
     def nodes_union(self, own_nodes: np.ndarray) -> np.ndarray:

@@ -64,6 +64,8 @@ class AnimationPlayer(RootMotion):
         self._morph_keys: List[Tuple[int, str]] = []
         self._morph_values = np.zeros(0)
         self._own_morph_count = 0      # morph keys of the current clip (the rest fade out)
+        self._morph_sides = ()         # ((keys, values, weight), ...): each source of the frame's morphs
+        self._own_key_tuple = None     # morph_key_tuple's cache
         self.sample_count = 0          # increments whenever the pose was (re)sampled
         self.last_error: Optional[str] = None
         self._matrix_source = None     # (clip, write(time, player)): a baked clip's local matrices
@@ -517,12 +519,15 @@ class AnimationPlayer(RootMotion):
             mv = None
         if self._morph_keys:
             vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
-            vals[:self._own_morph_count] = self._sample_morphs(time) if mv is None else mv
+            raw = self._sample_morphs(time) if mv is None else mv
+            vals[:self._own_morph_count] = raw
+            self._morph_sides = ((self.morph_key_tuple(), raw, float(self._weight)),)
             if self._weight != 1.0:
                 vals *= self._weight                  # alone at its weight: towards 0 (the mixer's rule)
             self._morph_values = vals
-        elif self._morph_values.shape[0]:
+        elif self._morph_values.shape[0] or self._morph_sides:
             self._morph_values = np.zeros(0)
+            self._morph_sides = ()
         return True
 
     def _bind_of_nodes(self, scene):
@@ -558,6 +563,23 @@ class AnimationPlayer(RootMotion):
 
     def morph_key_list(self) -> list:
         return list(self._morph_keys[:self._own_morph_count])
+
+    def morph_key_tuple(self) -> tuple:
+        """``morph_key_list`` as a tuple, the same object while the clip is (a mixer's cache key)."""
+        hit = self._own_key_tuple
+        if hit is None or hit[0] is not self._morph_keys or hit[1] != self._own_morph_count:
+            hit = self._own_key_tuple = (self._morph_keys, self._own_morph_count,
+                                         tuple(self._morph_keys[:self._own_morph_count]))
+        return hit[2]
+
+    @property
+    def morph_sides(self) -> tuple:
+        """The sources of the last sample's morph channels: ((keys, values, weight), ...): the clip
+        alone at its weight, or during a crossfade the outgoing side at 1 - alpha and the new clip
+        at alpha.  ``morph_values`` is their blend by the mixer's rule (what a runtime without a
+        panel draws); the preview's morph mixer accumulates the sides themselves with the panel's
+        values (engine/features/preview/morphs.py), every crowd character's keys included."""
+        return self._morph_sides
 
     def node_ids(self) -> np.ndarray:
         return self._nodes

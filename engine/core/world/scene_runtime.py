@@ -78,6 +78,7 @@ class SceneRuntime:
         self._initialized = False
         self.morph_policy = type(self).default_morph_policy   # of every RuntimeMeshInstance
         self.crowd_targets: List[str] = []   # armatures the clip plays on (set_clip targets)
+        self._crowd_morph = (None, {})       # (crowd_targets it was made for, node -> nodes)
         self._morph_insts: list = []         # the morph instances (mesh_instances without None)
         self._hot = None                     # instances not idle at the last full pass
         self._idle_sums = (0, 0, 0)          # upload total, shader count, active count of the idle ones
@@ -226,6 +227,9 @@ class SceneRuntime:
             self.crowd_targets = names
         keys = self.player.morph_keys
         chan_of = {k: i for i, k in enumerate(keys)}
+        for (node, name), c in list(chan_of.items()):     # a crowd: every character's same keys
+            for other in self.crowd_morph_nodes(node)[1:]:
+                chan_of.setdefault((other, name), c)
         for node, binds in self._bindings.items():
             inst = self.mesh_instances[node]
             names = self._key_names[node]
@@ -237,6 +241,63 @@ class SceneRuntime:
                     t_keep.flags.writeable = False
                     self._clip_bindings.append((inst.primitives[pi].morph_state, ch[keep], t_keep))
         return True
+
+    def crowd_morph_nodes(self, node: int) -> List[int]:
+        """``node`` and, while a clip plays on a crowd, the node of each other character the same
+        morph channel drives: its mesh of the same mesh data deformed by (or parented under) that
+        character's armature, or that armature itself for a channel keyed on the armature (VRM
+        expressions).  Set-up work, cached per crowd."""
+        names = self.crowd_targets
+        made, table = self._crowd_morph
+        if made is not names:
+            table = {}
+            self._crowd_morph = (names, table)
+        hit = table.get(int(node))
+        if hit is None:
+            hit = table[int(node)] = self._crowd_nodes_of(int(node), names)
+        return hit
+
+    def _crowd_nodes_of(self, node: int, names: List[str]) -> List[int]:
+        sc = self.scene
+        out = [node]
+        if len(names) < 2:
+            return out
+        owner = self._owner_armature(node, names)
+        if owner is None:
+            return out
+        nd = sc.nodes[node]
+        is_arm = nd.bone_name is None and nd.object_name == owner
+        mesh = sc.meshes[nd.mesh_index].mesh_name if nd.mesh_index >= 0 else None
+        for name in names:
+            if name == owner:
+                continue
+            for i, other in enumerate(sc.nodes):
+                if is_arm:
+                    hit = other.bone_name is None and other.object_name == name
+                else:
+                    hit = (mesh is not None and other.mesh_index >= 0 and sc.meshes[other.mesh_index].mesh_name == mesh
+                           and self._owner_armature(i, names) == name)
+                if hit:
+                    out.append(i)
+                    break
+        return out
+
+    def _owner_armature(self, node: int, names: List[str]) -> Optional[str]:
+        """The crowd armature a node belongs to: the one whose modifier deforms its mesh, else the
+        first in its parent chain (a bone's node names its armature object)."""
+        sc = self.scene
+        nd = sc.nodes[node]
+        if nd.mesh_index >= 0:
+            for prim in sc.meshes[nd.mesh_index].primitives:
+                a = getattr(getattr(prim, "skin", None), "armature_node", -1)
+                if a is not None and a >= 0 and sc.nodes[a].object_name in names:
+                    return sc.nodes[a].object_name
+        p = node
+        while p >= 0:
+            if sc.nodes[p].object_name in names:
+                return sc.nodes[p].object_name
+            p = sc.nodes[p].parent
+        return None
 
     def _skeleton(self, armature: str) -> dict:
         """{bone name: parent bone name or None} of an armature object's bone nodes."""

@@ -1,16 +1,20 @@
 """The preview player's shape-key weights through the mixer (issue 24: one mixer, every source a
 weighted writer).
 
-Every frame of a clip preview, each mesh's shape-key weights have two sources, accumulated into
+Every frame of a clip preview, each mesh's shape-key weights have their sources accumulated into
 one ``animation.mixer.MorphMixer`` whose channels are every key of every morphed mesh node (node
 by node, each in ``SceneRuntime.morph_key_names`` order):
 
-* the clip: the player's sampled morph channels (``player.morph_keys`` / ``morph_values``; a
-  crossfade's blend of both clips), at ``clip_weight`` (1 by default) on the keys it drives;
+* the clip: each side of the player's sampled morph channels (``player.morph_sides``: the clip
+  alone at its weight, or during a crossfade the outgoing clip at ``1 - alpha`` and the new one at
+  ``alpha``: a crossfade only changes weights), times ``clip_weight`` (1 by default), on the keys
+  it drives, on the previewed character and, for a crowd, on every character's same keys
+  (``SceneRuntime.crowd_morph_nodes``);
 * the panel: the file's current values (the Expressions panel; VRM-bound keys take the
   expressions with the clip's expression channels at the player's time, docs/vrm.md:
   ``TimelineReader.read_morph_weights``), at ``1 - `` the weight accumulated so far, so it fills
-  what the clip leaves: keys the clip does not drive, and the clip's share below 1.
+  what the clips leave: keys no clip drives, and the clips' share below 1 (a key only the
+  outgoing clip drives fades towards the panel's value).
 
 A node's weights are pushed (``SceneRuntime.set_node_morph_weights``) only when they differ from
 its last push, or when any morph weight of the runtime changed since that push (its
@@ -53,34 +57,39 @@ class PreviewMorphs:
         self.runtime = runtime
         self.clip_weight = 1.0      # the clip's weight on the keys it drives; the panel takes the rest
         self._layout = None
-        self._clip = None           # (clip, morph_keys list, layout, rows, chans, nodes with rows)
-        self._clip_gen = 0          # bumped with every new _clip
+        self._rows = (None, None, {})   # (layout, crowd, {side keys: (rows, chans, nodes)})
+        self._clip_gen = 0          # bumped with every new clip or crowd
         self._last = {}             # node -> (panel array pushed from, weights pushed)
         self._epoch = None
         self._settled = None        # what lets a frame skip the push (nothing changed, no clip key)
 
-    def _clip_channels(self, player, lay: _Layout):
-        """(mixer rows, player channel indices, nodes with a driven key) of the keys the current
-        clip drives; computed once per clip (set-up work, a loop over the clip's morph keys)."""
-        keys = player.morph_keys if player.clip is not None else []
-        c = self._clip
-        if c is not None and c[0] is player.clip and c[1] is keys and c[2] is lay:
-            return c[3], c[4], c[5]
-        rows, chans = [], []
-        for ch, (node, name) in enumerate(keys):
-            names = lay.names.get(node)
-            if names is not None and name in names:
-                rows.append(lay.offset[node] + names.index(name))
-                chans.append(ch)
-        driven = {n for n, _ in keys if n in lay.names}
-        hit = (np.array(rows, np.int64), np.array(chans, np.int64), driven)
-        self._clip = (player.clip, keys, lay) + hit
-        self._clip_gen += 1
+    def _side_rows(self, keys: tuple, lay: _Layout):
+        """(mixer rows, channel indices into the side's values, nodes with a driven key) of one
+        side's keys, every crowd character's same keys included; made once per key list, layout
+        and crowd (set-up work, a loop over the keys)."""
+        lay_, crowd, table = self._rows
+        rt = self.runtime
+        if lay_ is not lay or crowd is not rt.crowd_targets:
+            table = {}
+            self._rows = (lay, rt.crowd_targets, table)
+            self._clip_gen += 1
+        hit = table.get(keys)
+        if hit is None:
+            rows, chans, driven = [], [], set()
+            for ch, (node, name) in enumerate(keys):
+                for n in rt.crowd_morph_nodes(node):
+                    names = lay.names.get(n)
+                    if names is not None and name in names:
+                        rows.append(lay.offset[n] + names.index(name))
+                        chans.append(ch)
+                        driven.add(n)
+            hit = table[keys] = (np.array(rows, np.int64), np.array(chans, np.int64), driven)
+            self._clip_gen += 1
         return hit
 
     def push(self, reader, player) -> None:
-        """After the player sampled, before the uploads: mix the clip's and the panel's weights
-        and push every node whose weights changed."""
+        """After the player sampled, before the uploads: mix the clip's sides and the panel's
+        weights and push every node whose weights changed."""
         epoch = self.runtime.morph_epoch.value
         if epoch != self._epoch:
             self._last = {}
@@ -89,16 +98,18 @@ class PreviewMorphs:
         lay = self._layout
         if lay is None or not lay.fits(read):
             lay = self._layout = _Layout(self.runtime, read)
-        rows, chans, driven = self._clip_channels(player, lay)
+        sides = [(self._side_rows(keys, lay), vals, w) for keys, vals, w in player.morph_sides]
+        sides = [s for s in sides if s[0][0].size]
+        driven = set().union(*(s[0][2] for s in sides)) if sides else set()
         token = (reader.weights_version, self._clip_gen, self.clip_weight)
         if self._settled is not None and self._settled == token and epoch == self._epoch:
             return      # the same panel values as the last push, every node pushed, no clip-driven key
         mix = lay.mixer
         mix.reset()
-        if rows.size:
-            mix.accumulate(rows, np.asarray(player.morph_values, np.float64)[chans], self.clip_weight)
+        for (rows, chans, _nodes), vals, w in sides:     # each clip side at its weight
+            mix.accumulate(rows, np.asarray(vals, np.float64)[chans], w * self.clip_weight)
         panel = np.concatenate(list(read.values())) if lay.count else np.zeros(0)
-        mix.accumulate(lay.every, panel, 1.0 - mix.weight)      # the panel fills what the clip leaves
+        mix.accumulate(lay.every, panel, 1.0 - mix.weight)      # the panel fills what the clips leave
         out = mix.apply()
         last = self._last
         pushed = {}
@@ -116,7 +127,7 @@ class PreviewMorphs:
         self._epoch = self.runtime.morph_epoch.value
         # what lets the next frame skip this: nothing here depends on the player's values and
         # every node took its weights
-        self._settled = token if not rows.size and len(pushed) == len(read) else None
+        self._settled = token if not sides and len(pushed) == len(read) else None
 
 
 def for_session(session) -> PreviewMorphs:
