@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import conftest as C
+from two_bone_rig import bend, two_bone_rig
 
 W, H = 128, 96
 IOU_MIN = 0.75
@@ -32,26 +33,9 @@ def _character(scene):
     bpy.ops.mesh.subdivide(number_cuts=7)
     bpy.ops.object.mode_set(mode="OBJECT")
     body.data.materials.append(C.add_material("Skin", (0.8, 0.6, 0.5, 1.0)))
-    arm_data = bpy.data.armatures.new("Rig")
-    rig = bpy.data.objects.new("Rig", arm_data)
-    scene.collection.objects.link(rig)
-    bpy.context.view_layer.objects.active = rig
-    bpy.ops.object.mode_set(mode="EDIT")
-    lo = arm_data.edit_bones.new("lower")
-    lo.head, lo.tail = (0, 0, 0), (0, 0, 1.0)
-    up = arm_data.edit_bones.new("upper")
-    up.head, up.tail = (0, 0, 1.0), (0, 0, 2.0)
-    up.parent = lo
-    bpy.ops.object.mode_set(mode="OBJECT")
-    g_lo, g_up = body.vertex_groups.new(name="lower"), body.vertex_groups.new(name="upper")
-    for v in body.data.vertices:
-        (g_up if v.co.z > 1.0 else g_lo).add([v.index], 1.0, "REPLACE")
-    mod = body.modifiers.new("Armature", "ARMATURE")
-    mod.object = rig
-    body.parent = rig
+    rig = two_bone_rig(scene, body)
     rig.location = (0.2, 1.2, 0.0)
-    rig.pose.bones["upper"].rotation_mode = "XYZ"
-    rig.pose.bones["upper"].rotation_euler = (0.0, 0.0, math.radians(80.0))   # bent about its Z: sideways
+    bend(rig, "upper", 80.0)                # bent about its Z: sideways
     return body
 
 
@@ -123,7 +107,9 @@ def _both(scene, light, tmp_path, tag, engines=("STYLIZED", "EEVEE")):
             if eng == "STYLIZED":
                 imgs.append(C.render_scene(scene).copy())
             else:
-                imgs.append(C.render_eevee(scene, tmp_path / f"eevee_{flag}_{hidden}.exr"))
+                # one sample, as ours (+ FXAA): the hard shadows' masks like for like (IoU with ours
+                # 0.88-0.95 at 1 sample, 0.85-0.91 at 4; a quarter of the time)
+                imgs.append(C.render_eevee(scene, tmp_path / f"eevee_{flag}_{hidden}.exr", samples=1))
         light.use_shadow = True
         lamp.hide_render = False
         out[eng] = imgs

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import ARTIFACTS, add_camera, add_sun, add_mesh_object, save_png
+from two_bone_rig import bend, two_bone_rig
 
 GROUND_SHADE = (0.1, 0.2, 0.6)
 OUTLINE = (0.0, 1.0, 0.0)
@@ -66,27 +67,8 @@ def build_scene(scene, raised: bool):
     bar_mat = mtoon_material("Bar", BAR_LIT, (0.4, 0.1, 0.1), outline_width=0.06)
     v, f = bar_geometry()
     bar = add_mesh_object(scene, "Bar", v, f, material=bar_mat)
-    arm_data = bpy.data.armatures.new("Rig")
-    rig = bpy.data.objects.new("Rig", arm_data)
-    scene.collection.objects.link(rig)
-    bpy.context.view_layer.objects.active = rig
-    bpy.ops.object.mode_set(mode="EDIT")
-    b0 = arm_data.edit_bones.new("base")
-    b0.head, b0.tail = (0, 0, 0), (0, 0, 1)
-    b1 = arm_data.edit_bones.new("arm")
-    b1.head, b1.tail = (0, 0, 1), (0, 0, 2)
-    b1.parent = b0
-    bpy.ops.object.mode_set(mode="OBJECT")
-    g0 = bar.vertex_groups.new(name="base")
-    g1 = bar.vertex_groups.new(name="arm")
-    for i, co in enumerate(v):
-        (g1 if co[2] > 1.0 else g0).add([i], 1.0, "REPLACE")
-    bar.parent = rig
-    mod = bar.modifiers.new("Armature", "ARMATURE")
-    mod.object = rig
-    pb = rig.pose.bones["arm"]
-    pb.rotation_mode = "XYZ"
-    pb.rotation_euler = (0.0, 0.0, math.radians(-90.0) if raised else 0.0)   # bone Z: sideways swing
+    rig = two_bone_rig(scene, bar, names=("base", "arm"))
+    bend(rig, "arm", -90.0 if raised else 0.0)                 # bone Z: sideways swing
     bpy.context.view_layer.update()
     return bar
 
