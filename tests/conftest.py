@@ -144,6 +144,29 @@ class BakeModule:
         delattr(self._module, name)
 
 
+@pytest.fixture(scope="session")
+def rigify_generated(tmp_path_factory):
+    """A .blend holding only a freshly generated Rigify rig (tools/rigify_rig.generate_rigify: the
+    slow step, once per run instead of once per module); ``rigify_character`` dresses it."""
+    from tools import rigify_rig
+
+    ensure_registered()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    rigify_rig.generate_rigify()
+    path = tmp_path_factory.mktemp("rigify_generated") / "rigify_generated.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+def rigify_character(generated, **kw):
+    """tools/rigify_rig.build_rigify(**kw) on the rig of ``generated`` (the session's
+    rigify_generated file, opened): (rig, body, action)."""
+    from tools import rigify_rig
+
+    bpy.ops.wm.open_mainfile(filepath=str(generated))
+    return rigify_rig.build_rigify(rig=bpy.data.objects["rig"], **kw)
+
+
 @pytest.fixture
 def bakes(ext):
     """The preview bake module with the add-on's bake cache emptied, at one substep (test_bake,

@@ -293,10 +293,8 @@ def test_bake_keeps_preview_active(crig, bakes):
 # ------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def rigify_file(tmp_path_factory):
-    C.ensure_registered()
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    rigify_rig.build_rigify()
+def rigify_file(tmp_path_factory, rigify_generated):
+    C.rigify_character(rigify_generated)
     path = tmp_path_factory.mktemp("rigify") / "rigify.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     return path

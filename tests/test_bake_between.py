@@ -152,11 +152,9 @@ def test_playing_makes_each_intervals_polynomial_once(empty_scene, bakes, monkey
 
 
 @pytest.fixture(scope="module")
-def rigify_250(tmp_path_factory):
+def rigify_250(tmp_path_factory, rigify_generated):
     """The Rigify character of tools/rigify_rig.py with its keys spread over 250 frames."""
-    C.ensure_registered()
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    rigify_rig.build_rigify(frames=(1, 84, 167, 250))
+    C.rigify_character(rigify_generated, frames=(1, 84, 167, 250))
     path = tmp_path_factory.mktemp("rigify250") / "rigify250.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     return path

@@ -96,12 +96,10 @@ def test_a_scene_bake_played_late_or_without_the_nla_fails(ik_nla_scene, capsys,
 
 
 @pytest.fixture(scope="module")
-def rigify_file(tmp_path_factory):
+def rigify_file(tmp_path_factory, rigify_generated):
     """A generated Rigify character whose action plays through an NLA stack: the action twice
     (repeat 2, scale 1.5) and again over it, combined at half influence from frame 6."""
-    C.ensure_registered()
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    rig, _body, action = rigify_rig.build_rigify(face=False)
+    rig, _body, action = C.rigify_character(rigify_generated, face=False)
     ad = rig.animation_data
     ad.action = None
     s = ad.nla_tracks.new().strips.new("base", 1, action)

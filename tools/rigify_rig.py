@@ -4,7 +4,7 @@ tests/test_bake.py and tools/bench_bake.py.
 build_constraint_rig(): a small armature whose deform bones follow keyed controls through an IK
     constraint, a Copy Rotation constraint and a driver; a tube mesh weighted to the deform bones.
 build_rigify(): a Rigify character as a new user makes one: the bundled ``rigify`` add-on's human
-    metarig, ``pose.rigify_generate``, a body of tubes around the DEF bones weighted (up to 3 bones a
+    metarig, ``pose.rigify_generate`` (generate_rigify(), the slow step), a body of tubes around the DEF bones weighted (up to 3 bones a
     vertex, B-Bones included) by distance, an action keyed on a few FK/IK controls.
 """
 from __future__ import annotations
@@ -193,17 +193,10 @@ RIGIFY_KEYS = {
 }
 
 
-def build_rigify(scene=None, frames=FRAMES, face: bool = True, rings: int = 3, sides: int = 5,
-                 per_vertex: int = 5):
-    """A generated Rigify character: (rig, body mesh, action).  The metarig and the widget
-    objects are removed (the user's scene keeps only the rig and the body).  ``face``: the DEF
-    bones of the face get tubes too.  ``per_vertex``: DEF bones weighting each vertex (5, most of
-    them B-Bones: up to 10 palette influences a vertex, as automatic weights give).
-    The left arm is set to FK and the right leg to FK (``IK_FK`` = 1) as unkeyed pose values;
-    the right arm and the left leg stay IK.  ``rings`` x ``sides`` vertices per DEF bone (160 DEF
-    bones with the face, 73 without: 3 x 5 gives 2.4k / 1.1k vertices)."""
+def generate_rigify():
+    """The bundled add-on's human metarig generated in the current scene (``pose.rigify_generate``,
+    the slow step: seconds), its metarig and widget objects removed: the rig ("rig")."""
     enable_rigify()
-    sc = scene or bpy.context.scene
     bpy.ops.object.armature_human_metarig_add()
     meta = bpy.context.view_layer.objects.active
     bpy.ops.pose.rigify_generate()
@@ -214,6 +207,22 @@ def build_rigify(scene=None, frames=FRAMES, face: bool = True, rings: int = 3, s
     for coll in [c for c in bpy.data.collections if c.name.startswith("WGTS")]:
         bpy.data.collections.remove(coll)
     bpy.data.objects.remove(meta)
+    bpy.context.view_layer.objects.active = rig
+    return rig
+
+
+def build_rigify(scene=None, frames=FRAMES, face: bool = True, rings: int = 3, sides: int = 5,
+                 per_vertex: int = 5, rig=None):
+    """A generated Rigify character: (rig, body mesh, action).  The metarig and the widget
+    objects are removed (the user's scene keeps only the rig and the body).  ``face``: the DEF
+    bones of the face get tubes too.  ``per_vertex``: DEF bones weighting each vertex (5, most of
+    them B-Bones: up to 10 palette influences a vertex, as automatic weights give).
+    The left arm is set to FK and the right leg to FK (``IK_FK`` = 1) as unkeyed pose values;
+    the right arm and the left leg stay IK.  ``rings`` x ``sides`` vertices per DEF bone (160 DEF
+    bones with the face, 73 without: 3 x 5 gives 2.4k / 1.1k vertices).  ``rig``: a rig
+    generate_rigify() made (e.g. once per test run, saved and opened again) instead of a new one."""
+    sc = scene or bpy.context.scene
+    rig = rig or generate_rigify()
     bpy.context.view_layer.objects.active = rig
     face_roots = ("DEF-brow", "DEF-cheek", "DEF-chin", "DEF-ear", "DEF-eye", "DEF-forehead", "DEF-jaw",
                   "DEF-lid", "DEF-lip", "DEF-nose", "DEF-temple", "DEF-tongue", "DEF-teeth", "DEF-tongue")
