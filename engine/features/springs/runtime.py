@@ -99,10 +99,11 @@ class SpringsRuntime:
         self.steps_total += n
         return self.write(pose)
 
-    def write(self, pose, worlds: bool = True) -> bool:
-        """The joints' rotations into the pose's local TRS (the preview player's write), then
-        (``worlds``) its world matrices; False on a non-finite rotation (nothing written)."""
-        q = self.rotations
+    def write(self, pose, worlds: bool = True, rotations=None) -> bool:
+        """The joints' rotations (``rotations``, else the preview's last) into the pose's local TRS
+        (the player's write for rotations), then (``worlds``) its world matrices; False on a
+        non-finite rotation (nothing written)."""
+        q = self.rotations if rotations is None else rotations
         if not len(self.nodes):
             return True
         if not np.isfinite(q).all():

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from ...core.animation import spring_solver as solver
 
@@ -112,7 +111,6 @@ def after_timeline(runtime, sr) -> bool:
         if not _setup(tl, runtime, scene, key):
             return False
     pose, rig = tl.pose, sr.rig
-    nodes = sr.nodes
     start_frame = key[1]
     while tl.steps < target:
         k = tl.steps + 1
@@ -120,14 +118,12 @@ def after_timeline(runtime, sr) -> bool:
             ok, _ = tl.playback.write_pose(start_frame + k * STEP * fps, pose)
             if not ok:
                 return False
-        if tl.rotations is not None:
-            tt, _, ss = pose.local_trs(nodes)
-            pose.set_local_trs(nodes, tt, tl.rotations, ss)
+        if tl.rotations is not None and not sr.write(pose, rotations=tl.rotations):
+            return False
         if pose.is_dirty and not pose.update_world_matrices():
             return False
         tl.rotations = solver.step(rig, tl.state, pose.world_matrices, STEP)
         tl.steps = k
     if tl.rotations is None:
         return True
-    tt, _, ss = runtime.pose.local_trs(nodes)
-    return runtime.pose.set_local_trs(nodes, tt, tl.rotations, ss) and runtime.pose.update_world_matrices()
+    return sr.write(runtime.pose, rotations=tl.rotations)
