@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-
 from ...core.animation import spring_solver as solver
 
 STEP = 1.0 / 60.0
