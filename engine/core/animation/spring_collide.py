@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spring_rig import EPS, ein as _ein
+from .spring_rig import EPS, TINY, ein as _ein
 
 DOWN = np.array([0.0, 0.0, -1.0])
 
@@ -57,9 +57,12 @@ def _push(sp, nxt, p, v, ln, pen, head, L):
     moved = p - (v / ln[:, None]) * (ln - sp.hr)[:, None]
     moved -= h
     lm = np.sqrt(_ein("ni,ni->n", moved, moved))
-    moved *= (L[rows] / np.where(lm > 0, lm, 1.0))[:, None]
+    moved *= (L[rows] / np.maximum(lm, TINY))[:, None]     # lm = 0: moved is 0 already
     moved += h
-    nxt[rows] = np.where(pen[:, None], moved, p)
+    if isinstance(rows, slice):          # p is a view of nxt
+        np.copyto(p, moved, where=pen[:, None])
+    else:
+        nxt[rows] = np.where(pen[:, None], moved, p)
 
 
 def collide(rig, k, f, nxt, head, L, slots=None):

@@ -28,6 +28,7 @@ except ImportError:                    # pragma: no cover - numpy 1.x
     except ImportError:
         ein = np.einsum
 
+TINY = 1e-300                          # a zero length stays zero (no 0/0)
 EPS = np.finfo(np.float64).eps          # sys.float_info.epsilon, as the add-on's collision code
 SPHERE, CAPSULE, INSIDE_SPHERE, INSIDE_CAPSULE, PLANE = 0, 1, 2, 3, 4
 

@@ -30,10 +30,9 @@ import numpy as np
 
 from ..finite import affine_inv
 from .spring_collide import collide, collide_spheres, quick_plan
-from .spring_rig import SpringRig, SpringState, ein as _ein, mat3_to_quat, quat_to_mat3
+from .spring_rig import TINY, SpringRig, SpringState, ein as _ein, mat3_to_quat, quat_to_mat3
 from .trs import _QA, _QB, _QFORM
 
-TINY = 1e-300                          # a zero length stays zero (no 0/0)
 _LC27 = np.zeros(27)                   # det(m) = (m0 x m1 x m2 outer product) . Levi-Civita
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
     _LC27[9 * _i + 3 * _j + _k], _LC27[9 * _i + 3 * _k + _j] = 1.0, -1.0
@@ -141,14 +140,14 @@ def _rows(m, n):
 
 def _terms(p, k, B3, head, at, n):
     """(F, E, S) of level ``k``'s ``n`` rows from their ``B3``: the stiffness + gravity force of a
-    step, the map ``end = E @ (next - head)`` and the signed scale of ``before``."""
+    step, the map ``end = E^T @ (next - head)`` and the signed scale of ``before``."""
     if at.uniform:
         Y = B3
     else:
         Y = np.matmul(_rows(at.N, n), B3)
     S2 = _ein("nji,nji->ni", B3, Y)
     np.maximum(S2, TINY, out=S2)
-    E = Y.transpose(0, 2, 1) / S2[:, :, None]
+    E = Y / S2[:, None, :]                     # transposed: end = E^T @ (next - head)
     S = np.sqrt(S2)
     det = _det3(B3)
     if at.neg is True:
@@ -212,8 +211,8 @@ def prepare(rig: SpringRig, world: np.ndarray, dt: float) -> Frame:
 def _rotation(rig, k, n, E, u):
     """Quaternion(start.cross(end), start.angle(end)) (wxyz) of rows [:n] at level k, with
     end = E @ u; from the half-way vector: (|s||e| + s.e, s x e) normalised, one precomputed (4,3)
-    matrix per pair gives (s.e, s x e); a zero axis gives the identity."""
-    end = _ein("nij,nj->ni", E[:n], u[:n])
+    matrix per pair gives (s.e, s x e); a zero axis gives the identity.  ``E`` transposed."""
+    end = _ein("nji,nj->ni", E[:n], u[:n])
     q = _ein("nij,nj->ni", rig.lv_dotcross[k][:n], end)
     q[:, 0] += rig.lv_start_len[k][:n] * np.sqrt(_ein("ni,ni->n", end, end))
     q2 = _ein("ni,ni->n", q, q)

@@ -106,7 +106,7 @@ class SpringsRuntime:
         q = self.rotations if rotations is None else rotations
         if not len(self.nodes):
             return True
-        if not np.isfinite(q).all():
+        if not math.isfinite(float(q.sum())):          # a NaN anywhere (unit quaternions: no overflow)
             return False
         clean = not pose.is_dirty
         pose.write_rotations(self.nodes, q)
