@@ -189,7 +189,6 @@ class SpringRig:
         self.arm_node = np.array([characters[r[0]].armature_node for r in rows], np.int64)
         self.arm_unique, self.chain_arm = np.unique(self.arm_node, return_inverse=True)
         self.parent_rel = np.tile(eye, (C, 1, 1))      # Rp^-1 @ Rh of the first head (or Rh)
-        self.no_parent = np.zeros(C, bool)
         parent_or_arm = np.zeros(C, np.int64)
         self.has_center = np.array([r[3] >= 0 for r in rows], bool)
         self.center_node = np.array([max(r[3], 0) for r in rows], np.int64)
@@ -206,17 +205,13 @@ class SpringRig:
             else:
                 parent_or_arm[i] = ch.armature_node
                 self.parent_rel[i] = rh0
-                self.no_parent[i] = True
         head = np.array([rows[r][2][k][0].node for r, k in pairs], np.int64).reshape(P)
         tail = np.array([rows[r][2][k][1].node for r, k in pairs], np.int64).reshape(P)
         self.gather = np.concatenate([parent_or_arm, head, tail])
-        self.g_parent = np.arange(C)
-        self.g_head_tail = np.stack([C + np.arange(P), C + P + np.arange(P)])
         # the output: the head bones in the chains' original order
         orig = [(rows[r][1], k) for r, k in pairs]
         self.out_order = np.array(sorted(range(P), key=lambda i: orig[i]), np.int64)
         self.out_nodes = head[self.out_order]
-        self.spring_bone_nodes = np.unique(head)
 
         def per_level(fn, dtype=np.float64):
             return [np.array([fn(rows[r], characters[rows[r][0]], *rows[r][2][k]) for r in range(self.level_rows[k])],
@@ -245,9 +240,6 @@ class SpringRig:
             D[:, 2, 0], D[:, 2, 2] = z, -x
             D[:, 3, 0], D[:, 3, 1] = -y, x
             self.lv_dotcross.append(D)
-        self.valid = np.zeros((C, K), bool)
-        for r, k in pairs:
-            self.valid[r, k] = True
         # colliders: one table of (row, slot, collider) per level, ordered by row then slot
         n = len(col_rows)
         self.col_node = np.array([c.node for _, c in col_rows], np.int64).reshape(n)

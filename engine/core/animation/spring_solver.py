@@ -77,8 +77,6 @@ class _Plan:
         parts.append(rig.arm_unique)
         self.gather = np.concatenate(parts).astype(np.intp)
         self.one_arm = len(rig.arm_unique) == 1
-        self.start_sign = [np.sign(np.linalg.det(r[:, :3, :3])) for r in rig.lv_rel]
-        self.parent_sign = np.sign(np.linalg.det(rig.parent_rel[:, :3, :3]))
         self.rel3 = [r[:, :3, :3].copy() for r in rig.lv_rel]
         self.relt = [r[:, :3, 3].copy() for r in rig.lv_rel]
         self.keep = [k.astype(np.float64) for k in rig.lv_keep]
