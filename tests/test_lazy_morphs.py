@@ -114,9 +114,3 @@ def test_rows_made_on_first_use_equal_the_rows_made_at_once(empty_scene):
         for f in ("indices", "position_rows", "normal_rows", "tangent_rows"):
             u, v = getattr(x, f), getattr(y, f)
             assert (u is None) == (v is None) and (u is None or np.array_equal(u, v)), f
-        assert np.array_equal(np.concatenate(x.position_extremes[:2]), np.concatenate(y.position_extremes[:2]))
-        lo, hi, ln = x.position_extremes
-        p = x.position_rows.astype(np.float64)
-        if p.shape[0]:
-            assert np.array_equal(lo, np.minimum(p.min(axis=0), 0.0)) and np.array_equal(hi, np.maximum(p.max(axis=0), 0.0))
-            assert ln == float(np.sqrt((p * p).sum(axis=1).max())) or abs(ln - np.sqrt((p * p).sum(axis=1).max())) < 1e-12

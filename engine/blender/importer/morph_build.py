@@ -6,8 +6,8 @@ rows, the normal deltas of the split vertices around them (``NormalDeltaSolver``
 tangent deltas of the triangles they touch (``TangentDeltaSolver``), handed to
 ``MorphTargetAsset`` in its sparse form.  The normal and tangent deltas of a key are made when
 its rows are first read (``MorphTargetAsset.deferred``: most expression keys of an avatar rest
-at 0 and are never drawn in a frame); the import reads each key and keeps its moved vertices,
-their position deltas and the extremes the runtime's bounds need.  The rows made later are the
+at 0 and are never drawn in a frame); the import reads each key and keeps its moved vertices
+and their position deltas.  The rows made later are the
 ones an eager build made (the same solvers over the same deltas)."""
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import functools
 import numpy as np
 
 from ...core.assets import AssetError, MorphTargetAsset
-from ...core.assets.morph_target import position_extremes
 from . import skin as _skin
 from .mesh import corner_verts
 from .morph import NormalDeltaSolver, TangentDeltaSolver, _any3, fallback_key_name, sorted_unique
@@ -49,8 +48,6 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
     taken = {kb.name for kb in kbs if kb.name}
     vgroup_index = {g.name: g.index for g in obj.vertex_groups}
     rows = _KeyRows(prims, split_local, nsolver, tsolvers, nv)
-    d = np.zeros((nv, 3))             # scratch: this key's Blender-vertex deltas (rows ``mids``)
-    moved = np.zeros(nv, bool)        # scratch: vertices with a non-zero delta
     out = [[] for _ in prims]
     for ki, kb in enumerate(kbs):
         if kb == ref:
@@ -69,20 +66,11 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
         live = np.any(dm != 0.0, axis=1)
         mids, dm = mids[live], dm[live]
         k = rows.add(mids, dm)
-        d[mids] = dm
-        moved[mids] = True
-        try:
-            for pi, p in enumerate(prims):
-                # the position rows' extremes now (the runtime's bounds need them for every
-                # key); the rows themselves, with the normal and tangent deltas, on first use
-                prow = d[p.source_vertices[np.flatnonzero(moved[p.source_vertices])]].astype(np.float32)
-                out[pi].append(MorphTargetAsset.deferred(
-                    name, p.positions.shape[0], functools.partial(rows.target, k, pi), position_extremes(prow),
-                    weight_min=float(kb.slider_min), weight_max=float(kb.slider_max), mute=bool(kb.mute),
-                    key_name=kb.name))
-        finally:
-            d[mids] = 0.0
-            moved[mids] = False
+        for pi, p in enumerate(prims):
+            out[pi].append(MorphTargetAsset.deferred(
+                name, p.positions.shape[0], functools.partial(rows.target, k, pi),
+                weight_min=float(kb.slider_min), weight_max=float(kb.slider_max), mute=bool(kb.mute),
+                key_name=kb.name))
     return out
 
 

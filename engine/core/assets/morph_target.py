@@ -90,19 +90,18 @@ class MorphTargetAsset:
             s(self, field_name, r)
 
     @classmethod
-    def deferred(cls, name: str, vertex_count: int, rows, extremes, weight_min: float = 0.0,
-                 weight_max: float = 1.0, mute: bool = False, key_name: str = "") -> "MorphTargetAsset":
+    def deferred(cls, name: str, vertex_count: int, rows, weight_min: float = 0.0, weight_max: float = 1.0,
+                 mute: bool = False, key_name: str = "") -> "MorphTargetAsset":
         """A target whose sparse rows are made on first use (an avatar's expression keys mostly
         rest at 0: their normal and tangent deltas are not needed until a weight turns them on).
         ``rows()`` returns ``(indices, position_rows, normal_rows, tangent_rows)`` as the sparse
         constructor takes them (checked as it checks them) and is called at most once, on the
-        first read of any of the four; ``extremes`` is ``position_extremes(rows)`` of the
-        position rows, known without the rows.  Everything else reads as from any target."""
+        first read of any of the four.  Everything else reads as from any target."""
         t = object.__new__(cls)
         s = object.__setattr__
         for k, v in (("name", name), ("weight_min", weight_min), ("weight_max", weight_max),
                      ("mute", mute), ("key_name", key_name), ("vertex_count", int(vertex_count)),
-                     ("_rows", rows), ("_extremes", extremes)):
+                     ("_rows", rows)):
             s(t, k, v)
         return t
 
@@ -122,12 +121,6 @@ class MorphTargetAsset:
     def resolved(self) -> bool:
         """The rows exist (always, but for a ``deferred`` target not read yet)."""
         return self.__dict__.get("_rows") is None
-
-    @property
-    def position_extremes(self) -> tuple:
-        """``position_extremes(position_rows)``: known without the rows of a deferred target."""
-        ext = self.__dict__.get("_extremes")
-        return ext if ext is not None else position_extremes(self.position_rows)
 
     @property
     def row_count(self) -> int:

@@ -29,7 +29,7 @@ import numpy as np
 from ..animation.morph import MorphState
 from ..assets.types import Bounds, bounds_of
 from ..finite import DRAW_LIMIT
-from ..geometry import SmoothNormalDeltas, smooth_normal_deltas
+from .morph_table import _TargetData, morph_table, pack_morph_entries, pack_morph_span, touched_rows  # noqa: F401
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
 DEGENERATE_LENGTH = 1e-8
@@ -40,84 +40,6 @@ STILL_RESET = 3
 #: morph policies of RuntimeMeshInstance: "auto" (above), "rebuild" (always the CPU rebuild),
 #: "shader" (always compose in the shader when the backend can).
 MORPH_POLICIES = ("auto", "rebuild", "shader")
-
-
-def touched_rows(target) -> np.ndarray:
-    """Vertex indices whose position, normal or tangent delta is non-zero: the sparse target's
-    own ``indices`` (no copy)."""
-    return target.indices
-
-
-def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
-    """Sparse delta entries of every target, grouped by vertex (for shader composition).
-
-    Returns ``(span, entries)``: ``span`` (V,2) uint32 = (first entry, entry count) per vertex;
-    ``entries`` (E,4,4) float32 = (dpos, target index), (dnor, 0), (dtan, 0), (d smooth normal, 0),
-    sorted by vertex and then by target.  Built straight from each target's sparse rows
-    (``MorphTargetAsset.indices`` / ``*_rows``) and ``smooth`` (``smooth_normal_deltas``, computed
-    here when None); ``entries`` is the only full-size array made.  ``texels_multiple``: the
-    entries array gets zero rows at its end so that its 4*E texels are a multiple of it (a texture
-    upload then needs no padded copy); ``entries[E:]`` are those padding rows, E = span's total.
-    Runs once per primitive (a loop over targets at initialisation only).
-    """
-    v = primitive.vertex_count
-    snor = smooth_normal_deltas(primitive) if smooth is None else smooth
-    targets = primitive.morph_targets
-    verts, tids = [], []
-    for t, target in enumerate(targets):
-        rows = target.indices if snor[t][0].size == 0 else np.union1d(target.indices, snor[t][0])
-        verts.append(rows)
-        tids.append(np.full(rows.shape[0], t, np.int64))
-    all_v = np.concatenate(verts) if verts else np.zeros(0, np.int64)
-    all_t = np.concatenate(tids) if tids else np.zeros(0, np.int64)
-    order = np.lexsort((all_t, all_v))
-    e = all_v.shape[0]
-    m = max(1, int(texels_multiple))
-    padded = -(-(4 * e) // m) * m // 4 if (m % 4 == 0 and 4 * e > m) else e
-    entries = np.zeros((padded, 4, 4), np.float32)
-    # position of every (target, row) of the concatenation above in the vertex-major order
-    slot = np.empty(e, np.int64)
-    slot[order] = np.arange(e)
-    entries[slot, 0, 3] = all_t
-    start = 0
-    for t, target in enumerate(targets):
-        rows = verts[t]
-        sl = slot[start:start + rows.shape[0]]
-        start += rows.shape[0]
-        own = sl if rows is target.indices else sl[np.searchsorted(rows, target.indices)]
-        entries[own, 0, :3] = target.position_rows
-        if target.normal_rows is not None:
-            entries[own, 1, :3] = target.normal_rows
-        if target.tangent_rows is not None and primitive.tangents is not None:
-            entries[own, 2, :3] = target.tangent_rows
-        srows, svals, on_normals = snor[t]
-        if on_normals:
-            entries[own, 3, :3] = target.normal_rows
-        if srows.size:
-            at = sl[np.searchsorted(rows, srows)]
-            if on_normals:
-                entries[at, 3, :3] += svals
-            else:
-                entries[at, 3, :3] = svals
-    counts = np.bincount(all_v, minlength=v).astype(np.int64)
-    span = np.zeros((v, 2), np.uint32)
-    span[:, 0] = np.cumsum(counts) - counts
-    span[:, 1] = counts
-    return span, entries
-
-
-def pack_morph_span(primitive, smooth) -> np.ndarray:
-    """The (V,2) uint32 ``span`` of ``pack_morph_entries(primitive, smooth)`` alone (what the
-    static buffer needs), counted from the targets' rows without packing the entries."""
-    v = primitive.vertex_count
-    rows = [t.indices if s[0].size == 0 else np.union1d(t.indices, s[0])
-            for t, s in zip(primitive.morph_targets, smooth)]
-    counts = (np.bincount(np.concatenate(rows), minlength=v).astype(np.int64) if rows
-              else np.zeros(v, np.int64))
-    span = np.zeros((v, 2), np.uint32)
-    span[:, 0] = np.cumsum(counts) - counts
-    span[:, 1] = counts
-    return span
 
 
 class RuntimeMesh:
@@ -175,65 +97,6 @@ class RuntimeMesh:
         self._tables = {}
         self.mesh_asset = None
         self._backend = None
-
-
-class _TargetData:
-    """What the runtime needs of one target beyond the asset: references to the asset's sparse
-    rows (no copy), the extremes of its position deltas (conservative bounds in shader mode) and
-    the outline's smooth-normal deltas (``smooth_normal_deltas``: rows ``snr_rows``, (R,3)
-    ``snr``, added to the normal deltas when ``snr_on_normals``).  Made once per primitive and
-    shared by every instance (``RuntimeMesh.morph_table``).  The extremes are read at once
-    (``MorphTargetAsset.position_extremes``); the rows and smooth-normal deltas when a rebuild
-    first composes the target (a deferred target's rows are made then)."""
-
-    __slots__ = ("target", "_smooth", "_t", "dmin", "dmax", "max_length", "_rows")
-
-    def __init__(self, target, smooth, t: int):
-        self.target, self._smooth, self._t = target, smooth, t
-        self.dmin, self.dmax, self.max_length = target.position_extremes
-        self._rows = None
-
-    def _made(self) -> tuple:
-        if self._rows is None:
-            t = self.target
-            if self._smooth is not None:
-                rows, vals, on_normals = self._smooth[self._t]
-            else:
-                rows, vals, on_normals = np.zeros(0, np.int32), None, False
-            self._rows = (t.indices, t.position_rows, t.normal_rows, t.tangent_rows,
-                          rows if rows.size else None, vals if rows.size else None, bool(on_normals))
-        return self._rows
-
-    # the rows, read as before (made on first read)
-    @property
-    def idx(self):
-        return self._made()[0]
-    @property
-    def pos(self):
-        return self._made()[1]
-    @property
-    def nrm(self):
-        return self._made()[2]
-    @property
-    def tan(self):
-        return self._made()[3]
-    @property
-    def snr_rows(self):
-        return self._made()[4]
-    @property
-    def snr(self):
-        return self._made()[5]
-    @property
-    def snr_on_normals(self):
-        return self._made()[6]
-
-
-def morph_table(primitive, smooth=None) -> List[_TargetData]:
-    """One _TargetData per morph target of ``primitive`` (init time, a loop over targets);
-    ``smooth``: its ``SmoothNormalDeltas`` (or the list ``smooth_normal_deltas`` gives) when
-    already made."""
-    snor = SmoothNormalDeltas(primitive) if smooth is None else smooth
-    return [_TargetData(t, snor, i) for i, t in enumerate(primitive.morph_targets)]
 
 
 def _accumulate(acc: Optional[np.ndarray], rows: np.ndarray, delta: np.ndarray, w: np.float32,
@@ -317,12 +180,7 @@ class PrimitiveInstance:
         self.morph_state = MorphState(prim.morph_targets, epoch)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = table if table is not None else morph_table(prim)
-        # conservative_bounds' one product: (w+, w-) (2T) against the per-target extremes
-        # [[dmin, dmax, len], [dmax, dmin, -len]] (2T, 7) gives (lo delta, hi delta, |w| . len)
-        # (init time, a loop over targets)
-        ext = np.array([np.concatenate([td.dmin, td.dmax, [td.max_length]]) for td in self._targets],
-                       np.float64).reshape(-1, 7)
-        self._extremes = np.concatenate([ext, np.concatenate([ext[:, 3:6], ext[:, :3], -ext[:, 6:]], axis=1)])
+        self._extremes = None      # conservative_bounds' table, made when a shader morph first needs it
         self._signed = np.zeros(2 * len(self._targets))    # conservative_bounds: (w+, w-)
         self._base_empty = prim.bounds.is_empty
         self._base6 = (np.concatenate([prim.bounds.minimum, prim.bounds.maximum]).astype(np.float64)
@@ -343,6 +201,13 @@ class PrimitiveInstance:
             return self.primitive.bounds, 0.0
         # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below;
         # one product gives (w+ . dmin + w- . dmax, w+ . dmax + w- . dmin, |w| . len)
+        if self._extremes is None:
+            # one product: (w+, w-) (2T) against the per-target extremes [[dmin, dmax, len],
+            # [dmax, dmin, -len]] (2T, 7) gives (lo delta, hi delta, |w| . len) (a loop over
+            # targets, once: every target's rows are made by then for the shader's deltas)
+            ext = np.array([np.concatenate([td.dmin, td.dmax, [td.max_length]]) for td in self._targets],
+                           np.float64).reshape(-1, 7)
+            self._extremes = np.concatenate([ext, np.concatenate([ext[:, 3:6], ext[:, :3], -ext[:, 6:]], axis=1)])
         pm = self._signed
         t = pm.shape[0] // 2
         np.maximum(weights, 0.0, out=pm[:t])
