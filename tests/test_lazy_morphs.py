@@ -73,6 +73,9 @@ def test_a_key_turned_on_between_frames_is_drawn_as_blender_draws_it(empty_scene
     assert r["path"] == "gpu" and r["err"] < 1e-4, r
     assert r["nmed"] < 1e-3, r          # the normals moved with the surface (median 1 - cos)
     assert chk.morph_paths[policy] > 0, chk.morph_paths
+    # the key that stayed at rest was never made, on either path (the shader's deltas hold the
+    # keys that were on)
+    assert not any(t.resolved for t in _targets(s, "Angry"))
     chk.session.free()
 
 

@@ -42,7 +42,7 @@ class GpuStream:
     buffers)."""
 
     __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries",
-                 "morph_weights", "shared", "identity")
+                 "morph_weights", "shared", "identity", "morph_live")
 
     def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None,
                  skin_entries=None, morph_weights=None):
@@ -57,6 +57,7 @@ class GpuStream:
         self.morph_weights = morph_weights    # (T,) float32 weights of ``morph`` (instanced draws)
         self.shared = None                    # the backend's key of a stream shared by instances
         self.identity = None                  # the identity palette of the backend that made it (bind_deform)
+        self.morph_live = None                # (T,) bool: the targets ``morph``'s deltas hold (None: all)
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -167,7 +168,7 @@ class GpuBackend(RuntimeBackend):
     def __init__(self):
         # keyed by the ids of a primitive's immutable arrays (held in the entry, so ids stay valid)
         self._static = {}        # -> (arrays, (static vbo, ibo, triangle count, influence entries))
-        self._morph = {}         # -> [arrays, deltas texture or None]
+        self._morph = {}         # -> [arrays, None, smooth deltas, (base vbo, span static, batch, live targets, deltas texture)]
         self._base = {}          # -> (arrays, the primitive's shared base GpuStream)
         self._users = {}         # -> live wrappers of the base stream (instances drawing the primitive)
         self._rebuilt = {}       # (key, digest) -> [arrays, shared rebuilt GpuStream, live wrappers]
@@ -262,7 +263,7 @@ class GpuBackend(RuntimeBackend):
             return memo[2]
         key, geo, entry = self._lookup(self._morph, primitive)
         if entry is None:
-            entry = [geo, None, None]     # geometry, deltas texture, (normals, sources, smooth deltas)
+            entry = [geo, None, None]     # geometry, (unused), (normals, sources, smooth deltas); create_morph_stream adds its textures
             self._morph[key] = entry
         self._morph_memo[id(primitive)] = (primitive, key, entry)
         return entry
@@ -351,30 +352,35 @@ class GpuBackend(RuntimeBackend):
         if base_stream is None or getattr(base_stream, "batch", None) is None:
             return None
         entry = self._morph_entry(primitive)
-        if len(entry) < 4 or entry[3][0] is not base_stream.vbo:
-            # the base stream's vertices with a static buffer that has the morph spans (every
-            # target's rows: the shader may compose any of them), one batch per base stream
-            static = build_static(primitive, pack_morph_span(primitive, self.smooth_deltas(primitive)))
+        w = np.array(weights, np.float32).ravel()    # kept by the stream: a copy
+        made = entry[3] if len(entry) > 3 else None
+        on = w != 0.0
+        if made is None or made[0] is not base_stream.vbo or bool((on & ~made[3]).any()):
+            # the deltas of the targets whose weight is or was non-zero (the others' rows are not
+            # made: MorphTargetAsset.deferred), packed from the asset's sparse rows, uploaded (4
+            # texels per entry, already padded to whole texture rows) and dropped; the base
+            # stream's vertices with a static buffer that has their spans, one batch.  A target
+            # turned on later packs them again with it.
+            live = on if made is None else (made[3] | on)
+            smooth = self.smooth_deltas(primitive)
+            static = build_static(primitive, pack_morph_span(primitive, smooth, live))
             self.static_uploads += 1
             batch = gpu.types.GPUBatch(type="TRIS", buf=base_stream.vbo, elem=static[1])
             batch.vertbuf_add(static[0])
-            del entry[3:]
-            entry.append((base_stream.vbo, static, batch))
-        vbo, static, batch = entry[3]
-        if entry[1] is None:
-            # packed from the asset's sparse rows, uploaded (4 texels per entry, already padded to
-            # whole texture rows) and dropped: only the texture keeps the entries
-            _span, entries = pack_morph_entries(primitive, self.smooth_deltas(primitive),
-                                                texels_multiple=MORPH_TEX_WIDTH)
-            entry[1] = float_texture(entries.reshape(-1, 4), 4)
+            _span, entries = pack_morph_entries(primitive, smooth, texels_multiple=MORPH_TEX_WIDTH, live=live)
+            tex = float_texture(entries.reshape(-1, 4), 4)
             self.morph_texture_bytes += int(entries.nbytes)
             del entries
-        w = np.array(weights, np.float32).ravel()    # kept by the stream: a copy
+            made = (base_stream.vbo, static, batch, live, tex)
+            del entry[3:]
+            entry.append(made)
+        _vbo, static, batch, live, tex = made
         weights_tex = self._weights_texture(w)
         self.stream_uploads += 1
         b = base_stream
         stream = GpuStream(batch, b.vbo, static[0], static[1], b.vertex_count, static[2],
-                           morph=(entry[1], weights_tex), skin_entries=static[3], morph_weights=w)
+                           morph=(tex, weights_tex), skin_entries=static[3], morph_weights=w)
+        stream.morph_live = live
         stream.identity = self.identity_texture()
         return stream
 
@@ -389,6 +395,8 @@ class GpuBackend(RuntimeBackend):
         w = np.array(weights, np.float32).ravel()    # kept by the stream: a copy
         if stream.morph_weights is None or w.shape != stream.morph_weights.shape:
             return False
+        if stream.morph_live is not None and bool(((w != 0.0) & ~stream.morph_live).any()):
+            return False                 # a target it has no deltas of turned on: a new stream
         stream.morph = (morph[0], self._weights_texture(w))
         stream.morph_weights = w
         self.stream_uploads += 1

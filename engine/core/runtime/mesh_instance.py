@@ -180,7 +180,7 @@ class PrimitiveInstance:
         self.morph_state = MorphState(prim.morph_targets, epoch)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
         self._targets = table if table is not None else morph_table(prim)
-        self._extremes = None      # conservative_bounds' table, made when a shader morph first needs it
+        self._extremes = self._ext_made = None   # conservative_bounds: its table, rows made as targets turn on
         self._signed = np.zeros(2 * len(self._targets))    # conservative_bounds: (w+, w-)
         self._base_empty = prim.bounds.is_empty
         self._base6 = (np.concatenate([prim.bounds.minimum, prim.bounds.maximum]).astype(np.float64)
@@ -201,13 +201,21 @@ class PrimitiveInstance:
             return self.primitive.bounds, 0.0
         # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below;
         # one product gives (w+ . dmin + w- . dmax, w+ . dmax + w- . dmin, |w| . len)
+        # one product: (w+, w-) (2T) against the per-target extremes [[dmin, dmax, len],
+        # [dmax, dmin, -len]] (2T, 7) gives (lo delta, hi delta, |w| . len); a target's rows of the
+        # table are made when its weight first leaves 0 (a weight of 0 adds nothing to the product)
+        n = len(self._targets)
         if self._extremes is None:
-            # one product: (w+, w-) (2T) against the per-target extremes [[dmin, dmax, len],
-            # [dmax, dmin, -len]] (2T, 7) gives (lo delta, hi delta, |w| . len) (a loop over
-            # targets, once: every target's rows are made by then for the shader's deltas)
-            ext = np.array([np.concatenate([td.dmin, td.dmax, [td.max_length]]) for td in self._targets],
-                           np.float64).reshape(-1, 7)
-            self._extremes = np.concatenate([ext, np.concatenate([ext[:, 3:6], ext[:, :3], -ext[:, 6:]], axis=1)])
+            self._extremes = np.zeros((2 * n, 7))
+            self._ext_made = np.zeros(n, bool)
+        new = (weights != 0.0) & ~self._ext_made
+        if new.any():
+            for i in np.flatnonzero(new):          # targets turned on for the first time
+                td = self._targets[int(i)]
+                e = np.concatenate([td.dmin, td.dmax, [td.max_length]])
+                self._extremes[i] = e
+                self._extremes[n + i] = np.concatenate([e[3:6], e[:3], -e[6:]])
+            self._ext_made |= new
         pm = self._signed
         t = pm.shape[0] // 2
         np.maximum(weights, 0.0, out=pm[:t])

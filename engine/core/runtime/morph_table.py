@@ -18,7 +18,7 @@ def touched_rows(target) -> np.ndarray:
     return target.indices
 
 
-def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
+def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1, live=None):
     """Sparse delta entries of every target, grouped by vertex (for shader composition).
 
     Returns ``(span, entries)``: ``span`` (V,2) uint32 = (first entry, entry count) per vertex;
@@ -28,14 +28,16 @@ def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
     here when None); ``entries`` is the only full-size array made.  ``texels_multiple``: the
     entries array gets zero rows at its end so that its 4*E texels are a multiple of it (a texture
     upload then needs no padded copy); ``entries[E:]`` are those padding rows, E = span's total.
-    Runs once per primitive (a loop over targets at initialisation only).
+    Runs once per primitive (a loop over targets at initialisation only).  ``live`` (T,) bool:
+    only those targets get entries (the others are never read: their weights are 0), and only
+    their rows are made (``MorphTargetAsset.deferred``).
     """
     v = primitive.vertex_count
     snor = smooth_normal_deltas(primitive) if smooth is None else smooth
     targets = primitive.morph_targets
     verts, tids = [], []
     for t, target in enumerate(targets):
-        rows = target.indices if snor[t][0].size == 0 else np.union1d(target.indices, snor[t][0])
+        rows = _live_rows(target, snor, t, live)
         verts.append(rows)
         tids.append(np.full(rows.shape[0], t, np.int64))
     all_v = np.concatenate(verts) if verts else np.zeros(0, np.int64)
@@ -44,7 +46,7 @@ def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
     e = all_v.shape[0]
     m = max(1, int(texels_multiple))
     padded = -(-(4 * e) // m) * m // 4 if (m % 4 == 0 and 4 * e > m) else e
-    entries = np.zeros((padded, 4, 4), np.float32)
+    entries = np.zeros((max(padded, 1), 4, 4), np.float32)     # (one zero row: no entry at all)
     # position of every (target, row) of the concatenation above in the vertex-major order
     slot = np.empty(e, np.int64)
     slot[order] = np.arange(e)
@@ -52,6 +54,8 @@ def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
     start = 0
     for t, target in enumerate(targets):
         rows = verts[t]
+        if rows.shape[0] == 0:
+            continue                   # no entry (a target that moves nothing, or not live)
         sl = slot[start:start + rows.shape[0]]
         start += rows.shape[0]
         own = sl if rows is target.indices else sl[np.searchsorted(rows, target.indices)]
@@ -76,12 +80,20 @@ def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1):
     return span, entries
 
 
-def pack_morph_span(primitive, smooth) -> np.ndarray:
-    """The (V,2) uint32 ``span`` of ``pack_morph_entries(primitive, smooth)`` alone (what the
-    static buffer needs), counted from the targets' rows without packing the entries."""
+def _live_rows(target, smooth, t: int, live) -> np.ndarray:
+    """The vertices target ``t`` has entries for: its rows and its smooth-normal rows (none
+    when ``live`` says it is not composed)."""
+    if live is not None and not live[t]:
+        return np.zeros(0, np.int64)
+    s = smooth[t][0]
+    return target.indices if s.size == 0 else np.union1d(target.indices, s)
+
+
+def pack_morph_span(primitive, smooth, live=None) -> np.ndarray:
+    """The (V,2) uint32 ``span`` of ``pack_morph_entries(primitive, smooth, live=live)`` alone
+    (what the static buffer needs), counted from the targets' rows without packing the entries."""
     v = primitive.vertex_count
-    rows = [t.indices if s[0].size == 0 else np.union1d(t.indices, s[0])
-            for t, s in zip(primitive.morph_targets, smooth)]
+    rows = [_live_rows(t, smooth, i, live) for i, t in enumerate(primitive.morph_targets)]
     counts = (np.bincount(np.concatenate(rows), minlength=v).astype(np.int64) if rows
               else np.zeros(v, np.int64))
     span = np.zeros((v, 2), np.uint32)
