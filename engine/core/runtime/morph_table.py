@@ -131,49 +131,21 @@ class _TargetData:
     def extremes(self) -> tuple:
         """(dmin, dmax, max_length): ``position_extremes`` of the position rows (made once)."""
         if self._ext is None:
-            self._ext = position_extremes(self.pos)
+            self._ext = position_extremes(self._made()[1])
         return self._ext
 
-    @property
-    def dmin(self):
-        return self.extremes()[0]
+    def __getattr__(self, name):
+        # the rows (idx, pos, nrm, tan, snr_rows, snr, snr_on_normals) and the extremes (dmin,
+        # dmax, max_length), read as attributes and made on first read
+        if name in _ROW_NAMES:
+            return self._made()[_ROW_NAMES.index(name)]
+        if name in _EXTREME_NAMES:
+            return self.extremes()[_EXTREME_NAMES.index(name)]
+        raise AttributeError(name)
 
-    @property
-    def dmax(self):
-        return self.extremes()[1]
 
-    @property
-    def max_length(self):
-        return self.extremes()[2]
-
-    # the rows, read as before (made on first read)
-    @property
-    def idx(self):
-        return self._made()[0]
-
-    @property
-    def pos(self):
-        return self._made()[1]
-
-    @property
-    def nrm(self):
-        return self._made()[2]
-
-    @property
-    def tan(self):
-        return self._made()[3]
-
-    @property
-    def snr_rows(self):
-        return self._made()[4]
-
-    @property
-    def snr(self):
-        return self._made()[5]
-
-    @property
-    def snr_on_normals(self):
-        return self._made()[6]
+_ROW_NAMES = ("idx", "pos", "nrm", "tan", "snr_rows", "snr", "snr_on_normals")
+_EXTREME_NAMES = ("dmin", "dmax", "max_length")
 
 
 def morph_table(primitive, smooth=None) -> List[_TargetData]:
