@@ -53,7 +53,7 @@ def _stage(scene, world=0.05, plane=False, specular=True):
 
 def _both(scene, tmp_path):
     sty = C.render_scene(scene)
-    eev = _render_eevee(scene, tmp_path / "eevee.exr")
+    eev = _render_eevee(scene, tmp_path / "eevee.exr", samples=1)
     C.save_png(np.concatenate([sty, eev], axis=1), C.ARTIFACTS / f"light_units_{tmp_path.name}.png")
     return sty, eev
 
