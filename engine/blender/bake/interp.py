@@ -137,12 +137,17 @@ def coefficients(parts, times: np.ndarray, modes: np.ndarray, tangents, i: np.nd
     w0 = tw[:, 0] * h[:, None]
     w1 = tw[:, 1] * h[:, None]
     base = q[k].astype(np.float64)
+    if not (mode == CUBIC).any():       # chords and holds: no tangent is read
+        tr = np.broadcast_to(k[:, None, None], tr.shape)
+        w0 = w1 = np.zeros_like(w0)
     rows = np.concatenate([j[:, None], tr[:, 0], tr[:, 1]], axis=1)
     if k.size == 1:         # the player: each distinct row once (the stencils overlap)
         uniq, inv = np.unique(rows[0], return_inverse=True)
         logs = _logs(base, q[uniq][None].astype(np.float64))[:, inv.ravel()]
-    else:
-        logs = _logs(base, q[rows].astype(np.float64))
+    else:                   # each interval's rows once: the window they span (the stencils overlap)
+        lo = rows.min(axis=1)
+        win = np.minimum(lo[:, None] + np.arange(int((rows.max(axis=1) - lo).max()) + 1), tm.size - 1)
+        logs = _logs(base, q[win].astype(np.float64))[np.arange(k.size)[:, None], rows - lo[:, None]]
     def ends(x):            # start, end, start tangent, end tangent of a linear channel
         return (x[k].astype(np.float64), x[j].astype(np.float64), np.einsum("ks,ks...->k...", w0, x[tr[:, 0]]),
                 np.einsum("ks,ks...->k...", w1, x[tr[:, 1]]))

@@ -346,7 +346,8 @@ class _Evaluator:
                 if bname not in self.bbone_rest:
                     self.bbone_rest[bname] = np.array([np.array(pb.bbone_segment_matrix(a, rest=True), np.float64)
                                                        for a in range(n)])
-                segs[sl] = [np.array(pb.bbone_segment_matrix(a, rest=False), np.float64) for a in range(n)]
+                seg = pb.bbone_segment_matrix
+                segs[sl] = np.array([seg(a, rest=False) for a in range(n)], np.float64)
             out[float(f)] = (pose, world, pw, segs)
             if progress is not None and total:
                 progress(min(k + 1, total), total)
