@@ -18,9 +18,9 @@ estimated (or, when their half-way truth is known, measured) again.  At most ``B
 evaluations per sample of the plain bake (the worst first; what is left unmeasured counts in the
 error with its estimate).
 
-The error is measured on every deform bone's head and tail and on every weighted B-Bone
-segment's head, tail and X axis (what deforms) in armature space, relative to the rig's rest
-extent.  numpy only (the caller evaluates Blender).
+The error is measured on every deform bone's head, tail and a point off its axis (its roll) and
+on every weighted B-Bone segment's head, tail and X axis (what deforms) in armature space,
+relative to the rig's rest extent.  numpy only (the caller evaluates Blender).
 """
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ TOLERANCE = 5e-4     # of the rig's size, half the preview's 1e-3 (skinning blen
 MAX_DEPTH = 6        # sub-frame samples down to 1/64 of a frame (a kink: IK reaching full stretch)
 AUDIT = 8            # every AUDIT-th interval's mid-point is measured even where the estimate is low
 BUDGET = 6.0         # at most this many mid-point evaluations per sample of the plain bake (bake time)
-CONVERGE = 8.0       # a cubic's error half-way shrinks ~16x per halving; 8x assumed for a check's need
+CONVERGE = 4.0       # a half of a measured interval is assumed within its error over this (smooth
+#                      motion: ~16x per halving; an IK leg near full stretch, MaleCasual's Death at 37.5:
+#                      1.7x): the halves of one off by more than twice TOLERANCE are measured
 CHUNK = 16           # intervals interpolated at once (bounds the transient memory)
 
 
@@ -47,16 +49,19 @@ def locals_of(pose: np.ndarray, parents: np.ndarray) -> np.ndarray:
 
 
 def points(pose: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """(...,B',2,3) head and tail of every bone with a length (not NaN: the deform bones)."""
+    """(...,B',3,3) head, tail and a point off the axis (head + X axis * length: the bone's roll,
+    which turns the skin around it and moves neither head nor tail) of every bone with a length
+    (not NaN: the deform bones)."""
     use = np.flatnonzero(np.isfinite(lengths))
     sub = pose[..., use, :, :]
     head = sub[..., :3, 3]
     tail = head + sub[..., :3, 1] * lengths[use, None]
-    return np.stack([head, tail], axis=-2)
+    side = head + sub[..., :3, 0] * lengths[use, None]
+    return np.stack([head, tail, side], axis=-2)
 
 
 class Measure:
-    """Where a pose is measured: deform bones' heads and tails (``lengths``, NaN: not measured)
+    """Where a pose is measured: deform bones' heads, tails and roll (``points``; ``lengths``, NaN: not measured)
     and B-Bone segments (``seg_bone`` (S,): the bone of each segment row, ``seg_len`` (S,): its
     length), relative to ``size``."""
 
