@@ -38,6 +38,16 @@ a frame, 2.7e-2 between frames); player_ms 2.15 vs frame_set 35.1, ratio_player 
 before: the palettes are now folded from one exact sample a frame instead of lerping per-frame
 folded tables).  On a 250-frame Rigify clip (keys 83 frames apart) the bake adds no sample and
 checks 31 mid-points (6.6e-5), 35.7 vs 21.0 ms a frame (the decomposition and the checks).
+
+Issue 22 follow-up (in-process interleaved A/B, the machine loaded by other jobs: frame_set 25-60
+ms instead of ~15): the player keeps each interval's polynomial (bake_interp.coefficients, a short
+bake all at its first frame, a long one per interval entered, at most 2 MB a table) instead of
+re-making the Hermite terms on entering each interval: ratio_player median 0.264 -> 0.194 over 12
+rounds (0.223 -> 0.135 over 10; the pre-issue-22 lerp/slerp measured 0.225 / 0.159 in the same
+runs).  The 250-frame bake: 11.42 MB, 15.39 MB after playing every interval.  The fast clip's
+bake: 20 samples, 27 mid-point checks (23 before: the halves of an interval measured more than
+twice the tolerance off are measured again), bake_ratio median 4.21 -> 3.55 over 8 bakes each
+(the Refiner's rotation logarithms once per stencil window, the B-Bone segments in one array).
 """
 from __future__ import annotations
 

@@ -19,13 +19,16 @@ player:   for every clip compatible with an armature/object, the preview player 
           both sides.  Nothing of Blender's is copied into the player.  Clips of armatures
           with constraints, IK, drivers or weighted B-Bones are baked first through Blender's
           evaluation (engine/blender/bake/cache.py), as the preview's Play does ("baked:" lines);
-          a preview that refuses a clip (no current bake) fails the check.  Half frames of
-          baked clips (BETWEEN_FRAMES) are compared too and printed as mode "between"
-          (linear interpolation of the bake: reported, not part of the pass/fail).  Plain clips
+          a preview that refuses a clip (no current bake) fails the check.  Baked clips are
+          compared between frames too, at BETWEEN_SUBFRAMES past BETWEEN_FRAMES frames spread
+          over every frame of the clip (whatever --player-step keeps), as mode "baked-between",
+          and fail above BETWEEN_TOLERANCE (1e-3).  Plain clips
           (the player evaluates their F-Curves itself) are compared between frames too, at
           FRACTION_SUBFRAMES past FRACTION_FRAMES frames spread over the clip, as mode
           "fraction", and fail above the tolerance like integer frames; a plain clip with a
           curve the preview resamples (its notes say which and why) is reported as "between".
+          One line per checked clip gives plain/baked (the bake's samples, MB, checked
+          mid-points and measured error) and its worst error per mode.
           The player check fails when the file's actions animate its objects but no clip was
           checked (none offered, or every one skipped).
           Constraints or drivers on a plain object's clip, and shape-key drivers on a morph
