@@ -51,7 +51,7 @@ class SceneRuntime:
     default_morph_policy = "auto"
 
     def __init__(self, scene, backend, after_mixer=None, after_timeline=None, zero_singular_inverse: bool = False):
-        """``after_mixer(runtime, delta_time)`` / ``after_timeline(runtime)``: the Blender side's pose
+        """``after_mixer(runtime, delta_time)`` / ``after_timeline(runtime, frame)``: the Blender side's pose
         steps (spring bones: engine/features/springs/runtime.py, given by the session), run after the
         player's sample / Blender's matrices and before the palettes; each returns whether it
         succeeded.  None: no such step.  ``zero_singular_inverse``: the Blender being followed
@@ -451,13 +451,14 @@ class SceneRuntime:
         return self._finish_frame(ok, t0, t1)
 
     def update_timeline(self, nodes=None, local_matrices=None, morph_weights: Optional[dict] = None,
-                        bbone_segments=None) -> bool:
+                        bbone_segments=None, frame: Optional[float] = None) -> bool:
         """Timeline frame: Blender's evaluated local matrices (and shape key values) drive the pose.
 
         ``morph_weights``: {node: values aligned with morph_key_names(node)}.  ``bbone_segments``:
         the frame's ``(pose, rest)`` B-Bone segment matrices (``TimelineReader.bbone_segments``),
         given to the palettes (``SkinningPaletteSet.set_bbone_segments``, runtime/bbones.py);
-        None: the rest relation.
+        None: the rest relation.  ``frame``: the scene time shown (the Scene preview's clock; None:
+        the scene's current frame), handed to ``after_timeline``.
         """
         if not self._initialized:
             return False
@@ -475,7 +476,7 @@ class SceneRuntime:
         if self.pose.is_dirty:
             ok = self.pose.update_world_matrices() and ok
         if self.after_timeline is not None:   # spring bones without the VRM Add-on
-            ok = self.after_timeline(self) and ok
+            ok = self.after_timeline(self, frame) and ok
         if morph_weights:
             for node, vals in morph_weights.items():
                 if not self.set_node_morph_weights(node, vals):

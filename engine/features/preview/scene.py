@@ -254,8 +254,8 @@ class ScenePlayback:
         # changed since (its morph epoch), is not pushed again (a shape key holding still)
         last = self._pushed if rt.morph_epoch.value == self._pushed_epoch else {}
         push = {n: w for n, w in weights.items() if n not in last or not np.array_equal(last[n], w)}
-        rt.springs_frame = frame        # the shown frame, for the spring bones (engine/features/springs/timeline.py)
-        done = rt.update_timeline(None, None, push)
+        # the shown frame goes with the update (the spring bones: engine/features/springs/timeline.py)
+        done = rt.update_timeline(None, None, push, frame=frame)
         if done:
             last = dict(last)
             last.update(push)

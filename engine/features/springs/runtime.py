@@ -184,14 +184,15 @@ def after_mixer(runtime, delta_time: float) -> bool:
     return sr.update(runtime.player, runtime.pose, delta_time)
 
 
-def after_timeline(runtime) -> bool:
-    """The hook of SceneRuntime.update_timeline (engine/features/springs/timeline.py)."""
+def after_timeline(runtime, frame=None) -> bool:
+    """The hook of SceneRuntime.update_timeline (engine/features/springs/timeline.py); ``frame``:
+    the scene time shown (None: the scene's current frame)."""
     from ..vrm.expressions import addon_registered
     from .timeline import after_timeline as run
 
     if addon_registered():            # Blender's evaluated pose already holds the add-on's result
         return True
-    return run(runtime, ensure(runtime))
+    return run(runtime, ensure(runtime), frame)
 
 
 def register() -> None:

@@ -86,9 +86,10 @@ def _key(sr, scene):
     return tuple(arms), min(starts), float(fps)
 
 
-def after_timeline(runtime, sr) -> bool:
+def after_timeline(runtime, sr, frame=None) -> bool:
     """Our springs on a timeline frame of ``runtime`` (its SpringsRuntime ``sr``), after Blender's
-    pose is set and before the palettes; nothing when the VRM Add-on is registered."""
+    pose is set and before the palettes; nothing when the VRM Add-on is registered.  ``frame``: the
+    scene time shown (the Scene preview's clock, passed by its update), else the scene's frame."""
     import bpy
 
     scene = getattr(bpy.context, "scene", None)
@@ -96,8 +97,6 @@ def after_timeline(runtime, sr) -> bool:
         return True
     key = _key(sr, scene)
     fps = key[2]
-    # the frame shown: the Scene preview's clock when it set one for this update, else the scene's
-    frame = runtime.__dict__.pop("springs_frame", None)
     if frame is None:
         frame = scene.frame_current + scene.frame_subframe
     t = (frame - key[1]) / fps if fps > 0 else 0.0
