@@ -8,7 +8,7 @@ import pytest
 
 import test_runtime_mesh_instance as M
 from stylized_renderer.engine.core.runtime.backend import CpuBackend, CpuMorphStream
-from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
+from stylized_renderer.engine.core.runtime.morph_pack import pack_morph_entries
 
 UP, RIGHT, target = M.UP, M.RIGHT, M.target
 
@@ -210,6 +210,46 @@ def test_shader_mode_bounds_and_max_delta_are_conservative():
         assert np.all(p.local_bounds.minimum <= exact.min(0) + 1e-6)
         assert np.all(p.local_bounds.maximum >= exact.max(0) - 1e-6)
         assert p.maximum_position_delta >= np.linalg.norm(exact - base, axis=1).max() - 1e-6
+
+
+def test_linked_duplicates_share_bounds_only_at_the_same_weights():
+    """Two instances of one primitive's shape keys (linked duplicates: a crowd's faces) share the
+    conservative-bounds product through the runtime's dict: at the same weights the second takes
+    the first's result, at other weights each gets bounds containing its own exact shape."""
+    from stylized_renderer.engine.core.runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
+
+    rng = np.random.default_rng(3)
+    ds = [rng.normal(size=(4, 3)) for _ in range(3)]
+    targets = [target(f"t{k}", d, lo=-1.0, hi=2.0) for k, d in enumerate(ds)]
+    be = shader_backend()
+    mesh = M.mesh_with(targets)
+    shared = {}
+    insts = []
+    for _ in range(2):
+        rm = RuntimeMesh()
+        assert rm.initialize(mesh, be)
+        inst = RuntimeMeshInstance()
+        assert inst.initialize(mesh, rm, be, shared_bounds=shared)
+        inst.morph_policy = "shader"
+        insts.append(inst)
+    assert len(shared) == 1
+    base = mesh.primitives[0].positions
+    for step in range(12):
+        ws = [rng.uniform(-1.0, 2.0, 3).astype(np.float32) for _ in insts]
+        if step % 3 == 0:
+            ws[1] = ws[0].copy()
+        for inst, w in zip(insts, ws):
+            inst.morph_state(0).set_weights(range(3), w)
+            assert inst.update()
+        for inst, w in zip(insts, ws):
+            p = inst.primitives[0]
+            assert p.shader_morph
+            exact = base + sum(w[k] * ds[k] for k in range(3))
+            assert np.all(p.local_bounds.minimum <= exact.min(0) + 1e-6), step
+            assert np.all(p.local_bounds.maximum >= exact.max(0) - 1e-6), step
+            assert p.maximum_position_delta >= np.linalg.norm(exact - base, axis=1).max() - 1e-6
+        a, b = (inst.primitives[0].local_bounds for inst in insts)
+        assert (a is b) == (step % 3 == 0), step
 
 
 def test_a_primitive_the_shader_path_cannot_hold_is_rebuilt_instead():

@@ -8,7 +8,7 @@ base* over the active, non-muted targets (never incrementally) and uploaded as a
 High-frequency morph animation (the seed's stated extension: "高频面部曲线 ... 由 Vertex Shader
 执行 Delta 合成"): when a primitive's weights change on consecutive updates, and the backend can
 compose deltas in the vertex shader, the update uploads only the weights (one small texture) and
-the shaders add ``sum(weight * delta)`` over the vertex's sparse entries (``pack_morph_entries``).
+the shaders add ``sum(weight * delta)`` over the vertex's sparse entries (``morph_pack.pack_morph_entries``).
 As soon as the weights hold still for one update, the primitive is rebuilt once on the CPU again
 ("settles"), so edited expressions are drawn from a plain stream with exact bounds.
 
@@ -173,9 +173,10 @@ class PrimitiveInstance:
     def has_morphs(self) -> bool:
         return self.morph_state is not None
 
-    def prepare(self, table: Optional[List[_TargetData]] = None, epoch=None) -> None:
+    def prepare(self, table: Optional[List[_TargetData]] = None, epoch=None, shared_bounds=None) -> None:
         """MorphState and target data (``table``: shared ``RuntimeMesh.morph_table``, else made here;
-        ``epoch``: the runtime's ``MorphEpoch`` the state bumps)."""
+        ``epoch``: the runtime's ``MorphEpoch`` the state bumps; ``shared_bounds``: the runtime's
+        dict through which primitives with the same shape keys share their last bounds)."""
         prim = self.primitive
         self.morph_state = MorphState(prim.morph_targets, epoch)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
@@ -186,6 +187,15 @@ class PrimitiveInstance:
         self._base6 = (np.concatenate([prim.bounds.minimum, prim.bounds.maximum]).astype(np.float64)
                        if not self._base_empty else None)
         self._any_muted = bool(self.muted.any())
+        # linked duplicates (the same shape-key rows, the same base bounds: a crowd's faces) at the
+        # same weights: one bounds product for all of them
+        self._memo = None
+        if shared_bounds is not None and not self._base_empty:
+            key = (tuple(id(t.position_rows) for t in prim.morph_targets), self._base6.tobytes())
+            hit = shared_bounds.get(key)
+            if hit is None:       # the targets are kept with it: the ids stay theirs
+                hit = shared_bounds[key] = [prim.morph_targets, None, None]
+            self._memo = hit
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
@@ -199,6 +209,11 @@ class PrimitiveInstance:
         """(bounds, max delta) that contain every morphed vertex for these weights, O(active)."""
         if self._base_empty:
             return self.primitive.bounds, 0.0
+        memo = self._memo
+        if memo is not None:
+            key = np.asarray(weights, np.float32).tobytes()
+            if memo[1] == key:
+                return memo[2]
         # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below;
         # one product gives (w+ . dmin + w- . dmax, w+ . dmax + w- . dmin, |w| . len)
         # one product: (w+, w-) (2T) against the per-target extremes [[dmin, dmax, len],
@@ -224,7 +239,10 @@ class PrimitiveInstance:
         lohi = r[:6]
         lohi += self._base6
         lohi.flags.writeable = False
-        return bounds_of(lohi[:3], lohi[3:6]), float(r[6])
+        out = bounds_of(lohi[:3], lohi[3:6]), float(r[6])
+        if memo is not None:
+            memo[1], memo[2] = key, out
+        return out
 
     def compose_in_shader(self, backend, base_stream):
         """(stream, conservative bounds, max delta) drawing ``base_stream`` with the deltas
@@ -335,9 +353,10 @@ class RuntimeMeshInstance:
         self.counts = (0, 0, 0)         # update(): (total uploads, shader-composed primitives, active targets)
         self.refusal: Optional[str] = None   # why the composed shape cannot be drawn (not drawn then)
 
-    def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend, epoch=None) -> bool:
+    def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend, epoch=None, shared_bounds=None) -> bool:
         """Primitive counts must match; builds and uploads every morph primitive once.  ``epoch``:
-        the runtime's ``MorphEpoch`` its primitives' MorphStates bump."""
+        the runtime's ``MorphEpoch`` its primitives' MorphStates bump; ``shared_bounds``: see
+        ``PrimitiveInstance.prepare``."""
         self.release()
         if runtime_mesh is None or runtime_mesh.primitive_count != len(mesh_asset.primitives):
             return False
@@ -349,7 +368,8 @@ class RuntimeMeshInstance:
             pi = PrimitiveInstance(prim)
             if prim.has_morphs:
                 shared = runtime_mesh.mesh_asset is mesh_asset
-                pi.prepare(runtime_mesh.morph_table(len(self.primitives)) if shared else None, epoch)
+                pi.prepare(runtime_mesh.morph_table(len(self.primitives)) if shared else None, epoch,
+                           shared_bounds)
             self.primitives.append(pi)
         self.morph_primitive_count = sum(1 for p in self.primitives if p.has_morphs)
         self.last_upload_count = 0

@@ -123,6 +123,7 @@ class SceneRuntime:
                 return False
             self.runtime_meshes.append(rm)
         self.mesh_instances = [None] * sc.node_count
+        shared_bounds: dict = {}      # linked duplicates' morph bounds (mesh_instance.PrimitiveInstance.prepare)
         for node in np.flatnonzero(sc.mesh_indices >= 0):
             node = int(node)
             mi = int(sc.mesh_indices[node])
@@ -131,7 +132,7 @@ class SceneRuntime:
                 continue
             inst = RuntimeMeshInstance()
             inst.morph_policy = self.morph_policy
-            if not inst.initialize(mesh, self.runtime_meshes[mi], self.backend, self.morph_epoch):
+            if not inst.initialize(mesh, self.runtime_meshes[mi], self.backend, self.morph_epoch, shared_bounds):
                 self.last_error = f"morph stream creation failed for '{sc.nodes[node].name}'"
                 self.release()
                 return False
