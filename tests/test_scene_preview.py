@@ -313,3 +313,20 @@ def test_shape_keys_holding_still_are_pushed_again_after_another_write(nla_scene
     blender = np.array([key.key_blocks[n].value for n in ("Smile", "Blink")])
     assert np.abs(got[0]).max() > 0.1 and np.allclose(got[0], blender, atol=1e-6), (got[0], blender)
     assert np.array_equal(got[1], got[0]) and np.array_equal(got[2], got[0]), got
+
+
+def test_the_pick_table_gives_what_the_direct_pick_gives(nla_scene):
+    """Scene playback looks the strip of every track up in a table made at set-up (one bisect a
+    frame); at every strip start and end, one float either side of them and between them it
+    gives exactly the strips and clamped times the direct evaluation of Blender's rules gives."""
+    anim = SceneAnimation(nla_scene)
+    anim.evaluate_all(0.0)
+    b = anim._batch
+    assert b._pick_table is not None
+    edges = np.concatenate([b._start, b._end])
+    times = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf),
+                            np.arange(-10.0, 60.0, 0.25)])
+    for t in sorted(set(times.tolist())):
+        p1, c1 = b._pick(t)
+        p2, c2 = b._pick_at(t)
+        assert np.array_equal(p1, p2) and np.array_equal(c1, c2), t

@@ -36,6 +36,7 @@ time (one ``CurveEvaluator`` call per such strip: a bisect and one product over 
 """
 from __future__ import annotations
 
+import bisect
 from typing import List, Sequence
 
 import numpy as np
@@ -44,6 +45,8 @@ from .nla import (ADD, COMBINE, HOLD, HOLD_FORWARD, MIX_ADD, MIX_AXIS_ANGLE, MIX
     MULTIPLY, NOTHING, REPLACE, SUBTRACT, Stack, _normalize, qmul, qpow)
 
 _FLT_EPS = float(np.finfo(np.float32).eps)
+#: up to this many strips the strip picked per track is looked up in a table (StackBatch._pick)
+PICK_TABLE_STRIPS = 128
 
 
 class _Curves:
@@ -246,6 +249,8 @@ class StackBatch:
         self._track_last = np.array([t[0] + t[1] - 1 for t in tracks], np.int64)
         self._strip_count = len(strips)
         self._index = np.arange(len(strips))
+        self._pick_table = None
+        self._pick_table = self._make_pick_table()
         # every strip's curve values, then the defaults: a pair's value index points into it
         self._pool = np.concatenate([np.zeros(self.curves.count), self.defaults])
         self._vals = self._pool[:self.curves.count]
@@ -253,6 +258,45 @@ class StackBatch:
 
     # ------------------------------------------------------------------ per frame
     def _pick(self, t: float):
+        """(picked (S,) bool, clamped time (S,)) of every strip at scene time ``t``: looked up in
+        the pick table (one bisect) when there is one, else ``_pick_at``."""
+        table = self._pick_table
+        if table is None or t != t:
+            return self._pick_at(t)
+        bounds, picked, tc0, tc1 = table
+        j = bisect.bisect_left(bounds, t)
+        k = 2 * j + 1 if j < len(bounds) and bounds[j] == t else 2 * j
+        return picked[k], tc0[k] + tc1[k] * t
+
+    def _make_pick_table(self):
+        """Which strips are picked changes only where the time crosses a strip's start or end or
+        the active action's range: per open interval between those times and per time itself, the
+        picked strips and their clamped time (a constant, or the time itself: ``tc0 + tc1 t``),
+        made by ``_pick_at`` at one time of each (set-up; None for more than ``PICK_TABLE_STRIPS``
+        strips)."""
+        S = self._strip_count
+        if S == 0 or S > PICK_TABLE_STRIPS:
+            return None
+        bounds = sorted(set(np.concatenate([self._start, self._end]).tolist()))
+        reps = []
+        for j, b in enumerate(bounds):
+            lo = bounds[j - 1] if j else b - abs(b) - 1.0
+            reps += [0.5 * (lo + b) if j else lo, b]       # the interval below b, then b itself
+        reps.append(bounds[-1] + abs(bounds[-1]) + 1.0)
+        picked = np.zeros((len(reps), S), bool)
+        tc0 = np.zeros((len(reps), S))
+        tc1 = np.zeros((len(reps), S))
+        for k, r in enumerate(reps):
+            p, tc = self._pick_at(r)
+            picked[k] = p
+            lin = (tc == r) if k % 2 == 0 else np.zeros(S, bool)   # a time itself: constants
+            tc0[k] = np.where(lin, 0.0, tc)
+            tc1[k] = lin
+        for a in (picked, tc0, tc1):
+            a.flags.writeable = False
+        return bounds, picked, tc0, tc1
+
+    def _pick_at(self, t: float):
         """(picked (S,) bool, clamped time (S,)) of every strip at scene time ``t``."""
         S = self._strip_count
         picked = np.zeros(S, bool)
