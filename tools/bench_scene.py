@@ -17,9 +17,15 @@ measured interleaved (one of each per step), in one GPU context held for the who
 viewport's draws are: entering a fresh one per frame (``gpu_util.run_in_gpu_context`` builds a
 temporary scene and render each time) left llvmpipe's threads competing with the next frame and
 tripled B (14 ms against 2.1 ms in the same process; the earlier 0.057-0.094 figures).  Same
-process, same scene.  The ratio depends on the machine's load: 0.02-0.03 with 2 cores busy
-(frame_set 70-140 ms), 0.13-0.15 on a quiet one (frame_set 20 ms, B 2.8 ms: about 1.8 ms of
-morph-stream updates of the heavy rig's 50 shape keys, 1.2 ms of NLA evaluation).  T: reading the scene's animation when Play starts (again after any
+process, same scene.  The wall-clock ratio depends on the machine's load (frame_set 20-140 ms);
+the CPU figures less: frame_set 18-25 ms of CPU, B 2.4 ms of CPU before the one-pass NLA
+(animation/nla_eval.py) and the morph changes of issue 24's bench-scene work, 1.95 ms after
+(ratio_cpu 0.11-0.12 -> 0.08-0.09, medians of 4-5 alternating runs on the loaded 2-core machine).
+Most bench frames change the 5 linked faces' shape keys (the face's Wave action: blinks and
+"aa" between frames 11 and 38), about 0.8 ms of such a frame (25 primitives' weights, shader
+streams and bounds); the NLA is ~0.1 ms in-process and 0.5-0.6 ms right after a frame_set (cold
+caches); palettes and world matrices ~0.35 ms.  The heavy rig's 50 shape keys are not animated
+here (``build_heavy_rig(keyed_expressions=0)``).  T: reading the scene's animation when Play starts (again after any
 depsgraph update: an edit of an action or a strip).  Ac, Bc, Rc: the same medians in CPU time
 (``time.process_time``: every thread of the process, so Blender's depsgraph threads count for
 frame_set, and whatever of them still spins during our frame counts for ours), measured in the
