@@ -187,15 +187,13 @@ class PrimitiveInstance:
         self._base6 = (np.concatenate([prim.bounds.minimum, prim.bounds.maximum]).astype(np.float64)
                        if not self._base_empty else None)
         self._any_muted = bool(self.muted.any())
-        # linked duplicates (the same shape-key rows, the same base bounds: a crowd's faces) at the
-        # same weights: one bounds product for all of them
+        # linked duplicates (the same shape-key extremes, the same base bounds: a crowd's faces) at
+        # the same weights: one bounds product for all of them (keyed by content: a deferred
+        # target's rows are not read for it)
         self._memo = None
         if shared_bounds is not None and not self._base_empty:
-            key = (tuple(id(t.position_rows) for t in prim.morph_targets), self._base6.tobytes())
-            hit = shared_bounds.get(key)
-            if hit is None:       # the targets are kept with it: the ids stay theirs
-                hit = shared_bounds[key] = [prim.morph_targets, None, None]
-            self._memo = hit
+            key = (self._extremes.tobytes(), self._base6.tobytes())
+            self._memo = shared_bounds.setdefault(key, [None, None])
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
@@ -212,8 +210,8 @@ class PrimitiveInstance:
         memo = self._memo
         if memo is not None:
             key = np.asarray(weights, np.float32).tobytes()
-            if memo[1] == key:
-                return memo[2]
+            if memo[0] == key:
+                return memo[1]
         # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below;
         # one product gives (w+ . dmin + w- . dmax, w+ . dmax + w- . dmin, |w| . len)
         # one product: (w+, w-) (2T) against the per-target extremes [[dmin, dmax, len],
@@ -241,7 +239,7 @@ class PrimitiveInstance:
         lohi.flags.writeable = False
         out = bounds_of(lohi[:3], lohi[3:6]), float(r[6])
         if memo is not None:
-            memo[1], memo[2] = key, out
+            memo[0], memo[1] = key, out
         return out
 
     def compose_in_shader(self, backend, base_stream):
