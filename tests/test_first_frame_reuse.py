@@ -9,7 +9,7 @@ from conftest import add_camera, add_sun, render_scene
 from test_sparse_morph import _bump_grid, _targets
 from stylized_renderer.engine.core import geometry
 from stylized_renderer.engine.gpu import backend as gpu_backend
-from stylized_renderer.engine.core.runtime import morph_pack
+from stylized_renderer.engine.core.runtime import mesh_instance
 
 
 def test_first_f12_makes_the_smooth_normal_deltas_once_per_primitive(empty_scene, monkeypatch):
@@ -44,8 +44,8 @@ def test_spans_alone_equal_the_packed_spans(empty_scene):
     ob = _bump_grid()
     prim, _ = _targets(ob)
     smooth = geometry.smooth_normal_deltas(prim)
-    span, entries = morph_pack.pack_morph_entries(prim, smooth)
-    alone = morph_pack.pack_morph_span(prim, smooth)
+    span, entries = mesh_instance.pack_morph_entries(prim, smooth)
+    alone = mesh_instance.pack_morph_span(prim, smooth)
     assert alone.dtype == span.dtype and np.array_equal(alone, span)
     assert int(span[:, 1].sum()) == entries.shape[0] > 0
 

@@ -8,7 +8,7 @@ import pytest
 
 import test_runtime_mesh_instance as M
 from stylized_renderer.engine.core.runtime.backend import CpuBackend, CpuMorphStream
-from stylized_renderer.engine.core.runtime.morph_pack import pack_morph_entries
+from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
 
 UP, RIGHT, target = M.UP, M.RIGHT, M.target
 

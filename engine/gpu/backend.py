@@ -23,7 +23,7 @@ import hashlib
 import numpy as np
 
 from ..core.runtime.backend import RuntimeBackend
-from ..core.runtime.morph_pack import pack_morph_entries, pack_morph_span
+from ..core.runtime.mesh_instance import pack_morph_entries, pack_morph_span
 from ..core.geometry import SmoothNormalDeltas
 from .layout import MORPH_TEX_WIDTH, vertex_format
 from .palette_textures import (GpuPaletteBuffer, _SliceSource, float_texture, identity_texture,

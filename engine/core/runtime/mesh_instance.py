@@ -8,7 +8,7 @@ base* over the active, non-muted targets (never incrementally) and uploaded as a
 High-frequency morph animation (the seed's stated extension: "高频面部曲线 ... 由 Vertex Shader
 执行 Delta 合成"): when a primitive's weights change on consecutive updates, and the backend can
 compose deltas in the vertex shader, the update uploads only the weights (one small texture) and
-the shaders add ``sum(weight * delta)`` over the vertex's sparse entries (``morph_pack.pack_morph_entries``).
+the shaders add ``sum(weight * delta)`` over the vertex's sparse entries (``pack_morph_entries``).
 As soon as the weights hold still for one update, the primitive is rebuilt once on the CPU again
 ("settles"), so edited expressions are drawn from a plain stream with exact bounds.
 
@@ -187,13 +187,14 @@ class PrimitiveInstance:
         self._base6 = (np.concatenate([prim.bounds.minimum, prim.bounds.maximum]).astype(np.float64)
                        if not self._base_empty else None)
         self._any_muted = bool(self.muted.any())
-        # linked duplicates (the same shape-key extremes, the same base bounds: a crowd's faces) at
-        # the same weights: one bounds product for all of them (keyed by content: a deferred
-        # target's rows are not read for it)
+        # linked duplicates (the same shape-key assets, the same base bounds: a crowd's faces) at the
+        # same weights: one bounds product for all of them (keyed by the targets' identity: nothing
+        # of a deferred target is read for it; the targets are kept with it, so the ids stay theirs)
         self._memo = None
         if shared_bounds is not None and not self._base_empty:
-            key = (self._extremes.tobytes(), self._base6.tobytes())
-            self._memo = shared_bounds.setdefault(key, [None, None])
+            targets = tuple(prim.morph_targets)
+            key = (tuple(id(t) for t in targets), self._base6.tobytes())
+            self._memo = shared_bounds.setdefault(key, [None, None, targets])
 
     def effective_weights(self) -> np.ndarray:
         """The weights the shader composes with: muted targets contribute nothing."""
