@@ -65,7 +65,7 @@ class AnimationPlayer(RootMotion):
         self._morph_values = np.zeros(0)
         self._own_morph_count = 0      # morph keys of the current clip (the rest fade out)
         self._morph_sides = ()         # ((keys, values, weight), ...): each source of the frame's morphs
-        self._own_key_tuple = None     # morph_key_tuple's cache
+        self._own_key_tuple = None
         self.sample_count = 0          # increments whenever the pose was (re)sampled
         self.last_error: Optional[str] = None
         self._matrix_source = None     # (clip, write(time, player)): a baked clip's local matrices
@@ -519,8 +519,7 @@ class AnimationPlayer(RootMotion):
             mv = None
         if self._morph_keys:
             vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
-            raw = self._sample_morphs(time) if mv is None else mv
-            vals[:self._own_morph_count] = raw
+            vals[:self._own_morph_count] = raw = self._sample_morphs(time) if mv is None else mv
             self._morph_sides = ((self.morph_key_tuple(), raw, float(self._weight)),)
             if self._weight != 1.0:
                 vals *= self._weight                  # alone at its weight: towards 0 (the mixer's rule)
@@ -566,19 +565,15 @@ class AnimationPlayer(RootMotion):
 
     def morph_key_tuple(self) -> tuple:
         """``morph_key_list`` as a tuple, the same object while the clip is (a mixer's cache key)."""
-        hit = self._own_key_tuple
-        if hit is None or hit[0] is not self._morph_keys or hit[1] != self._own_morph_count:
-            hit = self._own_key_tuple = (self._morph_keys, self._own_morph_count,
-                                         tuple(self._morph_keys[:self._own_morph_count]))
+        hit, keys, n = self._own_key_tuple, self._morph_keys, self._own_morph_count
+        if hit is None or hit[0] is not keys or hit[1] != n:
+            hit = self._own_key_tuple = (keys, n, tuple(keys[:n]))
         return hit[2]
 
     @property
     def morph_sides(self) -> tuple:
-        """The sources of the last sample's morph channels: ((keys, values, weight), ...): the clip
-        alone at its weight, or during a crossfade the outgoing side at 1 - alpha and the new clip
-        at alpha.  ``morph_values`` is their blend by the mixer's rule (what a runtime without a
-        panel draws); the preview's morph mixer accumulates the sides themselves with the panel's
-        values (engine/features/preview/morphs.py), every crowd character's keys included."""
+        """((keys, values, weight), ...) of the last sample: the clip at its weight, or in a fade the
+        outgoing side at 1 - alpha and the new clip at alpha (``morph_values``: their blend)."""
         return self._morph_sides
 
     def node_ids(self) -> np.ndarray:
