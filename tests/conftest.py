@@ -70,6 +70,16 @@ def reset_to_empty():
 
 
 @pytest.fixture
+def clean_preview(ext):
+    """No preview state or timer left from another test, before and after."""
+    from stylized_renderer.engine.features.preview import control as preview
+    preview.clear_states()
+    yield
+    preview.stop_timer()
+    preview.clear_states()
+
+
+@pytest.fixture
 def empty_scene(ext):
     """Blender reset to an empty scene with the Stylized engine selected."""
     reset_to_empty()

@@ -16,14 +16,6 @@ from stylized_renderer.engine.features.preview import control as preview
 from tools import scenes
 
 
-@pytest.fixture
-def clean_preview(ext):
-    preview.clear_states()
-    yield
-    preview.stop_timer()
-    preview.clear_states()
-
-
 def test_first_viewport_frame_reads_no_action_and_play_imports_the_clips(empty_scene, clean_preview, view_session):
     scene = empty_scene
     add_sun(scene, rotation=(0.6, 0.2, 0.0))

@@ -95,14 +95,6 @@ def draw_panel(cls, ctx):
 
 
 @pytest.fixture
-def clean_preview(ext):
-    preview.clear_states()
-    yield
-    preview.stop_timer()
-    preview.clear_states()
-
-
-@pytest.fixture
 def character(empty_scene, clean_preview):
     from tools import scenes
 
