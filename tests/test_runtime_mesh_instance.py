@@ -180,3 +180,49 @@ def test_sparse_and_dense_targets_give_the_same_result():
     assert np.allclose(s.positions, mesh.primitives[0].positions + 0.3 * dense + 0.8 * sparse, atol=1e-6)
     n = mesh.primitives[0].normals + 0.8 * sparse
     assert np.allclose(s.normals, n / np.linalg.norm(n, axis=1, keepdims=True), atol=1e-6)
+
+
+def test_primitives_with_the_same_shape_keys_share_one_morph_state():
+    """A mesh split by material whose primitives carry the same shape keys (names, order, ranges,
+    mutes) has one MorphState for them: a frame sets their weights once, and each primitive
+    still follows it (its own stream, its own deltas).  A primitive with other keys keeps its own."""
+    prims = [R.quad_primitive(0, "Skin", morphs=(target("a", UP), target("b", RIGHT))),
+             R.quad_primitive(1, "Lips", offset=(0, 0, 1), morphs=(target("a", RIGHT), target("b", UP))),
+             R.quad_primitive(2, "Brow", offset=(0, 0, 2), morphs=(target("a", UP),))]
+    mesh = MeshAsset("Head", "HeadMesh", prims)
+    be = CpuBackend()
+    rm = RuntimeMesh()
+    assert rm.initialize(mesh, be)
+    inst = RuntimeMeshInstance()
+    assert inst.initialize(mesh, rm, be)
+    assert inst.morph_state(0) is inst.morph_state(1)
+    assert inst.morph_state(2) is not inst.morph_state(0)
+    inst.morph_state(0).set_weights([0, 1], np.array([0.5, 1.0]))
+    assert inst.update() and inst.last_upload_count == 2      # both primitives of the shared state
+    p0, p1 = (inst.primitives[i].stream.positions for i in (0, 1))
+    assert np.allclose(p0, prims[0].positions + 0.5 * UP + RIGHT)
+    assert np.allclose(p1, prims[1].positions + 0.5 * RIGHT + UP)
+    assert np.allclose(inst.primitives[2].stream.positions, prims[2].positions)   # its own state: 0
+
+
+def test_effective_weights_are_one_frozen_array_per_version():
+    """What a stream keeps of the weights (the shader path keeps it without a copy) never changes
+    under it: one read-only array that owns its memory per weights version, shared by the
+    primitives of one state; a new version gives a new array and leaves the old one as it was."""
+    prims = [R.quad_primitive(0, "Skin", morphs=(target("a", UP),)),
+             R.quad_primitive(1, "Lips", offset=(0, 0, 1), morphs=(target("a", RIGHT),))]
+    mesh = MeshAsset("Head", "HeadMesh", prims)
+    be = CpuBackend()
+    rm = RuntimeMesh()
+    assert rm.initialize(mesh, be)
+    inst = RuntimeMeshInstance()
+    assert inst.initialize(mesh, rm, be)
+    st = inst.morph_state(0)
+    st.set_weight(0, 0.25)
+    a, b = inst.primitives[0], inst.primitives[1]
+    w = a.effective_weights()
+    assert w is a.effective_weights() is b.effective_weights()
+    assert not w.flags.writeable and w.base is None
+    st.set_weight(0, 0.75)
+    w2 = a.effective_weights()
+    assert w2 is not w and float(w[0]) == 0.25 and float(w2[0]) == 0.75

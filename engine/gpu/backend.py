@@ -22,6 +22,7 @@ import hashlib
 
 import numpy as np
 
+from ..core.animation.morph import is_frozen
 from ..core.runtime.backend import RuntimeBackend
 from ..core.runtime.mesh_instance import pack_morph_entries, pack_morph_span
 from ..core.geometry import SmoothNormalDeltas
@@ -173,6 +174,7 @@ class GpuBackend(RuntimeBackend):
         self._users = {}         # -> live wrappers of the base stream (instances drawing the primitive)
         self._rebuilt = {}       # (key, digest) -> [arrays, shared rebuilt GpuStream, live wrappers]
         self._weights = {}       # morph weights bytes -> their texture (the last WEIGHT_TEXTURES)
+        self._last_weights = None   # (frozen weights, their texture): the primitives sharing them
         self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
@@ -352,7 +354,7 @@ class GpuBackend(RuntimeBackend):
         if base_stream is None or getattr(base_stream, "batch", None) is None:
             return None
         entry = self._morph_entry(primitive)
-        w = np.array(weights, np.float32).ravel()    # kept by the stream: a copy
+        w = _kept(weights)
         made = entry[3] if len(entry) > 3 else None
         on = w != 0.0
         if made is None or made[0] is not base_stream.vbo or bool((on & ~made[3]).any()):
@@ -392,7 +394,7 @@ class GpuBackend(RuntimeBackend):
         if (morph is None or stream.batch is None or base_stream is None
                 or stream.vbo is not getattr(base_stream, "vbo", None)):
             return False
-        w = np.array(weights, np.float32).ravel()    # kept by the stream: a copy
+        w = _kept(weights)
         if stream.morph_weights is None or w.shape != stream.morph_weights.shape:
             return False
         if stream.morph_live is not None and bool(((w != 0.0) & ~stream.morph_live).any()):
@@ -406,6 +408,9 @@ class GpuBackend(RuntimeBackend):
         """The texture of morph weights ``w``, shared by every stream drawing the same weights (the
         primitives of one mesh, a crowd at one expression): made once, kept for the last
         ``WEIGHT_TEXTURES`` distinct weight sets (the textures are never written after creation)."""
+        last = self._last_weights
+        if last is not None and last[0] is w:       # frozen weights: the same object, the same values
+            return last[1]
         key = w.tobytes()
         tex = self._weights.pop(key, None)
         if tex is None:
@@ -413,6 +418,7 @@ class GpuBackend(RuntimeBackend):
             if len(self._weights) >= WEIGHT_TEXTURES:
                 del self._weights[next(iter(self._weights))]
         self._weights[key] = tex            # most recent last
+        self._last_weights = (w, tex) if is_frozen(w) else None
         return tex
 
     def release_stream(self, stream) -> None:
@@ -466,6 +472,7 @@ class GpuBackend(RuntimeBackend):
 
     def release_all(self) -> None:
         self._weights.clear()
+        self._last_weights = None
         self._morph_memo.clear()
         self._slices = None
         self._static.clear()
@@ -518,3 +525,11 @@ def bind_skinning(shader, palette, influences: int, identity) -> None:
     else:
         shader.uniform_sampler("skin_palette", identity)
         shader.uniform_int("skin_influences", 0)
+
+
+def _kept(weights) -> np.ndarray:
+    """The morph weights a stream keeps: frozen ones as they are (``MorphState.frozen_weights``:
+    nobody changes them), anything else copied."""
+    if is_frozen(weights) and weights.dtype == np.float32 and weights.ndim == 1:
+        return weights
+    return np.array(weights, np.float32).ravel()

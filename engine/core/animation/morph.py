@@ -12,6 +12,12 @@ import numpy as np
 from .pose import next_version
 
 
+def is_frozen(a) -> bool:
+    """Whether ``a`` is an array nobody can change under its keeper: read-only and owning its
+    memory (``MorphState.frozen_weights``; a read-only view of live weights is not)."""
+    return isinstance(a, np.ndarray) and a.base is None and not a.flags.writeable
+
+
 class MorphEpoch:
     """A change counter shared by the MorphStates of one runtime (``SceneRuntime.morph_epoch``):
     bumped with every version change of any of them, so a runtime that saw the same value on its
@@ -32,6 +38,7 @@ class MorphState:
         self._active = 0
         self._version = 0
         self._idx_cache = None     # (index array, checked indices, keep, min, max, length)
+        self._frozen = None        # (version, read-only copy of the weights): frozen_weights
         if targets is not None:
             self.initialize(targets)
 
@@ -85,6 +92,17 @@ class MorphState:
         v = self._weights.view()
         v.flags.writeable = False
         return v
+
+    def frozen_weights(self) -> np.ndarray:
+        """A read-only copy of the weights that owns its memory, the same object until the
+        version changes: whoever keeps it (a stream, a bounds memo) needs no copy, and one
+        identity test tells that the weights are those it kept."""
+        f = self._frozen
+        if f is None or f[0] != self._version:
+            a = self._weights.copy()
+            a.flags.writeable = False
+            f = self._frozen = (self._version, a)
+        return f[1]
 
     def weight(self, index: int) -> float:
         return float(self._weights[int(index)])

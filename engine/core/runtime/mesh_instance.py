@@ -26,7 +26,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..animation.morph import MorphState
+from ..animation.morph import MorphState, is_frozen
 from ..assets.types import Bounds, bounds_of
 from ..finite import DRAW_LIMIT
 from .morph_table import _TargetData, morph_table, pack_morph_entries, pack_morph_span, touched_rows  # noqa: F401
@@ -40,6 +40,11 @@ STILL_RESET = 3
 #: morph policies of RuntimeMeshInstance: "auto" (above), "rebuild" (always the CPU rebuild),
 #: "shader" (always compose in the shader when the backend can).
 MORPH_POLICIES = ("auto", "rebuild", "shader")
+
+
+def target_key(t) -> str:
+    """The shape-key name a morph target is set by (its key's name, else its own)."""
+    return t.key_name or t.name
 
 
 class RuntimeMesh:
@@ -173,13 +178,25 @@ class PrimitiveInstance:
     def has_morphs(self) -> bool:
         return self.morph_state is not None
 
-    def prepare(self, table: Optional[List[_TargetData]] = None, epoch=None, shared_bounds=None) -> None:
+    def prepare(self, table: Optional[List[_TargetData]] = None, epoch=None, shared_bounds=None,
+                states: Optional[dict] = None) -> None:
         """MorphState and target data (``table``: shared ``RuntimeMesh.morph_table``, else made here;
         ``epoch``: the runtime's ``MorphEpoch`` the state bumps; ``shared_bounds``: the runtime's
-        dict through which primitives with the same shape keys share their last bounds)."""
+        dict through which primitives with the same shape keys share their last bounds;
+        ``states``: the instance's dict through which its primitives with the same shape keys (the
+        same names in the same order, ranges and mutes: a mesh split by material) share one
+        MorphState, so a frame sets their weights once)."""
         prim = self.primitive
-        self.morph_state = MorphState(prim.morph_targets, epoch)
         self.muted = np.array([bool(t.mute) for t in prim.morph_targets], dtype=bool)
+        key = None
+        if states is not None:
+            key = (tuple(target_key(t) for t in prim.morph_targets), self.muted.tobytes(),
+                   tuple((float(t.weight_min), float(t.weight_max)) for t in prim.morph_targets))
+        state = states.get(key) if key is not None else None
+        self.morph_state = state if state is not None else MorphState(prim.morph_targets, epoch)
+        if key is not None:
+            states.setdefault(key, self.morph_state)
+        self._muted_w = None     # effective_weights with mutes: (frozen weights, their masked copy)
         self._targets = table if table is not None else morph_table(prim)
         self._extremes = self._ext_made = None   # conservative_bounds: its table, rows made as targets turn on
         self._signed = np.zeros(2 * len(self._targets))    # conservative_bounds: (w+, w-)
@@ -194,15 +211,22 @@ class PrimitiveInstance:
         if shared_bounds is not None and not self._base_empty:
             targets = tuple(prim.morph_targets)
             key = (tuple(id(t) for t in targets), self._base6.tobytes())
-            self._memo = shared_bounds.setdefault(key, [None, None, targets])
+            self._memo = shared_bounds.setdefault(key, [None, None, targets, None])
 
     def effective_weights(self) -> np.ndarray:
-        """The weights the shader composes with: muted targets contribute nothing."""
+        """The weights the shader composes with: muted targets contribute nothing.  A read-only
+        array that owns its memory and is the same object while the weights hold (the backend
+        keeps it without a copy; bounds and weight textures are found by its identity)."""
+        w = self.morph_state.frozen_weights()     # read-only, owned, one object per version
         if not self._any_muted:
-            return self.morph_state.weights       # read-only (the backend copies what it keeps)
-        w = np.array(self.morph_state.weights, dtype=np.float32)
-        w[self.muted] = 0.0
-        return w
+            return w
+        m = self._muted_w
+        if m is None or m[0] is not w:
+            masked = w.copy()
+            masked[self.muted] = 0.0
+            masked.flags.writeable = False
+            m = self._muted_w = (w, masked)
+        return m[1]
 
     def conservative_bounds(self, weights: np.ndarray):
         """(bounds, max delta) that contain every morphed vertex for these weights, O(active)."""
@@ -210,8 +234,11 @@ class PrimitiveInstance:
             return self.primitive.bounds, 0.0
         memo = self._memo
         if memo is not None:
+            if memo[3] is weights:           # the same frozen weights (effective_weights)
+                return memo[1]
             key = np.asarray(weights, np.float32).tobytes()
             if memo[0] == key:
+                memo[3] = weights if is_frozen(weights) else None
                 return memo[1]
         # dmin <= 0 <= dmax per target: min(w*dmin, w*dmax) is w*dmin for w >= 0, w*dmax below;
         # one product gives (w+ . dmin + w- . dmax, w+ . dmax + w- . dmin, |w| . len)
@@ -241,6 +268,7 @@ class PrimitiveInstance:
         out = bounds_of(lohi[:3], lohi[3:6]), float(r[6])
         if memo is not None:
             memo[0], memo[1] = key, out
+            memo[3] = weights if is_frozen(weights) else None   # (frozen: never changes)
         return out
 
     def compose_in_shader(self, backend, base_stream):
@@ -363,12 +391,13 @@ class RuntimeMeshInstance:
         self.runtime_mesh = runtime_mesh
         self._backend = backend
         self.primitives = []
+        states: dict = {}       # the primitives with the same shape keys share one MorphState
         for prim in mesh_asset.primitives:
             pi = PrimitiveInstance(prim)
             if prim.has_morphs:
                 shared = runtime_mesh.mesh_asset is mesh_asset
                 pi.prepare(runtime_mesh.morph_table(len(self.primitives)) if shared else None, epoch,
-                           shared_bounds)
+                           shared_bounds, states)
             self.primitives.append(pi)
         self.morph_primitive_count = sum(1 for p in self.primitives if p.has_morphs)
         self.last_upload_count = 0
@@ -397,51 +426,51 @@ class RuntimeMeshInstance:
         can_shader = bool(getattr(backend, "supports_shader_morph", False)) and policy != "rebuild"
         idle = True
         shader_count = active = 0
-        for i, p in enumerate(self.primitives):
-            st = p.morph_state
-            if st is None:
-                continue
-            active += st.active_count
-            shader_count += p.shader_morph      # before this update; corrected below on a change
-            can = can_shader and not p.shader_unavailable
-            if (st.version == p.applied_morph_version and p.still + 1 >= STILL_RESET
-                    and (can and policy == "shader") == p.shader_morph):
-                p.still += 1          # settled: nothing to do, now or on later still updates
-                p.changes = 0
-                continue
-            idle = False
-            if st.version == p.applied_morph_version:
-                p.still += 1
-                if p.still >= STILL_RESET:
-                    p.changes = 0
-                shader = can and policy == "shader"      # still weights: settle into a stream
-                if shader == p.shader_morph:
+        with np.errstate(over="ignore", invalid="ignore"):     # huge keys: refused below
+            for i, p in enumerate(self.primitives):
+                st = p.morph_state
+                if st is None:
                     continue
-            else:
-                p.still = 0
-                p.changes += 1
-                shader = can and (policy == "shader" or p.changes >= ANIMATED_CHANGES)
-            result = None
-            with np.errstate(over="ignore", invalid="ignore"):     # huge keys: refused below
+                active += st.active_count
+                shader_count += p.shader_morph      # before this update; corrected below on a change
+                can = can_shader and not p.shader_unavailable
+                if (st.version == p.applied_morph_version and p.still + 1 >= STILL_RESET
+                        and (can and policy == "shader") == p.shader_morph):
+                    p.still += 1          # settled: nothing to do, now or on later still updates
+                    p.changes = 0
+                    continue
+                idle = False
+                if st.version == p.applied_morph_version:
+                    p.still += 1
+                    if p.still >= STILL_RESET:
+                        p.changes = 0
+                    shader = can and policy == "shader"      # still weights: settle into a stream
+                    if shader == p.shader_morph:
+                        continue
+                else:
+                    p.still = 0
+                    p.changes += 1
+                    shader = can and (policy == "shader" or p.changes >= ANIMATED_CHANGES)
+                result = None
                 if shader:
                     result = p.compose_in_shader(backend, self.runtime_mesh.stream(i))
                     shader = not p.shader_unavailable      # the deltas do not fit: rebuild instead
                 if not shader:
                     result = p.rebuild_stream(backend)
-            if result is None:
-                ok = False          # applied_morph_version not advanced: retried next frame
-                continue
-            stream, bounds, max_delta = result
-            if p.stream is not None and p.stream is not stream:
-                backend.release_stream(p.stream)
-            p.stream = stream
-            shader_count += shader - p.shader_morph
-            p.shader_morph = shader
-            p.local_bounds = bounds
-            p.maximum_position_delta = max_delta
-            p.applied_morph_version = st.version
-            self.last_upload_count += 1
-            self.total_upload_count += 1
+                if result is None:
+                    ok = False          # applied_morph_version not advanced: retried next frame
+                    continue
+                stream, bounds, max_delta = result
+                if p.stream is not None and p.stream is not stream:
+                    backend.release_stream(p.stream)
+                p.stream = stream
+                shader_count += shader - p.shader_morph
+                p.shader_morph = shader
+                p.local_bounds = bounds
+                p.maximum_position_delta = max_delta
+                p.applied_morph_version = st.version
+                self.last_upload_count += 1
+                self.total_upload_count += 1
         self.idle = idle and ok
         if self.last_upload_count or self.refusal is not None:
             self.refusal = _refusal(self.primitives)

@@ -18,7 +18,7 @@ import numpy as np
 from ..animation.morph import MorphEpoch
 from ..animation.player import AnimationPlayer
 from ..animation.pose import ScenePose
-from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
+from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance, target_key as _target_key
 from ..runtime.palette import SkinningPaletteSet
 from .extractor import RenderExtractor
 from .transform_guard import TransformGuard, skip_message
@@ -40,10 +40,6 @@ class RuntimeStats:
     morph_ms: float = 0.0
     update_ms: float = 0.0
     extraction_ms: float = 0.0
-
-
-def _target_key(t) -> str:
-    return t.key_name or t.name
 
 
 class SceneRuntime:
@@ -145,8 +141,13 @@ class SceneRuntime:
                         names.append(k)
             slot = {k: i for i, k in enumerate(names)}
             binds = []
+            states = set()       # a MorphState its primitives share is set once per frame
             for pi, p in enumerate(mesh.primitives):
                 if p.has_morphs:
+                    st = inst.primitives[pi].morph_state
+                    if id(st) in states:
+                        continue
+                    states.add(id(st))
                     slots = np.array([slot[_target_key(t)] for t in p.morph_targets], dtype=np.int64)
                     targets = np.arange(len(p.morph_targets), dtype=np.int64)
                     slots.flags.writeable = False

@@ -125,7 +125,7 @@ class ScenePlayback:
         work = []
         tokens: Dict[int, int] = {}
         keep = []
-        self._morphs = []     # (node, base weights, positions in the node's keys, global channels)
+        self._morphs = []     # (nodes, base weights, positions in their keys, global channels)
         expr_keys, expr_chans = [], []     # VRM expression previews keyed on armature data
         for a, off in zip(self.anim.ids, offsets[:-1]):
             idb = a.id
@@ -181,13 +181,15 @@ class ScenePlayback:
     def _bind_key(self, bpy, key, a, off: int, index) -> None:
         users = [ob for ob in bpy.data.objects
                  if getattr(getattr(ob, "data", None), "shape_keys", None) == key]
+        groups: Dict[tuple, list] = {}      # the users with the same key names (linked duplicates)
         for ob in users:
             node = index.get((ob.name, None))
             if node is None:
                 continue
             names = self.runtime.morph_key_names(node)
-            if not names:
-                continue
+            if names:
+                groups.setdefault(tuple(names), []).append(node)
+        for names, nodes in groups.items():
             pos = {n: i for i, n in enumerate(names)}
             base = np.array([float(key.key_blocks[n].value) if n in key.key_blocks else 0.0 for n in names])
             slots, chans = [], []
@@ -196,8 +198,8 @@ class ScenePlayback:
                 if m and _actions._unescape(m.group(1)) in pos:
                     slots.append(pos[_actions._unescape(m.group(1))])
                     chans.append(off + j)
-            if slots:
-                self._morphs.append((node, base, np.array(slots, np.int64), np.array(chans, np.int64)))
+            if slots:     # the weights are made once for all of the nodes (one Key: one set of values)
+                self._morphs.append((tuple(nodes), base, np.array(slots, np.int64), np.array(chans, np.int64)))
 
     def evaluate(self, frame: float):
         """Every channel's value at scene time ``frame`` (every ID's stack in one pass)."""
@@ -242,18 +244,32 @@ class ScenePlayback:
             keys, chans = self._expr
             read = self.reader.read_morph_weights(None, expression_values=(keys, vals[chans]))
             weights.update(read)
-        for node, base, slots, chans in self._morphs:
-            w = base.copy()
-            w[slots] = vals[chans]
-            if read is not None and node in read:
-                bound = self.reader.vrm.bound.get(node) if self.reader.vrm is not None else None
-                if bound is not None:          # a bound key follows its expression (the add-on's write wins)
-                    w[bound[0]] = read[node][bound[0]]
-            weights[node] = w
+        for nodes, base, slots, chans in self._morphs:
+            shared = base.copy()
+            shared[slots] = vals[chans]
+            for node in nodes:
+                w = shared
+                if read is not None and node in read:
+                    bound = self.reader.vrm.bound.get(node) if self.reader.vrm is not None else None
+                    if bound is not None:          # a bound key follows its expression (the add-on's write wins)
+                        w = shared.copy()
+                        w[bound[0]] = read[node][bound[0]]
+                weights[node] = w
         # a node whose weights are those of its last push, with no morph weight of the runtime
-        # changed since (its morph epoch), is not pushed again (a shape key holding still)
+        # changed since (its morph epoch), is not pushed again (a shape key holding still); the
+        # nodes sharing one array are compared once
         last = self._pushed if rt.morph_epoch.value == self._pushed_epoch else {}
-        push = {n: w for n, w in weights.items() if n not in last or not np.array_equal(last[n], w)}
+        push, same = {}, {}
+        for n, w in weights.items():
+            prev = last.get(n)
+            if prev is not None:
+                k = (id(prev), id(w))
+                eq = same.get(k)
+                if eq is None:
+                    eq = same[k] = bool(np.array_equal(prev, w))
+                if eq:
+                    continue
+            push[n] = w
         # the shown frame goes with the update (the spring bones: engine/features/springs/timeline.py)
         done = rt.update_timeline(None, None, push, frame=frame)
         if done:
