@@ -51,10 +51,12 @@ This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
 
+import functools
 import pathlib
 import statistics
 import sys
 import time
+import types
 
 import numpy as np
 
@@ -353,6 +355,12 @@ def _walk(stack, seen, found) -> None:
             continue
         if isinstance(o, (list, tuple, set, frozenset)):
             stack.extend((v, label) for v in o)
+            continue
+        if isinstance(o, functools.partial):     # a deferred target's maker (its rows made on first use)
+            stack.extend((v, label) for v in (o.func,) + tuple(o.args) + tuple(o.keywords.values()))
+            continue
+        if isinstance(o, types.MethodType):
+            stack.append((o.__self__, label))
             continue
         cls = type(o)
         if not cls.__module__.startswith("stylized_renderer"):

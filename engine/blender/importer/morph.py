@@ -82,42 +82,45 @@ class NormalDeltaSolver:
     """
 
     def __init__(self, split_normals, source_vertices, corner_to_split, base_co, loop_vert, poly_start, poly_total):
-        self.src = np.asarray(source_vertices, np.int64)
-        nsplit = self.src.shape[0]
-        key = np.hstack([self.src[:, None].astype(np.float64), np.asarray(split_normals, np.float64)])
+        # held for the keys made later: only what ``deltas`` reads, loop-sized indices as int32
+        # (the split vertices' groups, the loops' next / previous loops and the groups' base
+        # normals are not kept: ``deltas`` makes what it needs of them for the loops a key moves)
+        src = np.asarray(source_vertices, np.int64)
+        nsplit = src.shape[0]
+        key = np.hstack([src[:, None].astype(np.float64), np.asarray(split_normals, np.float64)])
         if nsplit:
             row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
             _, ginv = np.unique(np.ascontiguousarray(key).view(row).ravel(), return_inverse=True)
-            self.group = ginv.ravel().astype(np.int64)
+            group = ginv.ravel().astype(np.int64)
         else:
-            self.group = np.zeros(0, np.int64)
-        self.ngroups = int(self.group.max()) + 1 if nsplit else 0
-        self.gsplit = np.argsort(self.group, kind="stable")
+            group = np.zeros(0, np.int64)
+        self.ngroups = int(group.max()) + 1 if nsplit else 0
+        self.gsplit = np.argsort(group, kind="stable").astype(np.int32)
         self.gptr = np.zeros(self.ngroups + 1, np.int64)
-        np.cumsum(np.bincount(self.group, minlength=self.ngroups), out=self.gptr[1:])
+        np.cumsum(np.bincount(group, minlength=self.ngroups), out=self.gptr[1:])
         self.co = np.asarray(base_co, np.float64)
-        self.lv = np.asarray(loop_vert, np.int64)
+        lv = np.asarray(loop_vert, np.int64)
         self.ps = np.asarray(poly_start, np.int64)
         self.pt = np.asarray(poly_total, np.int64)
-        nl = self.lv.shape[0]
+        nl = lv.shape[0]
         npoly = self.ps.shape[0]
-        self.lp = np.repeat(np.arange(npoly), self.pt)                 # loop -> polygon
-        pos_in = np.arange(nl) - self.ps[self.lp]
-        self.lnext = self.ps[self.lp] + (pos_in + 1) % self.pt[self.lp]
-        self.lprev = self.ps[self.lp] + (pos_in - 1) % self.pt[self.lp]
-        self.lv_next = self.lv[self.lnext]          # the vertex after / before each loop's, once
-        self.lv_prev = self.lv[self.lprev]
+        lp = np.repeat(np.arange(npoly), self.pt)                 # loop -> polygon
+        pos_in = np.arange(nl) - self.ps[lp]
+        lnext = self.ps[lp] + (pos_in + 1) % self.pt[lp]
+        lprev = self.ps[lp] + (pos_in - 1) % self.pt[lp]
+        self.lv, self.lp = lv.astype(np.int32), lp.astype(np.int32)
+        self.lv_next = self.lv[lnext]          # the vertex after / before each loop's, once
+        self.lv_prev = self.lv[lprev]
         c2s = np.asarray(corner_to_split, np.int64)
-        self.lgroup = np.where(c2s >= 0, self.group[np.maximum(c2s, 0)] if nsplit else -1, -1)
+        self.lgroup = np.where(c2s >= 0, group[np.maximum(c2s, 0)] if nsplit else -1, -1).astype(np.int32)
         self.used = self.lgroup >= 0
         self.contrib0 = self._contrib(np.arange(nl), self.co)
         self.gsum0 = _accumulate(self.lgroup[self.used], self.contrib0[self.used], self.ngroups)
-        self.gnorm0 = _normalize(self.gsum0)
         nsrc = self.co.shape[0]
-        order = np.argsort(self.lv, kind="stable")
+        order = np.argsort(lv, kind="stable")
         self.vptr = np.zeros(nsrc + 1, np.int64)
-        np.cumsum(np.bincount(self.lv, minlength=nsrc), out=self.vptr[1:])
-        self.vloops = order
+        np.cumsum(np.bincount(lv, minlength=nsrc), out=self.vptr[1:])
+        self.vloops = order.astype(np.int32)
 
     def _contrib(self, loops: np.ndarray, co: np.ndarray, d: np.ndarray = None) -> np.ndarray:
         """Angle-weighted polygon normal of each loop in ``loops`` (whole polygons expected),
@@ -162,7 +165,7 @@ class NormalDeltaSolver:
         cg = self.lgroup[loops]
         ug, li = unique_inverse(cg, self.ngroups)
         gs = self.gsum0[ug] + _accumulate(li.ravel(), diff, ug.size)
-        gd = _normalize(gs) - self.gnorm0[ug]
+        gd = _normalize(gs) - _normalize(self.gsum0[ug])      # row-wise: the base normals of those groups
         nz = _any3(gd != 0.0)
         ug, gd = ug[nz], gd[nz]
         if ug.size == 0:
@@ -174,7 +177,7 @@ class NormalDeltaSolver:
         ids = self.gsplit[offs + np.arange(total)]
         vals = np.repeat(gd, counts, axis=0)
         order = np.argsort(ids)
-        return ids[order], vals[order]
+        return ids[order].astype(np.int64), vals[order]
 
 
 def _any3(m: np.ndarray) -> np.ndarray:
@@ -199,37 +202,46 @@ def _tri_corner_normals_p(pts: np.ndarray) -> np.ndarray:
 
 
 class TangentDeltaSolver:
-    """Tangent deltas of one primitive (same formula as mesh.compute_tangents, incremental)."""
+    """Tangent deltas of one primitive (same formula as mesh.compute_tangents, incremental).
+
+    Held for the keys made later: only what ``sparse_deltas`` reads (indices as int32); the base
+    tangent directions of the triangles a key moves and the base tangents of the rows it changes
+    are made again for those rows (row-wise, so the same values as over the whole mesh)."""
 
     def __init__(self, positions, normals, uv, tris, source_vertices=None):
-        self.src = None if source_vertices is None else np.asarray(source_vertices, np.int64)
-        self.pos = np.asarray(positions, np.float64)
-        self.nor = np.asarray(normals, np.float64)
-        self.uv = np.asarray(uv, np.float64)
-        self.tris = np.asarray(tris, np.int64).reshape(-1, 3)
-        # per triangle, what no shape key changes: its corners' base positions and its UV terms
-        # (the values _sdir computed from the UVs for every key before)
+        self.src = None if source_vertices is None else np.asarray(source_vertices, np.int32)
+        # the primitive's own arrays (float32), made float64 where rows are read
+        self.pos = np.asarray(positions)
+        self.nor = np.asarray(normals)
+        uv = np.asarray(uv, np.float64)
+        self.tris = np.asarray(tris, np.int32).reshape(-1, 3)
+        # per triangle, what no shape key changes: its UV terms (the values _sdir computed from
+        # the UVs for every key before)
         t = self.tris
-        self._p = tuple(self.pos[t[:, k]] for k in range(3))
-        w0, w1, w2 = self.uv[t[:, 0]], self.uv[t[:, 1]], self.uv[t[:, 2]]
+        w0, w1, w2 = uv[t[:, 0]], uv[t[:, 1]], uv[t[:, 2]]
         d1, d2 = w1 - w0, w2 - w0
         det = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
         self._r = np.where(np.abs(det) > 1e-20, 1.0 / np.where(det == 0, 1, det), 0.0)[:, None]
         self._d1y, self._d2y = d1[:, 1:2].copy(), d2[:, 1:2].copy()
-        self.sdir0 = self._sdir(slice(None))
         v = self.pos.shape[0]
-        self.tan0 = self._scatter(self.tris, self.sdir0, v)
-        self.t0 = _normalize(self.tan0 - self.nor * dot3(self.nor, self.tan0)[:, None])
-        self.vptr, self.vtris = _csr(self.tris, v)
+        self.tan0 = self._scatter(self.tris, self._sdir(slice(None)), v)
+        ptr, tri_ids = _csr(self.tris, v)
+        self.vptr, self.vtris = ptr, tri_ids.astype(np.int32)
 
     def _sdir(self, tri_ids, corner_deltas=None):
         """The tangent direction (Lengyel's sdir) of triangles ``tri_ids`` with their corners moved
         by ``corner_deltas`` ((T,3,3); None: not moved): mesh.compute_tangents' formula."""
-        p0, p1, p2 = (p[tri_ids] for p in self._p)
+        t = self.tris[tri_ids]
+        p0, p1, p2 = (self.pos[t[:, k]].astype(np.float64) for k in range(3))
         if corner_deltas is not None:
             p0, p1, p2 = p0 + corner_deltas[:, 0], p1 + corner_deltas[:, 1], p2 + corner_deltas[:, 2]
         e1, e2 = p1 - p0, p2 - p0
         return (e1 * self._d2y[tri_ids] - e2 * self._d1y[tri_ids]) * self._r[tri_ids]
+
+    def _base_tangents(self, ids) -> np.ndarray:
+        """The unit base tangents of vertices ``ids`` (Gram-Schmidt against the normal)."""
+        t, n = self.tan0[ids], self.nor[ids].astype(np.float64)
+        return _normalize(t - n * dot3(n, t)[:, None])
 
     @staticmethod
     def _scatter(tris, vals, v):
@@ -239,7 +251,7 @@ class TangentDeltaSolver:
 
     def sparse_deltas(self, vertex_deltas: np.ndarray, moved_ids: np.ndarray, n_ids: np.ndarray,
                       n_deltas: np.ndarray):
-        """Like ``deltas`` but from per-Blender-vertex deltas ``vertex_deltas`` (nv,3) and
+        """The tangent deltas from per-Blender-vertex deltas ``vertex_deltas`` (nv,3) and
         ``moved_ids``: this primitive's vertices whose Blender vertex has a non-zero delta
         (ascending; the solver needs ``source_vertices``), returning only the rows that may
         change: (ids (K,) ascending, (K,3) float32)."""
@@ -250,7 +262,7 @@ class TangentDeltaSolver:
         if aff_t.size:
             at = self.tris[aff_t]
             s1 = self._sdir(aff_t, vertex_deltas[self.src[at]])
-            diff = s1 - self.sdir0[aff_t]
+            diff = s1 - self._sdir(aff_t)
             uv_, li = unique_inverse(at.ravel(), self.pos.shape[0])
             add = _accumulate(li, np.repeat(diff, 3, axis=0), uv_.size)
         else:
@@ -263,38 +275,15 @@ class TangentDeltaSolver:
         t = self.tan0[ids]                     # (fancy indexing: copies)
         if uv_.size:
             t[np.searchsorted(ids, uv_)] += add
-        n = self.nor[ids]
+        n = self.nor[ids].astype(np.float64)
         if n_ids.size:
             n[np.searchsorted(ids, n_ids)] += n_deltas
         n1 = _normalize(n)
         t1 = _normalize(t - n1 * dot3(n1, t)[:, None])
         good = norm3(t1) > 0.5
-        dd = t1 - self.t0[ids]
+        dd = t1 - self._base_tangents(ids)
         dd[~good] = 0.0
         return dd.astype(np.float32)
-
-    def deltas(self, position_deltas: np.ndarray, moved: np.ndarray, n_ids: np.ndarray,
-               n_deltas: np.ndarray) -> np.ndarray:
-        """(V,3) float32 tangent deltas. ``moved`` (V,) bool: vertices with a position delta;
-        ``n_ids``/``n_deltas``: the vertices whose normal changed and by how much."""
-        v = self.pos.shape[0]
-        out = np.zeros((v, 3), np.float32)
-        if self.tris.shape[0] == 0 or not (moved.any() or n_ids.size):
-            return out
-        aff_t = incident(self.vptr, self.vtris, np.flatnonzero(moved))
-        nd_full_ids = n_ids
-        if aff_t.size:
-            at = self.tris[aff_t]
-            s1 = self._sdir(aff_t, position_deltas[at])
-            diff = s1 - self.sdir0[aff_t]
-            uv_, li = np.unique(at.ravel(), return_inverse=True)
-            add = _accumulate(li.ravel(), np.repeat(diff, 3, axis=0), uv_.size)
-        else:
-            uv_ = np.zeros(0, np.int64)
-            add = np.zeros((0, 3))
-        ids = np.union1d(uv_, nd_full_ids)
-        out[ids] = self._finish(ids, uv_, add, n_ids, n_deltas)
-        return out
 
 
 def read_key_coords(key_block, vertex_count: int) -> np.ndarray:

@@ -42,7 +42,7 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
     # primitive has a vertex made from it
     split_local = []
     for p in prims:
-        lm = np.full(cs.positions.shape[0], -1, np.int64)
+        lm = np.full(cs.positions.shape[0], -1, np.int32)
         lm[p.split_vertices] = np.arange(p.split_vertices.shape[0])
         split_local.append(lm)
     taken = {kb.name for kb in kbs if kb.name}
@@ -77,15 +77,22 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
 class _KeyRows:
     """The shape keys of one mesh as their moved vertices and position deltas (float64), and the
     solvers that turn one key into its sparse MorphTargetAsset rows on every primitive; a key's
-    rows are made on first use (``target``), for all primitives at once (one normal solve)."""
+    rows are made on first use (``target``), for all primitives at once (one normal solve).
+
+    Only what a later key needs is held: each primitive's vertex count and source vertices
+    (int32), a key's deltas until its rows are made, and those and the solvers until every key's
+    rows are made (then they are dropped; ``made`` keeps the rows a primitive has not read)."""
 
     def __init__(self, prims, split_local, nsolver, tsolvers, nv: int):
-        self.prims, self.split_local, self.nsolver, self.tsolvers, self.nv = prims, split_local, nsolver, tsolvers, nv
-        self.keys = []        # per key: (moved Blender vertices, (M,3) deltas)
+        self.prims = [(p.positions.shape[0], p.source_vertices.astype(np.int32)) for p in prims]
+        self.split_local, self.nsolver, self.tsolvers, self.nv = split_local, nsolver, tsolvers, nv
+        self.keys = []        # per key: (moved Blender vertices, (M,3) deltas); None once made
         self.made = {}        # key -> its per-primitive rows, until every primitive took them
+        self.left = 0         # keys whose rows are not made yet
 
     def add(self, mids, dm) -> int:
         self.keys.append((mids, dm))
+        self.left += 1
         return len(self.keys) - 1
 
     def target(self, k: int, pi: int) -> tuple:
@@ -93,6 +100,7 @@ class _KeyRows:
         per = self.made.get(k)
         if per is None:
             mids, dm = self.keys[k]
+            self.keys[k] = None
             d = np.zeros((self.nv, 3))
             moved = np.zeros(self.nv, bool)
             d[mids] = dm
@@ -100,6 +108,9 @@ class _KeyRows:
             n_ids, n_d = self.nsolver.deltas(d, moved)
             per = self.made[k] = [_target(p, self.split_local[i], self.tsolvers[i], d, moved, n_ids, n_d)
                                   for i, p in enumerate(self.prims)]
+            self.left -= 1
+            if not self.left:            # every key made: no later key needs the solvers
+                self.nsolver = self.tsolvers = self.split_local = self.prims = None
         out = per[pi]
         per[pi] = None
         if all(x is None for x in per):
@@ -108,9 +119,10 @@ class _KeyRows:
 
 
 def _target(p, lmap, tsolver, d, moved, n_ids, n_d) -> tuple:
-    """The sparse rows (indices, position, normal, tangent rows) of one key on primitive ``p``."""
-    v = p.positions.shape[0]
-    pos_ids = np.flatnonzero(moved[p.source_vertices])
+    """The sparse rows (indices, position, normal, tangent rows) of one key on primitive ``p``
+    ((vertex count, source vertices))."""
+    v, src = p
+    pos_ids = np.flatnonzero(moved[src])
     loc = lmap[n_ids]
     ok = loc >= 0
     nrm_ids, nrm = loc[ok], n_d[ok]
@@ -122,7 +134,7 @@ def _target(p, lmap, tsolver, d, moved, n_ids, n_d) -> tuple:
     k = ids.shape[0]
     prow = np.zeros((k, 3), np.float32)
     if pos_ids.size:
-        prow[np.searchsorted(ids, pos_ids)] = d[p.source_vertices[pos_ids]]
+        prow[np.searchsorted(ids, pos_ids)] = d[src[pos_ids]]
     nrow = np.zeros((k, 3), np.float32)
     if nrm_ids.size:
         nrow[np.searchsorted(ids, nrm_ids)] = nrm

@@ -1,0 +1,78 @@
+"""Issue 23, memory of the lazy shape-key deltas: while a key's rows are not made, the mesh's key
+rows (``importer/morph_build._KeyRows``) hold only what a later key needs: each key's moved
+vertices until its rows are made, and the normal and tangent solvers' tables in compact form
+(int32 indices, no float64 copies of the primitive's arrays, nothing a key's rows can gather or
+make again row by row); once every key is made the solvers go, even while another primitive has
+not read its rows yet.  Measured as the bytes of the numpy arrays the targets' makers reach
+beyond the asset's own (``tools/bench_runtime.numpy_arrays``, each owning array once: what
+``bench_runtime --memory`` counts)."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from tools import bench_runtime, scenes
+from stylized_renderer.engine.blender import importer
+
+#: bytes per mesh corner the unmade keys' tables may hold (they held 330-360 before: loop-sized
+#: int64 tables, float64 copies of positions / normals / UVs, each triangle's corner positions)
+MAX_BYTES_PER_CORNER = 200
+
+
+def _rig():
+    arm, body = scenes.build_heavy_rig(bones=40, vertices=6000, shape_keys=8, actions=1, frames=4,
+                                       resting_expressions=True)
+    return body
+
+
+def _held(asset) -> tuple:
+    """(bytes the unmade targets' makers hold beyond the asset's own arrays, the primitives'
+    unmade targets)."""
+    prims = [p for m in asset.meshes for p in m.primitives]
+    own = bench_runtime.numpy_arrays({"prim": [{k: getattr(p, k, None) for k in (
+        "positions", "normals", "indices", "source_vertices", "smooth_normals", "tangents", "uv0", "colors",
+        "joints", "weights")} for p in prims]})
+    own.update(bench_runtime.numpy_arrays({"rows": [(t.indices, t.position_rows, t.normal_rows, t.tangent_rows)
+                                                    for p in prims for t in p.morph_targets if t.resolved]}))
+    makers = [t.__dict__["_rows"] for p in prims for t in p.morph_targets if not t.resolved]
+    found = bench_runtime.numpy_arrays({"makers": makers})
+    return sum(a.nbytes for k, (a, _) in found.items() if k not in own), makers
+
+
+def test_unmade_keys_hold_only_what_a_later_key_needs(empty_scene):
+    body = _rig()
+    corners = len(body.data.loops)
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    prims = asset.meshes[0].primitives
+    assert len(prims) == 2 and all(len(p.morph_targets) == 8 for p in prims)
+    held, makers = _held(asset)
+    assert makers and held > 0
+    assert held / corners <= MAX_BYTES_PER_CORNER, held / corners
+    # one key made (the first frame of an avatar with one expression on): the others still
+    # need the tables, that key's own deltas are no longer held
+    prims[0].morph_targets[0].tangent_rows
+    prims[1].morph_targets[0].tangent_rows
+    after, _ = _held(asset)
+    assert after < held
+    assert after / corners <= MAX_BYTES_PER_CORNER, after / corners
+
+
+def test_every_key_made_drops_the_solvers(empty_scene):
+    """Every key's rows made (primitive 0 read them all): what the makers of primitive 1's unread
+    targets hold is their rows, no solver."""
+    _rig()
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    p0, p1 = asset.meshes[0].primitives
+    for t in p0.morph_targets:
+        t.normal_rows
+    held, makers = _held(asset)
+    assert len(makers) == len(p1.morph_targets)
+    rows = makers[0].func.__self__.made            # the rows made for primitive 1, not read yet
+    kept = sum(a.nbytes for per in rows.values() for r in per if r is not None for a in r if a is not None)
+    assert held <= kept, (held, kept)
+    # and the rows read afterwards are the ones a fresh import makes
+    fresh = importer.import_scene(bpy.context.evaluated_depsgraph_get()).meshes[0].primitives[1]
+    for t, f in zip(p1.morph_targets, fresh.morph_targets):
+        for name in ("indices", "position_rows", "normal_rows", "tangent_rows"):
+            u, v = getattr(t, name), getattr(f, name)
+            assert (u is None) == (v is None) and (u is None or np.array_equal(u, v)), name
