@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 from ...core.geometry import smooth_normals  # noqa: F401 (re-exported)
-from .morph import sorted_unique
+from .morph import sorted_unique, unique_inverse
 
 
 @dataclass
@@ -211,7 +211,7 @@ def split_by_material(cs: CornerSplit, vertex_count: int) -> list:
     smooth = smooth_normals(cs.normals, cs.source_vertices, vertex_count)
     for mat in np.unique(cs.tri_materials):
         tris = cs.tri_vertices[cs.tri_materials == mat].astype(np.int64)
-        verts, local = np.unique(tris.ravel(), return_inverse=True)
+        verts, local = unique_inverse(tris.ravel(), cs.positions.shape[0])
         idx = local.reshape(-1, 3).astype(np.uint32)
         pos = cs.positions[verts]
         nor = cs.normals[verts]
