@@ -418,8 +418,9 @@ def test_morph_channels_are_sampled_into_weights():
     p.seek(0.25)
     p.update(0.0, scene, pose)
     assert p.morph_keys == [(3, "Smile")]
-    assert math.isclose(p.morph_values[0], 0.25)
-    assert math.isclose(p.morph_weights[(3, "Smile")], 0.25)
+    (keys, values, weight), = p.morph_sides          # one side, unblended: the clip at its weight
+    assert keys == ((3, "Smile"),) and weight == 1.0
+    assert math.isclose(values[0], 0.25)
 
 
 def test_no_clip_keeps_bind_pose():

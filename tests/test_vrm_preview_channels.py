@@ -78,24 +78,26 @@ def _fcurve(action, path):
     raise AssertionError(f"no F-Curve {path} in '{action.name}'")
 
 
-def addon_face(arm, previews: dict) -> dict:
-    """The add-on's own shape-key values for the blend-shape group previews ``previews`` ({group:
-    value}; every other group at its current value); the previews are restored after."""
+def addon_face(arm, previews: dict, face: str = "Face") -> dict:
+    """The add-on's own shape-key values of the mesh object ``face`` for the blend-shape group
+    previews ``previews`` ({group: value}; every other group at its current value); the previews
+    are restored after."""
     groups = _groups_rna(arm)
     old = {i: float(groups[i].preview) for i in previews}
     try:
         for i, v in previews.items():
             groups[i].preview = float(v)
-        keys = bpy.data.objects["Face"].data.shape_keys.key_blocks
+        keys = bpy.data.objects[face].data.shape_keys.key_blocks
         return {k: float(keys[k].value) for k in FACE_KEYS}
     finally:
         for i, v in old.items():
             groups[i].preview = v
 
 
-def face_weights(rt) -> dict:
-    """The Face's morph weights in the runtime (what the GPU draws), per shape-key name."""
-    node = rt.scene.node_index("Face", None)
+def face_weights(rt, face: str = "Face") -> dict:
+    """The morph weights of the mesh object ``face`` in the runtime (what the GPU draws), per
+    shape-key name."""
+    node = rt.scene.node_index(face, None)
     inst = rt.mesh_instances[node]
     out = {}
     for p in inst.primitives:
@@ -266,6 +268,113 @@ def test_paused_seek_shows_the_face_of_that_time_at_once(vrm_addon, preview_sess
         assert_face(face_weights(rt), addon_face(arm, {JOY: fc_joy.evaluate(1.0 + t * fps)}), f"seek {t}")
 
 
+@needs_godette
+def test_an_expression_one_side_of_a_fade_keys_fades_to_its_panel_value(vrm_addon, preview_session):
+    """The sides of a crossfade are blended in one place, the preview's morph mixer, for the VRM
+    expressions as for the shape keys: the player only exposes its sides (keys, values, weight).
+    HappyClip keys Joy, AngryClip keys Angry, the panel holds Joy 0.4 and Angry 0.3: half way
+    through the fade each expression is half its clip's value and half the panel's (the panel
+    fills what the clips leave), which the add-on turns into the face; after the fade Joy is the
+    panel's value, with no jump.  Before: the player blended the expression channels itself,
+    an expression one side keys fading to 0 (Joy 0.5 x clip, the panel's 0.4 ignored until the fade
+    ended and the face jumped to it)."""
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    happy = _make_clip(arm, "HappyClip", JOY, 0.5)
+    angry = _make_clip(arm, "AngryClip", ANGRY, -0.5)
+    fc_joy = _fcurve(happy, _preview_path(JOY))
+    fc_angry = _fcurve(angry, _preview_path(ANGRY))
+    groups = _groups_rna(arm)
+    groups[JOY].preview, groups[ANGRY].preview = 0.4, 0.3      # the panel's values
+    fps = scene.render.fps / scene.render.fps_base
+
+    def frame(t):
+        return 1.0 + t * fps
+
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("fade", 0.5)
+    st.push("clip", "HappyClip")
+    st.push("seek", 0.25)
+    st.push("play")
+    preview_session.update(st)
+    rt = preview_session.update(st, 0.25)
+    assert_face(face_weights(rt), addon_face(arm, {JOY: fc_joy.evaluate(frame(0.5)), ANGRY: 0.3}),
+                "HappyClip alone: Joy the clip's, Angry the panel's")
+    st.push("clip", "AngryClip")
+    preview_session.update(st)
+    rt = preview_session.update(st, 0.25)                 # half the fade
+    assert st.fading and rt.player.fade_weights == pytest.approx((0.5, 0.5))
+    sides = rt.player.morph_sides                         # what the player gives: its sides, unblended
+    assert [w for _k, _v, w in sides] == pytest.approx([0.5, 0.5])
+    joy = 0.5 * fc_joy.evaluate(frame(0.75)) + 0.5 * 0.4
+    ang = 0.5 * fc_angry.evaluate(frame(0.25)) + 0.5 * 0.3
+    want = addon_face(arm, {JOY: joy, ANGRY: ang})
+    assert_face(face_weights(rt), want, "crossfade at its half (the panel fills what each clip leaves)")
+    faded_out = addon_face(arm, {JOY: 0.5 * fc_joy.evaluate(frame(0.75)), ANGRY: ang})
+    assert differs(want, faded_out) or abs(want["look_up"] - faded_out["look_up"]) > 0.02
+    rt = preview_session.update(st, 0.5)                  # settled: Joy is the panel's value
+    assert not st.fading
+    assert_face(face_weights(rt), addon_face(arm, {JOY: 0.4, ANGRY: fc_angry.evaluate(frame(0.75))}),
+                "AngryClip after the fade")
+
+
+def _twin(arm):
+    """A second avatar sharing ``arm``'s skeleton: the armature and its Face copied with their own
+    data (the VRM data goes with the armature data; its binds renamed to the copy's Face), placed
+    1.5 m to the side, the copy's Face deformed by the copy."""
+    twin = arm.copy()
+    twin.data = arm.data.copy()
+    twin.location.x += 1.5
+    bpy.context.scene.collection.objects.link(twin)
+    face = bpy.data.objects["Face"]
+    face2 = face.copy()
+    face2.data = face.data.copy()
+    face2.parent = twin
+    for m in face2.modifiers:
+        if m.type == "ARMATURE":
+            m.object = twin
+    bpy.context.scene.collection.objects.link(face2)
+    for grp in _groups_rna(twin):
+        for b in grp.binds:
+            if b.mesh.mesh_object_name == "Face":
+                b.mesh.mesh_object_name = face2.name
+    bpy.context.view_layer.update()
+    return twin, face2.name
+
+
+@needs_godette
+def test_a_crowds_shared_clip_drives_every_members_expressions(vrm_addon, preview_session):
+    """A crowd of two avatars (Play on All Characters) sharing HappyClip, which keys Joy: each
+    member's face takes the clip's Joy at the player's time, as the add-on makes that face for
+    that member (its own binds, the docs/vrm.md rules), with the other expressions at each
+    member's panel values (Fun 0.6 on the twin only).  Before: the clip's expression channels
+    drove the previewed avatar only; the twin kept its panel's face."""
+    scene = open_godette()
+    arm = bpy.data.objects["Armature"]
+    happy = _make_clip(arm, "HappyClip", JOY, 0.5)
+    fc_joy = _fcurve(happy, _preview_path(JOY))
+    twin, face2 = _twin(arm)
+    _groups_rna(twin)[FUN].preview = 0.6
+    fps = scene.render.fps / scene.render.fps_base
+    st = preview.get_state(scene, arm)
+    st.active = True
+    preview_session.update(st)
+    with bpy.context.temp_override(active_object=arm, object=arm):
+        scene.stylized_preview.crowd = True
+    st.push("clip", "HappyClip")
+    for t in (0.5, 0.875):
+        st.push("seek", t)
+        rt = preview_session.update(st)
+        assert st.crowd_count == 2 and rt.crowd_targets == ["Armature", twin.name]
+        joy = fc_joy.evaluate(1.0 + t * fps)
+        assert joy > 0.3
+        for avatar, face in ((arm, "Face"), (twin, face2)):
+            want = addon_face(avatar, {JOY: joy}, face)
+            assert_face(face_weights(rt, face), want, f"{face} at {t} s")
+            assert differs(want, addon_face(avatar, {}, face))      # not the panel's face
+
+
 # ------------------------------------------------------------------------------------------------
 # without the add-on: the ID properties it leaves
 # ------------------------------------------------------------------------------------------------
@@ -311,7 +420,9 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     rt = _runtime_for_scene()
     rt.set_clip(clip)
     assert rt.player.seek(clip.duration_seconds) and rt.update(0.0)
-    assert rt.player.morph_weights == {(ch.node_index, ch.target_name): pytest.approx(1.0)}
+    mix = rt.morph_mix                                      # the runtime's one morph mixer
+    assert mix.extra_keys == ((ch.node_index, ch.target_name),)
+    assert mix.apply(np.array([mix.key_count])) == pytest.approx([1.0])
     # a channel on the armature's node binds to no mesh: the runtime alone leaves the face as it is
     assert not any(face_weights(rt).values())
     reader = TimelineReader(rt.scene, rt)

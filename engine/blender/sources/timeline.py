@@ -271,12 +271,14 @@ class TimelineReader:
         with a depsgraph, the file's current ones without: preview player), VRM-bound keys
         replaced by the expressions' result at this frame.
 
-        ``expression_values``: the preview player's morph channels, ``(player.morph_keys,
-        player.morph_values)``.  Channels that carry a VRM expression preview (an armature node,
-        ``vrm_expressions.CHANNEL_PREFIX`` names) replace those expressions' stored / scene-frame
-        previews, so a playing clip's face follows the clip's time (and its crossfade); the
-        expressions the clip does not key keep their values.  Shape-key channels are not used
-        here (the caller merges them)."""
+        ``expression_values``: ``(keys, values)``, morph channels as (node, name) pairs and their
+        values: an array (the Scene preview's NLA result), or ``values(chans, original)`` giving
+        the channels ``chans`` filled by the ``original`` previews where the clips leave them (the
+        runtime's morph mixer: ``ClipMorphs.expression_values``).  Channels that carry a VRM
+        expression preview (an armature node, ``vrm_expressions.CHANNEL_PREFIX`` names) replace
+        those expressions' stored / scene-frame previews, so a playing clip's face follows the
+        clip's time (and its crossfade); the expressions the clip does not key keep their values.
+        Shape-key channels are not used here (the caller merges them)."""
         import bpy
 
         reads = self._key_reads
@@ -378,11 +380,12 @@ class TimelineReader:
             self.material_binds = {}
         return out
 
-    def player_expression_values(self, expression_values) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-        """(expression columns, raw values) of the player channels ``(keys, values)`` that carry
-        VRM expression previews; None when there are none.  The channel -> column look-up is
-        made once per clip (the player's key list) and source, then reused: per frame this is
-        one fancy index."""
+    def player_expression_values(self, expression_values) -> Optional[Tuple[np.ndarray, object]]:
+        """(expression columns, raw values) of the channels ``(keys, values)`` that carry VRM
+        expression previews (``values``: an array, or ``fill(original)`` of the previews those
+        columns hold: see ``read_morph_weights``); None when there are none.  The channel ->
+        column look-up is made once per key list and source, then reused: per frame this is one
+        fancy index."""
         if expression_values is None or self.vrm is None:
             return None
         keys, values = expression_values
@@ -394,6 +397,8 @@ class TimelineReader:
         chans, cols = cache[2], cache[3]
         if not chans.size:
             return None
+        if callable(values):
+            return cols, lambda original: values(chans, original)
         return cols, np.asarray(values, np.float64)[chans]
 
     def _apply_vrm(self, out: Dict[int, np.ndarray], muted: Dict[int, np.ndarray], depsgraph,

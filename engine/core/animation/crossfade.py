@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .mixer import MorphMixer, TRSMixer
+from .mixer import TRSMixer
 
 
 class _Fade:
@@ -20,9 +20,6 @@ class _Fade:
         self.last = None        # (nodes, T, Q, S) of the last blended sample
         self.mixer = None       # mixer.TRSMixer of the union's nodes (both sides accumulate into it)
         self.rows = None        # its rows (0..n-1)
-        self.morph_mixer = None     # mixer.MorphMixer of the player's morph keys (made at the first sample)
-        self.morph_rows = None      # (incoming rows, outgoing rows) into it
-        self.source_keys = ()       # the outgoing side's morph keys
         self.targets = None         # a crowd: (M, n) target nodes of the union's n nodes
 
     @property
@@ -43,8 +40,10 @@ class _Fade:
 
     def apply(self, player, scene, pose) -> bool:
         """One frame of the fade through the mixer: both sides accumulate with their fade weights
-        (the TRS of the union of both sides' nodes into ``pose``, the morph channels into the
-        player's ``_morph_values``); the mixers are made at the first frame and reused."""
+        (the TRS of the union of both sides' nodes into ``pose``; the TRS mixer is made at the
+        first frame and reused).  The morph channels are not blended here: the player's
+        ``morph_sides`` become the outgoing side(s) at ``1 - alpha`` and the new clip at ``alpha``
+        (a crossfade only changes weights), for the runtime's one morph mixer."""
         nodes = self.nodes_union(player._nodes)
         ft, fq, fs, fm = self.source.sample_side(scene, nodes)
         it, iq, is_, im = player.sample_side(scene, nodes)
@@ -69,22 +68,8 @@ class _Fade:
             player.last_error = "pose rejected the blended transforms"
             return False
         self.last = (nodes, t[:n], q[:n], s[:n])
-        morphs = self.morph_mixer
-        keys = player.morph_keys
-        if morphs is None:      # once per fade: the mixer and the outgoing keys' rows
-            pos = {k: i for i, k in enumerate(keys)}
-            morphs = self.morph_mixer = MorphMixer(len(keys))
-            self.source_keys = tuple(self.source.morph_key_list())
-            self.morph_rows = (np.arange(len(player.morph_key_list())),
-                               np.array([pos[k] for k in self.source_keys], np.int64))
-        own_rows, src_rows = self.morph_rows
-        morphs.reset()
-        morphs.accumulate(own_rows, im, a)
-        morphs.accumulate(src_rows, fm, 1.0 - a)
-        player._morph_values = morphs.apply()
-        # the two sides, for a mixer that takes more sources (the preview's, with the panel's values)
-        player._morph_sides = ((self.source_keys, np.asarray(fm, np.float64), 1.0 - a),
-                               (player.morph_key_tuple(), np.asarray(im, np.float64), a)) if keys else ()
+        player._morph_sides = (tuple((k, v, w * (1.0 - a)) for k, v, w in self.source.side_morphs(fm))
+                               + player.side_morphs(im, a))
         return True
 
     def nodes_union(self, own_nodes: np.ndarray) -> np.ndarray:
@@ -94,19 +79,23 @@ class _Fade:
 
 
 class _Frozen:
-    """The pose of a moment (an interrupted fade), as the outgoing side of a new fade."""
+    """The pose of a moment (an interrupted fade), as the outgoing side of a new fade: its blended
+    TRS and its morph sides as they were (unblended: the new fade scales their weights)."""
 
-    def __init__(self, nodes, trs, morph_keys, morph_values):
+    def __init__(self, nodes, trs, morph_sides):
         self._nodes = np.asarray(nodes, np.int64)
         self._trs = trs
-        self._keys = list(morph_keys)
-        self._vals = np.asarray(morph_values, np.float64)
+        self._sides = tuple(morph_sides)
+        self._keys = list(dict.fromkeys(k for keys, _v, _w in self._sides for k in keys))
 
     def node_ids(self) -> np.ndarray:
         return self._nodes
 
     def morph_key_list(self) -> list:
         return self._keys
+
+    def side_morphs(self, _values) -> tuple:
+        return self._sides
 
     def sample_side(self, scene, nodes):
         t = np.asarray(scene.bind_translations, np.float64)[nodes]
@@ -115,5 +104,5 @@ class _Frozen:
         if self._trs is not None and self._nodes.size:
             rows = np.searchsorted(nodes, self._nodes)
             t[rows], q[rows], s[rows] = self._trs
-        return t, q, s, self._vals
+        return t, q, s, None
 

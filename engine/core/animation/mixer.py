@@ -201,9 +201,20 @@ class MorphMixer(_Accumulator):
         if rows.size == 0:
             return
         first, mix = self._mix_factor(rows, weight)
-        m = np.where(first, 1.0, mix)
-        self.v[rows] = self.v[rows] * (1.0 - m) + np.asarray(values, np.float64) * m
+        vals = np.asarray(values, np.float64)
+        # a first source replaces what an earlier frame left (a value that was not finite included)
+        self.v[rows] = np.where(first, vals, self.v[rows] * (1.0 - mix) + vals * mix)
 
-    def apply(self) -> np.ndarray:
-        """Every channel's blend (channels below weight 1 fade towards 0; unwritten ones are 0)."""
-        return self.v * np.minimum(self.weight, 1.0)
+    def apply(self, rows=None, original=None) -> np.ndarray:
+        """The blend of ``rows`` (every channel when None): a channel whose accumulated weight is
+        below 1 is mixed with its ``original`` value by the weight left (0 without one; an
+        unwritten channel is its original), as ``TRSMixer.apply`` mixes with the bind pose.  The
+        same as accumulating ``original`` at ``1 - weight`` last (the panel fills what the clips
+        leave), without writing into the mixer."""
+        v = self.v if rows is None else self.v[rows]
+        w = np.minimum(self.weight if rows is None else self.weight[rows], 1.0)
+        out = np.where(w > 0.0, v * w, 0.0)     # an unwritten channel holds no earlier frame's value
+        if original is not None:
+            low = w < 1.0           # only there (an original that is not finite stays out of the rest)
+            out[low] += np.asarray(original, np.float64)[low] * (1.0 - w[low])
+        return out

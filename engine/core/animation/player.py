@@ -2,8 +2,9 @@
 
 All keys of a clip are flattened at ``set_clip`` time into one array per track kind
 (``sampling.TrackSet``), so one frame's sampling is a handful of numpy calls whatever the number
-of channels.  Morph weight channels (``clip.morph_channels``) are sampled too and exposed as
-``morph_keys`` / ``morph_values`` for the runtime to push into MorphState.
+of channels.  Morph weight channels (``clip.morph_channels``) are sampled too and exposed,
+unblended, as ``morph_sides`` ((keys, values, weight) per source) over ``morph_keys``: the
+runtime's one morph mixer (engine/core/world/clip_morphs.py) blends them for every consumer.
 
 Crossfade (the seed's animation blending): with ``set_crossfade(seconds) > 0``, ``set_clip`` while
 playing blends from the current pose to the new clip over that many seconds of clip time.  The
@@ -11,8 +12,8 @@ outgoing side is the old clip, which keeps playing (or, when a fade is interrupt
 that moment, frozen).  Per channel of the union of both clips' nodes: translation and scale lerp,
 rotation shortest-path slerp, weights ``1 - a`` and ``a`` (a = elapsed / duration) that sum to
 one; a channel one side does not animate takes the rig's own (bind) pose on that side.  Morph
-channels blend the same way (``morph_keys`` = the new clip's keys, then the old clip's other keys,
-which fade to 0).  The fade advances with the clock only: paused, nothing is resampled, and once
+channels are not blended here: a fade only changes the sides' weights (``morph_keys`` = the new
+clip's keys, then the old clip's other keys).  The fade advances with the clock only: paused, nothing is resampled, and once
 settled the player is a plain single-clip player again.
 
 Root motion: ``set_in_place(True)`` keeps the clip root's horizontal travel (X/Y of its parent
@@ -62,7 +63,6 @@ class AnimationPlayer(RootMotion):
         self._m_tracks = None
         self._curves = None            # CurveTracks of a plain clip (its F-Curves), else None
         self._morph_keys: List[Tuple[int, str]] = []
-        self._morph_values = np.zeros(0)
         self._own_morph_count = 0      # morph keys of the current clip (the rest fade out)
         self._morph_sides = ()         # ((keys, values, weight), ...): each source of the frame's morphs
         self._own_key_tuple = None
@@ -167,8 +167,7 @@ class AnimationPlayer(RootMotion):
         if self._fade is not None:
             last = self._fade.last        # (nodes, T, Q, S) of the last blended sample
             return _Frozen(last[0] if last is not None else np.zeros(0, np.int64),
-                           last[1:] if last is not None else None,
-                           list(self._morph_keys), np.asarray(self._morph_values, np.float64).copy())
+                           last[1:] if last is not None else None, self._morph_sides)
         other = AnimationPlayer()
         other._flatten(self._clip)
         other._clip = self._clip
@@ -181,7 +180,6 @@ class AnimationPlayer(RootMotion):
         own = list(self._morph_keys)
         extra = [k for k in source.morph_key_list() if k not in set(own)]
         self._morph_keys = own + extra
-        self._morph_values = np.zeros(len(self._morph_keys))
 
     def _flatten(self, clip) -> None:
         self._curves = None
@@ -192,7 +190,7 @@ class AnimationPlayer(RootMotion):
             self._t_tracks = self._r_tracks = self._s_tracks = self._m_tracks = None
             self._shared_keys = False
             self._morph_keys = []
-            self._morph_values = np.zeros(0)
+            self._morph_sides = ()
             self._own_morph_count = 0
             self._root_slot = -1
             self._root_start = None
@@ -232,7 +230,7 @@ class AnimationPlayer(RootMotion):
         mch = [m for m in clip.morph_channels if len(m.times) > 0]
         self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
         self._m_tracks = TrackSet([m.times for m in mch], [np.asarray(m.values).reshape(-1, 1) for m in mch], 1)
-        self._morph_values = np.zeros(len(mch))
+        self._morph_sides = ()
         self._own_morph_count = len(mch)
         self._root_slot = -1
         self._root_start = None
@@ -256,7 +254,7 @@ class AnimationPlayer(RootMotion):
         self._s_nodes = as_slice(ip[self._s_slot])
         mch = list(clip.morph_channels)
         self._morph_keys = [(int(m.node_index), str(m.target_name)) for m in mch]
-        self._morph_values = np.zeros(len(mch))
+        self._morph_sides = ()
         self._own_morph_count = len(mch)
         self._root_slot = -1
         self._root_start = None
@@ -411,16 +409,9 @@ class AnimationPlayer(RootMotion):
     # ---------------------------------------------------------------- morph weights
     @property
     def morph_keys(self) -> List[Tuple[int, str]]:
-        """(node_index, shape key name) of each sampled morph channel, parallel to morph_values."""
+        """(node_index, shape key name) of every morph channel the sides may drive: the clip's,
+        then during a fade the outgoing side's others."""
         return self._morph_keys
-
-    @property
-    def morph_values(self) -> np.ndarray:
-        return self._morph_values
-
-    @property
-    def morph_weights(self) -> dict:
-        return {k: float(v) for k, v in zip(self._morph_keys, self._morph_values)}
 
     # ---------------------------------------------------------------- frame
     def update(self, delta_time: float, scene, pose) -> bool:
@@ -517,15 +508,10 @@ class AnimationPlayer(RootMotion):
                 return False
         else:
             mv = None
-        if self._morph_keys:
-            vals = np.zeros(len(self._morph_keys))    # keys of an outgoing clip stay faded out (0)
-            vals[:self._own_morph_count] = raw = self._sample_morphs(time) if mv is None else mv
-            self._morph_sides = ((self.morph_key_tuple(), raw, float(self._weight)),)
-            if self._weight != 1.0:
-                vals *= self._weight                  # alone at its weight: towards 0 (the mixer's rule)
-            self._morph_values = vals
-        elif self._morph_values.shape[0] or self._morph_sides:
-            self._morph_values = np.zeros(0)
+        # the clip is the one morph source, at its weight (the runtime's mixer blends it)
+        if self._own_morph_count:
+            self._morph_sides = self.side_morphs(self._sample_morphs(time) if mv is None else mv, self._weight)
+        elif self._morph_sides:
             self._morph_sides = ()
         return True
 
@@ -572,9 +558,17 @@ class AnimationPlayer(RootMotion):
 
     @property
     def morph_sides(self) -> tuple:
-        """((keys, values, weight), ...) of the last sample: the clip at its weight, or in a fade the
-        outgoing side at 1 - alpha and the new clip at alpha (``morph_values``: their blend)."""
+        """((keys, values, weight), ...) of the last sample, unblended: the clip at its weight, or in
+        a fade the outgoing side(s) at 1 - alpha and the new clip at alpha.  The runtime's one morph
+        mixer blends them (engine/core/world/clip_morphs.py)."""
         return self._morph_sides
+
+    def side_morphs(self, values, weight: float = 1.0) -> tuple:
+        """This clip's morph side of ``values`` (its own keys' values) at ``weight``; () without
+        morph channels."""
+        if not self._own_morph_count:
+            return ()
+        return ((self.morph_key_tuple(), np.asarray(values, np.float64), float(weight)),)
 
     def node_ids(self) -> np.ndarray:
         return self._nodes

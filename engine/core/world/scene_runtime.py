@@ -20,6 +20,7 @@ from ..animation.player import AnimationPlayer
 from ..animation.pose import ScenePose
 from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance, target_key as _target_key
 from ..runtime.palette import SkinningPaletteSet
+from .clip_morphs import ClipMorphs
 from .extractor import RenderExtractor
 from .transform_guard import TransformGuard, skip_message
 
@@ -69,7 +70,7 @@ class SceneRuntime:
         # node -> [(primitive_index, slots into key names, target indices)]
         self._bindings: Dict[int, list] = {}
         self._all_keys_slots: set = set()
-        self._clip_bindings: list = []     # [(MorphState, channel indices, target indices)]
+        self._clip_bindings: list = []     # [(MorphState, morph_mix rows, target indices)]
         self._last_sample_count = -1
         self._initialized = False
         self.morph_policy = type(self).default_morph_policy   # of every RuntimeMeshInstance
@@ -83,6 +84,7 @@ class SceneRuntime:
         self.guard: Optional[TransformGuard] = None   # objects skipped for a transform that cannot be drawn
         self._morph_nodes: list = []         # the node of each of _morph_insts
         self._refused: dict = {}             # morph node -> why its shape cannot be drawn
+        self.morph_mix = ClipMorphs(self)    # the one morph mixer (clip_morphs.py), made anew by initialize
 
     def set_morph_policy(self, policy: str) -> None:
         """"auto", "rebuild" or "shader" (see runtime/mesh_instance.py) for every morph instance."""
@@ -161,6 +163,7 @@ class SceneRuntime:
         self._morph_nodes = [n for n, inst in enumerate(self.mesh_instances) if inst is not None]
         self._refused = {}
         self._hot = None
+        self.morph_mix = ClipMorphs(self)
         self._initialized = True
         self._refresh_static_stats()
         return True
@@ -227,21 +230,8 @@ class SceneRuntime:
                 self.player.set_clip(None)
                 return False
             self.crowd_targets = names
-        keys = self.player.morph_keys
-        chan_of = {k: i for i, k in enumerate(keys)}
-        for (node, name), c in list(chan_of.items()):     # a crowd: every character's same keys
-            for other in self.crowd_morph_nodes(node)[1:]:
-                chan_of.setdefault((other, name), c)
-        for node, binds in self._bindings.items():
-            inst = self.mesh_instances[node]
-            names = self._key_names[node]
-            for pi, slots, targets in binds:
-                ch = np.array([chan_of.get((node, names[s]), -1) for s in slots], dtype=np.int64)
-                keep = ch >= 0
-                if keep.any():
-                    t_keep = targets[keep]
-                    t_keep.flags.writeable = False
-                    self._clip_bindings.append((inst.primitives[pi].morph_state, ch[keep], t_keep))
+        # the keys the clip drives (a crowd: on every character), pushed from the morph mixer
+        self._clip_bindings = self.morph_mix.clip_bindings(self.player.morph_keys)
         return True
 
     def crowd_morph_nodes(self, node: int) -> List[int]:
@@ -440,11 +430,14 @@ class SceneRuntime:
         if self.guard is not None:
             self.guard.forget_locals()
         ok = self.player.update(delta_time, self.scene, self.pose)
-        if self.player.sample_count != self._last_sample_count:
+        mix = self.morph_mix
+        if self.player.sample_count != self._last_sample_count or mix.dirty:
             self._last_sample_count = self.player.sample_count
-            vals = self.player.morph_values
-            for state, ch, targets in self._clip_bindings:
-                state.set_weights(targets, vals[ch])
+            mix.mix(self.player)                # the player's morph sides: the frame's one blend
+            if self._clip_bindings:
+                vals = mix.apply()
+                for state, rows, targets in self._clip_bindings:
+                    state.set_weights(targets, vals[rows])
         if self.after_mixer is not None:      # spring bones: after the mixer, before the palettes
             ok = self.after_mixer(self, delta_time) and ok
         if after_sample is not None:

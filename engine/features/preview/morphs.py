@@ -1,25 +1,25 @@
-"""The preview player's shape-key weights through the mixer (issue 24: one mixer, every source a
-weighted writer).
+"""The preview player's shape-key weights and VRM expressions through the runtime's one morph
+mixer (issue 24: one mixer, every source a weighted writer).
 
-Every frame of a clip preview, each mesh's shape-key weights have their sources accumulated into
-one ``animation.mixer.MorphMixer`` whose channels are every key of every morphed mesh node (node
-by node, each in ``SceneRuntime.morph_key_names`` order):
+The runtime's ``morph_mix`` (engine/core/world/clip_morphs.py) holds the frame's one blend of
+the player's sides (``player.morph_sides``: the clip alone at its weight, or during a crossfade
+the outgoing clip at ``1 - alpha`` and the new one at ``alpha``: a crossfade only changes
+weights), times ``clip_weight`` (1 by default), on the keys they drive, on the previewed
+character and, for a crowd, on every character's same keys (VRM expression channels on every
+character's armature).  Here the Expressions panel is its last source: the file's current values
+fill what the clips leave (``ClipMorphs.apply(rows, panel)``: keys no clip drives, and the clips'
+share below 1, so a key only the outgoing clip drives fades towards the panel's value):
 
-* the clip: each side of the player's sampled morph channels (``player.morph_sides``: the clip
-  alone at its weight, or during a crossfade the outgoing clip at ``1 - alpha`` and the new one at
-  ``alpha``: a crossfade only changes weights), times ``clip_weight`` (1 by default), on the keys
-  it drives, on the previewed character and, for a crowd, on every character's same keys
-  (``SceneRuntime.crowd_morph_nodes``);
-* the panel: the file's current values (the Expressions panel; VRM-bound keys take the
-  expressions with the clip's expression channels at the player's time, docs/vrm.md:
-  ``TimelineReader.read_morph_weights``), at ``1 - `` the weight accumulated so far, so it fills
-  what the clips leave: keys no clip drives, and the clips' share below 1 (a key only the
-  outgoing clip drives fades towards the panel's value).
+* the VRM expressions first: ``TimelineReader.read_morph_weights`` takes the mixer's expression
+  channels filled by the panel's previews (``ClipMorphs.expression_values``), and turns every
+  avatar's expressions into its bound keys (docs/vrm.md);
+* then every shape key: the mixer's blend filled by that read (the panel's values, VRM-bound keys
+  from the expressions).
 
 A node's weights are pushed (``SceneRuntime.set_node_morph_weights``) only when they differ from
 its last push, or when any morph weight of the runtime changed since that push (its
-``morph_epoch``: a timeline frame, a clip's channels); a frame whose inputs are those of the last one, with no key driven by
-the clip, pushes nothing.
+``morph_epoch``: a timeline frame, a clip's channels); a frame whose inputs are those of the last
+one, with no key driven by the clip, pushes nothing.
 
 Owned by one ``StylizedSession`` for one ``SceneRuntime`` (``session._preview_morphs``).  numpy
 only; the reader is the session's.
@@ -28,89 +28,62 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.animation.mixer import MorphMixer
-
 
 class _Layout:
-    """The mixer's channels: every key of the nodes of one read, node by node."""
+    """The read's nodes as rows of the runtime's morph mixer: every key of each node, node by node."""
 
-    def __init__(self, runtime, read: dict):
-        self.nodes = list(read)
-        self.sizes = [int(np.shape(w)[0]) for w in read.values()]
+    def __init__(self, mix, read: dict):
+        self.mix = mix
+        self.nodes = [n for n in read if n in mix.offset]
+        self.sizes = [int(np.shape(read[n])[0]) for n in self.nodes]
         starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
         self.slices = [(n, slice(int(a), int(b))) for n, a, b in zip(self.nodes, starts[:-1], starts[1:])]
-        self.offset = {n: int(a) for n, a in zip(self.nodes, starts[:-1])}
-        self.names = {n: runtime.morph_key_names(n) for n in self.nodes}
-        self.count = int(starts[-1])
-        self.every = np.arange(self.count, dtype=np.int64)
-        self.mixer = MorphMixer(self.count)
+        self.rows = np.concatenate([np.arange(mix.offset[n], mix.offset[n] + k) for n, k in
+                                    zip(self.nodes, self.sizes)]).astype(np.int64) if self.nodes else np.zeros(0, np.int64)
+        self.read_nodes = list(read)
 
-    def fits(self, read: dict) -> bool:
-        return list(read) == self.nodes and all(
-            np.shape(w)[0] == n for w, n in zip(read.values(), self.sizes))
+    def fits(self, mix, read: dict) -> bool:
+        return mix is self.mix and list(read) == self.read_nodes and all(
+            np.shape(read[n])[0] == k for n, k in zip(self.nodes, self.sizes))
 
 
 class PreviewMorphs:
-    """The preview's shape-key mixer of one runtime (see the module docstring)."""
+    """The preview's last morph source, the panel, over the runtime's mixer (see the module docstring)."""
 
     def __init__(self, runtime):
         self.runtime = runtime
-        self.clip_weight = 1.0      # the clip's weight on the keys it drives; the panel takes the rest
         self._layout = None
-        self._rows = (None, None, {})   # (layout, crowd, {side keys: (rows, chans, nodes)})
-        self._clip_gen = 0          # bumped with every new clip or crowd
         self._last = {}             # node -> (panel array pushed from, weights pushed)
         self._epoch = None
         self._settled = None        # what lets a frame skip the push (nothing changed, no clip key)
 
-    def _side_rows(self, keys: tuple, lay: _Layout):
-        """(mixer rows, channel indices into the side's values, nodes with a driven key) of one
-        side's keys, every crowd character's same keys included; made once per key list, layout
-        and crowd (set-up work, a loop over the keys)."""
-        lay_, crowd, table = self._rows
-        rt = self.runtime
-        if lay_ is not lay or crowd is not rt.crowd_targets:
-            table = {}
-            self._rows = (lay, rt.crowd_targets, table)
-            self._clip_gen += 1
-        hit = table.get(keys)
-        if hit is None:
-            rows, chans, driven = [], [], set()
-            for ch, (node, name) in enumerate(keys):
-                for n in rt.crowd_morph_nodes(node):
-                    names = lay.names.get(n)
-                    if names is not None and name in names:
-                        rows.append(lay.offset[n] + names.index(name))
-                        chans.append(ch)
-                        driven.add(n)
-            hit = table[keys] = (np.array(rows, np.int64), np.array(chans, np.int64), driven)
-            self._clip_gen += 1
-        return hit
+    @property
+    def clip_weight(self) -> float:
+        """The clip's weight on the keys it drives (the runtime's mixer); the panel takes the rest."""
+        return self.runtime.morph_mix.clip_weight
+
+    @clip_weight.setter
+    def clip_weight(self, value: float) -> None:
+        self.runtime.morph_mix.clip_weight = value
 
     def push(self, reader, player) -> None:
-        """After the player sampled, before the uploads: mix the clip's sides and the panel's
-        weights and push every node whose weights changed."""
+        """After the player sampled and the runtime mixed its sides, before the uploads: fill the
+        mixer's blend with the panel's weights and push every node whose weights changed."""
         epoch = self.runtime.morph_epoch.value
         if epoch != self._epoch:
             self._last = {}
             self._settled = None
-        read = reader.read_morph_weights(None, expression_values=(player.morph_keys, player.morph_values))
+        mix = self.runtime.morph_mix
+        read = reader.read_morph_weights(None, expression_values=mix.expression_values())
         lay = self._layout
-        if lay is None or not lay.fits(read):
-            lay = self._layout = _Layout(self.runtime, read)
-        sides = [(self._side_rows(keys, lay), vals, w) for keys, vals, w in player.morph_sides]
-        sides = [s for s in sides if s[0][0].size]
-        driven = set().union(*(s[0][2] for s in sides)) if sides else set()
-        token = (reader.weights_version, self._clip_gen, self.clip_weight)
+        if lay is None or not lay.fits(mix, read):
+            lay = self._layout = _Layout(mix, read)
+        driven = mix.driven
+        token = reader.weights_version
         if self._settled is not None and self._settled == token and epoch == self._epoch:
             return      # the same panel values as the last push, every node pushed, no clip-driven key
-        mix = lay.mixer
-        mix.reset()
-        for (rows, chans, _nodes), vals, w in sides:     # each clip side at its weight
-            mix.accumulate(rows, np.asarray(vals, np.float64)[chans], w * self.clip_weight)
-        panel = np.concatenate(list(read.values())) if lay.count else np.zeros(0)
-        mix.accumulate(lay.every, panel, 1.0 - mix.weight)      # the panel fills what the clips leave
-        out = mix.apply()
+        panel = np.concatenate([read[n] for n in lay.nodes]) if lay.nodes else np.zeros(0)
+        out = mix.apply(lay.rows, panel) if mix.active else panel     # the panel fills what the clips leave
         last = self._last
         pushed = {}
         set_weights = self.runtime.set_node_morph_weights
@@ -127,7 +100,7 @@ class PreviewMorphs:
         self._epoch = self.runtime.morph_epoch.value
         # what lets the next frame skip this: nothing here depends on the player's values and
         # every node took its weights
-        self._settled = token if not sides and len(pushed) == len(read) else None
+        self._settled = token if not mix.active and len(pushed) == len(lay.nodes) else None
 
 
 def for_session(session) -> PreviewMorphs:

@@ -284,7 +284,9 @@ class VrmMorphSource:
     def outputs(self, depsgraph=None, frame=None, given=None) -> np.ndarray:
         """Every avatar's expression outputs (VRM rules applied) at this frame.  ``given``:
         (expression columns, raw values) that replace the stored / scene-frame previews of those
-        expressions (the preview player's clip channels); the others are read as usual."""
+        expressions (the preview's clip channels); the values may be ``fill(previews)``, given
+        the previews those columns hold (the morph mixer fills what the clips leave with them);
+        the others are read as usual."""
         import bpy
 
         parts = []
@@ -297,7 +299,8 @@ class VrmMorphSource:
             parts.append(np.asarray(s.read_values(ob, depsgraph, frame), np.float64))
         raw = np.concatenate(parts) if parts else np.zeros(0)
         if given is not None and len(given[0]):
-            raw[np.asarray(given[0], np.int64)] = np.asarray(given[1], np.float64)
+            cols, vals = np.asarray(given[0], np.int64), given[1]
+            raw[cols] = vals(raw[cols]) if callable(vals) else np.asarray(vals, np.float64)
         bad = np.flatnonzero(~np.isfinite(raw))
         for i in bad:        # only on bad input
             si = int(np.searchsorted(self.offsets, i, side="right")) - 1
