@@ -346,7 +346,7 @@ class AnimationPlayer(RootMotion):
     def set_weight(self, weight: float) -> bool:
         """The clip's weight in the mixer, 0..1 (three.js ``AnimationAction.weight``): below 1 the
         pose (every crowd target's too) lies that far from the bind pose towards the clip, and
-        its morph channels scale by it.  1 by default."""
+        its morph side carries it (the runtime's morph mixer fills the rest).  1 by default."""
         w = float(weight)
         if not math.isfinite(w) or not 0.0 <= w <= 1.0:
             return False
