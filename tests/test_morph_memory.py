@@ -76,3 +76,21 @@ def test_every_key_made_drops_the_solvers(empty_scene):
         for name in ("indices", "position_rows", "normal_rows", "tangent_rows"):
             u, v = getattr(t, name), getattr(f, name)
             assert (u is None) == (v is None) and (u is None or np.array_equal(u, v)), name
+
+
+def test_smooth_normal_deltas_hold_no_float64_copies(empty_scene):
+    """The runtime's maker of the outline's smooth-normal deltas (``geometry.SmoothNormalDeltas``,
+    kept while a target is unmade) reads the primitive's normals as they are and keeps the base
+    smooth normals in float32: beyond the primitive's own arrays it holds at most 40 bytes a
+    vertex (it held two float64 copies, 48 bytes, plus its index tables before)."""
+    from stylized_renderer.engine.core.geometry import SmoothNormalDeltas
+
+    _rig()
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    for p in asset.meshes[0].primitives:
+        own = bench_runtime.numpy_arrays({"prim": [getattr(p, k, None) for k in ("positions", "normals",
+                                                                                "source_vertices", "indices")]})
+        s = SmoothNormalDeltas(p)
+        found = bench_runtime.numpy_arrays({"smooth": {k: v for k, v in vars(s).items() if k != "primitive"}})
+        held = sum(a.nbytes for k, (a, _) in found.items() if k not in own)
+        assert held / p.vertex_count <= 40, held / p.vertex_count

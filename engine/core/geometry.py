@@ -64,10 +64,10 @@ class SmoothNormalDeltas:
         if not targets:
             return
         src = np.asarray(primitive.source_vertices, np.int64)
-        self.normals = np.asarray(primitive.normals, np.float64)
+        self.normals = np.asarray(primitive.normals)        # the primitive's own (float32): rows made float64
         self.count = int(src.max()) + 1 if src.size else 0
         self.src = src
-        self.base = smooth_normals(self.normals, src, self.count).astype(np.float64)
+        self.base = smooth_normals(self.normals, src, self.count)    # float32, as the primitive's
         # split vertices grouped by source vertex, once
         self.order = np.argsort(src, kind="stable")
         self.per_source = np.bincount(src, minlength=self.count)
@@ -103,7 +103,7 @@ class SmoothNormalDeltas:
         # the sparse normal delta of each split vertex of those sources (zero where it has none)
         at = _positions(t.indices, nverts)[rows]
         hit = at >= 0
-        moved = normals[rows]
+        moved = normals[rows].astype(np.float64)
         moved[hit] += nrows[at[hit]]
         group = np.repeat(np.arange(sources.size), c)
         acc = np.stack([np.bincount(group, weights=moved[:, k], minlength=sources.size) for k in range(3)], axis=1)
@@ -111,7 +111,7 @@ class SmoothNormalDeltas:
         ln = norm3(new)[:, None]
         good = ln > 1e-12
         new = np.where(good, new / np.where(good, ln, 1.0), moved)
-        d = new - self.base[rows]
+        d = new - self.base[rows].astype(np.float64)
         keep = (d[:, 0] != 0.0) | (d[:, 1] != 0.0) | (d[:, 2] != 0.0)
         rows, d = rows[keep], d[keep]
         if rows.size > 1 and not (rows[1:] > rows[:-1]).all():
