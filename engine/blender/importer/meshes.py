@@ -251,6 +251,10 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         mesh.calc_loop_triangles()
     cs = read_mesh(mesh)
     prims = split_by_material(cs, nv)
+    for p in prims:          # read-only: the PrimitiveAssets share them (no copies; the key rows' solvers read them)
+        for a in (p.positions, p.normals, p.uv0, p.tangents, p.smooth_normals, p.indices, p.source_vertices, p.colors):
+            if a is not None:
+                a.setflags(write=False)
     base_co = np.empty(nv * 3, np.float32)
     if nv:
         mesh.vertices.foreach_get("co", base_co)

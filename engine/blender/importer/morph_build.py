@@ -34,20 +34,16 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
     if npoly:
         mesh.polygons.foreach_get("loop_start", poly_start)
     poly_total = np.diff(poly_start, append=np.int32(nl)).astype(np.int32)   # face offsets are ascending
-    nsolver = NormalDeltaSolver(cs.normals, cs.source_vertices, cs.corner_to_split, base_co,
-                                loop_vert, poly_start, poly_total)
-    tsolvers = [TangentDeltaSolver(p.positions, p.normals, p.uv0, p.indices, source_vertices=p.source_vertices)
-                if p.uv0 is not None else None for p in prims]
-    # split vertex (CornerSplit) -> primitive-local vertex, and Blender vertex -> whether the
-    # primitive has a vertex made from it
-    split_local = []
-    for p in prims:
-        lm = np.full(cs.positions.shape[0], -1, np.int32)
-        lm[p.split_vertices] = np.arange(p.split_vertices.shape[0])
-        split_local.append(lm)
+    # the solvers are made when the first key's rows are (most avatars rest every expression):
+    # until then only what they are made from is held, as read now
+    make = functools.partial(_solvers, cs.normals, cs.source_vertices.astype(np.int32),
+                             cs.corner_to_split.astype(np.int32), cs.positions.shape[0], base_co, loop_vert.astype(np.int32),
+                             poly_start, poly_total,
+                             [(p.positions, p.normals, p.uv0, p.indices, p.source_vertices, p.split_vertices)
+                              for p in prims])
     taken = {kb.name for kb in kbs if kb.name}
     vgroup_index = {g.name: g.index for g in obj.vertex_groups}
-    rows = _KeyRows(prims, split_local, nsolver, tsolvers, nv)
+    rows = _KeyRows(prims, make, nv)
     out = [[] for _ in prims]
     for ki, kb in enumerate(kbs):
         if kb == ref:
@@ -74,18 +70,36 @@ def build_morphs(obj, mesh, key, cs, prims, base_co, vg, reads) -> list:
     return out
 
 
+def _solvers(split_normals, split_source, corner_to_split, nsplit: int, base_co, loop_vert, poly_start,
+             poly_total, prims) -> tuple:
+    """(normal solver, tangent solver or None per primitive, split vertex -> primitive-local
+    vertex per primitive (-1: none)) of one mesh; ``prims``: per primitive (positions, normals,
+    uv0, indices, source vertices, split vertices)."""
+    nsolver = NormalDeltaSolver(split_normals, split_source, corner_to_split, base_co, loop_vert, poly_start,
+                                poly_total)
+    tsolvers = [TangentDeltaSolver(pos, nor, uv, tris, source_vertices=src) if uv is not None else None
+                for pos, nor, uv, tris, src, _split in prims]
+    split_local = []
+    for *_, split in prims:
+        lm = np.full(nsplit, -1, np.int32)
+        lm[split] = np.arange(split.shape[0])
+        split_local.append(lm)
+    return nsolver, tsolvers, split_local
+
+
 class _KeyRows:
     """The shape keys of one mesh as their moved vertices and position deltas (float64), and the
     solvers that turn one key into its sparse MorphTargetAsset rows on every primitive; a key's
     rows are made on first use (``target``), for all primitives at once (one normal solve).
 
     Only what a later key needs is held: each primitive's vertex count and source vertices
-    (int32), a key's deltas until its rows are made, and those and the solvers until every key's
-    rows are made (then they are dropped; ``made`` keeps the rows a primitive has not read)."""
+    (int32), a key's deltas until its rows are made, what the solvers are made from until the
+    first key is made (``make_solvers``), then the solvers until every key is (then they go;
+    ``made`` keeps the rows a primitive has not read)."""
 
-    def __init__(self, prims, split_local, nsolver, tsolvers, nv: int):
+    def __init__(self, prims, make_solvers, nv: int):
         self.prims = [(p.positions.shape[0], p.source_vertices.astype(np.int32)) for p in prims]
-        self.split_local, self.nsolver, self.tsolvers, self.nv = split_local, nsolver, tsolvers, nv
+        self.make_solvers, self.solvers, self.nv = make_solvers, None, nv
         self.keys = []        # per key: (moved Blender vertices, (M,3) deltas); None once made
         self.made = {}        # key -> its per-primitive rows, until every primitive took them
         self.left = 0         # keys whose rows are not made yet
@@ -99,18 +113,21 @@ class _KeyRows:
         """(indices, position, normal, tangent rows) of key ``k`` on primitive ``pi``."""
         per = self.made.get(k)
         if per is None:
+            if self.solvers is None:
+                self.solvers, self.make_solvers = self.make_solvers(), None
+            nsolver, tsolvers, split_local = self.solvers
             mids, dm = self.keys[k]
             self.keys[k] = None
             d = np.zeros((self.nv, 3))
             moved = np.zeros(self.nv, bool)
             d[mids] = dm
             moved[mids] = True
-            n_ids, n_d = self.nsolver.deltas(d, moved)
-            per = self.made[k] = [_target(p, self.split_local[i], self.tsolvers[i], d, moved, n_ids, n_d)
+            n_ids, n_d = nsolver.deltas(d, moved)
+            per = self.made[k] = [_target(p, split_local[i], tsolvers[i], d, moved, n_ids, n_d)
                                   for i, p in enumerate(self.prims)]
             self.left -= 1
             if not self.left:            # every key made: no later key needs the solvers
-                self.nsolver = self.tsolvers = self.split_local = self.prims = None
+                self.solvers = self.prims = None
         out = per[pi]
         per[pi] = None
         if all(x is None for x in per):
