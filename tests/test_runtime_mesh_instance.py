@@ -226,3 +226,27 @@ def test_effective_weights_are_one_frozen_array_per_version():
     st.set_weight(0, 0.75)
     w2 = a.effective_weights()
     assert w2 is not w and float(w[0]) == 0.25 and float(w2[0]) == 0.75
+
+
+def test_linked_duplicates_at_the_same_weights_share_one_cpu_rebuild():
+    """Instances of one mesh (linked duplicates: a crowd's faces settling at the same expression)
+    rebuild a primitive once for the same weights: the second takes the first's arrays; other
+    weights rebuild anew, and each instance draws its own weights' shape."""
+    mesh = mesh_with([target("a", UP), target("b", RIGHT)])
+    be = CpuBackend()
+    rm = RuntimeMesh()
+    assert rm.initialize(mesh, be)
+    insts = []
+    for _ in range(3):
+        inst = RuntimeMeshInstance()
+        inst.morph_policy = "rebuild"
+        assert inst.initialize(mesh, rm, be)
+        insts.append(inst)
+    a, b, c = insts
+    for inst, w in ((a, (0.5, 1.0)), (b, (0.5, 1.0)), (c, (0.25, 0.0))):
+        inst.morph_state(0).set_weights([0, 1], np.array(w))
+        assert inst.update() and inst.last_upload_count == 1
+    pa, pb, pc = (i.primitives[0].stream.positions for i in insts)
+    base = mesh.primitives[0].positions
+    assert pb is pa and np.allclose(pa, base + 0.5 * UP + RIGHT)
+    assert pc is not pa and np.allclose(pc, base + 0.25 * UP)

@@ -175,6 +175,7 @@ class GpuBackend(RuntimeBackend):
         self._rebuilt = {}       # (key, digest) -> [arrays, shared rebuilt GpuStream, live wrappers]
         self._weights = {}       # morph weights bytes -> their texture (the last WEIGHT_TEXTURES)
         self._last_weights = None   # (frozen weights, their texture): the primitives sharing them
+        self._last_digest = None    # (arrays, digest) of the last rebuilt stream hashed
         self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
@@ -322,15 +323,22 @@ class GpuBackend(RuntimeBackend):
         # rebuild gives the same arrays (linked duplicates at the same shape-key values) share one
         # vertex buffer and batch, so their draws group too.  Matched by a 256-bit digest of the
         # arrays (not kept); a primitive drawn by one instance only (a single heavy rig) pays nothing.
-        h = hashlib.blake2b(digest_size=32)
-        for a in (positions, normals, tangents, smooth_normals):
-            if a is None:
-                h.update(b"-")
-            else:
-                a = np.ascontiguousarray(a, np.float32)
-                h.update(str(a.shape).encode())
-                h.update(a.data)
-        skey = (key, h.digest())
+        arrays = (positions, normals, tangents, smooth_normals)
+        last = self._last_digest
+        if last is not None and all(x is y for x, y in zip(last[0], arrays)):
+            digest = last[1]      # the same arrays (instances sharing one rebuild): hashed once
+        else:
+            h = hashlib.blake2b(digest_size=32)
+            for a in arrays:
+                if a is None:
+                    h.update(b"-")
+                else:
+                    a = np.ascontiguousarray(a, np.float32)
+                    h.update(str(a.shape).encode())
+                    h.update(a.data)
+            digest = h.digest()
+            self._last_digest = (arrays, digest)
+        skey = (key, digest)
         hit = self._rebuilt.get(skey)
         if hit is None or not all(x is y for x, y in zip(hit[0], geo)):
             hit = [geo, build_stream(primitive, positions, normals, tangents, static=static,
@@ -473,6 +481,7 @@ class GpuBackend(RuntimeBackend):
     def release_all(self) -> None:
         self._weights.clear()
         self._last_weights = None
+        self._last_digest = None
         self._morph_memo.clear()
         self._slices = None
         self._static.clear()

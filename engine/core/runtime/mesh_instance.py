@@ -55,6 +55,7 @@ class RuntimeMesh:
         self.streams: list = []
         self._backend = None
         self._tables: dict = {}    # primitive index -> morph_table (made on first use)
+        self._rebuilds: dict = {}  # primitive index -> its last CPU rebuild: rebuild_memo
 
     def initialize(self, mesh_asset, backend) -> bool:
         self.release()
@@ -94,12 +95,19 @@ class RuntimeMesh:
             self._tables[primitive_index] = table
         return table
 
+    def rebuild_memo(self, primitive_index: int) -> list:
+        """[effective weights, their bytes, the rebuild's arrays] of the last CPU rebuild of one
+        primitive, shared by every instance of the mesh: linked duplicates at the same shape-key
+        values (a crowd's faces settling together) rebuild it once."""
+        return self._rebuilds.setdefault(primitive_index, [None, None, None])
+
     def release(self) -> None:
         if self._backend is not None:
             for s in self.streams:
                 self._backend.release_stream(s)
         self.streams = []
         self._tables = {}
+        self._rebuilds = {}
         self.mesh_asset = None
         self._backend = None
 
@@ -172,6 +180,7 @@ class PrimitiveInstance:
         self.shader_morph = False        # the current stream composes deltas in the shader
         self.shader_unavailable = False  # the backend could not hold this primitive's deltas
         self.changes = 0                 # version changes since the weights last held still
+        self._rebuild_memo = None        # RuntimeMesh.rebuild_memo (the instances of one mesh share it)
         self.still = 0                   # updates in a row without a version change
 
     @property
@@ -291,9 +300,17 @@ class PrimitiveInstance:
         return None if stream is None else (stream,) + self.conservative_bounds(weights)
 
     def rebuild_stream(self, backend):
-        """(stream, exact bounds, max delta) of a CPU rebuild from the base, or None on failure."""
-        positions, normals, tangents, bounds, max_delta = self.rebuild()
-        snor = self.rebuild_smooth_normals()
+        """(stream, exact bounds, max delta) of a CPU rebuild from the base, or None on failure.
+        The instances of one mesh at the same weights share the rebuild (``RuntimeMesh.rebuild_memo``)."""
+        memo = self._rebuild_memo
+        w = self.effective_weights() if memo is not None else None
+        if memo is not None and (memo[0] is w or (memo[1] is not None and memo[1] == w.tobytes())):
+            positions, normals, tangents, bounds, max_delta, snor = memo[2]
+        else:
+            positions, normals, tangents, bounds, max_delta = self.rebuild()
+            snor = self.rebuild_smooth_normals()
+            if memo is not None:
+                memo[0], memo[1], memo[2] = w, w.tobytes(), (positions, normals, tangents, bounds, max_delta, snor)
         try:
             stream = backend.create_stream(self.primitive, positions, normals, tangents, smooth_normals=snor)
         except Exception:
@@ -398,6 +415,8 @@ class RuntimeMeshInstance:
                 shared = runtime_mesh.mesh_asset is mesh_asset
                 pi.prepare(runtime_mesh.morph_table(len(self.primitives)) if shared else None, epoch,
                            shared_bounds, states)
+                if shared:
+                    pi._rebuild_memo = runtime_mesh.rebuild_memo(len(self.primitives))
             self.primitives.append(pi)
         self.morph_primitive_count = sum(1 for p in self.primitives if p.has_morphs)
         self.last_upload_count = 0
