@@ -250,3 +250,24 @@ def test_linked_duplicates_at_the_same_weights_share_one_cpu_rebuild():
     base = mesh.primitives[0].positions
     assert pb is pa and np.allclose(pa, base + 0.5 * UP + RIGHT)
     assert pc is not pa and np.allclose(pc, base + 0.25 * UP)
+
+
+def test_instances_at_the_same_weights_hand_out_one_frozen_array():
+    """The MorphStates of one runtime (one MorphEpoch) at the same weights give the same frozen
+    array (linked duplicates at one expression): bounds, weight textures and rebuilds keyed by
+    its identity are found once for all of them; other weights give another array."""
+    from stylized_renderer.engine.core.animation.morph import MorphEpoch
+
+    mesh = mesh_with([target("a", UP), target("b", RIGHT)])
+    be = CpuBackend()
+    rm = RuntimeMesh()
+    assert rm.initialize(mesh, be)
+    epoch = MorphEpoch()
+    a, b, c = (RuntimeMeshInstance() for _ in range(3))
+    for inst in (a, b, c):
+        assert inst.initialize(mesh, rm, be, epoch)
+    for inst, w in ((a, (0.5, 1.0)), (b, (0.5, 1.0)), (c, (0.5, 0.0))):
+        inst.morph_state(0).set_weights([0, 1], np.array(w))
+    wa, wb, wc = (i.primitives[0].effective_weights() for i in (a, b, c))
+    assert wa is wb and wc is not wa
+    assert wa.tolist() == [0.5, 1.0] and wc.tolist() == [0.5, 0.0]

@@ -176,6 +176,7 @@ class GpuBackend(RuntimeBackend):
         self._weights = {}       # morph weights bytes -> their texture (the last WEIGHT_TEXTURES)
         self._last_weights = None   # (frozen weights, their texture): the primitives sharing them
         self._last_digest = None    # (arrays, digest) of the last rebuilt stream hashed
+        self._live_ok = {}   # id(live targets of a primitive) -> (them, the last frozen weights that fit)
         self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
@@ -405,8 +406,13 @@ class GpuBackend(RuntimeBackend):
         w = _kept(weights)
         if stream.morph_weights is None or w.shape != stream.morph_weights.shape:
             return False
-        if stream.morph_live is not None and bool(((w != 0.0) & ~stream.morph_live).any()):
-            return False                 # a target it has no deltas of turned on: a new stream
+        live = stream.morph_live
+        ok = self._live_ok.get(id(live)) if live is not None else None
+        if live is not None and not (ok is not None and ok[0] is live and ok[1] is w):
+            if bool(((w != 0.0) & ~live).any()):
+                return False                 # a target it has no deltas of turned on: a new stream
+            if is_frozen(w):                 # the primitive's other instances at these weights
+                self._live_ok[id(live)] = (live, w)
         stream.morph = (morph[0], self._weights_texture(w))
         stream.morph_weights = w
         self.stream_uploads += 1
@@ -482,6 +488,7 @@ class GpuBackend(RuntimeBackend):
         self._weights.clear()
         self._last_weights = None
         self._last_digest = None
+        self._live_ok.clear()
         self._morph_memo.clear()
         self._slices = None
         self._static.clear()

@@ -12,6 +12,10 @@ import numpy as np
 from .pose import next_version
 
 
+#: distinct frozen weight arrays a MorphEpoch keeps for sharing (then it starts anew)
+FROZEN_KEPT = 256
+
+
 def is_frozen(a) -> bool:
     """Whether ``a`` is an array nobody can change under its keeper: read-only and owning its
     memory (``MorphState.frozen_weights``; a read-only view of live weights is not)."""
@@ -23,10 +27,14 @@ class MorphEpoch:
     bumped with every version change of any of them, so a runtime that saw the same value on its
     last frame knows none of its weights changed since (SceneRuntime skips its idle instances)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "frozen")
 
     def __init__(self):
         self.value = 0
+        # weights bytes -> the one frozen array of them (MorphState.frozen_weights): the states
+        # at the same weights (linked duplicates) hand out the same object, so what is keyed by
+        # identity downstream (bounds, weight textures, rebuilds) is found once per weights
+        self.frozen: dict = {}
 
 
 class MorphState:
@@ -99,8 +107,15 @@ class MorphState:
         identity test tells that the weights are those it kept."""
         f = self._frozen
         if f is None or f[0] != self._version:
-            a = self._weights.copy()
-            a.flags.writeable = False
+            shared = self._epoch.frozen
+            key = self._weights.tobytes()
+            a = shared.get(key)
+            if a is None:
+                if len(shared) >= FROZEN_KEPT:
+                    shared.clear()
+                a = self._weights.copy()
+                a.flags.writeable = False
+                shared[key] = a
             f = self._frozen = (self._version, a)
         return f[1]
 
