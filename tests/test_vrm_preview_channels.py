@@ -162,19 +162,33 @@ def preview_session(monkeypatch):
 # with the VRM Add-on: the real user path
 # ------------------------------------------------------------------------------------------------
 
-@needs_godette
-def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session):
+def _godette_two_clips():
+    """Godette with HappyClip (a head turn and Joy) and AngryClip (a head turn and Angry): (scene,
+    armature, Joy's F-Curve, Angry's F-Curve, ``frame(t)``: the scene frame of clip time t)."""
     scene = open_godette()
     arm = bpy.data.objects["Armature"]
     happy = _make_clip(arm, "HappyClip", JOY, 0.5)
     angry = _make_clip(arm, "AngryClip", ANGRY, -0.5)
-    fc_joy = _fcurve(happy, _preview_path(JOY))
-    fc_angry = _fcurve(angry, _preview_path(ANGRY))
-    _groups_rna(arm)[FUN].preview = 0.6                 # the panel's value of an expression no clip keys
     fps = scene.render.fps / scene.render.fps_base
+    return (scene, arm, _fcurve(happy, _preview_path(JOY)), _fcurve(angry, _preview_path(ANGRY)),
+            lambda t: 1.0 + t * fps)
 
-    def frame(t):
-        return 1.0 + t * fps
+
+def _play_happy(scene, arm, session):
+    """The preview playing HappyClip from 0.25 s with a 0.5 s Fade: (state, runtime)."""
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("fade", 0.5)
+    st.push("clip", "HappyClip")
+    st.push("seek", 0.25)
+    st.push("play")
+    return st, session.update(st)
+
+
+@needs_godette
+def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session):
+    scene, arm, fc_joy, fc_angry, frame = _godette_two_clips()
+    _groups_rna(arm)[FUN].preview = 0.6                 # the panel's value of an expression no clip keys
 
     # the importer: the expression curve is a morph channel of the ARMATURE's node
     from stylized_renderer.engine.blender import importer
@@ -186,13 +200,7 @@ def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session
         (arm_node, "vrm:vrm0.blend_shape_master.blend_shape_groups[7]")]
     assert clip.channels and clip.is_valid(asset.node_count)
 
-    st = preview.get_state(scene, arm)
-    st.active = True
-    st.push("fade", 0.5)
-    st.push("clip", "HappyClip")
-    st.push("seek", 0.25)
-    st.push("play")
-    rt = preview_session.update(st)
+    st, rt = _play_happy(scene, arm, preview_session)
     assert st.clip_name == "HappyClip" and st.playing and st.time == pytest.approx(0.25)
     want = addon_face(arm, {JOY: fc_joy.evaluate(frame(0.25))})
     assert_face(face_weights(rt), want, "HappyClip at 0.25 s")
@@ -278,26 +286,10 @@ def test_an_expression_one_side_of_a_fade_keys_fades_to_its_panel_value(vrm_addo
     panel's value, with no jump.  Before: the player blended the expression channels itself,
     an expression one side keys fading to 0 (Joy 0.5 x clip, the panel's 0.4 ignored until the fade
     ended and the face jumped to it)."""
-    scene = open_godette()
-    arm = bpy.data.objects["Armature"]
-    happy = _make_clip(arm, "HappyClip", JOY, 0.5)
-    angry = _make_clip(arm, "AngryClip", ANGRY, -0.5)
-    fc_joy = _fcurve(happy, _preview_path(JOY))
-    fc_angry = _fcurve(angry, _preview_path(ANGRY))
+    scene, arm, fc_joy, fc_angry, frame = _godette_two_clips()
     groups = _groups_rna(arm)
     groups[JOY].preview, groups[ANGRY].preview = 0.4, 0.3      # the panel's values
-    fps = scene.render.fps / scene.render.fps_base
-
-    def frame(t):
-        return 1.0 + t * fps
-
-    st = preview.get_state(scene, arm)
-    st.active = True
-    st.push("fade", 0.5)
-    st.push("clip", "HappyClip")
-    st.push("seek", 0.25)
-    st.push("play")
-    preview_session.update(st)
+    st, _rt = _play_happy(scene, arm, preview_session)
     rt = preview_session.update(st, 0.25)
     assert_face(face_weights(rt), addon_face(arm, {JOY: fc_joy.evaluate(frame(0.5)), ANGRY: 0.3}),
                 "HappyClip alone: Joy the clip's, Angry the panel's")

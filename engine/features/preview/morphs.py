@@ -66,7 +66,7 @@ class PreviewMorphs:
     def clip_weight(self, value: float) -> None:
         self.runtime.morph_mix.clip_weight = value
 
-    def push(self, reader, player) -> None:
+    def push(self, reader) -> None:
         """After the player sampled and the runtime mixed its sides, before the uploads: fill the
         mixer's blend with the panel's weights and push every node whose weights changed."""
         epoch = self.runtime.morph_epoch.value
@@ -113,4 +113,4 @@ def for_session(session) -> PreviewMorphs:
 
 def push(session) -> None:
     """The session's preview frame step (``preview_hold.hooks``' after-sample step)."""
-    for_session(session).push(session.reader, session.runtime.player)
+    for_session(session).push(session.reader)
