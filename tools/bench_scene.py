@@ -3,33 +3,37 @@ Blender's ``scene.frame_set`` on one scene: the heavy rig (365 bones, ~50k verti
 keys) with an NLA stack (HeavyAction1 Replace under HeavyAction2 Combine at 0.5, HeavyAction0
 active with Add at 0.3) plus 5 demo characters (the demo and 4 linked duplicates) with NLA stacks
 (Idle Replace, Wave Combine with blend in / out, repeat 2; the active action unassigned on the
-copies, their own stacks on every rig object), and the face's shape-key NLA.
+copies, their own stacks on every rig object, each strip on its action's object slot: Blender
+gives a copy's new strip no slot, and before that was set the 4 copies were animated neither by
+Blender nor by the preview), and the faces' shared shape-key action.
 
   bench-scene: frame_set_ms=A scene_ms=B ratio=R ids=N channels=M palette_uploads=U read_ms=T
                frame_set_cpu_ms=Ac scene_cpu_ms=Bc ratio_cpu=Rc
+               block_frame_set_ms=A2 block_scene_ms=B2 ratio_block=R2
+               block_frame_set_cpu_ms=A2c block_scene_cpu_ms=B2c ratio_block_cpu=R2c frames=F0-F1
 
 A: the median of ``scene.frame_set`` over frames 1..100; B: the median of the Scene preview's
 frame as the viewport's draw runs it (``StylizedSession._update``, which ``render_texture`` calls
 before drawing) with a Scene-mode PreviewState playing on the session's own clock (the time since
 its last frame: here the frame_set between two of ours, so the scene advances a few frames per
-step) (the NLA of every ID, the pose, palettes and morph uploads, GPU backend).  A and B are
-measured interleaved (one of each per step), in one GPU context held for the whole run as a
-viewport's draws are: entering a fresh one per frame (``gpu_util.run_in_gpu_context`` builds a
-temporary scene and render each time) left llvmpipe's threads competing with the next frame and
-tripled B (14 ms against 2.1 ms in the same process; the earlier 0.057-0.094 figures).  Same
-process, same scene.  The wall-clock ratio depends on the machine's load (frame_set 20-140 ms);
-the CPU figures less: frame_set 18-25 ms of CPU, B 2.4 ms of CPU before the one-pass NLA
-(animation/nla_eval.py) and the morph changes of issue 24's bench-scene work, 1.95 ms after
-(ratio_cpu 0.11-0.12 -> 0.08-0.09, medians of 4-5 alternating runs on the loaded 2-core machine).
-Most bench frames change the 5 linked faces' shape keys (the face's Wave action: blinks and
-"aa" between frames 11 and 38), about 0.8 ms of such a frame (25 primitives' weights, shader
-streams and bounds); the NLA is ~0.1 ms in-process and 0.5-0.6 ms right after a frame_set (cold
-caches); palettes and world matrices ~0.35 ms.  The heavy rig's 50 shape keys are not animated
-here (``build_heavy_rig(keyed_expressions=0)``).  T: reading the scene's animation when Play starts (again after any
-depsgraph update: an edit of an action or a strip).  Ac, Bc, Rc: the same medians in CPU time
-(``time.process_time``: every thread of the process, so Blender's depsgraph threads count for
-frame_set, and whatever of them still spins during our frame counts for ours), measured in the
-same steps; on a loaded machine they tell how much of a wall-clock figure was waiting.
+step, at fractional frames) (the NLA of every ID, the pose, palettes and morph uploads, GPU
+backend).  A and B are measured **interleaved** (one of each per step), in one GPU context held
+for the whole run as a viewport's draws are: entering a fresh one per frame
+(``gpu_util.run_in_gpu_context`` builds a temporary scene and render each time) left llvmpipe's
+threads competing with the next frame and tripled B.  Interleaved, every frame_set (~10-20 ms of
+depsgraph work) empties the CPU caches our next frame reads: B is a cold-cache figure, which the
+real preview never sees (no frame_set runs between two preview frames).  A2, B2: the same two
+frames measured in **alternating blocks** (10 of ours in a row, then 10 frame_sets; medians per
+frame): ours follow each other as in the viewport.  Both are printed; which is which: ``ratio``
+is the interleaved (cold) one, ``ratio_block`` the blocks one.  F0-F1: the scene frames the
+interleaved run showed (the clock moves with the machine's speed).  Same process, same scene.
+The wall-clock ratio depends on the machine's load (frame_set 10-45 ms); the CPU figures less.
+Ac, Bc, Rc (and the block ones): the same medians in CPU time (``time.process_time``: every
+thread of the process, so Blender's depsgraph threads count for frame_set, and whatever of them
+still spins during our frame counts for ours).  The heavy rig's 50 shape keys are not animated
+here (``build_heavy_rig(keyed_expressions=0)``).  T: reading the scene's animation when Play
+starts (again after any depsgraph update: an edit of an action or a strip).  Where the time of a
+frame goes and what remains: README (*Animation > Scene*).
 """
 from __future__ import annotations
 

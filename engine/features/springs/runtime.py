@@ -187,6 +187,9 @@ def after_mixer(runtime, delta_time: float) -> bool:
 def after_timeline(runtime, frame=None) -> bool:
     """The hook of SceneRuntime.update_timeline (engine/features/springs/timeline.py); ``frame``:
     the scene time shown (None: the scene's current frame)."""
+    sr = getattr(runtime, "springs", None)
+    if sr is not None and not sr.key and not sr.rig.chain_count:
+        return True                   # a scene without spring bones (no toggle to watch): nothing per frame
     from ..vrm.expressions import addon_registered
     from .timeline import after_timeline as run
 
