@@ -32,6 +32,20 @@ def build(targets, backend=None):
     return mesh, rm, inst, be
 
 
+def instances(mesh, n=1, policy="auto", epoch=None):
+    """``n`` instances of ``mesh`` (linked duplicates) on one RuntimeMesh and CPU backend."""
+    be = CpuBackend()
+    rm = RuntimeMesh()
+    assert rm.initialize(mesh, be)
+    out = []
+    for _ in range(n):
+        inst = RuntimeMeshInstance()
+        inst.morph_policy = policy
+        assert inst.initialize(mesh, rm, be, epoch)
+        out.append(inst)
+    return out
+
+
 UP = np.tile([0.0, 0.0, 1.0], (4, 1))
 RIGHT = np.array([[1.0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]])
 
@@ -189,12 +203,7 @@ def test_primitives_with_the_same_shape_keys_share_one_morph_state():
     prims = [R.quad_primitive(0, "Skin", morphs=(target("a", UP), target("b", RIGHT))),
              R.quad_primitive(1, "Lips", offset=(0, 0, 1), morphs=(target("a", RIGHT), target("b", UP))),
              R.quad_primitive(2, "Brow", offset=(0, 0, 2), morphs=(target("a", UP),))]
-    mesh = MeshAsset("Head", "HeadMesh", prims)
-    be = CpuBackend()
-    rm = RuntimeMesh()
-    assert rm.initialize(mesh, be)
-    inst = RuntimeMeshInstance()
-    assert inst.initialize(mesh, rm, be)
+    inst, = instances(MeshAsset("Head", "HeadMesh", prims))
     assert inst.morph_state(0) is inst.morph_state(1)
     assert inst.morph_state(2) is not inst.morph_state(0)
     inst.morph_state(0).set_weights([0, 1], np.array([0.5, 1.0]))
@@ -211,12 +220,7 @@ def test_effective_weights_are_one_frozen_array_per_version():
     primitives of one state; a new version gives a new array and leaves the old one as it was."""
     prims = [R.quad_primitive(0, "Skin", morphs=(target("a", UP),)),
              R.quad_primitive(1, "Lips", offset=(0, 0, 1), morphs=(target("a", RIGHT),))]
-    mesh = MeshAsset("Head", "HeadMesh", prims)
-    be = CpuBackend()
-    rm = RuntimeMesh()
-    assert rm.initialize(mesh, be)
-    inst = RuntimeMeshInstance()
-    assert inst.initialize(mesh, rm, be)
+    inst, = instances(MeshAsset("Head", "HeadMesh", prims))
     st = inst.morph_state(0)
     st.set_weight(0, 0.25)
     a, b = inst.primitives[0], inst.primitives[1]
@@ -233,16 +237,7 @@ def test_linked_duplicates_at_the_same_weights_share_one_cpu_rebuild():
     rebuild a primitive once for the same weights: the second takes the first's arrays; other
     weights rebuild anew, and each instance draws its own weights' shape."""
     mesh = mesh_with([target("a", UP), target("b", RIGHT)])
-    be = CpuBackend()
-    rm = RuntimeMesh()
-    assert rm.initialize(mesh, be)
-    insts = []
-    for _ in range(3):
-        inst = RuntimeMeshInstance()
-        inst.morph_policy = "rebuild"
-        assert inst.initialize(mesh, rm, be)
-        insts.append(inst)
-    a, b, c = insts
+    insts = a, b, c = instances(mesh, 3, policy="rebuild")
     for inst, w in ((a, (0.5, 1.0)), (b, (0.5, 1.0)), (c, (0.25, 0.0))):
         inst.morph_state(0).set_weights([0, 1], np.array(w))
         assert inst.update() and inst.last_upload_count == 1
@@ -258,14 +253,7 @@ def test_instances_at_the_same_weights_hand_out_one_frozen_array():
     its identity are found once for all of them; other weights give another array."""
     from stylized_renderer.engine.core.animation.morph import MorphEpoch
 
-    mesh = mesh_with([target("a", UP), target("b", RIGHT)])
-    be = CpuBackend()
-    rm = RuntimeMesh()
-    assert rm.initialize(mesh, be)
-    epoch = MorphEpoch()
-    a, b, c = (RuntimeMeshInstance() for _ in range(3))
-    for inst in (a, b, c):
-        assert inst.initialize(mesh, rm, be, epoch)
+    a, b, c = instances(mesh_with([target("a", UP), target("b", RIGHT)]), 3, epoch=MorphEpoch())
     for inst, w in ((a, (0.5, 1.0)), (b, (0.5, 1.0)), (c, (0.5, 0.0))):
         inst.morph_state(0).set_weights([0, 1], np.array(w))
     wa, wb, wc = (i.primitives[0].effective_weights() for i in (a, b, c))
