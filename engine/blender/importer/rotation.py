@@ -26,6 +26,16 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def normalize_quat(q: np.ndarray) -> np.ndarray:
     """Normalise like Blender's normalize_qt (a zero quaternion becomes (0, 1, 0, 0))."""
     q = np.array(q, dtype=np.float64, copy=True)
+    if q.size == 4 and q.ndim <= 2:
+        # one quaternion (a bone's rest or pose at import: hundreds of calls): the same
+        # arithmetic (np.linalg.norm is sqrt of the summed squares) without the masks
+        v = q.reshape(4)
+        n = np.sqrt(np.add.reduce(v * v))
+        if n == 0.0:
+            v[:] = (0.0, 1.0, 0.0, 0.0)
+        else:
+            v /= n
+        return q
     single = q.ndim == 1
     q = np.atleast_2d(q)
     n = np.linalg.norm(q, axis=1)
