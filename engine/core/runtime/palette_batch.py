@@ -171,16 +171,18 @@ class _PaletteBatch:
             else:
                 mesh_inv = object_inv(mesh_w, self.zero_singular)   # singular (scaled to 0): engine/core/finite.py
                 self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
-                self._minv_rows = (mesh_inv.transpose(0, 2, 1)[self.group_of_joint] if len(self.groups) > 1
-                                   else None)         # inverse(meshWorld)^T per joint row (crowds)
+                # inverse(meshWorld)^T per joint row (crowds), C-contiguous: numpy's batched
+                # matmul walks a strided operand (the transposed gather) about 3x slower
+                self._minv_rows = (np.ascontiguousarray(mesh_inv.transpose(0, 2, 1)[self.group_of_joint])
+                                   if len(self.groups) > 1 else None)
             if not self._relations(world):
                 return None
             self._watched = watched
         if baked is None:
-            if self.joint_run is not None:
-                jt = world[self.joint_run].transpose(0, 2, 1)  # jointWorld^T, a view
-            else:
-                jt = world[self.joints].transpose(0, 2, 1)    # jointWorld^T, a fresh (T,4,4) gather
+            # jointWorld^T, C-contiguous (T,4,4): one copy (a run of joints) or gather costs less
+            # than the strided products below would
+            jt = np.ascontiguousarray(world[self.joint_run if self.joint_run is not None else self.joints]
+                                      .transpose(0, 2, 1))
         centres = None
         if baked is not None:
             joints_t, anchors = baked
