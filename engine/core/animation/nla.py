@@ -153,16 +153,9 @@ QMUL_SIGNS = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1],
                        [0, 0, 0, 1], [0, 0, 1, 0], [0, -1, 0, 0], [-1, 0, 0, 0]], np.float64)
 
 
-#: the components of a and of b in each of those 16 products (a_i b_j at column 4 i + j)
-_QMUL_I = np.repeat(np.arange(4), 4)
-_QMUL_J = np.tile(np.arange(4), 4)
-
-
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton products of (N, 4) wxyz rows.  The outer products are made from two column
-    gathers and one flat product (the broadcast (N,4,1) x (N,1,4) product runs numpy's inner loop
-    4 elements at a time: ~4x slower on 430 rows); the same products, the same sums."""
-    return (np.take(a, _QMUL_I, axis=1) * np.take(b, _QMUL_J, axis=1)) @ QMUL_SIGNS
+    """Hamilton products of (N, 4) wxyz rows."""
+    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ QMUL_SIGNS
 
 
 def qpow(q: np.ndarray, w) -> np.ndarray:

@@ -73,7 +73,7 @@ class _Curves:
         what ``out`` holds)."""
         evs, offs = self.evaluators, self.offsets
         for i, f in zip(which.tolist(), frames.tolist()):      # per evaluated strip: one call
-            evs[i].evaluate(f, out[offs[i]:offs[i + 1]])
+            out[offs[i]:offs[i + 1]] = evs[i].evaluate(f)
         return out
 
 

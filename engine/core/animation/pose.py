@@ -43,7 +43,6 @@ class ScenePose(WorldHierarchy):
         self._parents = np.zeros(0, dtype=np.int64)
         self._pre = np.zeros((0, 4, 4))
         self._crowd_pre = None      # _write_crowd: (nodes, pre, every column shares one rest)
-        self._pre_rows = None       # _pre_of: (nodes, pre, pre[nodes])
         self._pre_forms = None
         self._pre_inv = None
         self._t = np.zeros((0, 3))
@@ -266,32 +265,19 @@ class ScenePose(WorldHierarchy):
             self._dirty = True
             return
         forms = self._rotation_forms()
-        if self._unit_scale is None:
-            self._unit_scale = bool((self._s == 1.0).all())
-        s = None if self._unit_scale else self._s[nodes]
-        # the rotations of the nodes just written as they are (``q_nodes`` the same object as
-        # ``nodes``: the Scene preview's rotation-only stacks), not gathered back
-        q = q if q is not None and q_nodes is nodes else self._q[nodes]
         if forms is not False and isinstance(nodes, slice):
-            compose_pre_trs(self._pre[nodes], forms[nodes], self._t[nodes], q, s, self._local[nodes],
+            if self._unit_scale is None:
+                self._unit_scale = bool((self._s == 1.0).all())
+            compose_pre_trs(self._pre[nodes], forms[nodes], self._t[nodes], self._q[nodes],
+                            None if self._unit_scale else self._s[nodes], self._local[nodes],
                             bottom=marks)    # no matrix write: every last row is pre's already
         else:
-            trs = compose_trs_fast(self._t[nodes], q, s)
+            trs = compose_trs_fast(self._t[nodes], self._q[nodes], self._s[nodes])
             if isinstance(nodes, slice):
                 np.matmul(self._pre[nodes], trs, out=self._local[nodes])
             else:
-                self._local[nodes] = np.matmul(self._pre_of(nodes), trs)
+                self._local[nodes] = np.matmul(self._pre[nodes], trs)
         self._dirty = True
-
-    def _pre_of(self, nodes: np.ndarray) -> np.ndarray:
-        """``pre[nodes]`` for an index array written every frame (the same object): gathered once
-        per (nodes, rest matrices) and kept read-only."""
-        hit = self._pre_rows
-        if hit is None or hit[0] is not nodes or hit[1] is not self._pre:
-            rows = self._pre[nodes]
-            rows.flags.writeable = False
-            hit = self._pre_rows = (nodes, self._pre, rows)
-        return hit[2]
 
     def _rotation_forms(self):
         """``pre_rotation_forms`` of the rest matrices (once), or False when one is not affine."""

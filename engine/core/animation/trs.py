@@ -34,10 +34,9 @@ _S9 = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
 _S12 = np.array([0, 1, 2, 3] * 3)    # (s, 1) per column of a 3x4 block
 
 
-def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: Optional[np.ndarray], out: Optional[np.ndarray] = None) -> np.ndarray:
+def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
     """T @ R @ S for (N,3), unit (N,4) wxyz, (N,3) -> (N,4,4), as ``compose_trs(.., normalized=True)``
-    but with the rotation made by one matrix product of the quaternions' outer products.  ``s``
-    None: every scale is (1, 1, 1) (the product by 1 is skipped: the same values)."""
+    but with the rotation made by one matrix product of the quaternions' outer products."""
     n = q.shape[0]
     if out is None:
         out = np.zeros((n, 4, 4))
@@ -45,8 +44,7 @@ def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: Optional[np.ndarray], out:
     qq = np.take(q, _QA, axis=1)
     qq *= np.take(q, _QB, axis=1)
     r = np.dot(qq, _QFORM)
-    if s is not None:
-        r *= np.take(s, _S9, axis=1)
+    r *= np.take(s, _S9, axis=1)
     out[:, :3, :3] = r.reshape(n, 3, 3)
     out[:, :3, 3] = t
     return out

@@ -170,11 +170,8 @@ class ScenePlayback:
         b = binding
         self._nodes = np.unique(np.concatenate([b.t_nodes, b.r_nodes, b.s_nodes]))
         self._rows = tuple(np.searchsorted(self._nodes, n) for n in (b.t_nodes, b.r_nodes, b.s_nodes))
-        # the pose's direct write (slices where the nodes are consecutive; a kind keyed on every
-        # animated node is written through the nodes' own index, which the pose then reads as is)
-        every = as_slice(np.asarray(self._nodes, np.intp))
-        self._write = (every,) + tuple(every if np.array_equal(n, self._nodes) else as_slice(np.asarray(n, np.intp))
-                                       for n in (b.t_nodes, b.r_nodes, b.s_nodes))
+        # the pose's direct write (slices where the nodes are consecutive)
+        self._write = tuple(as_slice(np.asarray(n, np.intp)) for n in (self._nodes, b.t_nodes, b.r_nodes, b.s_nodes))
         # the reader's (node, channel) form of the preview player's clip channels (identity kept:
         # the reader maps them to expression columns once)
         self._expr = (expr_keys, np.array(expr_chans, np.int64)) if expr_keys and reader is not None else None
