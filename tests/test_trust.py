@@ -244,8 +244,9 @@ def _every_kind(scene):
 
 
 def test_viewport_soak_every_object_kind(empty_scene, session, captured):
-    """1,000 redraws through view_update's updates + draw_view, the timeline playing (a new
-    frame every 10th redraw) over every object kind: live GPU objects and RSS stay flat."""
+    """600 redraws through view_update's updates + draw_view, the timeline playing (a new
+    frame every 10th redraw) over every object kind: live GPU objects and RSS stay flat over
+    the last 400 (every frame of the range seen twice; RSS bound 20 MB: 50 kB per redraw)."""
     scene = empty_scene
     _every_kind(scene)
     view, proj = look_at((0.0, -10.0, 0.5)), perspective(math.radians(45), 4 / 3)
@@ -267,17 +268,17 @@ def test_viewport_soak_every_object_kind(empty_scene, session, captured):
 
         run(200, 0)                        # warm-up: shaders, caches, every frame seen once
         live0, rss0 = counter.live(), rss_mb()
-        run(800, 200)
+        run(400, 200)
         live1, rss1 = counter.live(), rss_mb()
     finally:
         counter.close()
     st = session.stats
-    print(f"soak: live GPU objects {live0} -> {live1}, RSS {rss0:.1f} -> {rss1:.1f} MB over 800 redraws")
+    print(f"soak: live GPU objects {live0} -> {live1}, RSS {rss0:.1f} -> {rss1:.1f} MB over 400 redraws")
     assert st["items"] > st["gpu_items"] > 0, st             # both paths drew
     names = {n for n, _r in st["fallbacks"]}
     assert {"Sphere", "Txt", "Crv", "Meta"} <= names, names
     assert live1 <= live0 + 4, (live0, live1)
-    assert rss1 - rss0 < 40.0, (rss0, rss1)
+    assert rss1 - rss0 < 20.0, (rss0, rss1)
     assert session.import_count == 1, session.reimport_reasons
 
 
