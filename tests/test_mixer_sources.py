@@ -274,3 +274,146 @@ def test_a_crowds_crossfade_blends_every_characters_shape_keys(empty_scene, view
     rt = view.update(st, 0.5)                             # the fade over
     assert not rt.player.is_fading
     assert [drawn_weights(rt, b, ("Smile",))["Smile"] for b in bodies] == pytest.approx([0.2] * 3, abs=1e-6)
+
+
+def _counted_states(rt, nodes):
+    """{node: [set_weights calls]} on the one MorphState of each node's primitives, counted on the
+    state objects themselves (the real method runs)."""
+    calls = {}
+    for node in nodes:
+        states = {id(p.morph_state): p.morph_state for p in rt.mesh_instances[node].primitives
+                  if p.morph_state is not None}
+        assert len(states) == 1, "the node's primitives share one MorphState"
+        st = next(iter(states.values()))
+        log = calls[node] = []
+
+        def counted(indices, values, finite=False, _real=st.set_weights, _log=log):
+            _log.append(1)
+            return _real(indices, values, finite=finite)
+
+        st.set_weights = counted
+    return calls
+
+
+def _face_and_hat(scene):
+    """``_face_character`` with a shape key on the Hat too (a morphed node no clip drives)."""
+    arm, body = _face_character(scene)
+    hat = bpy.data.objects["Hat"]
+    hat.shape_key_add(name="Basis", from_mix=False)
+    kb = hat.shape_key_add(name="Tall", from_mix=False)
+    co = np.empty(len(kb.data) * 3, np.float32)
+    kb.data.foreach_get("co", co)
+    co[2::3] += 0.1
+    kb.data.foreach_set("co", co)
+    kb.value = 0.4
+    scenes.finish()
+    return arm, body, hat
+
+
+@pytest.mark.parametrize("clip_weight", [1.0, 0.5])
+def test_a_clip_driven_key_is_pushed_once_per_preview_frame(empty_scene, view, clip_weight):
+    """A clip keying Body's Smile plays in the preview (the session's update_frame): each frame
+    Body's MorphState takes its weights once, the panel filling what the clip leaves, and the Hat
+    (shape keys no clip drives, panel values unchanged) is not pushed at all.  Before: the runtime
+    pushed the clip's keys with the mixer's 0 fill, which bumped the morph epoch, and the preview's
+    panel fill then pushed every node again (Body twice a frame, the Hat every frame)."""
+    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.features.preview import morphs as preview_morphs
+
+    arm, body, hat = _face_and_hat(empty_scene)
+    kb = body.data.shape_keys.key_blocks
+    kb["Smile"].value, kb["Blink"].value = 0.3, 0.6
+    st = preview.get_state(empty_scene, arm)
+    st.active = True
+    view.update(st)
+    clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
+    hat_node = view.session.scene_asset.node_index(hat.name)
+    preview_morphs.for_session(view.session).clip_weight = clip_weight
+    st.push("clip", clip.name)
+    st.push("seek", 0.0)
+    st.push("play")
+    rt = view.update(st)
+    calls = _counted_states(rt, (node, hat_node))
+    pushes = []
+    real = SceneRuntime.set_node_morph_weights
+
+    def counted(self, n, values):
+        pushes.append(int(n))
+        return real(self, n, values)
+
+    view_pushes = pytest.MonkeyPatch()
+    view_pushes.setattr(SceneRuntime, "set_node_morph_weights", counted)
+    try:
+        for k in range(1, 5):
+            for log in calls.values():
+                log.clear()
+            pushes.clear()
+            rt = view.update(st, 0.1)
+            t = rt.player.current_time
+            assert t == pytest.approx(0.1 * k)
+            smile = clip_weight * (0.9 - 0.8 * t) + (1.0 - clip_weight) * 0.3
+            got = drawn_weights(rt, node, ("Smile", "Blink"))
+            assert got == pytest.approx({"Smile": smile, "Blink": 0.6}, abs=1e-6)
+            assert drawn_weights(rt, hat_node, ("Tall",)) == pytest.approx({"Tall": 0.4}, abs=1e-6)
+            assert len(calls[node]) == 1, f"frame {k}: Body's MorphState took {len(calls[node])} pushes"
+            assert calls[hat_node] == [] and hat_node not in pushes, f"frame {k}: the Hat was pushed again"
+    finally:
+        view_pushes.undo()
+
+
+def test_a_clip_driven_node_the_reader_does_not_return_still_gets_the_clips_weights(empty_scene, view):
+    """The preview's panel fill covers only the nodes the reader returns; a node the clip drives
+    that the read leaves out (here: Body renamed, read before the session re-syncs) still takes
+    the clip's weights each frame (the runtime's blend, the 0 fill: the clip's share of its keys),
+    its other keys kept; the Hat keeps the panel's value."""
+    from stylized_renderer.engine.features.preview import morphs as preview_morphs
+
+    arm, body, hat = _face_and_hat(empty_scene)
+    kb = body.data.shape_keys.key_blocks
+    kb["Smile"].value, kb["Blink"].value = 0.3, 0.6
+    st = preview.get_state(empty_scene, arm)
+    st.active = True
+    view.update(st)
+    clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
+    hat_node = view.session.scene_asset.node_index(hat.name)
+    preview_morphs.for_session(view.session).clip_weight = 0.5
+    st.push("clip", clip.name)
+    st.push("seek", 0.0)
+    st.push("play")
+    view.update(st)
+    body.name = "BodyRenamed"
+    hat.data.shape_keys.key_blocks["Tall"].value = 0.7
+    for k in range(1, 4):
+        rt = view.update(st, 0.1)
+        read = view.session.reader.read_morph_weights(None)
+        assert node not in read and hat_node in read
+        t = rt.player.current_time
+        got = drawn_weights(rt, node, ("Smile", "Blink"))
+        assert got == pytest.approx({"Smile": 0.5 * (0.9 - 0.8 * t), "Blink": 0.6}, abs=1e-6), (k, got)
+        assert drawn_weights(rt, hat_node, ("Tall",)) == pytest.approx({"Tall": 0.7}, abs=1e-6)
+
+
+def test_a_key_the_new_clip_does_not_drive_goes_back_to_the_panel(empty_scene, view):
+    """A clip keying Body's Smile, then (no fade) a clip keying bones only: Smile shows the
+    panel's value again at the next frame.  Before: the node's last push was kept while the
+    reader's array was the same, so Smile held the first clip's last value."""
+    arm, body, _hat = _face_and_hat(empty_scene)
+    act, cb = scenes.new_action("Nod", arm, assign=False)
+    scenes.add_curve(cb, 'pose.bones["Spine"].location', 0, (1, 24), (0.0, 0.3))
+    scenes.finish()
+    body.data.shape_keys.key_blocks["Smile"].value = 0.3
+    st = preview.get_state(empty_scene, arm)
+    st.active = True
+    view.update(st)
+    clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
+    st.push("fade", 0.0)
+    st.push("clip", clip.name)
+    st.push("play")
+    view.update(st)
+    rt = view.update(st, 0.2)
+    assert drawn_weights(rt, node, ("Smile",))["Smile"] == pytest.approx(0.9 - 0.8 * 0.2, abs=1e-6)
+    st.push("clip", "Nod")
+    for _ in range(2):
+        rt = view.update(st, 0.2)
+        assert rt.player.clip.name == "Nod"
+        assert drawn_weights(rt, node, ("Smile",))["Smile"] == pytest.approx(0.3, abs=1e-6)

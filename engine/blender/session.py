@@ -213,8 +213,10 @@ class StylizedSession:
             if self.reader is not None and self.runtime.guard is not None:
                 # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
                 self.runtime.guard.hold_undrawable(self.reader.undrawable_objects(depsgraph))
+            # (that push fills every morph from the mixer: the runtime does not push the clip's keys first)
             _preview.apply_commands(preview_state, self.runtime, clips, dt, before_update,
-                                    after_sample=after_sample if self.reader is not None else None)
+                                    after_sample=after_sample if self.reader is not None else None,
+                                    fills_morphs=True)
             return True
         return self._update_timeline(depsgraph)
 

@@ -14,10 +14,12 @@ A side writes its channels and, for a crowd, every character's same channels
 armature itself for an expression channel), at its weight times ``clip_weight``.  Every consumer
 reads the result:
 
-* the runtime alone (``SceneRuntime.update``): the clip-driven shape keys, ``apply()`` (a channel
-  below weight 1 fades towards 0);
+* the runtime alone (``SceneRuntime.update`` -> ``push_clip_morphs``): the clip-driven shape
+  keys, ``apply()`` (a channel below weight 1 fades towards 0);
 * the preview (engine/features/preview/morphs.py): every shape key, ``apply(rows, panel)`` (the
-  Expressions panel's values fill what the clips leave), and the VRM expression values
+  Expressions panel's values fill what the clips leave; the runtime's update is told so,
+  ``fills_morphs``, and pushes only the clip-driven keys of nodes the preview's read leaves out:
+  one push per node and frame), and the VRM expression values
   (``expression_values()``: the same fill with the panel's expression previews, read by
   ``TimelineReader.read_morph_weights``).
 
@@ -137,8 +139,9 @@ class ClipMorphs:
                                                                          original)
 
     def clip_bindings(self, keys) -> list:
-        """[(MorphState, mixer rows, target indices)] of every primitive key the player's ``keys``
-        drive (a crowd: on every character): what ``SceneRuntime.update`` pushes after a mix.
+        """[(node, MorphState, mixer rows, target indices)] of every primitive key the player's
+        ``keys`` drive (a crowd: on every character): what ``SceneRuntime.push_clip_morphs``
+        pushes after a mix.
         Set-up work (once per clip)."""
         rt = self.runtime
         driven = set()
@@ -157,5 +160,5 @@ class ClipMorphs:
                 if keep.any():
                     t_keep = targets[keep]
                     t_keep.flags.writeable = False
-                    out.append((inst.primitives[pi].morph_state, base + slots[keep], t_keep))
+                    out.append((node, inst.primitives[pi].morph_state, base + slots[keep], t_keep))
         return out

@@ -70,7 +70,8 @@ class SceneRuntime:
         # node -> [(primitive_index, slots into key names, target indices)]
         self._bindings: Dict[int, list] = {}
         self._all_keys_slots: set = set()
-        self._clip_bindings: list = []     # [(MorphState, morph_mix rows, target indices)]
+        self._clip_bindings: list = []     # [(node, MorphState, morph_mix rows, target indices)]
+        self._clip_due = False             # mixed, its clip-driven keys left to push_clip_morphs
         self._last_sample_count = -1
         self._initialized = False
         self.morph_policy = type(self).default_morph_policy   # of every RuntimeMeshInstance
@@ -184,6 +185,7 @@ class SceneRuntime:
         self._bindings = {}
         self._all_keys_slots = set()     # ids of binding slot arrays that are every key in order
         self._clip_bindings = []
+        self._clip_due = False
         self._initialized = False
 
     def _refresh_static_stats(self) -> None:
@@ -217,6 +219,7 @@ class SceneRuntime:
             clip = self.scene.animations[int(clip)]
         self.player.set_clip(clip)
         self._clip_bindings = []
+        self._clip_due = False
         self._last_sample_count = -1
         self.crowd_targets = []
         if clip is None:
@@ -420,10 +423,15 @@ class SceneRuntime:
                         p.morph_state.reset()
 
     # ---------------------------------------------------------------- frames
-    def update(self, delta_time: float = 0.0, after_sample=None) -> bool:
+    def update(self, delta_time: float = 0.0, after_sample=None, fills_morphs: bool = False) -> bool:
         """Preview-player frame: player -> palettes -> morph instances.  ``after_sample()``, when
         given, runs after the player sampled (and its shape-key channels were pushed) and before
-        the palettes and morph streams are uploaded: weights it sets are drawn this frame."""
+        the palettes and morph streams are uploaded: weights it sets are drawn this frame.
+        ``fills_morphs``: ``after_sample`` pushes the morph mixer's blend itself (the preview's
+        panel fill, features/preview/morphs.py), so the clip-driven keys are not pushed here
+        first with the 0 fill (a second push, and a morph-epoch bump that re-pushes every node):
+        the step pushes the nodes it fills and calls ``push_clip_morphs(skip=them)`` for the
+        rest; what it left unpushed is pushed after it."""
         if not self._initialized:
             return False
         t0 = time.perf_counter()
@@ -434,16 +442,28 @@ class SceneRuntime:
         if self.player.sample_count != self._last_sample_count or mix.dirty:
             self._last_sample_count = self.player.sample_count
             mix.mix(self.player)                # the player's morph sides: the frame's one blend
-            if self._clip_bindings:
-                vals = mix.apply()
-                for state, rows, targets in self._clip_bindings:
-                    state.set_weights(targets, vals[rows])
+            self._clip_due = bool(self._clip_bindings)
+            if not (fills_morphs and after_sample is not None):
+                self.push_clip_morphs()
         if self.after_mixer is not None:      # spring bones: after the mixer, before the palettes
             ok = self.after_mixer(self, delta_time) and ok
         if after_sample is not None:
             after_sample()
+            self.push_clip_morphs()             # (nothing left when the step pushed them)
         t1 = time.perf_counter()
         return self._finish_frame(ok, t0, t1)
+
+    def push_clip_morphs(self, skip=()) -> None:
+        """After a mix, push its blend (the 0 fill: the clip's share) into the clip-driven keys of
+        every node not in ``skip`` (nodes whose every key the caller pushed from the same mixer);
+        once per mix: a later call pushes nothing until the next mix."""
+        if not self._clip_due:
+            return
+        self._clip_due = False
+        vals = self.morph_mix.apply()
+        for node, state, rows, targets in self._clip_bindings:
+            if node not in skip:
+                state.set_weights(targets, vals[rows])
 
     def update_timeline(self, nodes=None, local_matrices=None, morph_weights: Optional[dict] = None,
                         bbone_segments=None, frame: Optional[float] = None) -> bool:

@@ -16,10 +16,14 @@ share below 1, so a key only the outgoing clip drives fades towards the panel's 
 * then every shape key: the mixer's blend filled by that read (the panel's values, VRM-bound keys
   from the expressions).
 
-A node's weights are pushed (``SceneRuntime.set_node_morph_weights``) only when they differ from
-its last push, or when any morph weight of the runtime changed since that push (its
-``morph_epoch``: a timeline frame, a clip's channels); a frame whose inputs are those of the last
-one, with no key driven by the clip, pushes nothing.
+This is the one push of the clip-driven keys of the nodes it reads: the session runs the
+runtime's update with ``fills_morphs``, so the runtime does not push them first with the mixer's
+0 fill; a driven node the read leaves out takes the runtime's own push
+(``SceneRuntime.push_clip_morphs(skip=read)``).  A node's weights are pushed
+(``SceneRuntime.set_node_morph_weights``) only when they differ from its last push, or when any
+morph weight of the runtime changed since that push (its ``morph_epoch``: a timeline frame); a
+node a clip drives (or drove at its last push) is blended again each frame; a frame whose inputs
+are those of the last one, with no key driven by the clip, pushes nothing.
 
 Owned by one ``StylizedSession`` for one ``SceneRuntime`` (``session._preview_morphs``).  numpy
 only; the reader is the session's.
@@ -53,7 +57,7 @@ class PreviewMorphs:
     def __init__(self, runtime):
         self.runtime = runtime
         self._layout = None
-        self._last = {}             # node -> (panel array pushed from, weights pushed)
+        self._last = {}             # node -> (panel array pushed from, weights pushed, clip-driven then)
         self._epoch = None
         self._settled = None        # what lets a frame skip the push (nothing changed, no clip key)
 
@@ -68,19 +72,22 @@ class PreviewMorphs:
 
     def push(self, reader) -> None:
         """After the player sampled and the runtime mixed its sides, before the uploads: fill the
-        mixer's blend with the panel's weights and push every node whose weights changed."""
+        mixer's blend with the panel's weights and push every node whose weights changed (the
+        runtime's update was told so: ``fills_morphs``; the clip-driven keys of nodes the read
+        leaves out take the runtime's own push, ``push_clip_morphs``)."""
+        mix = self.runtime.morph_mix
+        read = reader.read_morph_weights(None, expression_values=mix.expression_values())
+        self.runtime.push_clip_morphs(skip=read)
         epoch = self.runtime.morph_epoch.value
         if epoch != self._epoch:
             self._last = {}
             self._settled = None
-        mix = self.runtime.morph_mix
-        read = reader.read_morph_weights(None, expression_values=mix.expression_values())
         lay = self._layout
         if lay is None or not lay.fits(mix, read):
             lay = self._layout = _Layout(mix, read)
         driven = mix.driven
         token = reader.weights_version
-        if self._settled is not None and self._settled == token and epoch == self._epoch:
+        if self._settled is not None and self._settled == token and epoch == self._epoch and not mix.active:
             return      # the same panel values as the last push, every node pushed, no clip-driven key
         panel = np.concatenate([read[n] for n in lay.nodes]) if lay.nodes else np.zeros(0)
         out = mix.apply(lay.rows, panel) if mix.active else panel     # the panel fills what the clips leave
@@ -90,12 +97,12 @@ class PreviewMorphs:
         for node, sl in lay.slices:
             src = read[node]
             prev = last.get(node)
-            if prev is not None and prev[0] is src and node not in driven:
-                pushed[node] = prev     # the reader's same array, no clip key: the same weights
+            if prev is not None and prev[0] is src and not prev[2] and node not in driven:
+                pushed[node] = prev     # the reader's same array, no clip key now or then: the same weights
                 continue
             w = out[sl]
             if (prev is not None and np.array_equal(prev[1], w)) or set_weights(node, w):
-                pushed[node] = (src, w)
+                pushed[node] = (src, w, node in driven)
         self._last = pushed
         self._epoch = self.runtime.morph_epoch.value
         # what lets the next frame skip this: nothing here depends on the player's values and

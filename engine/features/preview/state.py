@@ -238,7 +238,8 @@ def crowd_bake_conflict(state: PreviewState, runtime, reasons_of: Callable, gene
 
 
 def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time: float,
-                   before_update: Optional[Callable] = None, after_sample: Optional[Callable] = None) -> None:
+                   before_update: Optional[Callable] = None, after_sample: Optional[Callable] = None,
+                   fills_morphs: bool = False) -> None:
     """Drain ``state.commands`` into ``runtime.player`` (set_clip through ``runtime.set_clip``),
     then, when the preview drives the pose (``state.active``), run ``runtime.update(delta)`` with
     ``delta`` = ``delta_time`` while playing (0 otherwise: nothing is resampled or uploaded unless
@@ -247,7 +248,8 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
     (the session feeds a bake's B-Bone segments for the time about to be sampled).
     ``after_sample()``, when given, runs inside the update after the player sampled and before
     the uploads (the session pushes the morph weights there: VRM expressions from the player's
-    channels, the same frame)."""
+    channels, the same frame); ``fills_morphs``: it pushes every morph weight from the runtime's
+    mixer (``SceneRuntime.update(fills_morphs=...)``)."""
     player = runtime.player
     while state.commands:
         cmd = state.commands.pop(0)
@@ -297,7 +299,8 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
             dt = 0.0
         if before_update is not None:
             before_update(player, dt)
-        ok = runtime.update(dt) if after_sample is None else runtime.update(dt, after_sample=after_sample)
+        ok = runtime.update(dt) if after_sample is None else runtime.update(dt, after_sample=after_sample,
+                                                                            fills_morphs=fills_morphs)
         if not ok:
             state.last_error = runtime.last_error or player.last_error
     state.time = float(player.current_time)
