@@ -121,7 +121,7 @@ class ClipMorphs:
         for (rows, chans, nodes), (_k, vals, w) in zip(tables, sides):
             if rows.size:
                 mixer.accumulate(rows, np.asarray(vals, np.float64)[chans], w * cw)
-                driven = driven | nodes if driven else nodes
+                driven |= nodes
         self.driven = driven
         self.active = mixer.touched
 
