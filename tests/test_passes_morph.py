@@ -101,3 +101,49 @@ def test_equal_morph_weights_share_one_texture(empty_scene):
         assert be._weights_texture(a) is not ta        # evicted: made again
 
     gpu_util.run_in_gpu_context(task)
+
+
+def test_a_primitives_live_target_check_keeps_one_slot(empty_scene):
+    """The GPU backend remembers, per primitive, the last frozen weights that fit the targets its
+    shader-morph deltas hold (``_live_ok``): when a key turns on, the primitive's deltas are packed
+    again with a new live-target array, and its slot takes that array.  N keys turned on one after
+    the other (each then animated a frame, refreshed in place) leave one slot, and every frame
+    draws the state's weights.  Before: one entry per live-target array ever seen, kept (with the
+    array) until the backend was released."""
+    import test_runtime_mesh_instance as M
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.backend import GpuBackend
+
+    n = 6
+    deltas = []
+    for k in range(n):
+        d = np.zeros((4, 3))
+        d[k % 4, k % 3] = 0.1 * (k + 1)
+        deltas.append(d)
+
+    def task():
+        be = GpuBackend()
+        _mesh, rm, inst, _be = M.build([M.target(f"k{k}", deltas[k]) for k in range(n)], be)
+        inst.morph_policy = "shader"
+        p = inst.primitives[0]
+        st = inst.morph_state(0)
+        w = np.zeros(n, np.float32)
+        sizes, refreshed = [], []
+        try:
+            for k in range(n):
+                for value in (0.5, 0.75):        # turned on (new deltas), then animated (refreshed)
+                    w[k] = value
+                    before = p.stream
+                    assert st.set_weights(np.arange(n), w) and inst.update() and p.shader_morph
+                    assert np.array_equal(p.stream.morph_weights, w)
+                refreshed.append(p.stream is before)
+                sizes.append(len(be._live_ok))
+        finally:
+            inst.release()
+            rm.release()
+            be.release_all()
+        return sizes, refreshed
+
+    sizes, refreshed = gpu_util.run_in_gpu_context(task)
+    assert all(refreshed), refreshed
+    assert sizes == [1] * n, sizes

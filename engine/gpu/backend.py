@@ -43,7 +43,7 @@ class GpuStream:
     buffers)."""
 
     __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries",
-                 "morph_weights", "shared", "identity", "morph_live")
+                 "morph_weights", "shared", "identity", "morph_live", "morph_owner")
 
     def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None,
                  skin_entries=None, morph_weights=None):
@@ -59,6 +59,7 @@ class GpuStream:
         self.shared = None                    # the backend's key of a stream shared by instances
         self.identity = None                  # the identity palette of the backend that made it (bind_deform)
         self.morph_live = None                # (T,) bool: the targets ``morph``'s deltas hold (None: all)
+        self.morph_owner = None               # the backend's key of the primitive ``morph`` draws
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -176,7 +177,7 @@ class GpuBackend(RuntimeBackend):
         self._weights = {}       # morph weights bytes -> their texture (the last WEIGHT_TEXTURES)
         self._last_weights = None   # (frozen weights, their texture): the primitives sharing them
         self._last_digest = None    # (arrays, digest) of the last rebuilt stream hashed
-        self._live_ok = {}   # id(live targets of a primitive) -> (them, the last frozen weights that fit)
+        self._live_ok = {}   # primitive's morph key -> (its live targets, the last frozen weights that fit them)
         self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
@@ -260,17 +261,21 @@ class GpuBackend(RuntimeBackend):
         return key, geo, None
 
     def _morph_entry(self, primitive):
-        # the last entry of this primitive object (a per-frame shader-morph stream asks again
-        # every frame): valid while the table still holds it and its arrays are the primitive's
+        return self._morph_keyed(primitive)[1]
+
+    def _morph_keyed(self, primitive):
+        """(key, entry) of the primitive's morph entry.  The last entry of this primitive object
+        (a per-frame shader-morph stream asks again every frame): valid while the table still
+        holds it and its arrays are the primitive's."""
         memo = self._morph_memo.get(id(primitive))
         if memo is not None and memo[0] is primitive and self._morph.get(memo[1]) is memo[2]:
-            return memo[2]
+            return memo[1], memo[2]
         key, geo, entry = self._lookup(self._morph, primitive)
         if entry is None:
             entry = [geo, None, None]     # geometry, (unused), (normals, sources, smooth deltas); create_morph_stream adds its textures
             self._morph[key] = entry
         self._morph_memo[id(primitive)] = (primitive, key, entry)
-        return entry
+        return key, entry
 
     def smooth_deltas(self, primitive) -> SmoothNormalDeltas:
         """The primitive's ``SmoothNormalDeltas`` (each target's made on first use), one per
@@ -362,7 +367,7 @@ class GpuBackend(RuntimeBackend):
 
         if base_stream is None or getattr(base_stream, "batch", None) is None:
             return None
-        entry = self._morph_entry(primitive)
+        key, entry = self._morph_keyed(primitive)
         w = _kept(weights)
         made = entry[3] if len(entry) > 3 else None
         on = w != 0.0
@@ -392,6 +397,7 @@ class GpuBackend(RuntimeBackend):
         stream = GpuStream(batch, b.vbo, static[0], static[1], b.vertex_count, static[2],
                            morph=(tex, weights_tex), skin_entries=static[3], morph_weights=w)
         stream.morph_live = live
+        stream.morph_owner = key
         stream.identity = self.identity_texture()
         return stream
 
@@ -407,12 +413,12 @@ class GpuBackend(RuntimeBackend):
         if stream.morph_weights is None or w.shape != stream.morph_weights.shape:
             return False
         live = stream.morph_live
-        ok = self._live_ok.get(id(live)) if live is not None else None
+        ok = self._live_ok.get(stream.morph_owner) if live is not None else None
         if live is not None and not (ok is not None and ok[0] is live and ok[1] is w):
             if bool(((w != 0.0) & ~live).any()):
                 return False                 # a target it has no deltas of turned on: a new stream
-            if is_frozen(w):                 # the primitive's other instances at these weights
-                self._live_ok[id(live)] = (live, w)
+            if is_frozen(w):                 # the primitive's other instances at these weights (one
+                self._live_ok[stream.morph_owner] = (live, w)    # slot per primitive: its live targets now)
         stream.morph = (morph[0], self._weights_texture(w))
         stream.morph_weights = w
         self.stream_uploads += 1
@@ -463,7 +469,7 @@ class GpuBackend(RuntimeBackend):
         """Release the cached static buffers and morph textures of every primitive not in
         ``primitives`` (called after a re-import, so replaced assets do not pile up)."""
         keep = {tuple(id(a) for a in self._geometry(p)) for p in primitives}
-        for table in (self._static, self._morph, self._base, self._users):
+        for table in (self._static, self._morph, self._base, self._users, self._live_ok):
             for k in [k for k in table if k not in keep]:
                 del table[k]
         for k in [k for k in self._rebuilt if k[0] not in keep]:
@@ -478,6 +484,7 @@ class GpuBackend(RuntimeBackend):
         key = tuple(id(a) for a in self._geometry(primitive))
         self._static.pop(key, None)
         self._morph.pop(key, None)
+        self._live_ok.pop(key, None)
         self._morph_memo.pop(id(primitive), None)
         self._base.pop(key, None)
         self._users.pop(key, None)
