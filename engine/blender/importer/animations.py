@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core.assets import AssetError, SceneAsset
 from . import actions as _actions
-from .nodes import NodeBuilder, bone_target, object_target
+from .nodes import NodeBuilder, bone_targets, object_target
 
 
 def compatible_clips(scene_asset: SceneAsset, object_name: str) -> list:
@@ -246,9 +246,7 @@ def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=No
     node = nb.index[(obj.name, None)]
     nb.targets[(obj.name, None)] = object_target(obj, node)
     if obj.type == "ARMATURE":
-        for b in obj.data.bones:
-            bi = nb.index.get((obj.name, b.name), -1)
-            if bi >= 0:
-                pb = obj.pose.bones.get(b.name)
-                nb.targets[(obj.name, b.name)] = bone_target(pb, bi)
+        names = [b.name for b in obj.data.bones if (obj.name, b.name) in nb.index]
+        for name, t in zip(names, bone_targets(obj, names, [nb.index[(obj.name, n)] for n in names])):
+            nb.targets[(obj.name, name)] = t
     return _clip_for_object(action, slot, fps, obj, nb, None, expressions)

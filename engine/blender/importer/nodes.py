@@ -161,11 +161,68 @@ def bone_target(pb, idx: int) -> "_actions.NodeTarget":
     ignored, as Blender ignores it (keyed or not)."""
     if pb is None:
         return _actions.NodeTarget(idx, "QUATERNION", np.zeros(3), BONE_REST_ROT, np.ones(3))
+    return _pose_target(idx, pb, np.array(pb.location, np.float64), _object_rotation_values(pb),
+                        np.array(pb.scale, np.float64))
+
+
+def _pose_target(idx: int, pb, location, rotation, scale) -> "_actions.NodeTarget":
     connected = bool(pb.bone.use_connect)
-    return _actions.NodeTarget(idx, pb.rotation_mode,
-                               np.zeros(3) if connected else np.array(pb.location, np.float64),
-                               _object_rotation_values(pb), np.array(pb.scale, np.float64),
+    return _actions.NodeTarget(idx, pb.rotation_mode, np.zeros(3) if connected else location, rotation, scale,
                                ignore_location=connected)
+
+
+# pose-bone channels read in bulk (property, width); the rotation ones are _object_rotation_values'
+_ROTATION_PROPS = ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
+_POSE_CHANNELS = (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3),
+                  ("rotation_axis_angle", 4), ("scale", 3))
+
+
+def bone_targets(arm, names, idxs) -> list:
+    """``bone_target`` of the pose bones ``names`` of ``arm`` (node indices ``idxs``): the same
+    values, read with one ``foreach_get`` per channel instead of per bone."""
+    pose = arm.pose
+    pbs = list(pose.bones) if pose is not None else []
+    at = {pb.name: k for k, pb in enumerate(pbs)}
+    vals = {}
+    for prop, width in _POSE_CHANNELS:
+        a = np.empty(len(pbs) * width, np.float32)
+        if pbs:
+            pose.bones.foreach_get(prop, a)
+        vals[prop] = a.reshape(len(pbs), width).astype(np.float64)   # float32 values, exactly
+    out = []
+    for name, idx in zip(names, idxs):
+        k = at.get(name)
+        if k is None:
+            out.append(bone_target(None, idx))
+            continue
+        out.append(_pose_target(idx, pbs[k], vals["location"][k].copy(),
+                                {p: vals[p][k].copy() for p in _ROTATION_PROPS}, vals["scale"][k].copy()))
+    return out
+
+
+def _bone_binds(targets) -> tuple:
+    """(translations, unit rotations, scales) (n,3)/(n,4)/(n,3) of the bind pose of bone
+    ``targets``: per bone ``_finite_bind(location, normalize_quat(_rot_of(mode, rotation)), scale)``,
+    one numpy pass per rotation mode (the same row-wise arithmetic)."""
+    from .rotation import rotation_prop
+
+    n = len(targets)
+    rot = np.empty((n, 4))
+    modes: Dict[str, list] = {}
+    for k, t in enumerate(targets):
+        modes.setdefault(t.rotation_mode, []).append(k)
+    for mode, ks in modes.items():
+        prop = rotation_prop(mode)[0]
+        raw = np.array([targets[k].rotation[prop] for k in ks], np.float64)
+        rot[ks] = rotation_to_quat(raw, mode)
+    rot = normalize_quat(rot) if n else rot
+    t = np.array([x.location for x in targets], np.float64).reshape(n, 3)
+    s = np.array([x.scale for x in targets], np.float64).reshape(n, 3)
+    t = np.where(np.isfinite(t), t, 0.0)
+    bad = ~(np.isfinite(rot).all(axis=1) & np.any(rot != 0.0, axis=1))
+    rot[bad] = (1.0, 0.0, 0.0, 0.0)
+    s = np.where(np.isfinite(s), s, 1.0)
+    return t, rot, s
 
 
 def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> None:
@@ -183,40 +240,46 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
     bones.foreach_get("use_local_location", local_loc)
     bl = list(bones)
     pos = {b.name: i for i, b in enumerate(bl)}
+    parent = [pos[b.parent.name] if b.parent is not None else -1 for b in bl]
     kids: Dict[int, list] = {}
     roots = []
-    for i, b in enumerate(bl):
-        if b.parent is None:
+    for i, p in enumerate(parent):
+        if p < 0:
             roots.append(i)
         else:
-            kids.setdefault(pos[b.parent.name], []).append(i)
-    pose = arm.pose
-    inv_cache = {}
+            kids.setdefault(p, []).append(i)
+    # depth-first order (parents first): node i of this armature is bone order[i]
+    order = []
     stack = list(reversed(roots))
     while stack:
         i = stack.pop()
-        b = bl[i]
-        if b.parent is None:
-            pre = ml[i]
-            pidx = arm_idx
-        else:
-            pi = pos[b.parent.name]
-            if pi not in inv_cache:
-                inv_cache[pi] = np.linalg.inv(ml[pi])
-            pre = inv_cache[pi] @ ml[i]
-            pidx = nb.index[(arm.name, b.parent.name)]
-        world = arm_world @ ml[i]      # the rest world: inverse binds are taken against it
-        pb = pose.bones.get(b.name) if pose is not None else None
-        target = bone_target(pb, len(nb.nodes))
-        # a NaN pose channel binds as identity (the timeline skips what the bone deforms, by name)
-        bt, br, bs, _ref = _finite_bind(target.location, normalize_quat(_rot_of(target.rotation_mode,
-                                                                                target.rotation)), target.scale)
-        idx = nb.add(world, name=f"{arm.name}/{b.name}", kind=NODE_BONE, parent=pidx, pre_matrix=pre,
-                     bind_translation=bt, bind_rotation=br, bind_scale=bs, object_name=arm.name, bone_name=b.name,
-                     inherit_rotation=bool(inh_rot[i]), inherit_scale=str(b.inherit_scale),
-                     local_location=bool(local_loc[i]))
-        nb.targets[(arm.name, b.name)] = target
+        order.append(i)
         stack.extend(reversed(kids.get(i, ())))
+    base = len(nb.nodes)
+    node_of = np.empty(n, np.int64)
+    node_of[order] = base + np.arange(len(order))
+    par = np.asarray(parent, np.int64)
+    has_par = par >= 0
+    # pre matrices: the root's rest, else inv(parent rest) @ rest (each parent inverted once)
+    pre = ml.copy()
+    if has_par.any():
+        up = np.unique(par[has_par])
+        inv = np.empty((n, 4, 4))
+        inv[up] = np.linalg.inv(ml[up])
+        ch = np.flatnonzero(has_par)
+        pre[ch] = inv[par[ch]] @ ml[ch]
+    world = arm_world @ ml            # the rest world: inverse binds are taken against it
+    targets = bone_targets(arm, [bl[i].name for i in order], [base + k for k in range(len(order))])
+    bt, br, bs = _bone_binds(targets)
+    # a NaN pose channel binds as identity (the timeline skips what the bone deforms, by name)
+    for k, i in enumerate(order):
+        b = bl[i]
+        idx = nb.add(world[i], name=f"{arm.name}/{b.name}", kind=NODE_BONE,
+                     parent=int(node_of[par[i]]) if par[i] >= 0 else arm_idx, pre_matrix=pre[i],
+                     bind_translation=bt[k], bind_rotation=br[k], bind_scale=bs[k], object_name=arm.name,
+                     bone_name=b.name, inherit_rotation=bool(inh_rot[i]), inherit_scale=str(b.inherit_scale),
+                     local_location=bool(local_loc[i]))
+        nb.targets[(arm.name, b.name)] = targets[k]
 
 def collect_objects(view_layer) -> list:
     objs = list(view_layer.objects) if view_layer is not None else []
