@@ -68,6 +68,10 @@ def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: fl
     weight = np.asarray(weight, np.float64).ravel()
     keep = weight > 0.0
     vertex, joint, weight = vertex[keep], joint[keep], weight[keep]
+    if order is None:
+        rows = _rows_per_vertex(vertex, joint, weight, vertex_count, zero_contrib)
+        if rows is not None:
+            return rows
     if order is not None:
         order = np.asarray(order, np.int64).ravel()[keep]
     if vertex.size:
@@ -102,6 +106,55 @@ def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: fl
         weights[~live] = 0.0
         joints[~live] = 0
     return Influences(joints, weights.astype(np.float32), max_inf, k)
+
+
+def _rows_per_vertex(vertex, joint, weight, vertex_count: int, zero_contrib: float):
+    """``select_influences`` (no ``order``) of triples grouped by vertex (ascending, as
+    ``read_vertex_groups`` gives them) with no repeated (vertex, joint) pair and at most 8 per
+    vertex: each vertex's influences sorted within its own row (by joint, then stably by
+    descending weight) instead of the sorts over every triple; the same arrays.  None where
+    the triples are not of that form (the general path then)."""
+    n = vertex.shape[0]
+    if n == 0 or (n > 1 and bool(np.any(vertex[1:] < vertex[:-1]))):
+        return None
+    counts = np.bincount(vertex, minlength=vertex_count)
+    c = int(counts.max())
+    if c > 8:
+        return None
+    big = np.iinfo(np.int64).max
+    if n == vertex_count * c:                           # every vertex has c influences: rows as read
+        jr, wr = joint.reshape(vertex_count, c).copy(), weight.reshape(vertex_count, c).copy()
+    else:
+        start = np.cumsum(counts) - counts
+        at = vertex * c + (np.arange(n) - start[vertex])
+        jr = np.full(vertex_count * c, big, np.int64)   # a vertex's joints in one row, unused slots last
+        wr = np.zeros(vertex_count * c, np.float64)
+        jr[at] = joint
+        wr[at] = weight
+        jr, wr = jr.reshape(vertex_count, c), wr.reshape(vertex_count, c)
+    by_joint = np.argsort(jr, axis=1, kind="stable")
+    jr = np.take_along_axis(jr, by_joint, axis=1)
+    if c > 1 and bool(np.any((jr[:, 1:] == jr[:, :-1]) & (jr[:, 1:] != big))):
+        return None                                     # a repeated pair: merged by the general path
+    wr = np.take_along_axis(wr, by_joint, axis=1)
+    # the total in (vertex, joint) order, from 0 (np.bincount's sum over the merged pairs)
+    total = np.zeros(vertex_count)
+    for i in range(c):
+        total += wr[:, i]
+    srt = np.argsort(-wr, axis=1, kind="stable")        # descending weight, then joint
+    jr = np.take_along_axis(jr, srt, axis=1)
+    wr = np.take_along_axis(wr, srt, axis=1)
+    k = 4 if c <= 4 else 8
+    joints = np.zeros((vertex_count, k), np.int64)
+    weights = np.zeros((vertex_count, k), np.float64)
+    joints[:, :c] = np.where(jr == big, 0, jr)
+    weights[:, :c] = wr
+    s = weights.sum(axis=1)
+    live = (total > zero_contrib) & (s > 0.0)
+    weights[live] /= s[live, None]
+    weights[~live] = 0.0
+    joints[~live] = 0
+    return Influences(joints, weights.astype(np.float32), c, k)
 
 
 def joint_bounds(positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, joint_count: int):
