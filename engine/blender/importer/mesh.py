@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 from ...core.geometry import smooth_normals  # noqa: F401 (re-exported)
-from .morph import sorted_unique, unique_inverse
+from .morph import sorted_unique, unique_rows, unique_inverse
 
 
 @dataclass
@@ -122,15 +122,15 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> Corne
 
     # Only corners used by triangles matter (loose edges/verts are not drawn).
     used = sorted_unique(nl, tri_loops.ravel()) if nt else np.zeros(0, np.int64)
-    cols = [loop_verts[used].astype(np.float64)[:, None], normals[used].astype(np.float64)]
-    if uv is not None:
-        cols.append(uv[used].astype(np.float64))
-    if col is not None:
-        cols.append(col[used].astype(np.float64))
-    key = np.ascontiguousarray(np.hstack(cols)) if used.size else np.zeros((0, 4))
-    if key.shape[0]:
-        row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
-        _, first, inverse = np.unique(key.view(row).ravel(), return_index=True, return_inverse=True)
+    if used.size:
+        # one float64 row per corner: (vertex, normal, uv, colour); equal rows are one split vertex
+        cols = [loop_verts[used][:, None], normals[used]] + [c[used] for c in (uv, col) if c is not None]
+        key = np.empty((used.size, sum(c.shape[1] for c in cols)))
+        x = 0
+        for c in cols:
+            key[:, x:x + c.shape[1]] = c
+            x += c.shape[1]
+        first, inverse = unique_rows(key, loop_verts[used], nv)
     else:
         first = np.zeros(0, np.int64)
         inverse = np.zeros(0, np.int64)

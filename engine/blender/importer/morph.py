@@ -43,6 +43,30 @@ def unique_inverse(values: np.ndarray, size: int):
     return u, lut[values]
 
 
+def unique_rows(key: np.ndarray, groups: np.ndarray, size: int):
+    """(first, inverse) of the rows of the float64 (n, w) ``key`` as
+    ``np.unique(rows as bytes, return_index=True, return_inverse=True)`` gives them, where two
+    rows can only be equal when their ``groups`` (ints < ``size``, e.g. the Blender vertex the
+    row starts with) are: a row equal to its group's first row takes that row's place, and only
+    the others are sorted (most corners of a mesh repeat their vertex's first corner)."""
+    n = key.shape[0]
+    key = np.ascontiguousarray(key, np.float64)
+    at = np.arange(n)
+    head = np.full(max(int(size), 1), n, np.int64)
+    np.minimum.at(head, groups, at)
+    r = head[groups]
+    bits = key.view(np.uint64)
+    same = (bits[r] == bits).all(axis=1) & (r != at)
+    keep = np.flatnonzero(~same)
+    row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
+    _, first, inv = np.unique(np.ascontiguousarray(key[keep]).view(row).ravel(), return_index=True,
+                              return_inverse=True)
+    inverse = np.empty(n, np.int64)
+    inverse[keep] = inv.reshape(-1)
+    inverse[same] = inverse[r[same]]
+    return keep[first], inverse
+
+
 def incident(ptr: np.ndarray, tri_ids: np.ndarray, verts: np.ndarray) -> np.ndarray:
     """Sorted unique triangles touching any of ``verts``."""
     return sorted_unique(tri_ids.shape[0], gather(ptr, tri_ids, verts))
@@ -87,11 +111,11 @@ class NormalDeltaSolver:
         # normals are not kept: ``deltas`` makes what it needs of them for the loops a key moves)
         src = np.asarray(source_vertices, np.int64)
         nsplit = src.shape[0]
-        key = np.hstack([src[:, None].astype(np.float64), np.asarray(split_normals, np.float64)])
         if nsplit:
-            row = np.dtype((np.void, key.dtype.itemsize * key.shape[1]))
-            _, ginv = np.unique(np.ascontiguousarray(key).view(row).ravel(), return_inverse=True)
-            group = ginv.ravel().astype(np.int64)
+            key = np.empty((nsplit, 4))
+            key[:, 0] = src
+            key[:, 1:] = split_normals
+            group = unique_rows(key, src, int(src.max()) + 1)[1]
         else:
             group = np.zeros(0, np.int64)
         self.ngroups = int(group.max()) + 1 if nsplit else 0
