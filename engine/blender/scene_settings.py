@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.world.frame import FrameSettings, LightData
+from .sources.fallback import own_geometry
 
 
 def world_color(scene) -> np.ndarray:
@@ -40,6 +41,8 @@ def scene_lights(depsgraph) -> list:
 
     out = []
     for inst in depsgraph.object_instances:
+        if own_geometry(inst):
+            continue            # a curve's / text's / metaball's mesh (reading its object leaks)
         ob = inst.object
         if ob.type != "LIGHT" or not getattr(ob, "visible_diffuse", True):
             continue
