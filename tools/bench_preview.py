@@ -17,6 +17,16 @@ Per-frame CPU cost = mean wall time of those calls (GPU work is not waited for, 
 Then 1000 preview frames are rendered and Python memory (tracemalloc) and live GPU streams /
 palettes (created - released through the session's backend) are compared before/after.
 The last line reads ``bench-preview: preview_ms=P timeline_ms=T ratio=R``.
+
+The demo's rig clips key no shape key (its face's keys are a clip of their own, on the face), so
+the runs above never push a clip-driven key.  ``--clip-keys`` measures only that case: the demo's
+Wave clip also carrying the face's shape-key channels (as a glTF clip keys its meshes' weights),
+put into the session's asset, playing at 60 fps; per frame the session's ``update_frame`` (the
+preview's step without the draw), in blocks of 10 frames alternating between the preview as it runs (the
+runtime told that the preview fills every morph: ``SceneRuntime.update(fills_morphs=True)``) and
+the former order (the runtime pushing the clip's keys first: ``fills_morphs=False`` forced on the
+runtime), medians of each, and the face's MorphState pushes per frame:
+``bench-preview-keys: fill_ms=A former_ms=B ratio=A/B pushes_fill=P pushes_former=Q``.
 """
 from __future__ import annotations
 
@@ -105,14 +115,96 @@ def phases(stats) -> tuple:
     return tuple(float(stats.get(k, 0.0) or 0.0) for k in ("update_ms", "extraction_ms", "pipeline_ms"))
 
 
+def clip_keys(frames: int = 400) -> dict:
+    """``--clip-keys`` (see the module docstring): {fill_ms, former_ms, pushes_fill, pushes_former}."""
+    import dataclasses
+
+    import bpy
+
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.blender.session import StylizedSession
+
+    scene, arm, _what = build_scene()
+    out = {}
+
+    def run():
+        session = StylizedSession(viewport=True)
+        dg = bpy.context.evaluated_depsgraph_get()
+        session.sync(dg)
+        state = preview.get_state(scene, arm)
+        state.active = True
+        session._ensure_gpu()
+        session._ensure_runtime(dg)
+        assert session.update_frame(dg, state), session.update_error     # the clips are imported now
+        asset = session.scene_asset
+        clips = list(asset.animations)
+        k = next(i for i, c in enumerate(clips) if c.target_object == arm.name and c.name == "Wave")
+        keys = next(c for c in clips if c.name == "Wave" and c.target_object != arm.name and c.morph_channels)
+        clips[k] = dataclasses.replace(clips[k], curves=None, morph_channels=keys.morph_channels)
+        asset.animations = tuple(clips)
+        face = keys.morph_channels[0].node_index
+        state.push("fade", 0.0)
+        state.push("clip", "Wave")
+        state.push("play")
+        assert session.update_frame(dg, state) and state.last_error is None, state.last_error
+        rt = session.runtime
+        st = next(p.morph_state for p in rt.mesh_instances[face].primitives if p.morph_state is not None)
+        calls = [0]
+        real_set = st.set_weights
+
+        def counted(indices, values, finite=False):
+            calls[0] += 1
+            return real_set(indices, values, finite=finite)
+
+        st.set_weights = counted
+
+        def former(dt=0.0, after_sample=None, fills_morphs=False):
+            return type(rt).update(rt, dt, after_sample=after_sample, fills_morphs=False)
+
+        times = {"fill": [], "former": []}
+        pushes = {"fill": [], "former": []}
+        for block in range(frames // 10):
+            mode = "fill" if block % 2 == 0 else "former"
+            if mode == "former":
+                rt.update = former
+            for i in range(10):
+                calls[0] = 0
+                session._last_time = time.perf_counter() - 1.0 / 60.0     # the clip advances a 60 fps frame
+                t0 = time.perf_counter()
+                session.update_frame(dg, state)
+                dt = time.perf_counter() - t0
+                if i:            # the first frame of a block follows the other order's
+                    times[mode].append(dt * 1e3)
+                    pushes[mode].append(calls[0])
+            rt.__dict__.pop("update", None)
+        st.set_weights = real_set
+        for mode in ("fill", "former"):
+            out[f"{mode}_ms"] = statistics.median(times[mode])
+            out[f"pushes_{mode}"] = statistics.mean(pushes[mode])
+        session.free()
+
+    gpu_util.run_in_gpu_context(run)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--fps", type=float, default=60.0)
     ap.add_argument("--memory-frames", type=int, default=1000)
+    ap.add_argument("--clip-keys", action="store_true",
+                    help="only the preview's frame step with a clip keying the face's shape keys")
     args = ap.parse_args(argv)
 
     _bootstrap.load()
+    if args.clip_keys:
+        r = clip_keys()
+        print(f"bench-preview-keys: fill_ms={r['fill_ms']:.4f} former_ms={r['former_ms']:.4f} "
+              f"ratio={r['fill_ms'] / r['former_ms']:.3f} pushes_fill={r['pushes_fill']:.2f} "
+              f"pushes_former={r['pushes_former']:.2f}")
+        sys.stdout.flush()
+        return 0
     import bpy
     import numpy as np
 
