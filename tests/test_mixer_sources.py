@@ -30,16 +30,25 @@ def drawn_weights(rt, node, names):
     return out
 
 
+def _raised_key(ob, name, dz, value=None):
+    """A shape key of ``ob`` raising every vertex by ``dz`` (a Basis first when it has none)."""
+    if ob.data.shape_keys is None:
+        ob.shape_key_add(name="Basis", from_mix=False)
+    kb = ob.shape_key_add(name=name, from_mix=False)
+    co = np.empty(len(kb.data) * 3, np.float32)
+    kb.data.foreach_get("co", co)
+    co[2::3] += dz
+    kb.data.foreach_set("co", co)
+    if value is not None:
+        kb.value = value
+    return kb
+
+
 def _face_character(scene):
     """tools/scenes.build_character with shape keys on the Body (Smile, Blink, Wide)."""
     arm, body, _hat, _ring = scenes.build_character(scene)
-    body.shape_key_add(name="Basis", from_mix=False)
     for name, dz in (("Smile", 0.05), ("Blink", -0.03), ("Wide", 0.02)):
-        kb = body.shape_key_add(name=name, from_mix=False)
-        co = np.empty(len(kb.data) * 3, np.float32)
-        kb.data.foreach_get("co", co)
-        co[2::3] += dz
-        kb.data.foreach_set("co", co)
+        _raised_key(body, name, dz)
     scenes.finish()
     return arm, body
 
@@ -229,13 +238,7 @@ def test_a_crowds_crossfade_blends_every_characters_shape_keys(empty_scene, view
     names = build_crowd(empty_scene, 3)
     rig = bpy.data.objects[names[0]]
     body = bpy.data.objects["Body"]
-    body.shape_key_add(name="Basis", from_mix=False)
-    kb = body.shape_key_add(name="Smile", from_mix=False)
-    co = np.empty(len(kb.data) * 3, np.float32)
-    kb.data.foreach_get("co", co)
-    co[2::3] += 0.05
-    kb.data.foreach_set("co", co)
-    kb.value = 0.05
+    _raised_key(body, "Smile", 0.05, value=0.05)
     act, cb = scenes.new_action("Nod", rig, assign=False)
     scenes.add_curve(cb, 'pose.bones["Spine"].location', 0, (1, 24), (0.0, 0.3))
     scenes.finish()
@@ -299,15 +302,31 @@ def _face_and_hat(scene):
     """``_face_character`` with a shape key on the Hat too (a morphed node no clip drives)."""
     arm, body = _face_character(scene)
     hat = bpy.data.objects["Hat"]
-    hat.shape_key_add(name="Basis", from_mix=False)
-    kb = hat.shape_key_add(name="Tall", from_mix=False)
-    co = np.empty(len(kb.data) * 3, np.float32)
-    kb.data.foreach_get("co", co)
-    co[2::3] += 0.1
-    kb.data.foreach_set("co", co)
-    kb.value = 0.4
+    _raised_key(hat, "Tall", 0.1, value=0.4)
     scenes.finish()
     return arm, body, hat
+
+
+def _playing_smile(scene, view, clip_weight):
+    """``_face_and_hat`` (panel: Smile 0.3, Blink 0.6, Tall 0.4) previewing a clip that keys Body's
+    Smile from 0.9 at 0 s to 0.1 at 1 s, at ``clip_weight`` in the mixer, started at 0 s:
+    (state, Body, Hat, Body's node, Hat's node, runtime)."""
+    from stylized_renderer.engine.features.preview import morphs as preview_morphs
+
+    arm, body, hat = _face_and_hat(scene)
+    kb = body.data.shape_keys.key_blocks
+    kb["Smile"].value, kb["Blink"].value = 0.3, 0.6
+    st = preview.get_state(scene, arm)
+    st.active = True
+    view.update(st)
+    clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
+    hat_node = view.session.scene_asset.node_index(hat.name)
+    preview_morphs.for_session(view.session).clip_weight = clip_weight
+    st.push("clip", clip.name)
+    st.push("seek", 0.0)
+    st.push("play")
+    rt = view.update(st)
+    return st, body, hat, node, hat_node, rt
 
 
 @pytest.mark.parametrize("clip_weight", [1.0, 0.5])
@@ -318,21 +337,8 @@ def test_a_clip_driven_key_is_pushed_once_per_preview_frame(empty_scene, view, c
     pushed the clip's keys with the mixer's 0 fill, which bumped the morph epoch, and the preview's
     panel fill then pushed every node again (Body twice a frame, the Hat every frame)."""
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
-    from stylized_renderer.engine.features.preview import morphs as preview_morphs
 
-    arm, body, hat = _face_and_hat(empty_scene)
-    kb = body.data.shape_keys.key_blocks
-    kb["Smile"].value, kb["Blink"].value = 0.3, 0.6
-    st = preview.get_state(empty_scene, arm)
-    st.active = True
-    view.update(st)
-    clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
-    hat_node = view.session.scene_asset.node_index(hat.name)
-    preview_morphs.for_session(view.session).clip_weight = clip_weight
-    st.push("clip", clip.name)
-    st.push("seek", 0.0)
-    st.push("play")
-    rt = view.update(st)
+    st, _body, _hat, node, hat_node, rt = _playing_smile(empty_scene, view, clip_weight)
     calls = _counted_states(rt, (node, hat_node))
     pushes = []
     real = SceneRuntime.set_node_morph_weights
@@ -366,21 +372,7 @@ def test_a_clip_driven_node_the_reader_does_not_return_still_gets_the_clips_weig
     that the read leaves out (here: Body renamed, read before the session re-syncs) still takes
     the clip's weights each frame (the runtime's blend, the 0 fill: the clip's share of its keys),
     its other keys kept; the Hat keeps the panel's value."""
-    from stylized_renderer.engine.features.preview import morphs as preview_morphs
-
-    arm, body, hat = _face_and_hat(empty_scene)
-    kb = body.data.shape_keys.key_blocks
-    kb["Smile"].value, kb["Blink"].value = 0.3, 0.6
-    st = preview.get_state(empty_scene, arm)
-    st.active = True
-    view.update(st)
-    clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
-    hat_node = view.session.scene_asset.node_index(hat.name)
-    preview_morphs.for_session(view.session).clip_weight = 0.5
-    st.push("clip", clip.name)
-    st.push("seek", 0.0)
-    st.push("play")
-    view.update(st)
+    st, body, hat, node, hat_node, _rt = _playing_smile(empty_scene, view, 0.5)
     body.name = "BodyRenamed"
     hat.data.shape_keys.key_blocks["Tall"].value = 0.7
     for k in range(1, 4):
