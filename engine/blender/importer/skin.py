@@ -100,12 +100,18 @@ def select_influences(vertex, joint, weight, vertex_count: int, zero_contrib: fl
         sel = rank < k
         joints[v[sel], rank[sel]] = j[sel]
         weights[v[sel], rank[sel]] = w[sel]
-        s = weights.sum(axis=1)
-        live = (total > zero_contrib) & (s > 0.0)
-        weights[live] /= s[live, None]
-        weights[~live] = 0.0
-        joints[~live] = 0
+        _normalise(joints, weights, total, zero_contrib)
     return Influences(joints, weights.astype(np.float32), max_inf, k)
+
+
+def _normalise(joints, weights, total, zero_contrib: float) -> None:
+    """Each row's kept weights over their sum, in place; a vertex whose total weight is <=
+    ``zero_contrib`` (or whose kept weights sum to 0) gets all-zero weights and joints."""
+    s = weights.sum(axis=1)
+    live = (total > zero_contrib) & (s > 0.0)
+    weights[live] /= s[live, None]
+    weights[~live] = 0.0
+    joints[~live] = 0
 
 
 def _rows_per_vertex(vertex, joint, weight, vertex_count: int, zero_contrib: float):
@@ -149,11 +155,7 @@ def _rows_per_vertex(vertex, joint, weight, vertex_count: int, zero_contrib: flo
     weights = np.zeros((vertex_count, k), np.float64)
     joints[:, :c] = np.where(jr == big, 0, jr)
     weights[:, :c] = wr
-    s = weights.sum(axis=1)
-    live = (total > zero_contrib) & (s > 0.0)
-    weights[live] /= s[live, None]
-    weights[~live] = 0.0
-    joints[~live] = 0
+    _normalise(joints, weights, total, zero_contrib)
     return Influences(joints, weights.astype(np.float32), c, k)
 
 
