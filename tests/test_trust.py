@@ -150,7 +150,7 @@ def render_animation(scene, before_frame, after_frame):
 
 
 # ------------------------------------------------------------------------------------------------
-# 2./3. fallbacks: no leak over 1,000 viewport redraws, curves/text/metaballs drawn once
+# 2./3. fallbacks: no leak over 600 viewport redraws, curves/text/metaballs drawn once
 # ------------------------------------------------------------------------------------------------
 
 class LiveGpuObjects:
