@@ -155,19 +155,25 @@ def test_skinned_character_casts_its_posed_shadow(empty_scene, tmp_path):
 
 
 def test_viewport_draws_the_same_lamp_shadow(empty_scene, view_session):
-    """The viewport draw path (render_engine.draw_view through the camera's matrices) shadows
-    as F12 does, and *Cast Shadow* off removes it there too."""
+    """The viewport draw path (render_engine.draw_view through the camera's matrices, after the
+    sync ``view_update`` makes with Blender's updates) shadows as F12 does, and *Cast Shadow*
+    off removes it there too."""
     from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.util import texture_to_numpy
     from stylized_renderer.engine.blender.render_engine import draw_view
+    from test_viewport_draw import CapturedUpdates
 
     scene = empty_scene
     light = _stage(scene, "SPOT")
     lamp = bpy.data.objects["Lamp"]
+    captured = CapturedUpdates()
+    view_session.sync(bpy.context.evaluated_depsgraph_get())     # the first view_update
+    captured.take()
 
     def both():
         f12 = C.render_scene(scene).copy()
         dg = bpy.context.evaluated_depsgraph_get()
+        view_session.sync(dg, captured.take())                    # view_update: what changed
         ce = scene.camera.evaluated_get(dg)
         window = np.array(ce.calc_matrix_camera(dg, x=W, y=H))
         view = np.linalg.inv(np.array(ce.matrix_world))
@@ -175,12 +181,15 @@ def test_viewport_draws_the_same_lamp_shadow(empty_scene, view_session):
             lambda: texture_to_numpy(draw_view(view_session, dg, view, window, False, W, H), W, H)).copy()
         return f12, vp
 
-    on = both()
-    light.use_shadow = False
-    off = both()
-    light.use_shadow = True
-    lamp.hide_render = lamp.hide_viewport = True
-    dark = both()
+    try:
+        on = both()
+        light.use_shadow = False
+        off = both()
+        light.use_shadow = True
+        lamp.hide_render = lamp.hide_viewport = True
+        dark = both()
+    finally:
+        captured.close()
     f12 = shadow_mask(on[0], off[0], dark[0])
     vp = shadow_mask(on[1], off[1], dark[1])
     C.save_png(np.concatenate([on[1], on[0]], 1), C.ARTIFACTS / "local_shadows_viewport.png")

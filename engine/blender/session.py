@@ -71,6 +71,7 @@ class StylizedSession:
 
         self.assets = AssetCache(edits=None if viewport else EditSignals())   # final renders: edit signals
         self.fallback = FallbackDrawer()
+        self.scene_epoch = 0             # syncs that reported a change (view_update): see _read_scene
         from ..features.materials.cache import MaterialCache
 
         self.material_cache = MaterialCache()   # viewport: MToon params until a depsgraph update names the material
@@ -103,6 +104,7 @@ class StylizedSession:
         self.last_frame = None           # the frame being drawn (render_layers reads its passes)
         self._accumulator = None         # passes.samples.Accumulator: the anti-aliasing targets
         self._fallback_skipped = {}      # object name -> why its transform is not drawable
+        self._scene_reads = None         # viewport: (key, fallback items, lamps) a redraw may reuse
         self._hold = None                # preview_hold.PreviewHold of the playing preview
         self._scene_playback = None      # preview_scene.ScenePlayback of the Scene preview
         self._followed = None            # preview_follow: the reader / state last followed
@@ -124,6 +126,8 @@ class StylizedSession:
         """Note what changed (``updates``: the depsgraph's updates; None = everything):
         ``session_sync.sync``."""
         self.visibility.note(updates)
+        if updates is None or len(updates):
+            self.scene_epoch += 1
         session_sync.sync(self, depsgraph, updates)
 
     def sync_render_step(self, depsgraph, verify_all: bool = False) -> None:
@@ -251,6 +255,24 @@ class StylizedSession:
                                 camera=camera, height=height))
         return items
 
+    def _read_scene(self, depsgraph, skip_objects: set, camera, height: int):
+        """(fallback items, lamps) of the frame.  A viewport redraw with no change reported since
+        the last read (``sync`` with updates: Blender calls ``view_update`` whenever its
+        depsgraph changed) and nothing camera-dependent drawn (hair ribbons) reuses that read:
+        the evaluated meshes, instances and lamps are the ones it read.  Besides the work (every
+        fallback mesh read and hashed), a read costs memory Blender never gives back: it keeps
+        the Python wrapper of each Geometry Nodes instance's temporary object read (120 bytes a
+        read).  A final render reads every frame."""
+        key = (self.scene_epoch, depsgraph.as_pointer(), self.import_count, frozenset(skip_objects),
+               self.import_error, id(self.backend), self.fallback.generation)
+        r = self._scene_reads
+        if self.viewport and r is not None and r[0] == key and not self.fallback.camera_dependent:
+            return list(r[1]), r[2]
+        items = self._fallback_items(depsgraph, skip_objects, camera, height)
+        lamps = scene_lights(depsgraph)
+        self._scene_reads = (key, list(items), lamps) if self.viewport else None
+        return items, lamps
+
     def _gpu_items(self, depsgraph) -> list:
         if self.runtime is None:
             return []
@@ -295,11 +317,12 @@ class StylizedSession:
         gpu_items = self._gpu_items(depsgraph)
         drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in self._gpu_nodes} \
             if self.scene_asset is not None else set()
-        items = gpu_items + self._fallback_items(depsgraph, drawn, camera, height)
+        fallback_items, lamps = self._read_scene(depsgraph, drawn, camera, height)
+        items = gpu_items + fallback_items
         t3 = time.perf_counter()
         settings = settings_from_scene(scene, width, height, film_transparent)
         settings.alpha_threshold = float(getattr(depsgraph.view_layer, "pass_alpha_threshold", 0.5))
-        frame = FrameData(items=items, camera=camera, lights=scene_lights(depsgraph), settings=settings,
+        frame = FrameData(items=items, camera=camera, lights=lamps, settings=settings,
                           materials=self._materials(items),
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
         settings.gpu_passes = render_passes.needs_gpu(passes, frame.materials)

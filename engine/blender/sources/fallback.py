@@ -19,6 +19,9 @@ Hair curves (``CURVES`` objects) have no evaluated mesh: they are drawn as camer
 built from the evaluated curves for the frame's camera (``engine/blender/sources/hair.py``), cached like the
 meshes and rebuilt when the strands or the camera change.
 
+A viewport redraw with nothing reported changed since the last one that read the scene reuses
+its items (``StylizedSession._read_scene``), unless hair ribbons were drawn (``camera_dependent``).
+
 ``present`` names the objects the depsgraph shows this frame (Disable in Renders / Viewports
 leaves them out), so the session names only those among the objects the importer sent here.
 """
@@ -101,6 +104,8 @@ class FallbackDrawer:
         self.streams_created = 0
         self.present: set = set()     # objects the last frame's depsgraph shows (see the module doc)
         self.not_drawn: Dict[str, str] = {}     # object name -> kind, of NOT_DRAWN_TYPES shown this frame
+        self.camera_dependent = False           # the last frame drew hair ribbons (they face its camera)
+        self.generation = 0                     # bumped by clear(): items made before it hold freed streams
 
     @property
     def live_stream_count(self) -> int:
@@ -108,6 +113,7 @@ class FallbackDrawer:
 
     def clear(self) -> None:
         self._entries = {}
+        self.generation += 1
 
     def items(self, depsgraph, backend, skip_objects: set, reasons: Dict[str, str],
               import_error: str = "", camera=None, height: int = 0) -> List[FallbackItem]:
@@ -124,6 +130,7 @@ class FallbackDrawer:
         items: List[FallbackItem] = []
         seen: Dict[tuple, Tuple[str, list]] = {}
         self.present = set()
+        self.camera_dependent = False   # hair ribbons drawn: they face this frame's camera
         self.not_drawn = {}
         strip = getattr(depsgraph.scene.render, "hair_type", "STRAND") == "STRIP"
         for inst in depsgraph.object_instances:
@@ -215,6 +222,7 @@ class FallbackDrawer:
         strands = hair.read_strands(ob, world)
         if strands is None:
             return
+        self.camera_dependent = True
         name = ob.name if not inst.is_instance else (inst.parent.original.name if inst.parent is not None else ob.name)
         key = ("hair", name, ob.name, tuple(inst.persistent_id), bool(inst.is_instance))
         mats = [s.material.name if s.material is not None else "" for s in ob.material_slots]
