@@ -7,6 +7,7 @@ a shape key of 1e30 prints no numpy warning.  Driven through F12 / Ctrl+F12
 compared with Workbench and Blender's evaluated mesh in the same process."""
 from __future__ import annotations
 
+import types
 import warnings
 
 import bpy
@@ -468,3 +469,80 @@ def test_nan_shape_key_value_is_named(empty_scene, capfd):
     named = [ln for ln in lines if f"'{face.name}'" in ln and "'angry'" in ln]
     assert len(named) == 1, lines
 
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 38 item 1: a scene without a GPU-path mesh has no world matrix to guard: no failure line
+
+def _nothing_for_the_gpu(scene, kind: str):
+    """A camera and, per ``kind``, only what the fallback draws (or nothing)."""
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    scene.collection.objects.link(cam)
+    scene.camera = cam
+    cam.location, cam.rotation_euler = (0.0, -6.0, 0.5), (1.5708, 0.0, 0.0)
+    if kind == "text":
+        scene.collection.objects.link(bpy.data.objects.new("Label", bpy.data.curves.new("Label", "FONT")))
+    elif kind == "metaball":
+        mb = bpy.data.metaballs.new("Blob")
+        mb.elements.new()
+        scene.collection.objects.link(bpy.data.objects.new("Blob", mb))
+    elif kind == "instances":
+        src = bpy.data.collections.new("Source")
+        src.objects.link(bpy.data.objects.new("Tri", _triangle()))
+        inst = bpy.data.objects.new("Instancer", None)
+        inst.instance_type, inst.instance_collection = "COLLECTION", src
+        scene.collection.objects.link(inst)
+
+
+def _triangle():
+    me = bpy.data.meshes.new("Tri")
+    me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 0, 1)], [], [(0, 1, 2)])
+    return me
+
+
+@pytest.mark.parametrize("kind", ["camera", "text", "metaball", "instances"])
+def test_a_scene_without_a_gpu_mesh_renders_without_a_failure_line(empty_scene, kind, capfd):
+    scene = empty_scene
+    _nothing_for_the_gpu(scene, kind)
+    render_scene(scene)
+    st = render_capture.LAST_RENDER["stats"]
+    out = capfd.readouterr().out
+    assert st["update_error"] is None and st["import_error"] is None, st["update_error"]
+    assert not [ln for ln in _log_lines(out) if "failed" in ln], out
+    if kind != "camera":      # what there is to draw is drawn (Blender's evaluated mesh)
+        assert st["fallbacks"], st
+
+
+def test_deleting_the_last_mesh_in_the_viewport_sets_no_error(empty_scene, session):
+    """As view_update hands the session Blender's depsgraph updates (the deletion re-imports a
+    scene with no mesh left)."""
+    scene = empty_scene
+    scene.render.film_transparent = True
+    _nothing_for_the_gpu(scene, "camera")
+    ob = bpy.data.objects.new("Tri", _triangle())
+    scene.collection.objects.link(ob)
+    updates = []
+
+    def on_update(_scene, depsgraph):
+        updates.extend(types.SimpleNamespace(
+            id=u.id.original if hasattr(u.id, "original") else u.id, is_updated_geometry=u.is_updated_geometry,
+            is_updated_transform=u.is_updated_transform, is_updated_shading=u.is_updated_shading)
+            for u in depsgraph.updates if not getattr(u.id, "name", "").startswith(gpu_util.TASK_SCENE_NAME))
+
+    def draw(first=False):
+        bpy.context.view_layer.update()
+        session.sync(bpy.context.evaluated_depsgraph_get(), None if first else list(updates))
+        updates.clear()
+        return _draw(session, view, window)
+
+    view, window = _camera_view(scene)
+    bpy.app.handlers.depsgraph_update_post.append(on_update)
+    try:
+        assert _cover(draw(first=True)).any()
+        assert session.stats["gpu_items"] == 1 and session.stats["update_error"] is None
+        bpy.data.objects.remove(ob)
+        px = draw()
+    finally:
+        bpy.app.handlers.depsgraph_update_post.remove(on_update)
+    assert session.stats["update_error"] is None, session.stats["update_error"]
+    assert session.stats["gpu_items"] == 0 and not _cover(px).any()

@@ -76,6 +76,9 @@ class TransformGuard:
         if version == self._version:
             return
         self._version = version
+        if not world.size:          # no node (a scene of cameras, text, instances): nothing to skip
+            self.skipped = {}
+            return
         if self._bad_locals is None and self._held is None:
             lo, hi = world.min(), world.max()          # NaN propagates: the comparison fails
             if -DRAW_LIMIT <= lo and hi <= DRAW_LIMIT:
