@@ -5,7 +5,9 @@ import time
 
 import bpy
 
+from ..engine.features.passes import inventory
 from ..engine.features.preview import control as preview, follow as preview_follow
+from ..engine.gpu.passes import render_passes
 from ..operators import expression_ops as expr
 
 ENGINE = "STYLIZED"
@@ -337,6 +339,10 @@ class STYLIZED_PT_viewport_stats(_SidebarBase, bpy.types.Panel):
         _message_block(layout, "Missing or invisible", stats.get("losses"), "ERROR")
         # bad input: objects not drawn, actions, VRM data
         _message_block(layout, "Problems", stats.get("problems"), "ERROR")
+        # the view layer's passes an F12 would not write (engine/features/passes/inventory.py)
+        vl = getattr(context, "view_layer", None)
+        missing = inventory.unwritten(vl, render_passes.requested(vl)) if vl is not None else ()
+        _message_block(layout, "Passes not written", missing, "RENDERLAYERS")
 
 
 class STYLIZED_PT_viewport_scene(_SidebarBase, bpy.types.Panel):

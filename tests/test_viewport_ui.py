@@ -84,6 +84,7 @@ class Ctx:
         self.active_object = obj
         self.object = obj
         self.engine = engine
+        self.view_layer = scene.view_layers[0] if scene is not None else None
 
 
 def draw_panel(cls, ctx):

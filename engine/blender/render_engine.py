@@ -10,6 +10,7 @@ import time
 import bpy
 import numpy as np
 
+from ..features.passes import inventory
 from ..gpu.passes import render_passes
 from .addon_state import AddonState, FinalSessionKeeper
 from .session import StylizedSession, camera_for_view, camera_from_object, camera_from_matrices
@@ -172,6 +173,8 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         rd = depsgraph.scene.render
         layer = depsgraph.view_layer
         passes = render_passes.requested(layer)
+        # nothing silent: every enabled pass this render does not write, named once (log, Stats)
+        self.session.stats["unwritten_passes"] = inventory.log_line(layer.name, inventory.unwritten(layer, passes))
         result = self.begin_result(0, 0, width, height, layer=layer.name)
         written, result_s = None, 0.0
         try:
@@ -252,8 +255,8 @@ def render_region_origin(rd, width: int, height: int):
 
 def render_log_lines(frame: int, stats: dict) -> list:
     """What a final render tells the log (one line per object drawn through the fallback, per
-    material the reader could not fully map, per import problem (actions, VRM expression data)
-    and any import/update error), as a farm operator reads it: ``Stylized frame 12: ...``."""
+    material the reader could not fully map, per import problem (actions, VRM expression data),
+    any import/update error, and one line naming the enabled passes not written), as a farm operator reads it: ``Stylized frame 12: ...``."""
     out = []
     head = f"Stylized frame {frame}:"
     for key, what in (("import_error", "import failed, every mesh is drawn from Blender's evaluated mesh"),
@@ -269,6 +272,8 @@ def render_log_lines(frame: int, stats: dict) -> list:
         out.append(f"{head} {msg}")
     for msg in stats.get("losses") or ():        # missing images, invisible objects (materials/losses.py)
         out.append(f"{head} {msg}")
+    if stats.get("unwritten_passes"):            # engine/features/passes/inventory.py
+        out.append(f"{head} {stats['unwritten_passes']}")
     return out
 
 

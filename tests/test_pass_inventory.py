@@ -1,0 +1,82 @@
+"""Issue 36 item 6, nothing silent: every pass the view layer enables that Stylized does not write
+is named once per render in the log (and listed by the Stats panel), and EEVEE's pass set on the
+same view layer is contained in what we write plus what we name."""
+from __future__ import annotations
+
+import bpy
+
+import compositing_scene as S
+from tools import render_capture
+
+#: what a compositor enables (issue 36): Blender's switches and one AOV
+ENABLED = ("use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_diffuse_color", "use_pass_emit",
+           "use_pass_ambient_occlusion", "use_pass_position", "use_pass_vector", "use_pass_shadow",
+           "use_pass_cryptomatte_object", "use_pass_cryptomatte_material", "use_pass_cryptomatte_asset")
+
+
+def _enable_all(layer):
+    for name in ENABLED:
+        setattr(layer, name, True)
+    layer.aovs.add().name = "myaov"
+
+
+def _pass_names(channels, layer="ViewLayer"):
+    """The pass names of ``layer`` in a multilayer EXR's channels (Cryptomatte's ranked layers
+    CryptoObject00.. under their pass name)."""
+    out = set()
+    for ch in channels:
+        parts = ch.split(".")
+        if len(parts) == 3 and parts[0] == layer:
+            name = parts[1]
+            if name.startswith("Crypto") and name[-2:].isdigit():
+                name = name[:-2]
+            out.add(name)
+    return out
+
+
+def test_unwritten_passes_are_named_once_and_eevee_passes_are_covered(empty_scene, tmp_path):
+    scene = empty_scene
+    S.stage(scene)
+    layer = scene.view_layers[0]
+    _enable_all(layer)
+    ours = S.render_exr(scene, tmp_path / "ours.exr")
+    log = render_capture.LAST_RENDER["log"]
+    named = [line for line in log if "not written by Stylized" in line]
+    assert len(named) == 1, log                                     # once per render
+    eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=1)
+    label = {"Depth": "Z", "DiffCol": "Diffuse Color", "Emit": "Emission", "AO": "Ambient Occlusion",
+             "Vector": "Vector", "Position": "Position", "Shadow": "Shadow", "myaov": "AOV 'myaov'",
+             "CryptoObject": "Cryptomatte Object", "CryptoMaterial": "Cryptomatte Material",
+             "CryptoAsset": "Cryptomatte Asset"}
+    missing = _pass_names(eevee) - _pass_names(ours)
+    assert missing, "every EEVEE pass written: this test would no longer check the naming"
+    for name in sorted(missing):
+        assert f"{label.get(name, name)}" in named[0], (name, named[0])
+    for written in _pass_names(ours) - {"Combined"}:      # what is written is not named
+        assert f" {label.get(written, written)}," not in named[0] + ",", (written, named[0])
+    # nothing enabled beyond what we write: no line
+    for name in ENABLED:
+        setattr(layer, name, False)
+    layer.aovs.remove(layer.aovs[0])
+    layer.use_pass_z = True
+    S.render_exr(scene, tmp_path / "plain.exr")
+    assert not [line for line in render_capture.LAST_RENDER["log"] if "not written" in line]
+
+
+def test_stats_panel_lists_the_unwritten_passes(empty_scene):
+    from test_viewport_ui import Ctx, draw_panel
+    from stylized_renderer.panels import viewport_panels as vp
+
+    layer = empty_scene.view_layers[0]
+    _enable_all(layer)
+    labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(empty_scene, None)).labels()
+    head = [lab for lab in labels if lab.startswith("Passes not written")]
+    assert head, labels
+    for want in ("Diffuse Color", "Emission", "Ambient Occlusion", "Position", "Vector", "AOV 'myaov'"):
+        assert want in labels, (want, labels)
+    assert "Z" not in labels and "Mist" not in labels and "Normal" not in labels
+    for name in ENABLED:
+        setattr(layer, name, False)
+    layer.aovs.remove(layer.aovs[0])
+    labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(empty_scene, None)).labels()
+    assert not [lab for lab in labels if lab.startswith("Passes not written")]
