@@ -334,9 +334,9 @@ def test_rigify_without_bbone_segments_fails(rigify_scene, capsys, monkeypatch, 
 def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
     """Negative control: the baked TRS tracks alone (no exact local matrices) lose the shear of
     the stretched limbs."""
-    from stylized_renderer.engine.blender import session
+    from stylized_renderer.engine.features.preview import bakes as preview_bakes
 
-    monkeypatch.setattr(session._BakeFeed, "write", lambda self, t, player: True)
+    monkeypatch.setattr(preview_bakes.BakeFeed, "write", lambda self, t, player: True)
     rc, out, f = _run(capsys)
     assert rc == 1, out
     assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
@@ -450,7 +450,7 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
         for _ in range(6):
             ok, clip, t = frame()
             assert ok and st.active and st.playing, st.last_error
-            feed = s._bake_clip_cache[1][(arm.name, act.name)][2]
+            feed = s.preview.baked[1][(arm.name, act.name)][2]
             want = feed.baked.local_matrices(t, inner_only=True)
             got = np.asarray(s.runtime.pose.local_matrices)[feed.baked.inner_nodes]
             np.testing.assert_allclose(got, want, atol=1e-12)
@@ -538,7 +538,7 @@ def _rigify_playing(rigify_scene, bakes):
     except BaseException:
         s.free()
         raise
-    feed = s._bake_clip_cache[1][(rig.name, act.name)][2]
+    feed = s.preview.baked[1][(rig.name, act.name)][2]
     return s, st, frame, feed, fps, float(np.abs(feed.baked.table.static[..., :3, 3]).max()) + 1.0
 
 

@@ -76,7 +76,6 @@ def test_the_panels_shape_keys_and_the_clips_channels_mix_by_weight(empty_scene,
     clip's value on Smile and the panel's on the others; the clip's weight 0.25 in the mixer
     gives 25 % clip and 75 % panel on Smile (the panel fills what the clip leaves), the others
     unchanged.  Before: the clip's values were written over the panel's (no weight to give)."""
-    from stylized_renderer.engine.features.preview import morphs as preview_morphs
 
     arm, body = _face_character(empty_scene)
     kb = body.data.shape_keys.key_blocks
@@ -94,7 +93,7 @@ def test_the_panels_shape_keys_and_the_clips_channels_mix_by_weight(empty_scene,
     got = drawn_weights(rt, node, names)
     assert got == pytest.approx({"Smile": clip_smile, "Blink": 0.6, "Wide": 0.45}, abs=1e-6)
 
-    mixer = preview_morphs.for_session(view.session)
+    mixer = view.session.preview.morphs()
     mixer.clip_weight = 0.25
     rt = view.update(st)
     got = drawn_weights(rt, node, names)
@@ -311,7 +310,6 @@ def _playing_smile(scene, view, clip_weight):
     """``_face_and_hat`` (panel: Smile 0.3, Blink 0.6, Tall 0.4) previewing a clip that keys Body's
     Smile from 0.9 at 0 s to 0.1 at 1 s, at ``clip_weight`` in the mixer, started at 0 s:
     (state, Body, Hat, Body's node, Hat's node, runtime)."""
-    from stylized_renderer.engine.features.preview import morphs as preview_morphs
 
     arm, body, hat = _face_and_hat(scene)
     kb = body.data.shape_keys.key_blocks
@@ -321,7 +319,7 @@ def _playing_smile(scene, view, clip_weight):
     view.update(st)
     clip, node = _with_key_channels(view.session, arm, body, {"Smile": ([0.0, 1.0], [0.9, 0.1])})
     hat_node = view.session.scene_asset.node_index(hat.name)
-    preview_morphs.for_session(view.session).clip_weight = clip_weight
+    view.session.preview.morphs().clip_weight = clip_weight
     st.push("clip", clip.name)
     st.push("seek", 0.0)
     st.push("play")

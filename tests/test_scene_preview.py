@@ -202,7 +202,7 @@ def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
             st.push("pause")
             assert s.update_frame(dg, st) and st.active, st.last_error
             node = next(i for i, nd in enumerate(s.scene_asset.nodes) if nd.object_name == "Char1_0")
-            return np.array(s.runtime.pose.world_matrix(node)), s._scene_playback
+            return np.array(s.runtime.pose.world_matrix(node)), s.preview.scene_playback
 
         return gpu_util.run_in_gpu_context(task)
 

@@ -281,7 +281,7 @@ def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, se
     edit(move_key)
     assert not session._need_import, session.reimport_reasons
     session.want_clips = True
-    session._reimport("a clip preview")
+    session.reimport("a clip preview")
     draw(session, view, proj, False, w, h)
     runtime = session.runtime
     edit(move_key)

@@ -21,7 +21,7 @@ Measured (2 CPU cores shared with other jobs, llvmpipe; 706 bones, 160 deform, 4
 5 bones a vertex, 668 palette rows of which 560 B-Bone segment rows): frame_set 2.2-2.4 ms on quiet
 runs (up to 8.5 ms under load; Blender's rig evaluation ~0.7 ms, its Armature modifier the rest),
 player 0.21 ms, ratio ~0.09: at the goal.  What makes the player cheap on a baked clip
-(engine/blender/session.py ``_BakeFeed``): the inner bones' worlds from the bake's root-relative matrices
+(engine/features/preview/bakes.py ``BakeFeed``): the inner bones' worlds from the bake's root-relative matrices
 (``ScenePose.set_world_shortcut``: one (4k,4) x (4,4) product per root bone instead of one
 batched product per bone level), and the palettes straight from the baked joints
 (``SkinningPaletteSet.set_baked_joints``: each row's root-relative joint @ B-Bone relation @

@@ -165,7 +165,7 @@ def measure(frames: int = 40, blocks: int = 6, block: int = 10) -> dict:
     shown = gpu_util.run_in_gpu_context(run)
     if blocks:
         gpu_util.run_in_gpu_context(run_blocks)
-    pb = s._scene_playback
+    pb = s.preview.scene_playback
     # the real clock moved the scene (a few frames per step: a frame_set lies between two of ours)
     assert st.playing and st.active and len(set(shown)) == len(shown), shown
     r = {"scene_ms": statistics.median(ours), "frame_set_ms": statistics.median(fs), "ids": len(pb.anim.ids),

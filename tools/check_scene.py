@@ -185,7 +185,7 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
             checker.session.free()
             out(f"scene-deform: refused frames={len(frames)}")
             return 1
-    pb = getattr(checker.session, "_scene_playback", None)
+    pb = checker.session.preview.scene_playback
     bad = unsupported_lines(pb.anim) if pb is not None else []
     for line in bad:
         out(line)

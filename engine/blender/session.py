@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import session_bake, session_sync
+from . import session_sync
 from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
 from .sources.fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
 from ..features.materials.losses import frame_losses
@@ -19,8 +19,8 @@ from ..core.world.frame import CameraData, FrameData
 from ..gpu.passes.local_shadows import local_shadow_losses
 from ..gpu.passes.visibility import VisibilityCache
 from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
-from .session_bake import BakeFeed as _BakeFeed  # noqa: F401 (re-exported: tests patch its write)
 from ..features.springs.runtime import report as springs_report
+from ..features.preview.driver import PreviewDriver
 from ..core.world.transform_guard import skip_message, split_drawable
 # the modules every frame uses, loaded with the add-on rather than inside the first render of a
 # file (their import, compiled where Python keeps no bytecode cache, was part of the first F12);
@@ -90,8 +90,9 @@ class StylizedSession:
         self._last_time = None
         self._gpu_nodes = set()
         self._reset_frame_state()
-        self.bakes = addon.bakes if addon is not None else BakeCache()   # the preview's bakes (session_bake)
+        self.bakes = addon.bakes if addon is not None else BakeCache()   # the preview's bakes (preview/bakes.py)
         self._own_bakes = addon is None
+        self.preview = PreviewDriver(self)     # the viewport preview's state (engine/features/preview)
         if viewport:
             if addon is not None:
                 addon.note_viewport_session(self)
@@ -105,13 +106,6 @@ class StylizedSession:
         self._accumulator = None         # passes.samples.Accumulator: the anti-aliasing targets
         self._fallback_skipped = {}      # object name -> why its transform is not drawable
         self._scene_reads = None         # viewport: (key, fallback items, lamps) a redraw may reuse
-        self._hold = None                # preview_hold.PreviewHold of the playing preview
-        self._scene_playback = None      # preview_scene.ScenePlayback of the Scene preview
-        self._followed = None            # preview_follow: the reader / state last followed
-        self._renamed = None             # preview_follow: (armature, clip) re-imported after a rename
-        self._preview_runtime = None     # preview_follow: the runtime the preview last played on
-        self._bake_clip_cache = None     # session_bake.baked_clips: (scene asset, {(arm, clip): ...}, runtime)
-        self._preview_morphs = None      # preview_morphs.PreviewMorphs: the preview's morph mixer
 
     # ------------------------------------------------------------------------------------------
     def _ensure_gpu(self):
@@ -135,7 +129,8 @@ class StylizedSession:
         ``session_sync.sync_render_step``."""
         session_sync.sync_render_step(self, depsgraph, verify_all)
 
-    def _reimport(self, reason: str) -> None:
+    def reimport(self, reason: str) -> None:
+        """Import the scene again before the next frame (``reason``: why, for the Stats panel)."""
         self._need_import = True
         self.reimport_reasons.append(reason)
 
@@ -145,93 +140,32 @@ class StylizedSession:
         session_sync.ensure_runtime(self, depsgraph)
 
     def update_frame(self, depsgraph, preview_state=None) -> bool:
-        """The seed's update step: pose source -> palettes -> morph instances."""
+        """The frame's update step (pose source -> palettes -> morph instances): the preview
+        driver's (``preview``: engine/features/preview/driver.py), which plays ``preview_state``
+        when it drives the pose and otherwise takes Blender's pose (``update_timeline``)."""
         if self.runtime is None:
             return False
         now = time.perf_counter()
         dt = 0.0 if self._last_time is None else now - self._last_time
         self._last_time = now
-        if preview_state is not None:
-            from ..features.preview import follow as _follow
+        return self.preview.update(depsgraph, preview_state, dt)
 
-            _follow.follow_after_sync(self, preview_state)    # a renamed armature or action is followed,
-            # a deleted one stops
-        if preview_state is not None and preview_state.active:
-            # Play / resume starts from the shown time: the clock's time since the last redraw (an
-            # idle viewport: seconds) is neither clip nor scene time
-            playing = self.runtime.player.is_playing and not preview_state.scene_mode
-            if not playing and ("play",) in preview_state.commands:
-                dt = 0.0
-        if preview_state is not None and preview_state.active and preview_state.scene_mode:
-            from ..features.preview import scene as preview_scene
-
-            return preview_scene.update(self, depsgraph, preview_state, dt)   # Scene: every animated object
-        if preview_state is not None and preview_state.active:
-            from ..features.preview import state as _preview
-
-            if self.viewport and not self.want_clips:
-                # the first clip preview of this session: its clips are imported now (the
-                # meshes come from the asset cache), so a Rendered viewport that never plays a
-                # clip never reads an action
-                self.want_clips = True
-                self._need_import = True
-                self._ensure_runtime(depsgraph)
-                if self.runtime is None:
-                    return False
-            clips = {c.name: c for c in self.scene_asset.animations
-                     if c.target_object == preview_state.armature}
-            _follow.reimport_renamed(self, preview_state, clips)
-            before = None
-            if clips:
-                baked = self._baked_clips(preview_state, clips)
-                if baked is None:
-                    # the clip needs Blender's evaluation and has no current bake: never play a
-                    # wrong pose; timeline mode until the bake is made (Play / clip choice)
-                    preview_state.active = False
-                    preview_state.playing = False
-                    return self._update_timeline(depsgraph)
-                clips, before = baked
-                if preview_state.crowd:
-                    why = _preview.crowd_bake_conflict(preview_state, self.runtime, self.bakes.reasons,
-                                                       self.bakes.reasons_generation)
-                    if why is not None:
-                        # a bake drives its own armature's bones only: never play a wrong pose
-                        # on the other characters; timeline mode until crowd mode is turned off
-                        preview_state.last_error = why
-                        preview_state.active = False
-                        preview_state.playing = False
-                        return self._update_timeline(depsgraph)
-            player = self.runtime.player
-            from ..features.preview import hold as preview_hold, morphs as preview_morphs
-
-            _follow.resume(self, preview_state, clips)     # a re-import or a rename: the clip plays on
-            # what the clip does not play holds the pose shown when the preview started
-            # a baked clip's matrices are a source the player samples with its clip (no write before or after it)
-            player.set_matrix_source(before.clip if before is not None else None,
-                                     before.write if before is not None else None)
-            # after the player sampled, before the uploads: the shape keys through the morph mixer
-            # (the clip's channels, the panel's values filling the rest: preview_morphs)
-            before_update, after_sample = preview_hold.hooks(self, depsgraph, preview_state,
-                                                             lambda: preview_morphs.push(self))
-
-            if self.reader is not None and self.runtime.guard is not None:
-                # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
-                self.runtime.guard.hold_undrawable(self.reader.undrawable_objects(depsgraph))
-            # (that push fills every morph from the mixer: the runtime does not push the clip's keys first)
-            _preview.apply_commands(preview_state, self.runtime, clips, dt, before_update,
-                                    after_sample=after_sample if self.reader is not None else None,
-                                    fills_morphs=True)
-            return True
-        return self._update_timeline(depsgraph)
-
-    def _update_timeline(self, depsgraph) -> bool:
-        self._hold = None       # timeline mode: the next preview frame starts anew
+    def update_timeline(self, depsgraph) -> bool:
+        """Blender's evaluated pose and shape-key values at the shown frame (the reader's) into
+        the runtime: palettes and morphs."""
         nodes, mats, weights = self.reader.read(depsgraph)
         return self.runtime.update_timeline(nodes, mats, weights, bbone_segments=self.reader.bbone_segments)
 
-    def _baked_clips(self, state, clips: dict):
-        """The preview's clips with their bakes: ``session_bake.baked_clips``."""
-        return session_bake.baked_clips(self, state, clips)
+    def import_clips(self, depsgraph) -> bool:
+        """From now on import the scene's clips too (the preview player's): a viewport session
+        imports them when a clip preview first draws, not for its first frames (a Rendered
+        viewport that never plays a clip never reads an action); final renders need none.
+        Returns whether the session has a runtime."""
+        if self.viewport and not self.want_clips:
+            self.want_clips = True
+            self._need_import = True
+            self._ensure_runtime(depsgraph)
+        return self.runtime is not None
 
     def _update(self, depsgraph, preview_state) -> None:
         """update_frame, with its failure kept for the Stats panel and the render log."""
@@ -443,6 +377,7 @@ class StylizedSession:
         if self.assets.edits is not None:
             self.assets.edits.stop()    # its depsgraph_update_post handler goes with the session
         self._reset_frame_state()
+        self.preview.reset()
         if self._own_bakes:
             self.bakes.clear()          # the bakes this session made for itself (an owner's stay with it)
         self._need_import = True

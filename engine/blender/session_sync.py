@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-from .session_bake import mark_bakes_dirty
 
 
 def sync(session, depsgraph, updates=None) -> None:
@@ -31,8 +30,8 @@ def sync(session, depsgraph, updates=None) -> None:
     animated = updates is not None and session._synced_frame is not None and frame != session._synced_frame
     session._synced_frame = frame
     if updates is None:
-        session._reimport("full sync")
-        mark_bakes_dirty(session)
+        session.reimport("full sync")
+        session.bakes.mark_dirty()
         return
     import bpy
 
@@ -43,13 +42,13 @@ def sync(session, depsgraph, updates=None) -> None:
             idb = getattr(u.id, "original", u.id)
             idb.name
         except ReferenceError:          # the datablock is gone: a deletion
-            session._reimport("a datablock was removed")
+            session.reimport("a datablock was removed")
             continue
         live.append((u, idb))
     keys = {idb.name for _u, idb in live if isinstance(idb, bpy.types.Key)}
     if any(isinstance(idb, (bpy.types.Object, bpy.types.Armature, bpy.types.Action)) for _u, idb in live):
         # a preview bake's rig or action may have changed: its next lookup re-checks
-        mark_bakes_dirty(session)
+        session.bakes.mark_dirty()
     for u, idb in live:
         if isinstance(idb, bpy.types.Material):
             session.material_cache.invalidate(idb.name)
@@ -63,12 +62,12 @@ def sync(session, depsgraph, updates=None) -> None:
         if isinstance(idb, bpy.types.Object):
             if u.is_updated_geometry and known.object_structure_changed(idb):
                 session.assets.invalidate_object(idb.name)
-                session._reimport(f"object '{idb.name}' changed its structure")
+                session.reimport(f"object '{idb.name}' changed its structure")
             continue
         if isinstance(idb, bpy.types.Key):
             if known.key_layout_changed(idb):
                 session.assets.invalidate_id(idb)
-                session._reimport(f"shape keys '{idb.name}' changed their layout")
+                session.reimport(f"shape keys '{idb.name}' changed their layout")
             continue
         if isinstance(idb, bpy.types.Mesh):
             if not u.is_updated_geometry:
@@ -78,26 +77,26 @@ def sync(session, depsgraph, updates=None) -> None:
                            and not known.key_layout_changed(key))
             if not values_only:
                 session.assets.invalidate_mesh(idb.name)
-                session._reimport(f"mesh '{idb.name}' edited")
+                session.reimport(f"mesh '{idb.name}' edited")
             continue
         if isinstance(idb, bpy.types.Armature):
             # a pose edit updates the armature too; only a rest/bone change re-imports
             if u.is_updated_geometry and known.armature_changed(idb):
                 session.assets.invalidate_id(idb)
-                session._reimport(f"armature '{idb.name}' edited")
+                session.reimport(f"armature '{idb.name}' edited")
             continue
         if isinstance(idb, bpy.types.Action):
             # re-evaluating the same frame reports the action too; only edited keys count (and
             # only where clips were imported: the timeline reads Blender's pose)
             if session.want_clips and known.action_changed(idb):
                 session.assets.invalidate_action(idb.name)
-                session._reimport(f"action '{idb.name}' edited")
+                session.reimport(f"action '{idb.name}' edited")
             continue
         if isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
             # relations are re-evaluated for many reasons; objects added, removed or renamed
             # are what needs a re-import
             if known.objects_changed(scene):
-                session._reimport("objects added, removed or renamed")
+                session.reimport("objects added, removed or renamed")
 
 
 def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
@@ -132,17 +131,17 @@ def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
         reasons = [f"the re-sync check failed ({type(ex).__name__}: {ex})"]
     session.stats["step_ms"] = (time.perf_counter() - t0) * 1e3
     if verify_all:
-        mark_bakes_dirty(session)         # as a full sync does: the preview's bakes re-check
+        session.bakes.mark_dirty()         # as a full sync does: the preview's bakes re-check
     if not reasons:
         session.render_steps += 1
         session.runtime_reuses += 1
         session.last_sync = "verified, nothing re-imported" if verify_all else "depsgraph updates, nothing re-imported"
         return
     for why in reasons:
-        session._reimport(why)
+        session.reimport(why)
     session._remember_after_import = True
     if not verify_all:
-        mark_bakes_dirty(session)
+        session.bakes.mark_dirty()
 
 
 def _step_changes(session, depsgraph, verify_all: bool) -> list:

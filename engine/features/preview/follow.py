@@ -10,8 +10,9 @@ the viewport shows Blender's pose (timeline mode); a deleted action's armature g
 clip (paused, at 0).
 
 ``follow(state)`` is cheap (two name look-ups; a scan of ``bpy.data`` only after a rename or a
-deletion): the viewport session calls it after each depsgraph sync (``follow_after_sync``), the
-Animation panel when it draws and the preview operators before they act.  ``restore_player`` puts a state's clip back on a
+deletion): the session's preview driver calls it after each depsgraph sync
+(``PreviewDriver.follow``), the Animation panel when it draws and the preview operators before
+they act.  ``restore_player`` puts a state's clip back on a
 player that lost it (a new runtime after a re-import).
 """
 from __future__ import annotations
@@ -84,16 +85,6 @@ def follow(state) -> bool:
     return changed
 
 
-def follow_after_sync(session, state) -> None:
-    """``follow`` for the viewport session's frames: once per depsgraph sync of ``session`` (a
-    rename or a deletion always comes with one: ``TimelineReader.sync_token``), per runtime and
-    per state, not on every frame of an unchanged scene."""
-    key = (id(session.reader), getattr(session.reader, "sync_token", None), id(state))
-    if session._followed != key:
-        session._followed = key
-        follow(state)
-
-
 def _clip_deleted(state, name: str) -> None:
     import bpy
 
@@ -143,22 +134,3 @@ def lost_clip(state, runtime, clips: dict, new_runtime: bool) -> Optional[object
     if held is None:
         return clips.get(name) if new_runtime else None
     return clips.get(name) if held.name != name else None
-
-
-def reimport_renamed(session, state, clips: dict) -> None:
-    """A clip renamed (``follow``) that the session's import still knows by its old name: the
-    player plays on meanwhile and the next frame imports anew (asked once per name)."""
-    name = state.clip_name
-    if name and name not in clips and session._renamed != (state.armature, name):
-        session._renamed = (state.armature, name)
-        session._reimport(f"the preview's clip '{name}' of '{state.armature}' was renamed")
-
-
-def resume(session, state, clips: dict) -> None:
-    """A player that lost the state's clip (a new runtime after a re-import, or the clip imported
-    anew under a new name) gets it back at the state's time and transport (``restore_player``)."""
-    runtime = session.runtime
-    lost = lost_clip(state, runtime, clips, session._preview_runtime is not runtime)
-    if lost is not None:
-        restore_player(state, runtime, lost)
-    session._preview_runtime = runtime

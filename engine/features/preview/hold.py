@@ -7,9 +7,9 @@ after Stop; nodes of objects the clip does not play (another character, a prop p
 bone with its own action, the skinned meshes' own transforms) then take the held matrices again,
 so they stay where the user saw them instead of jumping to the pose of the last import.
 
-Owned by one ``StylizedSession`` (``session._hold``) for one ``PreviewState`` and one
-``SceneRuntime``; a new runtime or another state starts a new hold, timeline mode drops it.
-``hooks`` gives the session's preview update its before/after-sample steps.
+Kept by the session's preview driver (``PreviewDriver.hold``, driver.py) for one ``PreviewState``
+and one ``SceneRuntime``; a new runtime or another state starts a new hold, timeline mode drops it.
+``hooks`` gives the driver's clip update its before/after-sample steps.
 """
 from __future__ import annotations
 
@@ -46,12 +46,13 @@ class PreviewHold:
         return bool(pose.update_world_matrices()) and bool(ok)
 
 
-def start(session, depsgraph, state) -> PreviewHold:
-    """The hold of ``state`` (kept in ``session._hold``): at a start (a state, or a runtime, not
+def start(driver, depsgraph, state) -> PreviewHold:
+    """The hold of ``state`` (kept in ``driver.hold``): at a start (a state, or a runtime, not
     seen by the last preview frame) Blender's evaluated pose is read once, as the timeline shows
     it, and the clip is sampled again over it (the palettes follow in the preview's update)."""
+    session = driver.session
     runtime = session.runtime
-    hold = session._hold
+    hold = driver.hold
     if hold is not None and hold.matches(state, runtime):
         return hold
     nodes, mats, _weights = session.reader.read(depsgraph)    # (the preview pushes its own weights)
@@ -61,17 +62,17 @@ def start(session, depsgraph, state) -> PreviewHold:
     player = runtime.player
     if player.clip is not None:
         player.seek(player.current_time)
-    session._hold = PreviewHold(state, runtime, pose.local_matrices)
-    return session._hold
+    driver.hold = PreviewHold(state, runtime, pose.local_matrices)
+    return driver.hold
 
 
-def hooks(session, depsgraph, state, after):
+def hooks(driver, depsgraph, state, after):
     """(before_update, after_sample) for ``preview.apply_commands``: ``after`` (the morph push)
     runs after the player's sample; when the player restored the bind pose in between (a new
     clip, Stop), every node of an object the clip does not play takes the held matrix again
     first."""
-    hold = start(session, depsgraph, state)
-    runtime = session.runtime
+    hold = start(driver, depsgraph, state)
+    runtime = driver.session.runtime
     reset = [False]
 
     def before_update(player, _dt):

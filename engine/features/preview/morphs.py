@@ -25,8 +25,8 @@ morph weight of the runtime changed since that push (its ``morph_epoch``: a time
 node a clip drives (or drove at its last push) is blended again each frame; a frame whose inputs
 are those of the last one, with no key driven by the clip, pushes nothing.
 
-Owned by one ``StylizedSession`` for one ``SceneRuntime`` (``session._preview_morphs``).  numpy
-only; the reader is the session's.
+Kept by the session's preview driver for one ``SceneRuntime`` (``PreviewDriver.morphs()``,
+driver.py).  numpy only; the reader is the session's.
 """
 from __future__ import annotations
 
@@ -108,16 +108,3 @@ class PreviewMorphs:
         # what lets the next frame skip this: nothing here depends on the player's values and
         # every node took its weights
         self._settled = token if not mix.active and len(pushed) == len(lay.nodes) else None
-
-
-def for_session(session) -> PreviewMorphs:
-    """The session's PreviewMorphs of its current runtime (a new runtime starts a new one)."""
-    m = session._preview_morphs
-    if m is None or m.runtime is not session.runtime:
-        m = session._preview_morphs = PreviewMorphs(session.runtime)
-    return m
-
-
-def push(session) -> None:
-    """The session's preview frame step (``preview_hold.hooks``' after-sample step)."""
-    for_session(session).push(session.reader)

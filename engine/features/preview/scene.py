@@ -1,7 +1,8 @@
 """The preview's *Scene* playback: every animated object of the scene plays from the current frame
 at the scene's rate, range and loop, as timeline playback would, without evaluating Blender's
-depsgraph.  Read once when Scene playback starts (``ScenePlayback``, kept by the session): each
-Object's and shape-key datablock's active action and NLA stack (``nla_source``); per frame the
+depsgraph.  Read once when Scene playback starts (``ScenePlayback``, kept by the session's
+preview driver): each Object's and shape-key datablock's active action and NLA stack
+(``nla_source``); per frame the
 stacks are evaluated (``animation.nla``), their object / pose-bone channels become the nodes' local
 TRS through the importer's curve binding (``CurveBindingAsset``: rotation modes, delta transforms,
 connected bones, as a plain clip plays them) and the shape-key channels the meshes' morph weights;
@@ -299,13 +300,15 @@ def advance(frame: float, dt: float, fps: float, start: float, end: float, loop:
     return start + math.fmod(f - start, end - start), True
 
 
-def update(session, depsgraph, state, dt: float) -> bool:
-    """One preview frame in Scene mode (``StylizedSession.update_frame``): commands, the clock,
-    then the scene at the shown frame.  The playback data lives on the session."""
+def update(driver, depsgraph, state, dt: float) -> bool:
+    """One preview frame in Scene mode (``PreviewDriver.update``): commands, the clock, then the
+    scene at the shown frame.  The playback data lives on the session's preview driver
+    (``driver.scene_playback``)."""
     import bpy
 
+    session = driver.session
     scene = depsgraph.scene if depsgraph is not None else bpy.context.scene
-    pb: Optional[ScenePlayback] = session._scene_playback
+    pb: Optional[ScenePlayback] = driver.scene_playback
     reload = ("scene_reload",) in state.commands
     # an edit of an action, a strip or a track re-imports (StylizedSession.sync): a new runtime
     if pb is None or pb.runtime is not session.runtime or reload:
@@ -315,15 +318,15 @@ def update(session, depsgraph, state, dt: float) -> bool:
             why = [f"Scene playback needs a bake: {stale}"]
         if why:
             # never play a wrong pose: timeline mode, and the panel says why
-            session._scene_playback = None
+            driver.scene_playback = None
             state.last_error = why[0] + (f" (and {len(why) - 1} more object(s))" if len(why) > 1 else "")
             state.scene_notes = why
             state.active = state.playing = False
             state.commands.clear()
-            return session._update_timeline(depsgraph)
+            return driver.timeline(depsgraph)
         t0 = time.perf_counter()
-        pb = session._scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime,
-                                                     state.scene_bakes, session.reader)
+        pb = driver.scene_playback = ScenePlayback(scene, session.scene_asset, session.runtime,
+                                                    state.scene_bakes, session.reader)
         pb.build_ms = (time.perf_counter() - t0) * 1e3
         state.scene_notes = list(pb.notes)
         state.last_error = None

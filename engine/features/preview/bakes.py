@@ -1,15 +1,12 @@
 """The preview's baked clips (``engine.blender.bake.cache``): the clips a bake replaces and the matrix
-source the player samples for them (``BakeFeed``).  Split out of ``session.py``."""
+source the player samples for them (``BakeFeed``)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.animation.mixer import MatrixMixer
-
-
-def mark_bakes_dirty(session) -> None:
-    """The session's preview bakes re-check their rig and action at their next lookup."""
-    session.bakes.mark_dirty()
+from ...blender.bake import cache as _bake
+from ...core.animation.mixer import MatrixMixer
+from . import state as _preview
 
 
 class BakeFeed:
@@ -68,14 +65,13 @@ class BakeFeed:
         return ok
 
 
-def baked_clips(session, state, clips: dict):
-    """``(clips, before_update)`` for the preview: ``clips`` unchanged when the armature needs
-    no bake; otherwise the clips with the bakes of ``session.bakes`` substituted
-    (converted once per bake and scene asset) and a hook that feeds the bake's B-Bone segments.
-    None (``state.last_error`` says why) when the clip about to play needs a bake it lacks."""
-    from ..features.preview import state as _preview
-    from .bake import cache as _bake
-
+def baked_clips(driver, state, clips: dict):
+    """``(clips, before_update)`` for the preview (``driver``: the session's ``PreviewDriver``):
+    ``clips`` unchanged when the armature needs no bake; otherwise the clips with the bakes of
+    ``session.bakes`` substituted (converted once per bake and scene asset, kept in
+    ``driver.baked``) and a hook that feeds the bake's B-Bone segments.  None
+    (``state.last_error`` says why) when the clip about to play needs a bake it lacks."""
+    session = driver.session
     arm = state.armature
     reasons = session.bakes.reasons(arm)
     if not reasons:
@@ -87,9 +83,9 @@ def baked_clips(session, state, clips: dict):
     if b is None:
         state.last_error = f"clip '{name}' needs a bake: {why}; it is driven by {'; '.join(reasons)}"
         return None
-    conv = session._bake_clip_cache
+    conv = driver.baked
     if conv is None or conv[0] is not session.scene_asset or conv[2] is not session.runtime:
-        conv = session._bake_clip_cache = (session.scene_asset, {}, session.runtime)
+        conv = driver.baked = (session.scene_asset, {}, session.runtime)
     hit = conv[1].get((arm, name))
     if hit is None or hit[0] is not b:
         template = clips.get(name)

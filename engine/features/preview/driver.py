@@ -1,0 +1,149 @@
+"""The viewport preview on one session: ``PreviewDriver`` owns what the preview keeps between the
+frames of one ``StylizedSession`` and is the session's one entry into the preview
+(docs/architecture.md).
+
+The session makes one driver (``session.preview``) and calls ``update(depsgraph, state, dt)`` as
+its frame's update step; ``reset()`` when it is freed.  The driver reads the session's shared
+frame data (``runtime``, ``reader``, ``scene_asset``, ``bakes``) and asks it through its public
+methods (``update_timeline``, ``reimport``, ``import_clips``); it never writes a session field.
+
+Per frame, with a ``PreviewState``:
+
+* a renamed armature or action is followed, a deleted one stops (``follow``);
+* Scene mode: every animated object of the scene plays (``scene.update``);
+* clip mode: the clip's bake when the armature needs one (``bakes.baked_clips``), the pose the
+  rest of the scene holds (``hold``), the commands drained into the player and the runtime's
+  update (``state.apply_commands``), the shape keys through the morph mixer (``morphs``);
+* otherwise, or when the clip cannot play exactly: Blender's pose (timeline mode).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import bakes as _bakes, follow as _follow, hold as _hold, morphs as _morphs, scene as _scene, \
+    state as _preview
+
+
+class PreviewDriver:
+    """The preview's state on one session (see the module docstring)."""
+
+    def __init__(self, session):
+        self.session = session
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every frame's state (the session was freed: a new runtime starts anew)."""
+        self.hold: Optional[_hold.PreviewHold] = None             # the pose the rest of the scene holds
+        self.scene_playback: Optional[_scene.ScenePlayback] = None  # the Scene preview's playback
+        self.followed = None          # follow: (reader, its sync token, state) last followed
+        self.renamed = None           # follow: (armature, clip) re-imported after a rename
+        self.played_runtime = None    # follow: the runtime the preview last played on
+        self.baked = None             # bakes.baked_clips: (scene asset, {(arm, clip): ...}, runtime)
+        self.morph_source: Optional[_morphs.PreviewMorphs] = None  # the preview's morph source
+
+    # ------------------------------------------------------------------------------------------
+    def update(self, depsgraph, state, dt: float) -> bool:
+        """The session's frame update (``StylizedSession.update_frame``; its runtime exists):
+        the preview of ``state`` (None: no preview) when it drives the pose, else the timeline."""
+        s = self.session
+        if state is not None:
+            self.follow(state)          # a renamed armature or action is followed, a deleted one stops
+        if state is None or not state.active:
+            return self.timeline(depsgraph)
+        # Play / resume starts from the shown time: the clock's time since the last redraw (an
+        # idle viewport: seconds) is neither clip nor scene time
+        playing = s.runtime.player.is_playing and not state.scene_mode
+        if not playing and ("play",) in state.commands:
+            dt = 0.0
+        if state.scene_mode:
+            return _scene.update(self, depsgraph, state, dt)   # Scene: every animated object
+        return self._play_clip(depsgraph, state, dt)
+
+    def timeline(self, depsgraph) -> bool:
+        """Timeline mode: Blender's pose (the next preview frame starts anew)."""
+        self.hold = None
+        return self.session.update_timeline(depsgraph)
+
+    def follow(self, state) -> None:
+        """``follow.follow`` once per depsgraph sync of the session (a rename or a deletion always
+        comes with one: ``TimelineReader.sync_token``), per runtime and per state, not on every
+        frame of an unchanged scene."""
+        reader = self.session.reader
+        key = (id(reader), getattr(reader, "sync_token", None), id(state))
+        if self.followed != key:
+            self.followed = key
+            _follow.follow(state)
+
+    def morphs(self) -> _morphs.PreviewMorphs:
+        """The preview's morph source on the session's current runtime (a new runtime starts a
+        new one)."""
+        m = self.morph_source
+        if m is None or m.runtime is not self.session.runtime:
+            m = self.morph_source = _morphs.PreviewMorphs(self.session.runtime)
+        return m
+
+    # ------------------------------------------------------------------------------------------
+    def _play_clip(self, depsgraph, state, dt: float) -> bool:
+        s = self.session
+        if not s.import_clips(depsgraph):
+            # the first clip preview of a viewport session imports its clips now (the meshes
+            # come from the asset cache), so a Rendered viewport that never plays a clip never
+            # reads an action
+            return False
+        clips = {c.name: c for c in s.scene_asset.animations if c.target_object == state.armature}
+        self._reimport_renamed(state, clips)
+        before = None
+        if clips:
+            baked = _bakes.baked_clips(self, state, clips)
+            if baked is None:
+                # the clip needs Blender's evaluation and has no current bake: never play a
+                # wrong pose; timeline mode until the bake is made (Play / clip choice)
+                state.active = False
+                state.playing = False
+                return self.timeline(depsgraph)
+            clips, before = baked
+            if state.crowd:
+                why = _preview.crowd_bake_conflict(state, s.runtime, s.bakes.reasons, s.bakes.reasons_generation)
+                if why is not None:
+                    # a bake drives its own armature's bones only: never play a wrong pose
+                    # on the other characters; timeline mode until crowd mode is turned off
+                    state.last_error = why
+                    state.active = False
+                    state.playing = False
+                    return self.timeline(depsgraph)
+        runtime = s.runtime
+        self._resume(state, clips)      # a re-import or a rename: the clip plays on
+        # what the clip does not play holds the pose shown when the preview started
+        # a baked clip's matrices are a source the player samples with its clip (no write before or after it)
+        runtime.player.set_matrix_source(before.clip if before is not None else None,
+                                         before.write if before is not None else None)
+        # after the player sampled, before the uploads: the shape keys through the morph mixer
+        # (the clip's channels, the panel's values filling the rest: morphs.py)
+        before_update, after_sample = _hold.hooks(self, depsgraph, state,
+                                                   lambda: self.morphs().push(s.reader))
+        if s.reader is not None and runtime.guard is not None:
+            # what Blender's own matrices cannot draw (NaN, 1e20) is skipped here too
+            runtime.guard.hold_undrawable(s.reader.undrawable_objects(depsgraph))
+        # (that push fills every morph from the mixer: the runtime does not push the clip's keys first)
+        _preview.apply_commands(state, runtime, clips, dt, before_update,
+                                after_sample=after_sample if s.reader is not None else None,
+                                fills_morphs=True)
+        return True
+
+    def _reimport_renamed(self, state, clips: dict) -> None:
+        """A clip renamed (``follow``) that the session's import still knows by its old name: the
+        player plays on meanwhile and the next frame imports anew (asked once per name)."""
+        name = state.clip_name
+        if name and name not in clips and self.renamed != (state.armature, name):
+            self.renamed = (state.armature, name)
+            self.session.reimport(f"the preview's clip '{name}' of '{state.armature}' was renamed")
+
+    def _resume(self, state, clips: dict) -> None:
+        """A player that lost the state's clip (a new runtime after a re-import, or the clip
+        imported anew under a new name) gets it back at the state's time and transport
+        (``follow.restore_player``)."""
+        runtime = self.session.runtime
+        lost = _follow.lost_clip(state, runtime, clips, self.played_runtime is not runtime)
+        if lost is not None:
+            _follow.restore_player(state, runtime, lost)
+        self.played_runtime = runtime
