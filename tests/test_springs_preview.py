@@ -1,4 +1,4 @@
-"""Spring bones in the preview (engine/features/springs/runtime.py via SceneRuntime.update): a generated VRM
+"""Spring bones in the preview (engine/features/springs/driver.py via SceneRuntime.update): a generated VRM
 avatar with a head-shake clip, played through the real path (Scene property -> PreviewState ->
 session.update_frame), WITHOUT the VRM Add-on: the hair swings relative to the head; with
 Animate Spring Bones off it stays rigid; a seek resets the simulation."""
@@ -40,6 +40,11 @@ def _tip_in_head(rt, asset, chain=1):
     return (np.linalg.inv(head) @ tip)[:3, 3]
 
 
+def _sim(view, rt):
+    """The preview's spring simulation of ``rt`` (the session's SpringsDriver keeps it)."""
+    return view.session.springs.of(rt)
+
+
 def _play(view, arm, frames):
     scene = bpy.context.scene
     st = preview.get_state(scene, arm)
@@ -57,8 +62,8 @@ def _play(view, arm, frames):
 def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_path):
     arm = _avatar_file(tmp_path)
     st, rt, path = _play(view, arm, 24)
-    assert rt.springs is not None and rt.springs.joint_count == 6 * 9 + 8 * 5
-    assert rt.springs.steps_total == 60                      # 24 frames at 24 fps: 1 s of 60 Hz steps
+    assert _sim(view, rt) is not None and _sim(view, rt).joint_count == 6 * 9 + 8 * 5
+    assert _sim(view, rt).steps_total == 60                      # 24 frames at 24 fps: 1 s of 60 Hz steps
     swing = np.linalg.norm(path - path[0], axis=1).max()
     assert swing > 0.05, swing                               # the tip moves relative to the head
 
@@ -72,7 +77,7 @@ def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_pa
     st.push("stop")
     view.update(st, 0.0)
     st2, rt2, path2 = _play(view, arm, 24)
-    assert not rt2.springs.rig.chain_count
+    assert not _sim(view, rt2).rig.chain_count
     assert np.linalg.norm(path2 - path2[0], axis=1).max() < 1e-6   # rigid: only the clip moves it
 
 
@@ -106,7 +111,7 @@ def test_scene_preview_swings_the_hair_at_the_shown_frame(vrm_addon, view, tmp_p
         rt = view.update(st, 1.0 / 24.0)
         path.append(_tip_in_head(rt, asset))
     assert st.scene_mode and st.scene_frame == pytest.approx(13.0) and scene.frame_current == 1
-    assert rt.springs.timeline.steps == 30                  # (13 - 1) / 24 s at 60 Hz
+    assert _sim(view, rt).timeline.steps == 30                  # (13 - 1) / 24 s at 60 Hz
     assert np.linalg.norm(np.array(path) - path[0], axis=1).max() > 0.05
     assert arm.stylized_spring_bones
 
@@ -124,7 +129,7 @@ def test_an_armature_scaled_to_zero_still_plays_its_springs(vrm_addon, view, tmp
     for _ in range(6):
         rt = view.update(st, 1.0 / 24.0)
     assert st.last_error is None and rt.last_error is None, (st.last_error, rt.last_error)
-    assert rt.springs is not None and rt.springs.steps_total == 15     # 6 frames at 24 fps
+    assert _sim(view, rt) is not None and _sim(view, rt).steps_total == 15     # 6 frames at 24 fps
 
 
 def test_a_frame_reads_no_spring_setup_after_the_build(vrm_addon, view, tmp_path, monkeypatch):
@@ -139,10 +144,10 @@ def test_a_frame_reads_no_spring_setup_after_the_build(vrm_addon, view, tmp_path
     monkeypatch.setattr(reader, "has_springs", lambda o: calls.append(o.name) or real(o))
     for _ in range(5):
         rt = view.update(st, 1.0 / 24.0)
-    assert calls == [] and rt.springs.rig.chain_count
+    assert calls == [] and _sim(view, rt).rig.chain_count
     arm.stylized_spring_bones = False
     rt = view.update(st, 1.0 / 24.0)
-    assert not rt.springs.rig.chain_count and calls        # rebuilt once, reading the setup again
+    assert not _sim(view, rt).rig.chain_count and calls        # rebuilt once, reading the setup again
 
 
 def test_a_frames_steps_share_its_world_terms(vrm_addon, view, tmp_path, monkeypatch):
@@ -157,11 +162,11 @@ def test_a_frames_steps_share_its_world_terms(vrm_addon, view, tmp_path, monkeyp
     real_inv, real_prepare = solver.affine_inv, solver.prepare
     monkeypatch.setattr(solver, "affine_inv", lambda m: inverses.append(1) or real_inv(m))
     monkeypatch.setattr(solver, "prepare", lambda *a: prepared.append(1) or real_prepare(*a))
-    before = rt.springs.steps_total
+    before = _sim(view, rt).steps_total
     for _ in range(4):
         rt = view.update(st, 1.0 / 24.0)
-    assert rt.springs.steps_total - before == 10 and len(prepared) == 4 and not inverses
-    rig, world = rt.springs.rig, rt.pose.world_matrices.copy()
+    assert _sim(view, rt).steps_total - before == 10 and len(prepared) == 4 and not inverses
+    rig, world = _sim(view, rt).rig, rt.pose.world_matrices.copy()
     f0 = real_prepare(rig, world, 1.0 / 60.0)
     arm_node = int(rig.arm_unique[0])
     moved = world.copy()

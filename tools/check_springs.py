@@ -215,12 +215,12 @@ def play_preview(arms, updates, dt, control="none"):
             rt = update()
             st.push("play")
             rt = update()
-            sr = rt.springs
+            sr = s.springs.of(rt)
             if sr is None or not sr.rig.chain_count:
                 raise RuntimeError("the preview simulates no spring bones (Animate Spring Bones off?)")
             if control != "none":
                 sr.scene_asset = rt.scene
-                rt.springs = sr = _control(sr, control)
+                s.springs.state = sr = _control(sr, control)
             index = {n.name: i for i, n in enumerate(rt.scene.nodes)}
             nodes = {arm.name: np.array([index[f"{arm.name}/{b}"] for b in joints]) for arm, joints, _ in arms}
             cnodes = {}
@@ -231,10 +231,10 @@ def play_preview(arms, updates, dt, control="none"):
             cm = {k: [rt.pose.world_matrices[v].copy()] for k, v in cnodes.items()}
             steps = []
             for _ in range(updates):
-                before = rt.springs.steps_total
+                before = s.springs.state.steps_total
                 clock.now += dt
                 rt = update()
-                steps.append(rt.springs.steps_total - before)
+                steps.append(s.springs.state.steps_total - before)
                 for k, v in nodes.items():
                     out[k].append(rt.pose.world_matrices[v][:, :3, 3].copy())
                     cm[k].append(rt.pose.world_matrices[cnodes[k]].copy())

@@ -19,7 +19,7 @@ from ..core.world.frame import CameraData, FrameData
 from ..gpu.passes.local_shadows import local_shadow_losses
 from ..gpu.passes.visibility import VisibilityCache
 from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
-from ..features.springs.runtime import report as springs_report
+from ..features.springs.driver import SpringsDriver
 from ..features.preview.driver import PreviewDriver
 from ..core.world.transform_guard import skip_message, split_drawable
 # the modules every frame uses, loaded with the add-on rather than inside the first render of a
@@ -93,6 +93,7 @@ class StylizedSession:
         self.bakes = addon.bakes if addon is not None else BakeCache()   # the preview's bakes (preview/bakes.py)
         self._own_bakes = addon is None
         self.preview = PreviewDriver(self)     # the viewport preview's state (engine/features/preview)
+        self.springs = SpringsDriver()         # the spring bones' simulation (engine/features/springs)
         if viewport:
             if addon is not None:
                 addon.note_viewport_session(self)
@@ -281,7 +282,7 @@ class StylizedSession:
             import_error=self.import_error, update_error=self.update_error,
             problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
             + (self.runtime.skip_messages() if self.runtime is not None else [])
-            + springs_report(self.runtime)
+            + self.springs.report(self.runtime)
             + [skip_message(n, r) for n, r in sorted(self._fallback_skipped.items())],
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
@@ -361,6 +362,7 @@ class StylizedSession:
         self.runtime = None
         self.reader = None
         self.scene_asset = None
+        self.springs.reset()
 
     def free(self) -> None:
         self.drop_runtime()

@@ -222,7 +222,6 @@ def ensure_runtime(session, depsgraph) -> None:
         return
     from . import importer
     from ..core.assets import AssetError
-    from ..features.springs import runtime as springs_runtime
     from .sources.timeline import TimelineReader
     from ..core.world.scene_runtime import SceneRuntime
 
@@ -267,8 +266,8 @@ def ensure_runtime(session, depsgraph) -> None:
         return
     import bpy
 
-    runtime = SceneRuntime(asset, session.backend, after_mixer=springs_runtime.after_mixer,
-                           after_timeline=springs_runtime.after_timeline,
+    runtime = SceneRuntime(asset, session.backend, after_mixer=session.springs.after_mixer,
+                           after_timeline=session.springs.after_timeline,
                            zero_singular_inverse=tuple(bpy.app.version) < (5, 0, 0))
     if not runtime.initialize():
         session.import_error = f"runtime initialisation failed: {runtime.last_error}"

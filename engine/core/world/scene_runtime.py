@@ -49,7 +49,7 @@ class SceneRuntime:
 
     def __init__(self, scene, backend, after_mixer=None, after_timeline=None, zero_singular_inverse: bool = False):
         """``after_mixer(runtime, delta_time)`` / ``after_timeline(runtime, frame)``: the Blender side's pose
-        steps (spring bones: engine/features/springs/runtime.py, given by the session), run after the
+        steps (spring bones: engine/features/springs/driver.py, given by the session), run after the
         player's sample / Blender's matrices and before the palettes; each returns whether it
         succeeded.  None: no such step.  ``zero_singular_inverse``: the Blender being followed
         zeroes the inverse of a singular mesh matrix (4.x; engine/core/finite.object_inv)."""
@@ -57,7 +57,6 @@ class SceneRuntime:
         self.backend = backend
         self.after_mixer = after_mixer
         self.after_timeline = after_timeline
-        self.springs = None       # the after_* steps' state for this runtime (springs.runtime.SpringsRuntime)
         self.pose = ScenePose()
         self.player = AnimationPlayer()
         self.palette_set = SkinningPaletteSet(zero_singular_inverse)

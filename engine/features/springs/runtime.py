@@ -1,5 +1,6 @@
-"""Spring bones in the preview: one ``SpringsRuntime`` per SceneRuntime (owned by it, freed with it),
-run after the mixer (``AnimationPlayer.update``) and before the palettes (``after_mixer``).
+"""Spring bones in the preview: one ``SpringsRuntime`` per SceneRuntime (kept by the session's
+``SpringsDriver``, driver.py), run after the mixer (``AnimationPlayer.update``) and before the
+palettes (``SpringsDriver.after_mixer``).
 
 All characters' springs form one ``core.SpringRig``; the simulation advances in fixed 1/60 s steps
 of clip time (the add-on's rate), so playback speed and frame rate do not change the motion; it is
@@ -152,50 +153,6 @@ def toggles(names) -> tuple:
 
     objs = bpy.data.objects
     return tuple((n, _enabled(objs.get(n))) for n in names)
-
-
-def ensure(runtime) -> SpringsRuntime:
-    """The runtime's SpringsRuntime, built on first use and again when a toggle changed (a frame
-    reads the toggles of the armatures with springs found at build, not the whole scene)."""
-    sr = getattr(runtime, "springs", None)
-    if sr is None or (sr.key and sr.key != toggles(k[0] for k in sr.key)):
-        try:
-            sr = build(runtime.scene)
-        except Exception as ex:           # bad data: reported, the preview plays without springs
-            sr = SpringsRuntime(core.SpringRig([]), [f"spring bones: {ex}"])
-            runtime.last_error = f"spring bones: {ex}"
-        runtime.springs = sr
-    return sr
-
-
-def report(runtime) -> list:
-    """The spring bone warnings of a SceneRuntime (a joint naming no bone, a collider without its
-    Empty, a pre-roll that could not read the scene's animation), for the Stats panel's problems
-    and the render log (session stats ``problems``)."""
-    sr = getattr(runtime, "springs", None) if runtime is not None else None
-    return list(sr.warnings) if sr is not None else []
-
-
-def after_mixer(runtime, delta_time: float) -> bool:
-    """The hook of SceneRuntime.update: springs after the mixer, before the palettes."""
-    sr = ensure(runtime)
-    if not sr.rig.chain_count:
-        return True
-    return sr.update(runtime.player, runtime.pose, delta_time)
-
-
-def after_timeline(runtime, frame=None) -> bool:
-    """The hook of SceneRuntime.update_timeline (engine/features/springs/timeline.py); ``frame``:
-    the scene time shown (None: the scene's current frame)."""
-    sr = getattr(runtime, "springs", None)
-    if sr is not None and not sr.key and not sr.rig.chain_count:
-        return True                   # a scene without spring bones (no toggle to watch): nothing per frame
-    from ..vrm.expressions import addon_registered
-    from .timeline import after_timeline as run
-
-    if addon_registered():            # Blender's evaluated pose already holds the add-on's result
-        return True
-    return run(runtime, ensure(runtime), frame)
 
 
 def register() -> None:
