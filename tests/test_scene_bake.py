@@ -188,3 +188,19 @@ def test_a_scene_bake_follows_what_needs_blender(ik_nla_scene):
             pb.constraints.remove(c)
     assert bakes.stale(ik_nla_scene) == "the baked armatures changed"
     assert bakes.ensure(ik_nla_scene) and bakes.bakes == {} and bakes.stale(ik_nla_scene) is None
+
+
+def test_a_baked_armature_deforming_no_mesh_is_checked_on_its_baked_frames(empty_scene, capsys):
+    """29_armature_use_current_pose.blend: a constrained armature (baked by Play) deforms no
+    mesh; the check skips the frames before the bake (never played) as it does for a rig that
+    deforms one, instead of seeking there and failing on the refusal."""
+    from tools import scenes
+
+    arm = scenes.make_armature("Lonely", [("Bone", None, (0, 0, 0), (0, 0, 1))], empty_scene)
+    arm.pose.bones["Bone"].constraints.new("LIMIT_ROTATION").use_limit_x = True
+    scenes.make_mesh("Cube", [(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(0, 1, 2)], empty_scene)
+    empty_scene.frame_start, empty_scene.frame_end = 1, 5
+    scenes.finish()
+    rc = check_scene.run_deform(empty_scene, [(-2, 0.0), (1, 0.0), (3, 0.5)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "1 frame(s) outside the baked frames 1..5" in out and "scene Cube:" in out, out

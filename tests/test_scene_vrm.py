@@ -110,3 +110,18 @@ def test_vrm_expressions_play_in_scene_mode_without_the_addon(godette_without_ad
     assert "scene Face:" in out, out
     assert check_scene.run_deform(scene, [(6, 0.0)], reference=lambda f, s: typed(f - 5, s)) == 1, \
         capsys.readouterr().out            # the control: a reference at another time differs
+
+
+@needs_godette
+def test_check_deform_mode_scene_turns_our_spring_bones_off(ext, capsys):
+    """Blender's pose has no spring bones: ``check_deform --mode scene`` compares with them off,
+    as its other modes do (Godette's hair swung 1.6e-2 of the body's size off Blender's)."""
+    from tools import check_deform
+
+    bpy.ops.wm.open_mainfile(filepath=str(GODETTE))
+    arm = bpy.data.objects["Armature"]
+    assert arm.stylized_spring_bones
+    rc = check_deform.run_scene(bpy.context.scene, [(1, 0.0), (12, 0.5), (30, 0.0)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "scene Body: verts=" in out, out
+    assert not arm.stylized_spring_bones

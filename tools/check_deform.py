@@ -187,6 +187,7 @@ class Checker:
         self.clips_checked = []     # (clip, target) compared in player mode
         self.unplayed = []          # names of actions animating the file that no clip checked
         self.clip_rows = None       # player mode: one dict per checked clip (its worst error per mode)
+        self.import_frame = None    # the scene frame of the session's last import (timeline mode)
 
     def _record(self, mode, name, verts, err, path, nerr=0.0, nmed=0.0):
         key = (name, mode)
@@ -269,10 +270,13 @@ class Checker:
             scene.frame_set(f)
             dg = bpy.context.evaluated_depsgraph_get()
 
-            def task():
+            def task(f=f):
                 s = self.session
                 s._ensure_gpu()
+                before = s.import_count
                 s._ensure_runtime(dg)
+                if s.import_count != before:
+                    self.import_frame = f
                 self._apply_policy()
                 s.update_frame(dg)
                 self._compare("timeline", dg)
@@ -311,6 +315,11 @@ class Checker:
         bpy = self.bpy
         scene = bpy.context.scene
         frames_done = 0
+        # the frame the session imported at (a timeline check before: its first frame): the
+        # player holds what a clip does not key at the pose of the import, Blender's side is
+        # set up from that frame too
+        if self.import_frame is not None:
+            scene.frame_set(self.import_frame)
         import_frame = scene.frame_current
         # import once (GPU task), as the viewport session does, to know the clips
         dg = bpy.context.evaluated_depsgraph_get()
@@ -455,11 +464,18 @@ def main(argv=None) -> int:
 
     bpy.ops.wm.open_mainfile(filepath=str(pathlib.Path(args.blend).resolve()))
     if args.mode == "scene":
-        from tools import check_scene
-
-        channels = check_scene.run(bpy.context.scene)
-        return check_scene.run_deform(bpy.context.scene) | channels
+        return run_scene(bpy.context.scene)
     return run_checks(args.frames, args.mode, args.morph, args.player_step)
+
+
+def run_scene(scene, frames=None) -> int:
+    """``--mode scene`` on the open file (tools/check_scene.py: the channels, then the drawn
+    vertices), our spring bones off as in the other modes; ``frames`` [(frame, subframe)]."""
+    from tools import check_scene
+
+    _no_spring_bones()
+    channels = check_scene.run(scene, frames)
+    return check_scene.run_deform(scene, frames) | channels
 
 
 def summary_fields(out: str, prefix: str = "deform-check:") -> dict:
@@ -469,14 +485,21 @@ def summary_fields(out: str, prefix: str = "deform-check:") -> dict:
     return dict(kv.split("=") for kv in last.split()[1:])
 
 
+def _no_spring_bones() -> None:
+    """Spring bones (engine/features/springs) are ours: Blender's pose has none (every mode)."""
+    import bpy
+
+    for ob in bpy.data.objects:
+        if getattr(ob, "stylized_spring_bones", False):
+            ob.stylized_spring_bones = False
+
+
 def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1) -> int:
     import bpy
 
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
-    for ob in bpy.data.objects:       # spring bones (engine/features/springs) are ours: Blender's pose has none
-        if getattr(ob, "stylized_spring_bones", False):
-            ob.stylized_spring_bones = False
+    _no_spring_bones()
     checker = Checker(morph)
     frames = parse_frames(frames_spec, scene)
     total_frames = 0

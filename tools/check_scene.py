@@ -147,9 +147,10 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
         preview_scene_bake.prepare(scene, state, quiet=preview.timeline_handback_suspended)
     baked = baked_objects(scene, state)
     frames = frames if frames is not None else scene_frames(scene)
-    if baked:
+    if getattr(state.scene_bakes, "bakes", None):
         # a bake holds the frames Scene playback shows (bake_scene.played_range); the check's
-        # extrapolation frames outside them are never played
+        # extrapolation frames outside them are never played (also where the baked armature
+        # deforms no mesh: Scene playback refuses them all the same)
         lo, hi = state.scene_bakes.range
         kept = [(f, s_) for f, s_ in frames if lo <= f + s_ <= hi]
         if len(kept) < len(frames):

@@ -399,3 +399,32 @@ def build_rotation_modes(scene=None, frames=(1, 7, 13, 20)):
         add_curve(cb, f'pose.bones["Bone_{m}"].scale', 1, fr, rng.uniform(0.5, 1.5, len(fr)))
     finish()
     return arm, objs
+
+
+def build_ghost_bone_action(scene=None, constrained: bool = False):
+    """``build_character`` whose action keys, besides the rig's bones, bones the armature lacks
+    (``Ghost``, ``Head.R``: glTF clips of nodes that became no bone, or renamed bones), also in
+    an NLA strip: Blender ignores such channels.  ``constrained``: a Copy Rotation constraint on
+    Spine (the preview bakes the rig).  Returns (arm, body, hat, ring)."""
+    arm, body, hat, ring = build_character(scene)
+    act = arm.animation_data.action
+    cb = act.layers[0].strips[0].channelbag(act.slots[0])
+    fr = np.array([1.0, 10.0, 20.0])
+    add_curve(cb, 'pose.bones["Ghost"].location', 0, fr, (0.0, 2.0, -1.0))
+    add_curve(cb, 'pose.bones["Ghost"].rotation_quaternion', 1, fr, (0.0, 0.5, 0.0))
+    add_curve(cb, 'pose.bones["Head.R"].scale', 2, fr, (1.0, 3.0, 1.0))
+    add_curve(cb, 'pose.bones["Unused"].rotation_quaternion', 3, fr, (0.0, 0.3, 0.0))
+    nod, ncb = new_action("GhostNod", arm, assign=False)
+    add_curve(ncb, 'pose.bones["Head"].rotation_quaternion', 1, fr, (0.0, 0.4, 0.1))
+    add_curve(ncb, 'pose.bones["Ghost"].rotation_euler', 2, fr, (0.0, 1.0, 0.0))
+    track = arm.animation_data.nla_tracks.new()
+    strip = track.strips.new("nod", 1, nod)
+    strip.action_slot = nod.slots[0]
+    strip.blend_type = "COMBINE"
+    if constrained:
+        con = arm.pose.bones["Spine"].constraints.new("COPY_ROTATION")
+        con.target, con.subtarget = arm, "Unused"
+        con.influence = 0.5
+    _scene(scene).frame_start, _scene(scene).frame_end = 1, 20
+    finish()
+    return arm, body, hat, ring

@@ -96,6 +96,9 @@ def _anim_signature(idb):
     for act, slot in uses:
         fcs = _actions.slot_fcurves(act, slot) if slot is not None else []
         keyed |= {(fc.data_path, fc.array_index) for fc in fcs}
+        # a quaternion keyed in part is written whole where the NLA blends it (every component,
+        # normalised): its other components change with the frame too
+        keyed |= {(fc.data_path, i) for fc in fcs if fc.data_path.endswith("rotation_quaternion") for i in range(4)}
         acts.append((act.name_full, getattr(slot, "handle", None), _curve_keys(fcs)))
     sig = (idb.name_full, getattr(ad.action, "name_full", None), ad.action_blend_type, ad.action_influence,
            ad.action_extrapolation, ad.use_nla, ad.use_tweak_mode, tuple(tracks), tuple(acts))

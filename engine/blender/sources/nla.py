@@ -21,6 +21,7 @@ from ...core.animation.nla import (BLEND_TYPES, EXTEND_MODES, MIX_ADD, MIX_AXIS_
     MIX_QUAT, Source, Stack, Strip, Track)
 from ..importer.actions import pick_slot, slot_fcurves
 from ..importer.curve_read import read_curve_set
+from ...features.vrm.paths import channel_key_for_path
 
 _LAST = re.compile(r"^(.*?)\.?([A-Za-z_][A-Za-z0-9_]*)$")
 
@@ -128,8 +129,47 @@ class _Sampled:
         return np.array([ev(float(f)) for f in self.frames], dtype=dtype or np.float64)
 
 
-def _curves_of(action, slot):
-    return [fc for fc in slot_fcurves(action, slot) if not fc.mute]
+def _curves_of(action, slot, resolves=None):
+    """The unmuted curves of ``slot`` (of those, the ones ``resolves`` keeps, when given)."""
+    return [fc for fc in slot_fcurves(action, slot) if not fc.mute and (resolves is None or resolves(fc))]
+
+
+class _Resolves:
+    """Whether a curve's channel exists on ``idb``: Blender ignores a curve whose path does not
+    resolve (a bone the armature lacks: a glTF clip of a node that became no bone, a renamed
+    bone; a deleted shape key) or whose index is past its property's length; so does the
+    preview.  A VRM expression preview is kept whether it resolves or not (the preview evaluates
+    it itself, also without the VRM Add-on, whose properties are then absent).  The skipped
+    paths are kept for one note."""
+
+    def __init__(self, idb):
+        self.idb = idb
+        self._known = {}
+        self.missing = []
+
+    def __call__(self, fc) -> bool:
+        path, index = fc.data_path, int(fc.array_index)
+        ok = self._known.get(path)
+        if ok is None and channel_key_for_path(path) is not None:
+            ok = self._known[path] = 1 << 30
+        if ok is None:
+            try:
+                v = self.idb.path_resolve(path)
+                ok = len(v) if hasattr(v, "__len__") and not isinstance(v, str) else 1
+            except (ValueError, AttributeError, TypeError):
+                ok = 0
+            self._known[path] = ok
+            if not ok:
+                self.missing.append(path)
+        return 0 <= index < ok
+
+    def note(self) -> List[str]:
+        if not self.missing:
+            return []
+        paths = sorted(set(self.missing))
+        more = f" and {len(paths) - 4} more" if len(paths) > 4 else ""
+        return [f"'{self.idb.name}': {len(paths)} animated path(s) ignored, as Blender ignores them: "
+                f"{', '.join(paths[:4])}{more} (no such bone, shape key or property)"]
 
 
 def read_id(idb, sample: bool = True):
@@ -141,6 +181,7 @@ def read_id(idb, sample: bool = True):
     if ad is None or (ad.action is None and not len(ad.nla_tracks)):
         return None
     id_type = _id_type(idb)
+    resolves = _Resolves(idb)
     # every (action, slot) the ID's animation uses: the active action's and each strip's
     uses = []
     if ad.action is not None:
@@ -152,7 +193,7 @@ def read_id(idb, sample: bool = True):
     # the channel table: every keyed (path, index); a quaternion keyed anywhere gets all four
     keys = {}
     for act, slot in uses:
-        for fc in _curves_of(act, slot):
+        for fc in _curves_of(act, slot, resolves):
             path, idx = fc.data_path, int(fc.array_index)
             if _mix_mode(path) == MIX_QUAT:
                 for i in range(4):
@@ -167,7 +208,7 @@ def read_id(idb, sample: bool = True):
     current = np.array([x[2] for x in info])
     lower = np.array([x[3] for x in info])
     upper = np.array([x[4] for x in info])
-    notes = []
+    notes = resolves.note()
     unsupported = []
     sources = {}
 
@@ -184,7 +225,7 @@ def read_id(idb, sample: bool = True):
             if slot is None:
                 sources[key] = None
             else:
-                fcs = _curves_of(act, slot)
+                fcs = _curves_of(act, slot, resolves)
                 frames = np.arange(np.floor(act.frame_range[0]), np.ceil(act.frame_range[1]) + 1.0)
                 cs = curve_set(act.name, fcs, frames)
                 ch = np.array([pos[(fc.data_path, int(fc.array_index))] for fc in fcs], np.int64)
@@ -221,7 +262,7 @@ def read_id(idb, sample: bool = True):
         action = source(ad.action, pick_slot(ad.action, id_type, ad, idb.name))
         fr = ad.action.frame_range   # the key range incl. F-Modifiers when no manual range is set
         if getattr(ad.action, "use_frame_range", False):
-            fcs = _curves_of(ad.action, pick_slot(ad.action, id_type, ad, idb.name))
+            fcs = _curves_of(ad.action, pick_slot(ad.action, id_type, ad, idb.name))   # all, as Blender
             xs = [x for fc in fcs for x in fc.range()]
             fr = (min(xs), max(xs)) if xs else (0.0, 1.0)
         rng = (float(fr[0]), float(fr[1]))

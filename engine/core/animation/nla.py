@@ -159,13 +159,30 @@ def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def qpow(q: np.ndarray, w) -> np.ndarray:
-    """Blender's ``pow_qt_fl_normalized`` of unit rows ``q`` (``w`` a scalar or one per row): no
-    sign flip (w < 0 goes the long way)."""
-    a = w * np.arccos(np.clip(q[:, 0], -1.0, 1.0))
-    v = q[:, 1:]
-    n = np.sqrt(np.einsum("ij,ij->i", v, v))
-    out = np.empty_like(q)
-    out[:, 0] = np.cos(a)
+    """Blender's ``normalize_qt_qt`` then ``pow_qt_fl_normalized`` of (N, 4) rows ``q`` (``w`` a
+    scalar or one per row), in single precision step by step as Blender computes them: no sign
+    flip (w < 0 goes the long way).  Single precision matters here: the angle is the arccosine of
+    the normalised w, so near the identity the float32 rounding of w (an ulp of 6e-8) moves the
+    result by its square root (a keyed x of 9.1e-4 comes out as 8.5e-4 in Blender), more than the
+    preview's tolerance; every other step rounds as usual."""
+    f = np.float32
+    q = np.asarray(q, np.float64).astype(f)
+    d = q[:, 0] * q[:, 0]
+    for c in (1, 2, 3):                                   # dot_qtqt: left to right
+        d = d + q[:, c] * q[:, c]
+    n = np.sqrt(d)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out[:, 1:] = v * np.where(n > 0.0, np.sin(a) / n, 0.0)[:, None]
+        u = q * (f(1.0) / np.where(n != 0.0, n, f(1.0)))[:, None]
+    u[n == 0.0] = np.array([0.0, 1.0, 0.0, 0.0], f)      # normalize_qt of a zero quaternion
+    c0 = u[:, 0]
+    acos = np.where(c0 <= -1.0, f(np.pi), np.where(c0 >= 1.0, f(0.0), np.arccos(np.clip(c0, -1.0, 1.0))))   # saacos
+    a = np.asarray(w, np.float64).astype(f) * acos
+    v = u[:, 1:]
+    dv = v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2]
+    out = np.empty(q.shape, np.float64)
+    out[:, 0] = np.cos(a)
+    big = dv > f(1e-35)                                     # normalize_v3_length: else zero
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(big, np.sin(a) / np.sqrt(np.where(big, dv, f(1.0))), f(0.0))
+    out[:, 1:] = v * scale[:, None]
     return out

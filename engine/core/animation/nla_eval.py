@@ -23,7 +23,7 @@ frame there is no Python work per strip or per channel:
   v w``, Add ``lo + v w``, Subtract ``lo - v w``, Multiply ``w lo v + (1 - w) lo``, Combine per
   channel mix mode (``lo + (v - default) w``; scale ``lo (v / default)^w``; a quaternion
   ``normalize(lo) x pow(normalize(v), w)``, Blender's ``pow_qt_fl_normalized`` without a sign
-  flip).  A strip writes its own channels and the rest of any quaternion it keys partly (the
+  flip, in single precision as Blender: ``nla.qpow``).  A strip writes its own channels and the rest of any quaternion it keys partly (the
   defaults there: quaternions are all-or-nothing).
 * **Written channels**: those keyed by any strip of an enabled track or by the active action
   (the domain) take the snapshot; an ID with an active action and no NLA to evaluate (no strips
@@ -421,4 +421,4 @@ def _blend(g: _Group, snap, pool, active, infl, defaults) -> None:
     hit = quat.select(active, infl)
     if hit is not None:
         blocks, vidx, w = hit
-        snap[blocks] = qmul(_normalize(snap[blocks]), qpow(_normalize(pool[vidx]), w))
+        snap[blocks] = qmul(_normalize(snap[blocks]), qpow(pool[vidx], w))
