@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .lights import mtoon_light_colors, shading_lights
-from .shadow import ShadowPass, _boxes, draw_tiles, light_rotation
+from .shadow import ShadowPass, _boxes, light_rotation
 
 MAX_LOCAL_SHADOWS = 4
 CUBE_FACES = 6
@@ -214,12 +214,14 @@ class LocalShadowPass(ShadowPass):
         self._ensure((cols * fit.tile, ((fit.slots + cols - 1) // cols) * fit.tile))
         return True
 
-    def draw(self, shader_for, casters, bind_material, instances) -> None:
-        """Render every face into its tile (the frame block ``fr`` must hold the matrices)."""
+    def draw(self, shader_for, casters, bind_material, instances, material_key=None, mspec=None) -> None:
+        """Render every face into its tile (the frame block ``fr`` must hold the matrices);
+        ``material_key`` / ``mspec``: ShadowPass.draw's (the static depth cache)."""
         fit = self.fit_result
         cols, t = fit.columns, fit.tile
-        tiles = [((s % cols) * t, (s // cols) * t, t, LOCAL_FACE0 + s, fit.casters[s]) for s in range(fit.slots)]
-        self.draw_count = draw_tiles(self._fb, tiles, casters, instances, shader_for, bind_material)
+        tiles = [((s % cols) * t, (s // cols) * t, t, LOCAL_FACE0 + s, fit.casters[s], fit.matrices[s])
+                 for s in range(fit.slots)]
+        self._draw_atlas(tiles, casters, instances, shader_for, bind_material, material_key, mspec)
 
     def free(self):
         super().free()

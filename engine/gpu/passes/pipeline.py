@@ -39,6 +39,7 @@ from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_s
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
+from .shadow_cache import StaticDepthCache
 from .gpu_cache import GpuCache
 from .textures import TextureCache
 
@@ -126,8 +127,9 @@ def _sync(fb, depth=False) -> None:
 class FramePipeline:
     def __init__(self):
         self.gpu = GpuCache()         # this pipeline's shaders, full-screen batches, fallback textures
-        self.shadow = ShadowPass()
-        self.local_shadow = LocalShadowPass()   # point, spot and area lamps (local_shadows.py)
+        # each keeps its static casters' depth between frames (shadow_cache.py)
+        self.shadow = ShadowPass(StaticDepthCache(self.gpu))
+        self.local_shadow = LocalShadowPass(StaticDepthCache(self.gpu))   # point, spot and area lamps (local_shadows.py)
         self.screen_outline = ScreenSpaceOutlinePass(self.gpu)
         self.post = PostProcessPass(self.gpu)
         self.textures = TextureCache()
@@ -144,6 +146,7 @@ class FramePipeline:
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}           # material name -> material_spec (the shader variant's material part)
+        self._blocks = {}          # material name -> its std140 block's bytes (the shadow cache's key)
         self._frame_spec = frame_spec([], False)   # the variants' frame part (mtoon_shaders.frame_spec)
         self._mat_cache = {}       # material name -> (resolved source, params, texture bits, ubo)
         self._default_key = "\x00default"
@@ -180,6 +183,7 @@ class FramePipeline:
         """One std140 block and one texture set per material used this frame."""
         self._mats = {}
         self._mspec = {}
+        self._blocks = {}
         names = {it.material_name for it in frame.items}
         cache = self._mat_cache
         for name in names:
@@ -198,13 +202,14 @@ class FramePipeline:
             # the same object with the same textures reuses its uniform block
             index = int(frame.material_pass_index.get(name, 0))
             if hit is not None and hit[0] is src and src is not None and hit[2] == (present, index):
-                ubo = hit[3]
+                ubo, block = hit[3], hit[4]
             else:
                 data = pack_material(mat, present)
                 data[MAT_PASS_INDEX_WORD:MAT_PASS_INDEX_WORD + 1].view(np.int32)[:] = index   # Material > Pass Index
-                ubo = make_ubo(data)
-                cache[name] = (src, mat, (present, index), ubo)
+                ubo, block = make_ubo(data), data.tobytes()
+                cache[name] = (src, mat, (present, index), ubo, block)
             self._mats[name] = (mat, ubo, texs)
+            self._blocks[name] = block
             self._mspec[name] = material_spec(mat, present)
 
     def _bind_material(self, shader, name, shadow_pass=False):
@@ -220,6 +225,12 @@ class FramePipeline:
         shader.uniform_sampler("shadow_map", white if shadow_pass or self._shadow_tex is None else self._shadow_tex)
         shader.uniform_sampler("local_shadow_map", white if shadow_pass or self._local_tex is None else self._local_tex)
         return mat
+
+    def _material_key(self, name) -> tuple:
+        """What a material's shadow draw reads: its block's bytes and its textures (objects, held
+        by the key) -- the static depth cache redraws a caster's tiles when one changes
+        (shadow_cache.py)."""
+        return (self._blocks[name],) + tuple(t for t in self._mats[name][2] if t is not None)
 
     def _flush(self, key, t0, fb=None, depth=False):
         """End of a pass: its CPU time; with Profile GPU on, first wait until the GPU finished
@@ -285,17 +296,25 @@ class FramePipeline:
         inst = self._instances
         if shadows_on and not reuse:
             self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
-                             casters, self._bind_material, inst)
+                             casters, self._bind_material, inst, self._material_key, self._mspec.get)
         if local_on and not reuse:
             self.local_shadow.draw(lambda name, group: shadow_shader(
                 self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group), local=True)),
-                casters, self._bind_material, inst)
+                casters, self._bind_material, inst, self._material_key, self._mspec.get)
         if shadows_on:
             self._shadow_tex = self.shadow.texture
         if local_on:
             self._local_tex = self.local_shadow.texture
         self.stats.update(local_shadows=self.local_shadow.count if local_on else 0,
                           local_shadow_draws=self.local_shadow.draw_count if local_on else 0)
+        if not reuse:     # the static depth caches' work this frame (shadow_cache.py)
+            drawn = [p.depth_cache.stats for p, on in ((self.shadow, shadows_on), (self.local_shadow, local_on))
+                     if on and p.depth_cache is not None]
+            for k in ("static_tiles_drawn", "static_draws", "moving_draws"):
+                if drawn:
+                    self.stats["shadow_" + k] = sum(int(d[k]) for d in drawn)
+                else:
+                    self.stats.pop("shadow_" + k, None)
         t0 = self._flush("shadow_ms", t0, (self.shadow._fb if shadows_on else self.local_shadow._fb)
                          if (shadows_on or local_on) and not reuse else None, depth=True)
 

@@ -254,21 +254,27 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
                       tile=tile, casters=drawn, near=float(near))
 
 
-def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material) -> int:
-    """Draw ``casters`` into the tiles of the depth atlas ``fb`` (cleared first): ``tiles`` holds
-    (x, y, size, index, caster indices) per tile; ``index`` reaches the shader as
-    ``shadow_cascade`` (which matrix of the frame block projects).  Returns the draws made."""
+def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material, clear="all") -> int:
+    """Draw ``casters`` into the tiles of the depth atlas ``fb``: ``tiles`` holds (x, y, size,
+    index, caster indices) per tile; ``index`` reaches the shader as ``shadow_cascade`` (which
+    matrix of the frame block projects).  ``clear``: "all" clears the whole atlas first, a
+    callable ``clear(x, y, size)`` clears each tile before it is drawn (engine/gpu/passes/
+    shadow_cache.py), None draws over what is there.  Returns the draws made."""
     import gpu
 
     draws = 0
     with fb.bind():
-        fb.clear(depth=1.0)
+        if clear == "all":
+            fb.clear(depth=1.0)
         gpu.state.depth_test_set("LESS_EQUAL")
         gpu.state.depth_mask_set(True)
         gpu.state.face_culling_set("NONE")   # both sides cast: no leaks through thin geometry
         gpu.state.blend_set("NONE")
         bound = None
         for x, y, size, index, idx in tiles:
+            if callable(clear):
+                clear(x, y, size)
+                bound = None                 # (the clear binds its own shader)
             if len(idx) == 0:
                 continue
             gpu.state.viewport_set(x, y, size, size)
@@ -290,13 +296,17 @@ def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material) -> int:
 
 
 class ShadowPass:
-    def __init__(self):
+    def __init__(self, depth_cache=None):
         self._size = None
         self._depth = None
         self._fb = None
+        self._out = None              # the atlas the frame samples (None: ``_depth``)
         self.fit_result = None
         self.caster_count = 0
         self.draw_count = 0           # caster draws over all cascades (last frame)
+        # the static casters' depth kept between frames (engine/gpu/passes/shadow_cache.py); None
+        # draws every caster every frame
+        self.depth_cache = depth_cache
 
     def _ensure(self, size):
         import gpu
@@ -308,7 +318,20 @@ class ShadowPass:
 
     @property
     def texture(self):
-        return self._depth
+        return self._out if self._out is not None else self._depth
+
+    def _draw_atlas(self, tiles, casters, instances, shader_for, bind_material, material_key=None,
+                    mspec=None) -> None:
+        """Draw ``tiles`` ((x, y, size, index, caster indices, projection) each) into the atlas:
+        through the depth cache when there is one and the pipeline names the materials' keys."""
+        cache = self.depth_cache
+        if cache is None or material_key is None or mspec is None:
+            self._out = None
+            self.draw_count = draw_tiles(self._fb, [t[:5] for t in tiles], casters, instances, shader_for,
+                                         bind_material)
+            return
+        self._out, self.draw_count = cache.draw(self._fb, self._size, tiles, casters, instances, shader_for,
+                                                bind_material, material_key, mspec)
 
     @property
     def columns(self) -> int:
@@ -331,11 +354,12 @@ class ShadowPass:
         self._ensure((cols * fit.tile, rows * fit.tile))
         return True
 
-    def draw(self, shader, casters, bind_material, instances=None) -> None:
+    def draw(self, shader, casters, bind_material, instances=None, material_key=None, mspec=None) -> None:
         """Render every cascade into its tile (the frame block ``fr`` must hold the matrices).
         ``shader``: the shadow shader, or a callable ``(material name, group) -> shader`` (the
         specialised variant of each draw group); ``instances``: the frame's FrameInstances
-        (grouped draws); None draws each caster alone."""
+        (grouped draws); None draws each caster alone.  ``material_key`` / ``mspec``: see
+        ``StaticDepthCache.draw`` (without them every caster is drawn)."""
         from .instancing import FrameInstances
 
         if instances is None:
@@ -343,10 +367,13 @@ class ShadowPass:
         shader_for = shader if callable(shader) and not hasattr(shader, "bind") else (lambda _n, _g: shader)
         fit = self.fit_result
         cols, t = self.columns, fit.tile
-        tiles = [((c % cols) * t, (c // cols) * t, t, c, fit.casters[c]) for c in range(fit.count)]
-        self.draw_count = draw_tiles(self._fb, tiles, casters, instances, shader_for, bind_material)
+        tiles = [((c % cols) * t, (c // cols) * t, t, c, fit.casters[c], fit.matrices[c]) for c in range(fit.count)]
+        self._draw_atlas(tiles, casters, instances, shader_for, bind_material, material_key, mspec)
 
     def free(self):
         self._depth = None
         self._fb = None
+        self._out = None
         self._size = None
+        if self.depth_cache is not None:
+            self.depth_cache.free()
