@@ -363,7 +363,7 @@ def test_depsgraph_update_invalidates(empty_scene):
     bpy.context.view_layer.update()
     s, hook = _synced_viewport_session(empty_scene)
     try:
-        cache = s.material_cache
+        cache = s.materials.cache
         a = cache.resolve(mat)
         bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
         bsdf.inputs["Base Color"].default_value = (0.9, 0.1, 0.1, 1.0)

@@ -13,13 +13,13 @@ import numpy as np
 from . import session_sync
 from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
 from .sources.fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
-from ..features.materials.losses import frame_losses
 from ..gpu.passes import render_passes
 from ..core.world.frame import CameraData, FrameData
 from ..gpu.passes.local_shadows import local_shadow_losses
 from ..gpu.passes.visibility import VisibilityCache
 from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
 from ..features.springs.driver import SpringsDriver
+from ..features.materials.driver import MaterialsDriver
 from ..features.preview.driver import PreviewDriver
 from ..core.world.transform_guard import skip_message, split_drawable
 # the modules every frame uses, loaded with the add-on rather than inside the first render of a
@@ -29,8 +29,6 @@ from . import importer as _importer  # noqa: F401,E402
 from .importer import edits as _edits  # noqa: F401,E402
 from .sources import timeline as _timeline  # noqa: F401,E402
 from ..core.world import scene_runtime as _scene_runtime  # noqa: F401,E402
-from ..features.materials import cache as _material_cache, resolve as _material_resolve  # noqa: F401,E402
-from ..features.vrm import binds as _vrm_binds  # noqa: F401,E402
 from ..features.springs import reader as _springs_reader, timeline as _springs_timeline  # noqa: F401,E402
 from ..gpu import backend as _gpu_backend, util as _gpu_util  # noqa: F401,E402
 from ..gpu.passes import pipeline as _pipeline, samples as _samples  # noqa: F401,E402
@@ -72,9 +70,6 @@ class StylizedSession:
         self.assets = AssetCache(edits=None if viewport else EditSignals())   # final renders: edit signals
         self.fallback = FallbackDrawer()
         self.scene_epoch = 0             # syncs that reported a change (view_update): see _read_scene
-        from ..features.materials.cache import MaterialCache
-
-        self.material_cache = MaterialCache()   # viewport: MToon params until a depsgraph update names the material
         self.visibility = VisibilityCache()     # viewport: holdouts / camera-hidden until an update may change them
         self.import_error = None
         self.update_error = None
@@ -94,6 +89,7 @@ class StylizedSession:
         self._own_bakes = addon is None
         self.preview = PreviewDriver(self)     # the viewport preview's state (engine/features/preview)
         self.springs = SpringsDriver()         # the spring bones' simulation (engine/features/springs)
+        self.materials = MaterialsDriver(viewport)   # the frame's MToon parameters (engine/features/materials)
         if viewport:
             if addon is not None:
                 addon.note_viewport_session(self)
@@ -223,23 +219,6 @@ class StylizedSession:
         items = self.runtime.extract(shadow_casters=casts)
         return [it for it in items if it.node_index in self._gpu_nodes and it.object_name in visible]
 
-    def _materials(self, items) -> dict:
-        """MToon parameters of the frame's materials.  The viewport uses the cache that Blender's
-        depsgraph updates invalidate; a final render reads every material anew each frame (a few
-        node trees: cheap), so a script that recolours a material between frames is never stale."""
-        import bpy
-
-        from ..features.vrm import binds as vrm_binds
-        from ..features.materials.resolve import resolve_uncached
-
-        resolve = self.material_cache.resolve if self.viewport else resolve_uncached
-        binds = getattr(self.reader, "material_binds", None)     # the reader's frame (timeline.py)
-        out = {}
-        for name in {it.material_name for it in items}:
-            # this frame's VRM expression colour/UV binds on a copy (never on the cached params)
-            out[name] = vrm_binds.apply(name, resolve(bpy.data.materials.get(name) if name else None), binds)
-        return out
-
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,
                     film_transparent: bool = False, preview_state=None, passes=()) -> FrameData:
         self._ensure_gpu()
@@ -258,7 +237,7 @@ class StylizedSession:
         settings = settings_from_scene(scene, width, height, film_transparent)
         settings.alpha_threshold = float(getattr(depsgraph.view_layer, "pass_alpha_threshold", 0.5))
         frame = FrameData(items=items, camera=camera, lights=lamps, settings=settings,
-                          materials=self._materials(items),
+                          materials=self.materials.frame(items, getattr(self.reader, "material_binds", None)),
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
         settings.gpu_passes = render_passes.needs_gpu(passes, frame.materials)
         # holdouts, camera-hidden objects, material pass indices: a final render reads them every frame
@@ -287,7 +266,7 @@ class StylizedSession:
             fingerprint_ms=self.assets.stats.get("fingerprint_s", 0.0) * 1e3,
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
-            losses=frame_losses(items, frame.materials) + self.fallback.not_drawn_lines()
+            losses=self.materials.losses(items, frame.materials) + self.fallback.not_drawn_lines()
             + local_shadow_losses(frame),
         )
         return frame

@@ -51,10 +51,10 @@ def sync(session, depsgraph, updates=None) -> None:
         session.bakes.mark_dirty()
     for u, idb in live:
         if isinstance(idb, bpy.types.Material):
-            session.material_cache.invalidate(idb.name)
+            session.materials.invalidate(idb.name)
             continue
         if isinstance(idb, (bpy.types.NodeTree, bpy.types.Image)):
-            session.material_cache.invalidate()     # a node group or image any material may use
+            session.materials.invalidate()     # a node group or image any material may use
             continue
         if animated and isinstance(idb, (bpy.types.Object, bpy.types.Mesh, bpy.types.Key,
                                          bpy.types.Action, bpy.types.Armature)):
@@ -165,7 +165,7 @@ def _step_changes(session, depsgraph, verify_all: bool) -> list:
             if u.is_updated_geometry and session.assets.holds_mesh(name):
                 meshes.add(name)
         elif isinstance(idb, bpy.types.Material):
-            session.material_cache.invalidate(name)
+            session.materials.invalidate(name)
         elif isinstance(idb, (bpy.types.Collection, bpy.types.Scene)) and u.is_updated_geometry:
             reasons.append(f"{type(idb).__name__.lower()} '{name}' changed its relations")
     if reasons:

@@ -1,4 +1,5 @@
-"""A material -> MToonParams cache owned by a viewport session (``StylizedSession.material_cache``).
+"""A material -> MToonParams cache kept by a session's ``MaterialsDriver`` (driver.py; the
+viewport's frames use it).
 
 Entries are dropped by ``invalidate(name)``: the session calls it for every Material named in
 Blender's depsgraph updates (an edit of our MToon properties, of a node or of an image tags the

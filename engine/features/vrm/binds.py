@@ -13,7 +13,7 @@ for every UV-mapped texture (not the matcap).
 
 The frame's binds travel with the frame: the timeline reader keeps the sums it evaluated for
 its frame (``TimelineReader.material_binds``) and the session hands them to ``apply`` when it
-resolves that frame's materials (``StylizedSession._materials``), so no session ever sees
+resolves that frame's materials (``MaterialsDriver.frame``), so no session ever sees
 another's binds.
 """
 from __future__ import annotations
