@@ -62,3 +62,20 @@ def layer_pass(channels: dict, prefix: str, suffixes="RGBA") -> np.ndarray:
     """(H, W, len(suffixes)) of the channels ``prefix + '.' + s`` flipped to Blender's bottom-up
     pixel order (as ``Image.pixels`` and the engine's arrays)."""
     return np.stack([channels[f"{prefix}.{s}"] for s in suffixes], -1)[::-1]
+
+
+def read_exr_header(path) -> dict:
+    """The header's string attributes (e.g. Cryptomatte's ``cryptomatte/<key>/manifest``) as
+    {name: str}; other attribute types are left out."""
+    data = open(path, "rb").read()
+    pos = 8
+    out = {}
+    while data[pos] != 0:
+        name, pos = _cstr(data, pos)
+        typ, pos = _cstr(data, pos)
+        size = struct.unpack_from("<i", data, pos)[0]
+        pos += 4
+        if typ == "string":
+            out[name] = data[pos:pos + size].decode("utf-8", "replace")
+        pos += size
+    return out

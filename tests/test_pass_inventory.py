@@ -44,7 +44,8 @@ def test_unwritten_passes_are_named_once_and_eevee_passes_are_covered(empty_scen
     named = [line for line in log if "not written by Stylized" in line]
     assert len(named) == 1, log                                     # once per render
     eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=1)
-    label = {"Depth": "Z", "DiffCol": "Diffuse Color", "Emit": "Emission", "AO": "Ambient Occlusion",
+    emit = layer.bl_rna.properties["use_pass_emit"].name            # "Emission" ("Emit" in 4.5)
+    label = {"Depth": "Z", "DiffCol": "Diffuse Color", "Emit": emit, "AO": "Ambient Occlusion",
              "Vector": "Vector", "Position": "Position", "Shadow": "Shadow", "myaov": "AOV 'myaov'",
              "CryptoObject": "Cryptomatte Object", "CryptoMaterial": "Cryptomatte Material",
              "CryptoAsset": "Cryptomatte Asset"}
@@ -72,7 +73,8 @@ def test_stats_panel_lists_the_unwritten_passes(empty_scene):
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(empty_scene, None)).labels()
     head = [lab for lab in labels if lab.startswith("Passes not written")]
     assert head, labels
-    for want in ("Diffuse Color", "Emission", "Ambient Occlusion", "Position", "Vector", "AOV 'myaov'"):
+    emit = layer.bl_rna.properties["use_pass_emit"].name            # "Emission" ("Emit" in 4.5)
+    for want in ("Diffuse Color", emit, "Ambient Occlusion", "Position", "Vector", "AOV 'myaov'"):
         assert want in labels, (want, labels)
     assert "Z" not in labels and "Mist" not in labels and "Normal" not in labels
     for name in ENABLED:

@@ -21,6 +21,11 @@ same frame drawn unskinned (the identity palette bound, so every pass skips the 
 the picture is the rest pose, only the timing matters; its shader variants are compiled without
 skinning, engine/gpu/passes/mtoon_shaders.py), and prints per pass
   bench-skin-cost: pass=P skinned_ms=A unskinned_ms=B skin_share=(A-B)/A
+Passes (``--passes``, issue 36): the demo at 1280x720 with 8 samples, Combined only against every
+pass Stylized writes enabled (Z, Mist, Normal, the index passes, Cryptomatte Object/Material/
+Asset), taking turns; prints
+  bench-passes: combined_s=A all_s=B ratio_passes=B/A ratio_motion_blur=nan
+(motion blur is not implemented yet: its ratio is nan).
 This is a benchmark, not a test: it asserts nothing.
 """
 from __future__ import annotations
@@ -340,8 +345,13 @@ def main():
     ap.add_argument("--eevee-runs", type=int, default=1,
                     help="timed EEVEE renders (EEVEE takes minutes per frame on software GL)")
     ap.add_argument("--skip-eevee", action="store_true", help="report eevee_s=nan (slow software GL)")
+    ap.add_argument("--passes", action="store_true",
+                    help="every written pass enabled against Combined only (8 samples)")
     args = ap.parse_args()
     _bootstrap.load()
+    if args.passes:
+        run_passes(args)
+        return
     if args.crowd is not None and not args.skin_cost:
         run_crowd(args)
         return
@@ -374,6 +384,41 @@ def main():
         print(f"  BLENDER_EEVEE     {ee:8.3f} s (first {ee_warm:.3f} s, {scene.eevee.taa_render_samples} samples)")
     print(f"bench-render: stylized_s={sty:.3f} workbench_s={wb:.3f} eevee_s={ee:.3f} "
           f"ratio_workbench={sty / wb:.3f} ratio_eevee={sty / ee:.3f}")
+
+
+#: the view-layer switches of the passes Stylized writes (engine/features/passes/inventory.py)
+WRITTEN_SWITCHES = ("use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_object_index",
+                    "use_pass_material_index", "use_pass_cryptomatte_object",
+                    "use_pass_cryptomatte_material", "use_pass_cryptomatte_asset")
+
+
+def run_passes(args):
+    import bpy
+
+    scene, kind = build_scene()
+    scene.render.resolution_x = args.width or 1280
+    scene.render.resolution_y = args.height or 720
+    scene.render.resolution_percentage = 100
+    scene.render.engine = "STYLIZED"
+    scene.stylized.render_samples = 8
+    layer = scene.view_layers[0]
+
+    def f12(on: bool) -> float:
+        for name in WRITTEN_SWITCHES:
+            setattr(layer, name, on)
+        t = time.perf_counter()
+        bpy.ops.render.render(scene=scene.name)
+        return time.perf_counter() - t
+
+    f12(False), f12(True)                                  # warm-up (shader variants, targets)
+    plain, every = [], []
+    for _ in range(args.runs):
+        plain.append(f12(False))
+        every.append(f12(True))
+    a, b = statistics.median(plain), statistics.median(every)
+    print(f"scene: {kind}, {scene.render.resolution_x}x{scene.render.resolution_y}, 8 samples, "
+          f"{args.runs} runs each (median)")
+    print(f"bench-passes: combined_s={a:.3f} all_s={b:.3f} ratio_passes={b / a:.3f} ratio_motion_blur=nan")
 
 
 if __name__ == "__main__":

@@ -186,8 +186,14 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
                 if len(views) > 1:
                     self.active_view_set(view)
                 camera = self._view_camera(depsgraph, cam_eval, width, height, len(views) > 1)
+                stamp = {}
                 images = self.session.render_layers(depsgraph, camera, width, height,
-                                                    film_transparent=rd.film_transparent, passes=passes)
+                                                    film_transparent=rd.film_transparent, passes=passes,
+                                                    stamp=stamp)
+                if stamp:       # Cryptomatte's metadata: into the final result, as Cycles writes it
+                    final = self.get_result()
+                    for field, value in stamp.items():
+                        final.stamp_data_add_field(field, value)
                 t = time.perf_counter()    # (result_ms: mostly first touches of Blender's new buffers)
                 for name, image in images.items():
                     rpass = target.find_by_name(render_passes.blender_name(name), view)

@@ -272,7 +272,7 @@ class StylizedSession:
         return frame
 
     def render_texture(self, depsgraph, camera: CameraData, width: int, height: int, film_transparent=False,
-                       preview_state=None, passes=(), after_first=None):
+                       preview_state=None, passes=(), after_first=None, ids=None):
         """The frame's texture; a final render draws the scene's anti-aliasing samples
         (engine/gpu/passes/samples.py: ``after_first`` runs on the first, centre sample), the viewport
         one sample with FXAA."""
@@ -286,7 +286,7 @@ class StylizedSession:
             frame.settings.samples = 1
         if self._accumulator is None:
             self._accumulator = Accumulator()
-        tex = render_samples(self.pipeline, frame, self._accumulator, after_first)
+        tex = render_samples(self.pipeline, frame, self._accumulator, after_first, ids=ids)
         t2 = time.perf_counter()
         self.stats["pipeline_ms"] = (t2 - t1) * 1e3
         self.stats["render_ms"] = (t2 - t0) * 1e3
@@ -308,12 +308,16 @@ class StylizedSession:
         return texture_to_numpy(tex, width, height)
 
     def render_layers(self, depsgraph, camera: CameraData, width: int, height: int,
-                      film_transparent: bool = False, passes=()) -> dict:
+                      film_transparent: bool = False, passes=(), stamp=None) -> dict:
         """A final frame with its render passes: {"Combined": (H, W, 4), pass name: (H, W, C)}
-        (engine/gpu/passes/render_passes.py); only the requested passes are read or drawn."""
+        (engine/gpu/passes/render_passes.py); only the requested passes are read or drawn.
+        Cryptomatte's ranked layers come under their own names (CryptoObject00, ...), and its
+        metadata (stamp fields) goes into ``stamp`` (a dict) when given."""
         from ..gpu.util import texture_to_numpy
+        from ..features.passes import cryptomatte
 
         out = {}
+        crypto = cryptomatte.CryptoIds(cryptomatte.kinds(passes)) if cryptomatte.kinds(passes) else None
 
         def read_passes():          # on the first (centre) sample, while its targets are current
             frame = self.last_frame
@@ -328,8 +332,13 @@ class StylizedSession:
             return render_passes.averaged_sources(self.pipeline, out)   # averaged with the samples
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
-                                  after_first=read_passes if passes else None)
+                                  after_first=read_passes if passes else None, ids=crypto)
         render_passes.apply_averaged(out, self._accumulator.averaged, width, height)
+        if crypto is not None:
+            layer = depsgraph.view_layer
+            out.update(crypto.passes(int(getattr(layer, "pass_cryptomatte_depth", 6))))
+            if stamp is not None:
+                stamp.update(crypto.metadata(layer.name))
         out["Combined"] = texture_to_numpy(tex, width, height)
         self.last_frame = None
         return out

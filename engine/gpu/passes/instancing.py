@@ -54,9 +54,11 @@ def palette_layout(pal_rows, pal_first, palette_rows, limit: int):
 class FrameInstances:
     """The per-frame instance data of ``items`` (every item any pass of the frame draws)."""
 
-    def __init__(self, items, enabled: bool = True, palette_rows=None):
+    def __init__(self, items, enabled: bool = True, palette_rows=None, ids=None):
         """``palette_rows``: ``SkinningPaletteSet.texel_rows()`` of the frame's runtime (the
-        palette texture is then those rows as they are); None concatenates the drawn palettes."""
+        palette texture is then those rows as they are); None concatenates the drawn palettes.
+        ``ids``: the id each item draws with (one per item) instead of its ``object_id``
+        (Cryptomatte's keys: engine/gpu/passes/samples.py)."""
         import gpu
 
         items = list(items)
@@ -71,7 +73,9 @@ class FrameInstances:
         self.models = [gl_matrix(w) for w in worlds]
         rows = np.zeros((n, INSTANCE_TEXELS, 4), np.float32)
         rows[:, :4, :] = worlds.transpose(0, 2, 1)                     # model columns
-        rows[:, 4, 0] = [float(int(getattr(it, "object_id", 0))) for it in items]
+        self.ids = (np.fromiter((int(getattr(it, "object_id", 0)) for it in items), np.int64, n)
+                    if ids is None else np.asarray(ids, np.int64).reshape(n))
+        rows[:, 4, 0] = self.ids
         # deformation layout per item (what bind_skinning / bind_morph would bind alone)
         self.influences = np.zeros(n, np.int64)
         # items a SKIN_LBS8 shader variant cannot draw (mtoon_shaders.py): more than 8
@@ -179,7 +183,7 @@ class FrameInstances:
         if len(group) == 1:
             shader.uniform_float("model", self.models[i0])
             if object_id:
-                shader.uniform_int("object_id", int(getattr(first, "object_id", 0)))
+                shader.uniform_int("object_id", int(self.ids[i0]))
             bind_deform(shader, first)
             batch.draw(shader)
             return

@@ -395,16 +395,18 @@ class FramePipeline:
         self._instances = None
         return color
 
-    def draw_ids(self, frame, target) -> None:
+    def draw_ids(self, frame, target, key=None) -> None:
         """A coverage sample of the frame just drawn (engine/gpu/passes/samples.py): which surface
         covers each pixel under ``frame.camera`` (a jittered projection), as object id x 2 (+1 on
         its outline; 0 where nothing is drawn), into ``target`` (an R32F texture with its depth),
-        with the ID-only shader variants (nothing is shaded)."""
+        with the ID-only shader variants (nothing is shaded).  ``key``: item -> the id to draw
+        instead of its object id (Cryptomatte: one per object and material)."""
         import gpu
 
         s = frame.settings
         items = self._drawn
-        self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
+        ids = None if key is None else [key(it) for it in items]
+        self._instances = FrameInstances(items, palette_rows=frame.palette_rows, ids=ids)
         self._frame_ubo = make_ubo(pack_frame(frame, [], None, -1))
         passes, self._passes = self._passes, False
         tex, depth, fb = target

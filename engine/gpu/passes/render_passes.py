@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.compositing import cryptomatte
+
 #: name -> (channels, channel ids, type, view layer switch (None: ours, ``stylized_passes``))
 PASSES = {
     "Depth": (1, "Z", "VALUE", "use_pass_z"),
@@ -71,20 +73,31 @@ def blender_name(name: str) -> str:
 
 
 def requested(view_layer) -> tuple:
-    """The passes (besides Combined) ``view_layer`` asks for, in PASSES order."""
+    """The passes (besides Combined) ``view_layer`` asks for, in PASSES order, then the
+    Cryptomatte types ("CryptoObject", "CryptoMaterial", "CryptoAsset": written as ranked layers,
+    engine/core/compositing/cryptomatte.py)."""
     toon = getattr(view_layer, "stylized_passes", None)
     out = []
     for name, (_, _, _, flag) in PASSES.items():
         on = getattr(view_layer, flag, False) if flag else getattr(toon, "use_" + name.lower(), False)
         if on:
             out.append(name)
+    for kind in cryptomatte.TYPES:
+        if getattr(view_layer, "use_pass_cryptomatte_" + kind.lower(), False):
+            out.append("Crypto" + kind)
     return tuple(out)
 
 
 def register(engine, scene, view_layer) -> None:
-    """``update_render_passes``: Combined and every requested pass, under Blender's names."""
+    """``update_render_passes``: Combined and every requested pass, under Blender's names
+    (Cryptomatte: its ranked layers, RGBA as EEVEE names them, lower case)."""
     engine.register_pass(scene, view_layer, "Combined", 4, "RGBA", "COLOR")
+    levels = int(getattr(view_layer, "pass_cryptomatte_depth", 6))
     for name in requested(view_layer):
+        if name.startswith("Crypto"):
+            for layer in cryptomatte.pass_names(name[len("Crypto"):], levels):
+                engine.register_pass(scene, view_layer, layer, 4, "rgba", "COLOR")
+            continue
         ch, ids, kind, _ = PASSES[name]
         engine.register_pass(scene, view_layer, blender_name(name), ch, ids, kind)
 

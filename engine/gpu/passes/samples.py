@@ -211,27 +211,40 @@ class Accumulator:
         return acc
 
 
-def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
+def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, ids=None):
     """Draw ``frame`` ``frame.settings.samples`` times (see the module docstring); returns the
     averaged colour texture.  ``after_first()`` runs after the first (centre) sample, while the
     pipeline's targets still hold it (the render passes are read there); it may return {name:
-    texture} of passes to average like the colour: ``accumulator.averaged`` holds them after."""
+    texture} of passes to average like the colour: ``accumulator.averaged`` holds them after.
+    ``ids`` (Cryptomatte, engine/blender/cryptomatte_pass.py): an object with ``key(item)`` (the
+    id each item draws with in the coverage samples) and ``take(texture, width, height)``, handed
+    every sample's id image (centre first) right after it is drawn."""
     s = frame.settings
     n = max(1, int(getattr(s, "samples", 1)))
     accumulator.averaged = {}
+    key = None if ids is None else ids.key
+    w, h = s.width, s.height
+
+    def draw_ids(fr, k):
+        target = accumulator.id_target(k, w, h)
+        pipeline.draw_ids(fr, target, key=key)
+        if ids is not None:
+            ids.take(target[0], w, h)
+
     if n == 1:
         tex = pipeline.execute(frame)
         if after_first is not None:
             after_first()
+        if ids is not None:
+            draw_ids(frame, 0)
         return tex
-    w, h = s.width, s.height
     base = dataclasses.replace(s, fxaa=False, jitter=(0.0, 0.0), reuse_shadow=False)
     if not SHADE_EVERY_SAMPLE:
         # shade once, cover n times: the frame is shaded at the pixel centres, then only which
         # surface covers each sub-pixel sample is drawn (ID-only shaders) and resolved
         tex = pipeline.execute(dataclasses.replace(frame, settings=base))
         sources = (after_first() if after_first is not None else None) or {}
-        pipeline.draw_ids(dataclasses.replace(frame, settings=base), accumulator.id_target(0, w, h))
+        draw_ids(dataclasses.replace(frame, settings=base), 0)
         accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=True)           # the centre sample: the frame itself
         for name, src in sources.items():
             accumulator._extra(name).add(pipeline.gpu, src, 1.0 / n, w, h, first=True)
@@ -239,8 +252,7 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
         for b0 in range(0, len(offsets), BATCH):
             batch = offsets[b0:b0 + BATCH]
             for k, (dx, dy) in enumerate(batch, start=1):
-                pipeline.draw_ids(dataclasses.replace(frame, camera=jittered(frame.camera, dx, dy, w, h),
-                                                      settings=base), accumulator.id_target(k, w, h))
+                draw_ids(dataclasses.replace(frame, camera=jittered(frame.camera, dx, dy, w, h), settings=base), k)
             accumulator.resolve(pipeline.gpu, tex, 1.0 / n, w, h, batch, first=False)
             for name, src in sources.items():       # the passes, with the same coverage samples
                 accumulator._extra(name).resolve(pipeline.gpu, src, 1.0 / n, w, h, batch, first=False,
@@ -253,5 +265,7 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None):
         tex = pipeline.execute(dataclasses.replace(frame, camera=cam, settings=settings))
         if i == 0 and after_first is not None:
             after_first()
+        if ids is not None:
+            draw_ids(dataclasses.replace(frame, camera=cam, settings=settings), 0)
         accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=(i == 0))
     return accumulator.texture

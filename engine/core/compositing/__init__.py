@@ -1,0 +1,1 @@
+"""bpy-free compositing kernels (issue 36): Cryptomatte hashing and ranking."""
