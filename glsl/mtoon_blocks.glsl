@@ -11,7 +11,7 @@ struct FrameBlock {
   vec4 shadow_params; /* x: depth bias, y: normal offset (both in shadow texels), w: 1 = shadows on */
   vec4 shadow_texel;  /* x: texel size of cascade 0 (world), y: shadowing light index (-1 none), z: tile size (texels), w: PCF radius */
   vec4 viewport;      /* width, height, 1/width, 1/height */
-  vec4 light_pos[16];   /* xyz position, w: kind (0 sun, 1 point, 2 spot, 3 area) */
+  vec4 light_pos[16];   /* suns: xyz position, w: kind (0 sun) + 4 x (light-link bit + 1) */
   vec4 light_dir[16];   /* xyz direction of travel, w: cos(half spot angle) */
   vec4 light_color[16]; /* rgb MToon light colour (sun; local lamps: at 1 m), w: spot smooth width */
   mat4 cascade_matrix[4]; /* world -> light clip of each shadow cascade (engine/passes/shadow.py) */
@@ -22,6 +22,8 @@ struct FrameBlock {
   mat4 local_matrix[24];  /* world -> clip of each face of the local lamps' shadow atlas (engine/passes/local_shadows.py) */
   vec4 local_shadow[4];   /* per shadowed local lamp: x light index, y first face, z faces (1 spot, 6 cube), w texel per metre of depth */
   vec4 local_params;      /* x: shadowed local lamps, y: atlas columns, z: face size (texels) */
+  vec4 cluster_params;    /* lamp clusters (engine/passes/clusters.py): tile pixels, slices, rows per cluster, tiles x */
+  vec4 cluster_depth;     /* near, slices per log(depth / near) (or per metre), 1 = linear (ortho), tiles y */
 };
 
 struct MToonMaterial {

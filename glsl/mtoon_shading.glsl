@@ -1,5 +1,12 @@
 /* MToon fragment-stage functions (after mtoon_common.glsl): lights, shadow, surface shading, alpha. */
 
+/* Light linking (engine/gpu/passes/lamp_links.py): v_link holds the bits of the linked lamps whose
+ * receivers leave this object out; a lamp's bit is -1 when it lights every object. */
+bool link_excluded(int bit)
+{
+  return bit >= 0 && ((int(v_link + 0.5) >> bit) & 1) != 0;
+}
+
 /* Light i at wpos: L (unit, towards the light) and C, MToon's light colour there.  fr.light_color
  * holds Blender's power already converted to MToon's light colour (engine/passes/pipeline.py
  * mtoon_light_colors: sun E/pi; point and spot P/(4 pi^2) at 1 m; area P/pi^2 at 1 m on its axis),
@@ -8,6 +15,11 @@
  * one-sided Lambert emitter seen from afar). */
 void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
 {
+  if (link_excluded((int(fr.light_pos[i].w + 0.5) >> 2) - 1)) {
+    L = vec3(0.0, 0.0, 1.0);
+    C = vec3(0.0);
+    return;
+  }
   vec4 lp = fr.light_pos[i];
   vec4 ld = fr.light_dir[i];
   vec4 lc = fr.light_color[i];
@@ -15,7 +27,7 @@ void light_sample(int i, vec3 wpos, out vec3 L, out vec3 C)
   L = -ld.xyz;
   C = lc.rgb;
 #else
-  int kind = int(lp.w + 0.5);
+  int kind = int(lp.w + 0.5) & 3;   /* (w = kind + 4 x (light-link bit + 1)) */
   if (kind == 0) {
     L = -ld.xyz;
     C = lc.rgb;
@@ -169,11 +181,10 @@ float shadow_visibility(vec3 wpos, vec3 ngeo)
 /* Visibility from the shadow map of shadowed local lamp j (engine/passes/local_shadows.py; 1 =
  * lit): a spot's perspective face, or the cube face of the major axis from the lamp to the
  * fragment; bias, normal offset and PCF as the sun's, in texels of the face at this depth. */
-float local_shadow_visibility(int j, vec3 wpos, vec3 ngeo)
+float local_shadow_visibility(int j, vec3 lpos, vec3 ldir, vec3 wpos, vec3 ngeo)
 {
   vec4 ls = fr.local_shadow[j];
-  int li = int(ls.x + 0.5);
-  vec3 d = wpos - fr.light_pos[li].xyz;
+  vec3 d = wpos - lpos;
   int slot = int(ls.y + 0.5);
   float depth;
   if (ls.z > 1.5) {
@@ -192,7 +203,7 @@ float local_shadow_visibility(int j, vec3 wpos, vec3 ngeo)
     }
   }
   else {
-    depth = dot(d, fr.light_dir[li].xyz);
+    depth = dot(d, ldir);
   }
   float dl = length(d);
   if (depth <= 0.0 || dl <= 0.0) {
@@ -213,27 +224,17 @@ float local_shadow_visibility(int j, vec3 wpos, vec3 ngeo)
   return shadow_pcf(local_shadow_map, c, ivec2(slot % cols, slot / cols) * tile, tile);
 }
 
-/* The local shadow of light i at wpos (1 = lit, or no map), with the material's receive rate. */
-float local_visibility(int i, vec3 wpos, vec3 ngeo)
+/* The local shadow of shadow slot j (-1: none) at wpos (1 = lit), with the material's receive rate. */
+float local_visibility(int j, vec3 lpos, vec3 ldir, vec3 wpos, vec3 ngeo)
 {
 #ifdef SPEC_NO_LOCAL_SHADOW
   return 1.0;
 #else
-#ifdef SPEC_LOCAL_SHADOWS
-  const int n = SPEC_LOCAL_SHADOWS;
-#else
-  int n = int(fr.local_params.x + 0.5);
-  if (mt.uv_anim.w < 0.5) {
+  if (j < 0 || mt.uv_anim.w < 0.5) {
     return 1.0;
   }
-#endif
-  for (int j = 0; j < n; j++) {
-    if (int(fr.local_shadow[j].x + 0.5) == i) {
-      float rate = clamp(2.0 * (mt.uv_anim.w - 0.5), 0.0, 1.0);
-      return mix(1.0, local_shadow_visibility(j, wpos, ngeo), rate);
-    }
-  }
-  return 1.0;
+  float rate = clamp(2.0 * (mt.uv_anim.w - 0.5), 0.0, 1.0);
+  return mix(1.0, local_shadow_visibility(j, lpos, ldir, wpos, ngeo), rate);
 #endif
 }
 
@@ -299,6 +300,51 @@ vec3 ggx_lobe(vec3 N, vec3 V, vec3 L, float roughness, vec3 f0)
   return metal_fresnel(f0, dot(L, H)) * (D * vis * nl);
 }
 
+/* What one lamp adds (direction L, MToon light colour C, received shadow s): the lit/shade ramp
+ * (shadow after the ramp: shadowed areas take the shade colour), the rim's light and the passes'
+ * weights. */
+struct ShadeAcc {
+  vec3 direct;
+  vec3 rim_light;
+  float shade_sum;
+  float weight;
+  float shadow_sum;
+};
+
+void add_light(inout ShadeAcc acc, vec3 L, vec3 C, float s, vec3 N, float shift, float toony, vec3 shade, vec3 lit)
+{
+  float d = clamp(dot(N, L), -1.0, 1.0);
+  float ramp = linearstep_guarded(-1.0 + toony, 1.0 - toony, d + shift);
+  float lw = dot(C, vec3(0.2126, 0.7152, 0.0722));
+  acc.shade_sum += ramp * lw;
+  acc.weight += lw;
+  acc.shadow_sum += s * lw;
+  ramp *= s;
+  acc.direct += C * mix(shade, lit, ramp);
+  acc.rim_light += C * s;
+}
+
+/* A point, spot or area lamp of lamp_data (engine/gpu/passes/clusters.lamp_rows) at wpos: as
+ * light_sample, times EEVEE's influence attenuation, which brings the lamp to 0 at its reach
+ * (lx.x = 1 / reach^2): (1 - (r^2 / reach^2)^2)^2. */
+void local_lamp_sample(vec4 lp, vec4 ld, vec4 lc, vec4 lx, vec3 wpos, out vec3 L, out vec3 C)
+{
+  int kind = int(lp.w + 0.5);
+  vec3 dv = lp.xyz - wpos;
+  float r2 = max(dot(dv, dv), 1e-8);
+  L = dv * inversesqrt(r2);
+  float f = clamp(1.0 - (r2 * lx.x) * (r2 * lx.x), 0.0, 1.0);
+  C = lc.rgb * (f * f / r2);
+  if (kind == 3) {
+    C *= max(dot(-L, ld.xyz), 0.0);
+  }
+  else if (kind == 2) {
+    float t = dot(-L, ld.xyz);
+    float x = t - ld.w;
+    C *= (x <= 0.0) ? 0.0 : ((lc.w > 0.0 && x < lc.w) ? smoothstep(0.0, lc.w, x) : 1.0);
+  }
+}
+
 /* Full surface result (direct + GI + emission + rim) for shading normal N.  A metallic surface
  * (fraction m) has no diffuse reflection: the toon part is weighted by 1 - m, and the metal part is
  * what EEVEE shows of it, the GGX lobe of each lamp and the reflected world, tinted by the base
@@ -326,36 +372,63 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
   }
   float toony = mt.emissive.w;
 #ifdef SPEC_LIGHTS
-  const int count = SPEC_LIGHTS;   /* the frame's light count: the light loop unrolls */
+  const int count = SPEC_LIGHTS;   /* the frame's sun count: the light loop unrolls */
 #else
   int count = int(fr.world_color.w + 0.5);
 #endif
   int shadow_light = int(fr.shadow_texel.y);
-  vec3 direct = vec3(0.0);
-  vec3 rim_light = vec3(0.0);
-#ifdef SPEC_PASSES
-  float shade_sum = 0.0, shade_w = 0.0;
-  pass_shadow = vis_sun;
-#endif
+  ShadeAcc acc = ShadeAcc(vec3(0.0), vec3(0.0), 0.0, 0.0, 0.0);
   for (int i = 0; i < count; i++) {
     vec3 L, C;
     light_sample(i, wpos, L, C);
-    float d = clamp(dot(N, L), -1.0, 1.0);
-    float ramp = linearstep_guarded(-1.0 + toony, 1.0 - toony, d + shift);
-    float s = (i == shadow_light) ? vis_sun : local_visibility(i, wpos, ngeo);
-#ifdef SPEC_PASSES
-    float lw = dot(C, vec3(0.2126, 0.7152, 0.0722));
-    shade_sum += ramp * lw;
-    shade_w += lw;
-#endif
-    ramp *= s; /* shadow after the ramp: shadowed areas take the shade colour */
-    direct += C * mix(shade, lit, ramp);
-    rim_light += C * s;
+    float s = (i == shadow_light) ? vis_sun : 1.0;
+    add_light(acc, L, C, s, N, shift, toony, shade, lit);
 #ifndef SPEC_NO_METAL
     /* MToon's light colour is irradiance / pi */
     metal_spec += C * (3.14159265 * s) * ggx_lobe(N, Vm, L, mr.y, f0);
 #endif
   }
+#ifndef SPEC_NO_CLUSTERS
+  /* point, spot and area lamps: those of this fragment's cluster (engine/gpu/passes/clusters.py;
+   * a frame without any compiles without this, the general shader tests cluster_params.x) */
+  float vdepth = dot(wpos - fr.camera_pos.xyz, fr.camera_fwd.xyz);
+  float sl = (fr.cluster_depth.z > 0.5) ? (vdepth - fr.cluster_depth.x) * fr.cluster_depth.y
+                                        : log(max(vdepth, fr.cluster_depth.x) / fr.cluster_depth.x) * fr.cluster_depth.y;
+  int slices = int(fr.cluster_params.y + 0.5);
+  int rows = int(fr.cluster_params.z + 0.5);
+  ivec2 tile = ivec2(gl_FragCoord.xy) / int(fr.cluster_params.x + 0.5);
+  tile = clamp(tile, ivec2(0), ivec2(fr.cluster_params.w - 1.0, fr.cluster_depth.w - 1.0));
+  ivec2 base = ivec2(tile.x * slices + clamp(int(floor(sl)), 0, slices - 1), tile.y * rows);
+  int n = (fr.cluster_params.x > 0.5) ? int(texelFetch(lamp_lists, base, 0).x + 0.5) : 0;
+  for (int k = 0; k < n; k++) {
+    vec4 q = texelFetch(lamp_lists, base + ivec2(0, 1 + k / 4), 0);
+    int li = int(q[k % 4] + 0.5);
+    vec4 lp = texelFetch(lamp_data, ivec2(0, li), 0);
+    vec4 ld = texelFetch(lamp_data, ivec2(1, li), 0);
+    vec4 lc = texelFetch(lamp_data, ivec2(2, li), 0);
+    vec4 lx = texelFetch(lamp_data, ivec2(3, li), 0);
+    if (link_excluded(int(floor(lx.z + 0.5)))) {
+      continue;
+    }
+    vec3 L, C;
+    local_lamp_sample(lp, ld, lc, lx, wpos, L, C);
+    if (C.r + C.g + C.b <= 0.0) {
+      continue;
+    }
+    float s = local_visibility(int(floor(lx.y + 0.5)), lp.xyz, ld.xyz, wpos, ngeo);
+    add_light(acc, L, C, s, N, shift, toony, shade, lit);
+#ifndef SPEC_NO_METAL
+    metal_spec += C * (3.14159265 * s) * ggx_lobe(N, Vm, L, mr.y, f0);
+#endif
+  }
+#endif
+  vec3 direct = acc.direct;
+  vec3 rim_light = acc.rim_light;
+#ifdef SPEC_PASSES
+  float shade_sum = acc.shade_sum, shade_w = acc.weight;
+  /* the Shadow pass: every lamp's received shadow, weighted by what the lamp brings here */
+  pass_shadow = (acc.weight > 0.0) ? acc.shadow_sum / acc.weight : vis_sun;
+#endif
   vec3 rgi = raw_gi(N);
   vec3 uniform_gi = 0.5 * (raw_gi(vec3(0.0, 0.0, 1.0)) + raw_gi(vec3(0.0, 0.0, -1.0)));
   vec3 gi = mix(rgi, uniform_gi, mt.matcap_factor.w);
@@ -396,7 +469,10 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
 #ifdef SPEC_PASSES
   pass_shade = (shade_w > 0.0) ? shade_sum / shade_w : 0.0;
 #endif
-  return color;
+  /* huge lamps: never an infinite or NaN pixel (a NaN fails every comparison: 0) */
+  return (all(greaterThanEqual(color, vec3(0.0))) && all(lessThan(color, vec3(1e30)))) ? color
+         : vec3(color.r >= 0.0 ? min(color.r, 1e30) : 0.0, color.g >= 0.0 ? min(color.g, 1e30) : 0.0,
+                color.b >= 0.0 ? min(color.b, 1e30) : 0.0);
 }
 
 /* Base colour and alpha (with the alpha mode applied; discards MASK fragments). */

@@ -164,7 +164,7 @@ def test_property_defaults_resolve_to_spec(empty_scene):
     assert (rq.hard_min, rq.hard_max) == (-9, 9)
     st = empty_scene.stylized
     assert st.shadows and st.shadow_resolution == "2048" and st.outlines and not st.screen_space_outline
-    assert st.fxaa and not st.profile_gpu and st.max_lights == 8 and st.screen_space_outline_width == 1.0
+    assert st.fxaa and not st.profile_gpu and st.max_lights == 128 and st.screen_space_outline_width == 1.0
 
 
 def test_every_property_has_a_tooltip(ext):

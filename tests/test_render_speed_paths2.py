@@ -159,7 +159,7 @@ def test_variants_match_general_shaders_materials_and_lights(empty_scene, monkey
     assert any("SPEC_ALPHA_MODE=1" in d and "SPEC_TEX_MASK=511" in d and "SPEC_NO_UV_ANIM" not in d for d in fwd), fwd
     assert any("SPEC_ALPHA_MODE=2" in d and "SPEC_NO_SHADOW" in d for d in fwd), fwd
     assert any("SPEC_ALPHA_MODE=0" in d and "SPEC_NO_SHADOW" not in d for d in fwd), fwd
-    assert not any("SPEC_SUN_ONLY" in d for d in fwd), fwd
+    assert not any("SPEC_NO_CLUSTERS" in d for d in fwd), fwd   # point, spot, area: the clusters
     out = _defines(variant_log, "mtoon_outline")
     assert {"SPEC_OUTLINE_MODE=1", "SPEC_OUTLINE_MODE=2"} <= set().union(*out), out   # world, screen
     assert _defines(variant_log, "mtoon_shadow")

@@ -21,6 +21,19 @@ def world_color(scene) -> np.ndarray:
     return np.array(world.color[:3], np.float64)
 
 
+def influence_radius(light, threshold: float) -> float:
+    """EEVEE's reach of a local lamp (m): its *Custom Distance* when set, else where the inverse
+    square law brings its power to the scene's *Light Threshold*: sqrt(max(colour) x |energy| / 100
+    x max(diffuse, specular factor) / threshold) (eevee_light.cc ``attenuation_radius_get``)."""
+    if getattr(light, "use_custom_distance", False):
+        return max(float(light.cutoff_distance), 0.0)
+    power = (max(light.color[:3]) * abs(float(light.energy)) / 100.0
+             * max(float(getattr(light, "diffuse_factor", 1.0)), float(getattr(light, "specular_factor", 1.0))))
+    t = max(float(threshold), 1e-16)
+    r = float(np.sqrt(max(power, 0.0) / t))
+    return r if np.isfinite(r) else 3.0e38
+
+
 def scene_lights(depsgraph) -> list:
     """The depsgraph's lamps as LightData in Blender's units: ``color`` is the lamp's colour x power
     as Blender computes it for rendering (BKE_light_power x BKE_light_color, times EEVEE's diffuse
@@ -28,7 +41,14 @@ def scene_lights(depsgraph) -> list:
     ``use_temperature``; an area lamp with *Normalize* off has a strength per m^2 (x its area).
     W/m^2 for a sun, W for the others; the passes convert them to MToon's light colour
     (engine/gpu/passes/pipeline.mtoon_light_colors, README "Light units").  Lamps hidden from diffuse
-    rays (Object > Visibility > Diffuse) light nothing, as in EEVEE."""
+    rays (Object > Visibility > Diffuse) light nothing, as in EEVEE.
+
+    Lamp values as EEVEE treats them (docs/lighting.md): a lamp of negative or zero power (energy,
+    colour or diffuse factor), or with a non-finite value or transform, or whose transform
+    collapses its axis (a zero scale), lights nothing; a huge power stays finite (the shaders
+    clamp what they add).  Each lamp carries its reach (``influence_radius``) and its Light
+    Linking / Shadow Linking rules (engine/blender/light_linking.py)."""
+    from .light_linking import lamp_rules
 
     def power_color(light, matrix_world):
         color = np.array(light.color[:3], np.float64)
@@ -39,6 +59,8 @@ def scene_lights(depsgraph) -> list:
             power *= float(light.area(matrix_world=matrix_world))
         return color * power * float(getattr(light, "diffuse_factor", 1.0))
 
+    eevee = getattr(depsgraph.scene, "eevee", None)
+    threshold = float(getattr(eevee, "light_threshold", 0.01))
     out = []
     for inst in depsgraph.object_instances:
         if own_geometry(inst):
@@ -48,18 +70,26 @@ def scene_lights(depsgraph) -> list:
             continue
         light = ob.data
         m = np.array(inst.matrix_world)
+        with np.errstate(all="ignore"):
+            color = np.minimum(power_color(light, inst.matrix_world), 1.0e30)
+        if not np.all(np.isfinite(color)) or not np.all(np.isfinite(m)) or not color.max() > 0.0:
+            continue            # EEVEE: a negative lamp is absent; NaN never reaches a pixel
         direction = -m[:3, 2]
-        direction = direction / max(np.linalg.norm(direction), 1e-12)
-        color = power_color(light, inst.matrix_world)
-        if not np.all(np.isfinite(color)) or not np.all(np.isfinite(m)):
-            continue
+        length = float(np.linalg.norm(direction))
+        if not length > 1e-12:
+            continue            # a zero scale: no axis to shine along
+        direction = direction / length
+        receivers, blockers = lamp_rules(ob)
         out.append(LightData(
             kind=light.type, color=color, direction=direction, position=m[:3, 3].copy(),
-            radius=float(getattr(light, "shadow_soft_size", 0.0)),
+            radius=max(float(getattr(light, "shadow_soft_size", 0.0)), 0.0),
             spot_size=float(getattr(light, "spot_size", np.pi)),
             spot_blend=float(getattr(light, "spot_blend", 0.0)),
             cast_shadow=bool(getattr(light, "use_shadow", True)), name=ob.name,
             clip_start=float(getattr(light, "shadow_buffer_clip_start", 0.05)),
+            influence=float("inf") if light.type == "SUN" else influence_radius(light, threshold),
+            sun_angle=float(getattr(light, "angle", 0.0)) if light.type == "SUN" else 0.0,
+            receivers=receivers, blockers=blockers,
         ))
     return out
 
@@ -81,7 +111,7 @@ def settings_from_scene(scene, width: int, height: int, film_transparent: bool) 
         shadow_cascade_fade=float(g("shadow_cascade_fade", 0.1)),
         shadow_bias=float(g("shadow_bias", 0.5)), shadow_normal_offset=float(g("shadow_normal_offset", 2.0)),
         shadow_min_offset=float(g("shadow_min_offset", 0.02)),
-        shadow_pcf=1 if g("shadow_pcf", True) else 0, max_lights=int(min(16, g("max_lights", 8))),
+        shadow_pcf=1 if g("shadow_pcf", True) else 0, max_lights=max(1, int(g("max_lights", 128))),
         outlines=bool(g("outlines", True)), screen_space_outline=bool(g("screen_space_outline", False)),
         screen_space_outline_width=float(g("screen_space_outline_width", 1.0)),
         screen_space_outline_color=np.array(ssc[:3], np.float64), fxaa=bool(g("fxaa", True)),

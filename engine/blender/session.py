@@ -16,6 +16,7 @@ from .sources.fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # no
 from ..gpu.passes import render_passes
 from ..core.world.frame import CameraData, FrameData
 from ..gpu.passes.local_shadows import local_shadow_losses
+from ..gpu.passes.frame_lamps import lamp_losses
 from ..gpu.passes.visibility import VisibilityCache
 from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
 from ..features.springs.driver import SpringsDriver
@@ -267,7 +268,7 @@ class StylizedSession:
             live_fallback_streams=self.fallback.live_stream_count,
             unmapped=sorted({m for p in frame.materials.values() for m in (getattr(p, "unmapped", ()) or ())}),
             losses=self.materials.losses(items, frame.materials) + self.fallback.not_drawn_lines()
-            + local_shadow_losses(frame),
+            + local_shadow_losses(frame) + lamp_losses(frame),
         )
         return frame
 

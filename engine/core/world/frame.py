@@ -41,6 +41,13 @@ class LightData:
     cast_shadow: bool = True
     name: str = ""
     clip_start: float = 0.05         # Shadow > Clip Start (shadow_buffer_clip_start): a local lamp's shadow near plane
+    # EEVEE's influence radius (m): the lamp adds nothing beyond it (Light Threshold, or the lamp's
+    # Custom Distance); inf for a sun (engine/gpu/passes/clusters.py culls local lamps by it)
+    influence: float = float("inf")
+    sun_angle: float = 0.0           # a sun's Angle (rad): its shadow's penumbra (soft shadows)
+    # Light Linking / Shadow Linking (engine/core/world/light_links.LinkRule; None: every object)
+    receivers: Optional[object] = None
+    blockers: Optional[object] = None
 
     @property
     def strength(self) -> float:
@@ -70,7 +77,7 @@ class FrameSettings:
     screen_space_outline_color: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.0]))
     fxaa: bool = True
     profile_gpu: bool = False
-    max_lights: int = 16              # lights used by the forward pass (at most 16)
+    max_lights: int = 128             # Lamps per Pixel: the most point/spot/area lamps of one cluster (clusters.py)
     # GI hemisphere: rawGi(n) = mix(ground, sky, n.z / 2 + 0.5); None = world_color (uniform GI,
     # where giEqualizationFactor has no visible effect)
     world_sky_color: Optional[np.ndarray] = None

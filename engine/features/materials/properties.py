@@ -195,8 +195,9 @@ def _scene_update(self, context):
 class StylizedSceneSettings(bpy.types.PropertyGroup):
     shadows: BoolProperty(
         name="Shadows", default=True, update=_scene_update,
-        description="Render cascaded shadow maps for the strongest sun lamp; shadowed areas take the MToon shade "
-                    "colour (point, spot and area lamps do not cast)")
+        description="Lamps with Cast Shadow on cast shadows: the strongest sun through cascaded shadow maps, "
+                    "the 4 strongest point, spot and area lamps through their own maps; shadowed areas take "
+                    "the MToon shade colour")
     shadow_resolution: EnumProperty(
         name="Shadow Resolution", default="2048", update=_scene_update,
         items=(("512", "512", "512 × 512 shadow atlas"), ("1024", "1024", "1024 × 1024 shadow atlas"),
@@ -261,8 +262,11 @@ class StylizedSceneSettings(bpy.types.PropertyGroup):
         description="Measure each pass's GPU time. Blender's Python gpu module has no timer queries, so this "
                     "synchronises (waits for the GPU) after every pass, which slows rendering; debug only")
     max_lights: IntProperty(
-        name="Max Lights", default=8, min=1, max=64, soft_max=16, update=_scene_update,
-        description="Maximum number of lamps (sun, point, spot) shading each surface; the strongest are kept")
+        name="Lamps per Pixel", default=128, min=32, max=1024, update=_scene_update,
+        description="Most point, spot and area lamps that may light one part of the screen (a screen tile x a "
+                    "depth slice); each lamp reaches as far as the scene's Light Threshold (or its Custom Distance) "
+                    "lets it. Every sun always lights. Lamps left out over this are named in the Stats panel and "
+                    "the render log")
 
 
 CLASSES = (StylizedMToonTexture, StylizedMToonProperties, StylizedSceneSettings)

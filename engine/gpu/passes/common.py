@@ -22,7 +22,8 @@ MAT_FLAG_UNLIT = 4           # the base colour is the result (no lights, shadows
 
 # std140 sizes (bytes) of the blocks in glsl/mtoon_blocks.glsl
 FRAME_BLOCK_FLOATS = (16 * 2 + 4 * 9 + 4 * MAX_LIGHTS * 3 + 16 * 4 + 4 * 4   # ... + cascade matrices, splits
-                      + 16 * 24 + 4 * 4 + 4)                                  # + local lamps' shadow faces
+                      + 16 * 24 + 4 * 4 + 4                                   # + local lamps' shadow faces
+                      + 8)                                                    # + lamp clusters' parameters
 MATERIAL_BLOCK_FLOATS = 4 * 10 + 4 * len(TEX_SLOTS) + 4
 MAT_INT_WORDS = 4 * 10 + 4 * len(TEX_SLOTS)   # the block's four ints: tex_mask, flags, pass index, pad
 MAT_PASS_INDEX_WORD = MAT_INT_WORDS + 2       # MToonMaterial.pad1: Material > Pass Index

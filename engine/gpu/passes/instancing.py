@@ -25,7 +25,7 @@ from .common import gl_matrix
 
 #: False draws every item alone (the reference the tests compare instanced frames with)
 ENABLED = True
-INSTANCE_TEXELS = 5          # per instance: 4 model columns, (object id, palette row, weight base, 0)
+INSTANCE_TEXELS = 5          # per instance: 4 model columns, (object id, palette row, weight base, light-link word)
 
 
 def palette_layout(pal_rows, pal_first, palette_rows, limit: int):
@@ -127,6 +127,7 @@ class FrameInstances:
         self._pal_rows, self._w_rows = pal_rows, w_rows
         self._palette_tex = self._weights_tex = None
         self._keys = {}
+        self._has_link = {}
 
     # the shared textures are made on the first instanced draw (a frame without one makes none)
     @property
@@ -184,6 +185,16 @@ class FrameInstances:
             shader.uniform_float("model", self.models[i0])
             if object_id:
                 shader.uniform_int("object_id", int(self.ids[i0]))
+                # the light-link word (lamp_links.py); a variant that reads no lamp has none
+                has = self._has_link.get(id(shader))
+                if has is None:
+                    try:
+                        has = shader.uniform_from_name("light_link") >= 0
+                    except ValueError:
+                        has = False
+                    self._has_link[id(shader)] = has
+                if has:
+                    shader.uniform_int("light_link", int(self.rows[i0, 4, 3]))
             bind_deform(shader, first)
             batch.draw(shader)
             return

@@ -1,5 +1,5 @@
 """The frame's lamps as the passes use them: Blender's units -> MToon's light colour, and which
-lamps shade a frame (the strongest ``max_lights``).
+lamps shade a frame (every lamp; at most MAX_LIGHTS suns).
 
 Blender's units -> MToon's light colour (README "Light units").  MToon's light colour is the
 radiance a white Lambert surface facing the lamp reflects, albedo x irradiance / pi, so the lit
@@ -30,13 +30,22 @@ def mtoon_light_colors(lights) -> np.ndarray:
     return cols * LIGHT_UNIT_SCALE[kinds][:, None]
 
 
-def shading_lights(lights, max_lights: int) -> list:
-    """The lamps that shade a frame: those of a known kind; when there are more than
-    ``max_lights`` (at most MAX_LIGHTS), the strongest (MToon light colour, local lamps at 1 m),
-    strongest first."""
-    max_lights = int(min(MAX_LIGHTS, max(0, max_lights)))
-    out = [l for l in lights if l.kind in LIGHT_KINDS]
-    if len(out) > max_lights:
-        strength = mtoon_light_colors(out).max(-1)
-        out = [out[i] for i in np.argsort(-strength, kind="stable")[:max_lights]]
-    return out
+def shading_lights(lights, max_lights: int = 0) -> list:
+    """The lamps that shade a frame, suns first: every sun (at most MAX_LIGHTS, the strongest:
+    they live in the FrameBlock), then every point, spot and area lamp (the clusters pick those
+    that reach each pixel: engine/gpu/passes/clusters.py; ``max_lights`` is their per-cluster
+    budget there, not used here)."""
+    known = [l for l in lights if l.kind in LIGHT_KINDS]
+    suns = [l for l in known if l.kind == "SUN"]
+    if len(suns) > MAX_LIGHTS:
+        strength = mtoon_light_colors(suns).max(-1)
+        keep = set(np.argsort(-strength, kind="stable")[:MAX_LIGHTS].tolist())
+        suns = [l for i, l in enumerate(suns) if i in keep]
+    return suns + [l for l in known if l.kind != "SUN"]
+
+
+def suns_left_out(lights) -> list:
+    """What a frame says of the suns beyond MAX_LIGHTS (the weakest)."""
+    suns = [l for l in lights if l.kind == "SUN"]
+    kept = {id(l) for l in shading_lights(suns)}
+    return [f"sun '{l.name}' left out: at most {MAX_LIGHTS} suns light a frame" for l in suns if id(l) not in kept]

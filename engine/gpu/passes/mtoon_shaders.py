@@ -28,9 +28,12 @@ from .common import MAT_FLAG_UNLIT, MAT_FLAG_VERTEX_ALPHA, MAT_FLAG_VERTEX_COLOR
 from .local_shadows import LOCAL_FACE0
 from .shader_lib import build_shader, load_glsl
 
-SAMPLERS = (("FLOAT_2D", "shadow_map"), ("FLOAT_2D", "local_shadow_map")) + tuple(("FLOAT_2D", n) for n in SAMPLER_NAMES)
+SAMPLERS = (("FLOAT_2D", "shadow_map"), ("FLOAT_2D", "local_shadow_map"), ("FLOAT_2D", "lamp_data"),
+            ("FLOAT_2D", "lamp_lists")) + tuple(("FLOAT_2D", n) for n in SAMPLER_NAMES)
 UNIFORM_BUFS = (("FrameBlock", "fr"), ("MToonMaterial", "mt"))
-PUSH = (("MAT4", "model"), ("INT", "object_id"))
+# light_link: the object's light-link word (engine/gpu/passes/lamp_links.py; instanced draws read
+# it from instance_data)
+PUSH = (("MAT4", "model"), ("INT", "object_id"), ("INT", "light_link"))
 
 _FORWARD_VS = """
 void main()
@@ -40,6 +43,7 @@ void main()
   float handed = skin_vertex_handed(p, n, t);
   mat4 M = instance_model(model);
   v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
+  v_link = (instance_mode != 0) ? instance_info().w : float(light_link);
   vec4 wp = M * vec4(p, 1.0);
   v_world = wp.xyz;
   v_normal = skin_normal_matrix(mat3(M)) * n;
@@ -151,6 +155,7 @@ void main()
   skin_vertex(p, n, t);
   mat4 M = instance_model(model);
   v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
+  v_link = (instance_mode != 0) ? instance_info().w : float(light_link);
   vec4 wp = M * vec4(p, 1.0);
   vec3 wn = skin_normal_matrix(mat3(M)) * n;
   float nl = length(wn);
@@ -320,7 +325,7 @@ def _surface_outputs(defines) -> tuple:
 
 _SURFACE_IFACE = (("smooth", "VEC3", "v_world"), ("smooth", "VEC3", "v_normal"),
                   ("smooth", "VEC4", "v_tangent"), ("smooth", "VEC2", "v_uv"), ("smooth", "VEC4", "v_color"),
-                  ("flat", "FLOAT", "v_object_id"))
+                  ("flat", "FLOAT", "v_object_id"), ("flat", "FLOAT", "v_link"))
 
 
 def _build(name, vs, fs, interfaces, outputs, push=PUSH, defines=()):
@@ -371,18 +376,20 @@ VERTEX_DEFINES = {"general": (), "lbs8": ("SKIN_LBS8",), "lbs4": ("SKIN_LBS8", "
                   "static": ("SKIN_LBS8", "SKIN_STATIC")}
 
 
-def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0, local_shadows: int = 0) -> tuple:
+def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0, local_shadows: int = 0,
+               clusters: bool = False) -> tuple:
     """The frame's part of the forward / outline variants: (shadows on, every light a sun, light
-    count, PCF radius, cascade count, shadowed local lamps) of the FrameBlock the pipeline packs."""
+    count, PCF radius, cascade count, shadowed local lamps, local lamps through clusters) of the
+    FrameBlock the pipeline packs (``lights``: the block's lamps, the suns)."""
     return (bool(shadows_on), all(l.kind == "SUN" for l in lights), len(lights), int(pcf),
-            int(cascades) if shadows_on else 0, int(local_shadows))
+            int(cascades) if shadows_on else 0, int(local_shadows), bool(clusters))
 
 
 def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
     """Defines of a forward / outline variant: ``mspec`` (material_spec), ``frame``
     (frame_spec) and the draw group's vertex class (VERTEX_DEFINES); an outline variant also
     fixes the outline width mode (world or screen coordinates)."""
-    shadows_on, sun_only, lights, pcf, cascades, local = frame
+    shadows_on, sun_only, lights, pcf, cascades, local, clusters = frame
     d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
          ("SPEC_FLAGS", str(mspec["flags"]))]
     if not mspec["uv_anim"]:
@@ -397,8 +404,8 @@ def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
         d.append(("SPEC_CASCADES", str(cascades)))
     if not (local and mspec["receive"]):
         d.append("SPEC_NO_LOCAL_SHADOW")
-    else:
-        d.append(("SPEC_LOCAL_SHADOWS", str(local)))
+    if not clusters:
+        d.append("SPEC_NO_CLUSTERS")
     if mspec["receive"] and (shadows_on or local):
         d.append(("SPEC_PCF", str(pcf)))
     if sun_only:

@@ -31,7 +31,9 @@ import numpy as np
 
 from .instancing import FrameInstances
 from .lights import LIGHT_KINDS, LIGHT_UNIT_SCALE, mtoon_light_colors, shading_lights  # noqa: F401 (re-exported)
-from .local_shadows import LocalShadowPass, local_shadow_lamps, pack_local
+from .local_shadows import LocalShadowPass, local_shadow_lamps, pack_local, FLOATS as LOCAL_FLOATS
+from .frame_lamps import FrameLamps
+from .lamp_links import blocks
 from .common import (MAT_PASS_INDEX_WORD, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible,
     gl_matrix, make_ubo, normalize_material, pack_material, view_depth)
 from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_shader, shadow_shader,
@@ -51,9 +53,10 @@ def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
     shader.uniform_vector_float(shader.uniform_from_name(name), gpu.types.Buffer("FLOAT", v.size, v.ravel()), 4, v.shape[0])
 
 
-def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None) -> np.ndarray:
-    """The std140 FrameBlock (glsl/mtoon_blocks.glsl); ``fit``: the sun's CascadeFit (None: no
-    shadow); ``local``: the local lamps' LocalFit (None: none)."""
+def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None) -> np.ndarray:
+    """The std140 FrameBlock (glsl/mtoon_blocks.glsl); ``lights``: the suns; ``fit``: the sun's
+    CascadeFit (None: no shadow); ``local``: the local lamps' LocalFit (None: none); ``lamps``:
+    the frame's FrameLamps (clusters, light-link bits; None: no local lamp, no link)."""
     s = frame.settings
     cam = frame.camera
     shadows_on = fit is not None and shadow_index >= 0
@@ -88,15 +91,18 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None) -> np.ndarr
         d[t + 4:t + 4 + n] = fit.blend
         d[t + 8:t + 8 + n] = fit.texel
         d[t + 12:t + 15] = (n, atlas_layout(n)[0], fit.near)
+    lo = c0 + 64 + 16
     if local is not None:
-        lo = c0 + 64 + 16
         loc = pack_local(local)
         d[lo:lo + loc.size] = loc
+    if lamps is not None:
+        d[lo + LOCAL_FLOATS:lo + LOCAL_FLOATS + 8] = lamps.pack()
+    words = lamps.sun_words() if lamps is not None else [0.0] * len(lights)
     mcol = mtoon_light_colors(lights)
     for i, l in enumerate(lights):
         kind = LIGHT_KINDS.get(l.kind, 1)
         d[68 + 4 * i: 71 + 4 * i] = l.position
-        d[71 + 4 * i] = kind
+        d[71 + 4 * i] = kind + words[i]        # + 4 x (light-link bit + 1)
         dv = np.asarray(l.direction, np.float64)
         d[132 + 4 * i: 135 + 4 * i] = dv / max(np.linalg.norm(dv), 1e-12)
         cos_half = float(np.cos(0.5 * min(l.spot_size, np.pi))) if kind == 2 else -1.0
@@ -124,6 +130,20 @@ def _sync(fb, depth=False) -> None:
             fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")
 
 
+def link_local_casters(fit, lights, casters) -> None:
+    """Shadow Linking of the local lamps: each face of ``fit`` keeps the casters its lamp's blocker
+    collection lets block it (engine/gpu/passes/lamp_links.py)."""
+    for j, li in enumerate(fit.lights):
+        allowed = blocks(lights[li], casters)
+        if allowed is casters:
+            continue
+        ok = np.zeros(len(casters), bool)
+        keep = {id(it) for it in allowed}
+        ok[[k for k, it in enumerate(casters) if id(it) in keep]] = True
+        for slot in range(fit.first[j], fit.first[j] + fit.faces[j]):
+            fit.casters[slot] = fit.casters[slot][ok[fit.casters[slot]]]
+
+
 class FramePipeline:
     def __init__(self):
         self.gpu = GpuCache()         # this pipeline's shaders, full-screen batches, fallback textures
@@ -142,6 +162,8 @@ class FramePipeline:
         self._shadow_on = None     # whether the last frame drew shadow maps (None: none kept)
         self._local_on = False     # whether the last frame drew local lamps' shadow maps
         self._local_tex = None
+        self._lamp_tex = None      # the frame's (lamp_data, lamp_lists) textures (frame_lamps.py)
+        self.lamp_losses = []      # what the last frame says of lamps it left out (frame_lamps.py)
         self._drawn = []           # the last frame's items seen by the camera (draw_ids' coverage samples)
         self._frame_ubo = None
         self._mats = {}
@@ -224,6 +246,9 @@ class FramePipeline:
             shader.uniform_sampler(sname, tex if tex is not None else white)
         shader.uniform_sampler("shadow_map", white if shadow_pass or self._shadow_tex is None else self._shadow_tex)
         shader.uniform_sampler("local_shadow_map", white if shadow_pass or self._local_tex is None else self._local_tex)
+        data, lists = self._lamp_tex if self._lamp_tex is not None else (None, None)
+        shader.uniform_sampler("lamp_data", white if shadow_pass or data is None else data)
+        shader.uniform_sampler("lamp_lists", white if shadow_pass or lists is None else lists)
         return mat
 
     def _material_key(self, name) -> tuple:
@@ -258,10 +283,12 @@ class FramePipeline:
         self._passes = bool(getattr(s, "gpu_passes", False))
         self._ensure_targets(s.width, s.height, self._passes)
         self._prepare_materials(frame)
-        lights = shading_lights(frame.lights, getattr(s, "max_lights", 16))
+        lights = shading_lights(frame.lights)          # suns first, then point, spot and area lamps
         # the VRM Add-on's own outline material (Geometry Nodes hull) is never drawn: ours replaces it
         items = [it for it in frame.items
                  if not getattr(frame.materials.get(it.material_name), "is_vrm_outline_material", False)]
+        lamps = FrameLamps(lights, items, frame.camera, s.width, s.height, getattr(s, "max_lights", 128))
+        self.lamp_losses = lamps.losses
 
         # ---- 1. shadow -------------------------------------------------------------------------
         sun_i = strongest_sun(lights) if s.shadows else -1
@@ -278,25 +305,31 @@ class FramePipeline:
         # instance data of every item the passes may draw; items sharing a batch, material and
         # deformation layout are drawn with one instanced call (engine/gpu/passes/instancing.py)
         self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
+        self._instances.rows[:, 4, 3] = lamps.words           # light linking (lamp_links.py)
+        # Shadow Linking: the casters each lamp's blocker collection lets block it
+        sun_casters = blocks(lights[sun_i], casters) if sun_i >= 0 else []
         # a later anti-aliasing sample of the same frame keeps its shadow maps (engine/gpu/passes/samples.py)
         reuse = bool(getattr(s, "reuse_shadow", False)) and self._shadow_on is not None
         if reuse:
             shadows_on, local_on = self._shadow_on, self._local_on
         else:
-            shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, casters, lights[sun_i])
+            shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, sun_casters, lights[sun_i])
             local_on = bool(local_i) and self.local_shadow.fit(frame, lights, local_i, visible, casters)
+            if local_on:
+                link_local_casters(self.local_shadow.fit_result, lights, casters)
             self._shadow_on, self._local_on = shadows_on, local_on
-        self._frame_ubo = make_ubo(pack_frame(frame, lights, self.shadow.fit_result if shadows_on else None,
-                                              sun_i if shadows_on else -1,
-                                              self.local_shadow.fit_result if local_on else None))
+        lfit = self.local_shadow.fit_result if local_on else None
+        self._lamp_tex = lamps.textures({id(lights[li]): j for j, li in enumerate(lfit.lights)} if lfit else {})
+        self._frame_ubo = make_ubo(pack_frame(frame, lamps.suns, self.shadow.fit_result if shadows_on else None,
+                                              sun_i if shadows_on else -1, lfit, lamps))
         self._shadow_tex = self._local_tex = None
-        self._frame_spec = frame_spec(lights, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
+        self._frame_spec = frame_spec(lamps.suns, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
                                       self.shadow.fit_result.count if shadows_on else 0,
-                                      self.local_shadow.count if local_on else 0)
+                                      self.local_shadow.count if local_on else 0, lamps.clusters is not None)
         inst = self._instances
         if shadows_on and not reuse:
             self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
-                             casters, self._bind_material, inst, self._material_key, self._mspec.get)
+                             sun_casters, self._bind_material, inst, self._material_key, self._mspec.get)
         if local_on and not reuse:
             self.local_shadow.draw(lambda name, group: shadow_shader(
                 self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group), local=True)),
@@ -305,6 +338,7 @@ class FramePipeline:
             self._shadow_tex = self.shadow.texture
         if local_on:
             self._local_tex = self.local_shadow.texture
+        self.stats.update(lamps.stats())
         self.stats.update(local_shadows=self.local_shadow.count if local_on else 0,
                           local_shadow_draws=self.local_shadow.draw_count if local_on else 0)
         if not reuse:     # the static depth caches' work this frame (shadow_cache.py)
@@ -510,6 +544,7 @@ class FramePipeline:
         self._shadow_on = None
         self._local_on = False
         self._local_tex = None
+        self._lamp_tex = None
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}
