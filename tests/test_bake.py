@@ -109,7 +109,7 @@ def _preview_session(arm, act, seek):
     from stylized_renderer.engine.blender.session import StylizedSession
 
     s = StylizedSession(addon=C.addon())       # plays the add-on's bakes (what the operators make)
-    s.want_clips = True
+    s.imports.want_clips = True
     st = PreviewState(armature=arm.name, active=True)
     st.push("clip", act.name)
     st.push("seek", seek)
@@ -484,7 +484,7 @@ def test_session_sync_marks_bakes_dirty(crig, bakes):
 
     bpy.app.handlers.depsgraph_update_post.append(on_update)
     try:
-        s._synced_frame = (bpy.context.scene.frame_current, 0.0)
+        s.imports.synced_frame = (bpy.context.scene.frame_current, 0.0)
         arm.pose.bones["arm2"].constraints[0].influence = 0.25
         bpy.context.view_layer.update()
     finally:

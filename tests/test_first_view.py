@@ -28,14 +28,14 @@ def test_first_viewport_frame_reads_no_action_and_play_imports_the_clips(empty_s
     still = draw(s, view, proj, False, 96, 72)
     assert object_mask(still).sum() > 100
     assert s.scene_asset.animations == (), [c.name for c in s.scene_asset.animations]
-    imports = s.import_count
+    imports = s.imports.import_count
     # Play in the Animation panel: the next frame imports the clips and plays the chosen one
     with bpy.context.temp_override(active_object=arm, object=arm):
         preview.get_state(scene, arm)
         assert bpy.ops.stylized.preview_play() == {"FINISHED"}
     draw(s, view, proj, False, 96, 72)
     assert "CharacterWave" in [c.name for c in s.scene_asset.animations]
-    assert s.import_count == imports + 1
+    assert s.imports.import_count == imports + 1
     player = s.runtime.player
     assert player.clip is not None and player.clip.name == "CharacterWave" and player.is_playing
     # the clip moves the character: a later frame differs from the still timeline frame

@@ -54,7 +54,7 @@ def test_a_key_turned_on_between_frames_is_drawn_as_blender_draws_it(empty_scene
     chk = check_deform.Checker(morph_policy=policy)
     chk.run_timeline([1])
     s = chk.session
-    imports = s.import_count
+    imports = s.imports.import_count
     smile, blink = _targets(s, "Smile"), _targets(s, "Blink")
     assert smile and blink
     if policy == "rebuild":
@@ -67,7 +67,7 @@ def test_a_key_turned_on_between_frames_is_drawn_as_blender_draws_it(empty_scene
     ob.data.shape_keys.key_blocks["Smile"].value = 0.4
     chk.results.clear()
     chk.run_timeline([1])
-    assert s.import_count == imports, "the value change re-imported the mesh"
+    assert s.imports.import_count == imports, "the value change re-imported the mesh"
     assert all(t.resolved for t in _targets(s, "Blink"))
     r = chk.results[("Face", "timeline")]
     assert r["path"] == "gpu" and r["err"] < 1e-4, r

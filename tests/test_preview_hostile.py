@@ -368,7 +368,7 @@ def test_deleting_the_previewed_armature_stops_with_a_message(character, viewpor
     viewport.draw(0.1)
     assert not st.playing and not st.active
     assert st.last_error == "Armature 'Rig' was deleted: the preview stopped", st.last_error
-    assert viewport.session.update_error is None and viewport.session.import_error is None
+    assert viewport.session.update_error is None and viewport.session.imports.import_error is None
 
 
 # ------------------------------------------------------------------------------------------------

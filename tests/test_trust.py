@@ -297,7 +297,7 @@ def test_viewport_soak_every_object_kind(empty_scene, session, captured):
     assert live1 <= live0 + 4, (live0, live1)
     assert rss1 - rss0 < 20.0, (rss0, rss1)
     assert (py1 - py0) / 150 < 900.0, (py1 - py0) / 150
-    assert session.import_count == 1, session.reimport_reasons
+    assert session.imports.import_count == 1, session.imports.reimport_reasons
 
 
 def _engine_python_bytes() -> int:
@@ -380,7 +380,7 @@ def test_moving_an_armature_that_is_not_the_parent_deforms_as_blender(empty_scen
     arm.animation_data.action = None
     arm.location = (1.5, 0.0, 0.0)
     session.sync(bpy.context.evaluated_depsgraph_get(), captured.take())
-    assert not session._need_import
+    assert not session.imports.need_import
     after = draw(session, view, proj, False, 96, 72)
     lower = slice(0, 30)                      # image rows near the bottom: the unposed half
     assert (mask_of(before)[lower] != mask_of(after)[lower]).sum() <= 3

@@ -170,7 +170,7 @@ def test_sync_applies_depsgraph_updates_incrementally(empty_scene, session, capt
     # transform only: no re-import, the new location is drawn
     a.location.z = 1.0
     session.sync(bpy.context.evaluated_depsgraph_get(), captured.take())
-    assert not session._need_import
+    assert not session.imports.need_import
     px = draw(session, view, proj, False, 150, 100)
     assert session.runtime is runtime
     ys, xs = np.nonzero(np.abs(px[..., :3] - px[0, 0, :3]).max(axis=2) > 0.02)
@@ -181,7 +181,7 @@ def test_sync_applies_depsgraph_updates_incrementally(empty_scene, session, capt
     a.data.vertices[0].co.x -= 0.3
     a.data.update()
     session.sync(bpy.context.evaluated_depsgraph_get(), captured.take())
-    assert session._need_import
+    assert session.imports.need_import
     draw(session, view, proj, False, 150, 100)
     new_mesh_of = {n.object_name: session.runtime.scene.meshes[int(session.runtime.scene.mesh_indices[i])]
                    for i, n in enumerate(session.runtime.scene.nodes) if int(session.runtime.scene.mesh_indices[i]) >= 0}
@@ -240,7 +240,7 @@ def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, se
         ups = captured.take()
         assert any(u.is_updated_geometry for u in ups)
         session.sync(bpy.context.evaluated_depsgraph_get(), ups)
-        assert not session._need_import, f
+        assert not session.imports.need_import, f
     moved = draw(session, view, proj, False, w, h)
     assert session.runtime is runtime
     assert np.abs(moved - first).max() > 0.1                 # the new frame is drawn
@@ -257,13 +257,13 @@ def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, se
         rig.pose.bones[0].rotation_mode = "XYZ"
         rig.pose.bones[0].rotation_euler = (0.0, 0.0, 0.6)
     edit(pose)
-    assert not session._need_import
+    assert not session.imports.need_import
     face = next(ob for ob in scene.objects if ob.type == "MESH" and ob.data.shape_keys is not None)
     kb = face.data.shape_keys.key_blocks[1]
     edit(lambda: setattr(kb, "value", 0.5 if kb.value != 0.5 else 0.25))
-    assert not session._need_import
+    assert not session.imports.need_import
     edit(lambda: scene.frame_set(scene.frame_current))      # the same frame evaluated again
-    assert not session._need_import, session.reimport_reasons
+    assert not session.imports.need_import, session.imports.reimport_reasons
     posed = draw(session, view, proj, False, w, h)
     assert session.runtime is runtime and np.abs(posed - moved).max() > 0.1
 
@@ -279,27 +279,27 @@ def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, se
     # no clip was imported yet (no clip preview drew): the timeline draws Blender's pose, nothing
     # is stale and nothing re-imports; once a preview imported the clips, an edit re-imports them
     edit(move_key)
-    assert not session._need_import, session.reimport_reasons
-    session.want_clips = True
+    assert not session.imports.need_import, session.imports.reimport_reasons
+    session.imports.want_clips = True
     session.reimport("a clip preview")
     draw(session, view, proj, False, w, h)
     runtime = session.runtime
     edit(move_key)
-    assert session._need_import and any("action" in r for r in session.reimport_reasons)
+    assert session.imports.need_import and any("action" in r for r in session.imports.reimport_reasons)
     draw(session, view, proj, False, w, h)
     runtime = session.runtime
 
     # a shape-key layout change (slider range) and a new modifier are structural: re-import
-    imports = session.import_count
+    imports = session.imports.import_count
     edit(lambda: setattr(kb, "slider_max", 2.0))
-    assert session._need_import
+    assert session.imports.need_import
     draw(session, view, proj, False, w, h)
     assert session.runtime is not runtime
-    assert session.import_count == imports + 1
+    assert session.imports.import_count == imports + 1
     assert f"shape keys '{kb.id_data.name}' changed their layout" in session.stats["last_import_reason"]
-    body = next(ob for ob in scene.objects if ob.type == "MESH" and ob.name not in session.fallbacks
+    body = next(ob for ob in scene.objects if ob.type == "MESH" and ob.name not in session.imports.fallbacks
                 and ob.find_armature() is not None)
     edit(lambda: body.modifiers.new("Bevel", "BEVEL"))
-    assert session._need_import
+    assert session.imports.need_import
     draw(session, view, proj, False, w, h)
-    assert body.name in session.fallbacks
+    assert body.name in session.imports.fallbacks

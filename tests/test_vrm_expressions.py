@@ -596,16 +596,16 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
         base = draw(s, view, window, False, 160, 120)
         angry.value = 1.0                                   # the panel's slider (ID property, no add-on)
         timeline = draw(s, view, window, False, 160, 120)
-        assert s.import_count == 1                          # expressions never re-import
+        assert s.imports.import_count == 1                          # expressions never re-import
         st = preview.get_state(scene, arm)
         st.active = True                                    # the preview player drives the pose
         player = draw(s, view, window, False, 160, 120)
         assert st.active and s.runtime.stats.palette_count >= 1
-        assert s.import_count == 2                          # the first preview frame imports the clips
+        assert s.imports.import_count == 2                          # the first preview frame imports the clips
         angry.value = 0.0
         player_reset = draw(s, view, window, False, 160, 120)
         assert st.active
-        assert s.import_count == 2                          # expressions never re-import
+        assert s.imports.import_count == 2                          # expressions never re-import
     finally:
         gpu_util.run_in_gpu_context(s.free)
         C.addon().forget_viewport_session()

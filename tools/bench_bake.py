@@ -108,7 +108,7 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
     result["bake_between_error"] = b.between_error
     result["bake_mb"] = b.nbytes / 2**20
 
-    session.want_clips = True
+    session.imports.want_clips = True
     dg = bpy.context.evaluated_depsgraph_get()
     state = PreviewState(armature=rig.name, active=True)
     state.push("clip", action.name)
@@ -125,7 +125,7 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
 
         r = {"player_ms": _median_ms(player_frame, frames)}
         r["palette_uploads_playing"] = session.runtime.stats.palette_uploads
-        r["fallbacks"] = dict(session.fallbacks)
+        r["fallbacks"] = dict(session.imports.fallbacks)
         return r
 
     try:

@@ -275,7 +275,7 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             c0 = time.thread_time()
             scene.frame_set(f0 + (i % span))
-            reimports += bool(session._need_import)
+            reimports += bool(session.imports.need_import)
             t1 = time.perf_counter()
             draw()
             c_tl.append(time.thread_time() - c0)

@@ -176,7 +176,7 @@ class Checker:
 
         # the add-on's bakes when it is registered (what the preview's Play makes), else its own
         self.session = StylizedSession(addon=render_engine.addon_state())
-        self.session.want_clips = True     # the player check plays the clips
+        self.session.imports.want_clips = True     # the player check plays the clips
         self.readback = None
         self.results = {}      # (object, mode) -> dict(verts, err, path); mode "between": reported only
         self.skipped = []
@@ -203,7 +203,7 @@ class Checker:
         """GPU task body: read every GPU item back (of the objects named in ``only``, when given)
         and compare with Blender."""
         s = self.session
-        items = [it for it in s.runtime.extract() if it.node_index in s._gpu_nodes] if s.runtime else []
+        items = [it for it in s.runtime.extract() if it.node_index in s.imports.gpu_nodes] if s.runtime else []
         if only is not None:
             items = [it for it in items if it.object_name in only]
         if self.readback is None:
@@ -234,7 +234,7 @@ class Checker:
                     nmed = max(nmed, med)
                 nverts += ours.shape[0]
             self._record(mode, name, nverts, err, "gpu", nerr, nmed)
-        for name, reason in s.fallbacks.items():
+        for name, reason in s.imports.fallbacks.items():
             if only is None or name in only:
                 self._record(mode, name, 0, 0.0, f"fallback:{reason}")
 
@@ -273,9 +273,9 @@ class Checker:
             def task(f=f):
                 s = self.session
                 s._ensure_gpu()
-                before = s.import_count
+                before = s.imports.import_count
                 s._ensure_runtime(dg)
-                if s.import_count != before:
+                if s.imports.import_count != before:
                     self.import_frame = f
                 self._apply_policy()
                 s.update_frame(dg)
@@ -416,8 +416,8 @@ class Checker:
                             # never a comparison of Blender with itself
                             print(f"  refused: clip '{clip.name}' at frame {f + sub:g}: {state.last_error}")
                             for name in played:
-                                if name in s.fallbacks or not any(s.scene_asset.nodes[n].object_name == name
-                                                                  for n in s._gpu_nodes):
+                                if name in s.imports.fallbacks or not any(s.scene_asset.nodes[n].object_name == name
+                                                                  for n in s.imports.gpu_nodes):
                                     continue
                                 self._record(mode, name, 0, float("inf"), "gpu")
                             return
@@ -543,8 +543,8 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
     if mode in ("player", "both") and not checker.clips_checked and (checker.unplayed or checker.skipped):
         print("  player: the file's actions animate its objects but no clip was checked")
         failed = True
-    if checker.session.import_error:
-        print(f"  import error: {checker.session.import_error}")
+    if checker.session.imports.import_error:
+        print(f"  import error: {checker.session.imports.import_error}")
     for row in checker.clip_rows or ():
         b = row["baked"]
         kind = (f"baked samples={b.frame_count} bake_mb={b.nbytes / 2**20:.2f} bake_checked={b.checked} "

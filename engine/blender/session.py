@@ -39,7 +39,7 @@ class StylizedSession:
     """Per-engine state.  GPU objects are created lazily inside a GPU context.
 
     ``assets`` (an ``importer.AssetCache``) is the one place where imported assets are kept and
-    reused: final renders verify every cached mesh's content (``verify_imports``), the viewport
+    reused: final renders verify every cached mesh's content (``imports.verify_imports``), the viewport
     trusts Blender's depsgraph updates (``sync``) to drop what changed.
 
     ``addon``: the add-on's ``AddonState`` that made this session (render_engine's viewport, or a
@@ -49,45 +49,28 @@ class StylizedSession:
 
     def __init__(self, viewport: bool = False, addon=None):
         from .importer import AssetCache
+        from .importer.edits import EditSignals
         from .bake.cache import BakeCache
 
         self.viewport = viewport
-        self.verify_imports = not viewport
-        # the preview player's clips: a viewport session imports them when a clip preview first
-        # draws (update_frame), not for its first frames; final renders need none
-        self.want_clips = False
-        self.runtime_reuses = 0          # syncs that found nothing changed and kept the runtime
-        self.render_steps = 0            # of those, final renders that imported nothing (sync_render_step)
-        self._structure_key = None       # importer.structure_key of the last import (final renders)
-        self._remember_after_import = False
-        self.last_sync = ""              # how the last final-render sync went (import / a step)
+        self.imports = session_sync.SyncState(viewport)   # what the syncs and imports keep (session_sync.py)
         self.pipeline = None
         self.backend = None
         self.scene_asset = None
         self.runtime = None
         self.reader = None
-        from .importer.edits import EditSignals
-
         self.assets = AssetCache(edits=None if viewport else EditSignals())   # final renders: edit signals
         self.fallback = FallbackDrawer()
         self.scene_epoch = 0             # syncs that reported a change (view_update): see _read_scene
         self.visibility = VisibilityCache()     # viewport: holdouts / camera-hidden until an update may change them
-        self.import_error = None
         self.update_error = None
-        self.problems = []
-        self.fallbacks = {}          # object name -> reason (drawn from Blender's evaluated mesh)
         self.stats = {}
         self.timings = None
-        self._need_import = True
-        self._synced_frame = None    # the frame the last sync saw (a change = animation evaluation)
-        self.reimport_reasons = []   # why sync asked for the pending re-import (cleared by it)
-        self.import_count = 0        # scene imports by this session (the Stats panel shows them)
-        self.last_import_reason = ""
         self._last_time = None
-        self._gpu_nodes = set()
         self._reset_frame_state()
         self.bakes = addon.bakes if addon is not None else BakeCache()   # the preview's bakes (preview/bakes.py)
         self._own_bakes = addon is None
+        # the features, each behind its driver (docs/architecture.md)
         self.preview = PreviewDriver(self)     # the viewport preview's state (engine/features/preview)
         self.springs = SpringsDriver()         # the spring bones' simulation (engine/features/springs)
         self.materials = MaterialsDriver(viewport)   # the frame's MToon parameters (engine/features/materials)
@@ -129,8 +112,8 @@ class StylizedSession:
 
     def reimport(self, reason: str) -> None:
         """Import the scene again before the next frame (``reason``: why, for the Stats panel)."""
-        self._need_import = True
-        self.reimport_reasons.append(reason)
+        self.imports.need_import = True
+        self.imports.reimport_reasons.append(reason)
 
     # ------------------------------------------------------------------------------------------
     def _ensure_runtime(self, depsgraph) -> None:
@@ -159,9 +142,9 @@ class StylizedSession:
         imports them when a clip preview first draws, not for its first frames (a Rendered
         viewport that never plays a clip never reads an action); final renders need none.
         Returns whether the session has a runtime."""
-        if self.viewport and not self.want_clips:
-            self.want_clips = True
-            self._need_import = True
+        if self.viewport and not self.imports.want_clips:
+            self.imports.want_clips = True
+            self.imports.need_import = True
             self._ensure_runtime(depsgraph)
         return self.runtime is not None
 
@@ -183,8 +166,8 @@ class StylizedSession:
         """Blender's evaluated mesh for everything the GPU path does not draw itself (hair curves
         as ribbons facing ``camera``)."""
         items, self._fallback_skipped = split_drawable(     # a NaN / 1e20 transform: skipped, named
-            self.fallback.items(depsgraph, self.backend, skip_objects, self.fallbacks, self.import_error or "",
-                                camera=camera, height=height))
+            self.fallback.items(depsgraph, self.backend, skip_objects, self.imports.fallbacks,
+                                self.imports.import_error or "", camera=camera, height=height))
         return items
 
     def _read_scene(self, depsgraph, skip_objects: set, camera, height: int):
@@ -195,8 +178,8 @@ class StylizedSession:
         fallback mesh read and hashed), a read costs memory Blender never gives back: it keeps
         the Python wrapper of each Geometry Nodes instance's temporary object read (120 bytes a
         read).  A final render reads every frame."""
-        key = (self.scene_epoch, depsgraph.as_pointer(), self.import_count, frozenset(skip_objects),
-               self.import_error, id(self.backend), self.fallback.generation)
+        key = (self.scene_epoch, depsgraph.as_pointer(), self.imports.import_count, frozenset(skip_objects),
+               self.imports.import_error, id(self.backend), self.fallback.generation)
         r = self._scene_reads
         if self.viewport and r is not None and r[0] == key and not self.fallback.camera_dependent:
             return list(r[1]), r[2]
@@ -215,10 +198,10 @@ class StylizedSession:
         # over bones per frame)
         casts = np.ones(self.scene_asset.node_count, bool)
         nodes = self.scene_asset.nodes
-        for n in self._gpu_nodes:
+        for n in self.imports.gpu_nodes:
             casts[n] = bool(getattr(bpy.data.objects.get(nodes[n].object_name), "visible_shadow", True))
         items = self.runtime.extract(shadow_casters=casts)
-        return [it for it in items if it.node_index in self._gpu_nodes and it.object_name in visible]
+        return [it for it in items if it.node_index in self.imports.gpu_nodes and it.object_name in visible]
 
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,
                     film_transparent: bool = False, preview_state=None, passes=()) -> FrameData:
@@ -230,7 +213,8 @@ class StylizedSession:
         self._update(depsgraph, preview_state)
         t2 = time.perf_counter()
         gpu_items = self._gpu_items(depsgraph)
-        drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in self._gpu_nodes} \
+        gpu_nodes = self.imports.gpu_nodes
+        drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in gpu_nodes} \
             if self.scene_asset is not None else set()
         fallback_items, lamps = self._read_scene(depsgraph, drawn, camera, height)
         items = gpu_items + fallback_items
@@ -245,12 +229,13 @@ class StylizedSession:
         self.visibility.fill(depsgraph, frame, fresh=not self.viewport)
         rs = self.runtime.stats if self.runtime is not None else None
         fallback_list = sorted({(i.object_name, i.fallback_reason) for i in items if getattr(i, "fallback_reason", "")}
-                               | {(n, r) for n, r in self.fallbacks.items() if n in self.fallback.present
+                               | {(n, r) for n, r in self.imports.fallbacks.items() if n in self.fallback.present
                                   and n not in self._fallback_skipped})
+        im = self.imports
         self.stats.update(
             import_ms=(t1 - t0) * 1e3, update_ms=(t2 - t1) * 1e3, extraction_ms=(t3 - t2) * 1e3,
-            import_count=self.import_count, last_import_reason=self.last_import_reason,
-            runtime_reuses=self.runtime_reuses, render_steps=self.render_steps, last_sync=self.last_sync,
+            import_count=im.import_count, last_import_reason=im.last_import_reason,
+            runtime_reuses=im.runtime_reuses, render_steps=im.render_steps, last_sync=im.last_sync,
             animation_ms=rs.animation_ms if rs else 0.0, skinning_ms=rs.skinning_ms if rs else 0.0,
             morph_ms=rs.morph_ms if rs else 0.0, palette_uploads=rs.palette_uploads if rs else 0,
             morph_uploads=rs.morph_uploads if rs else 0, morph_uploads_total=rs.morph_uploads_total if rs else 0,
@@ -259,8 +244,8 @@ class StylizedSession:
             morph_target_count=rs.morph_target_count if rs else 0,
             active_target_count=rs.active_target_count if rs else 0,
             items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
-            import_error=self.import_error, update_error=self.update_error,
-            problems=list(self.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
+            import_error=im.import_error, update_error=self.update_error,
+            problems=list(im.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
             + (self.runtime.skip_messages() if self.runtime is not None else [])
             + self.springs.report(self.runtime)
             + [skip_message(n, r) for n, r in sorted(self._fallback_skipped.items())],
@@ -371,4 +356,4 @@ class StylizedSession:
         self.preview.reset()
         if self._own_bakes:
             self.bakes.clear()          # the bakes this session made for itself (an owner's stay with it)
-        self._need_import = True
+        self.imports.need_import = True

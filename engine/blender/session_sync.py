@@ -1,11 +1,34 @@
 """How a ``StylizedSession`` follows the scene: ``sync`` (the viewport's depsgraph updates),
 ``sync_render_step`` (a final render's frame: re-import only what changed) and ``ensure_runtime``
-(the import and the runtime build).  Split out of ``session.py``; the session's methods of the
-same names call these."""
+(the import and the runtime build); the session's methods of the same names call these.  What
+they keep between frames is the session's ``SyncState`` (``session.imports``)."""
 from __future__ import annotations
 
 import time
 
+
+class SyncState:
+    """What a session's syncs and imports keep between frames (``StylizedSession.imports``)."""
+
+    def __init__(self, viewport: bool):
+        self.verify_imports = not viewport   # final renders verify every cached mesh's content
+        # the preview player's clips: a viewport session imports them when a clip preview first
+        # draws (StylizedSession.import_clips), not for its first frames; final renders need none
+        self.want_clips = False
+        self.need_import = True
+        self.reimport_reasons = []           # why sync asked for the pending re-import (cleared by it)
+        self.import_count = 0                # scene imports by this session (the Stats panel shows them)
+        self.last_import_reason = ""
+        self.import_error = None             # why the last import failed (everything drawn by the fallback)
+        self.problems = []                   # the last import's problems (Stats panel, render log)
+        self.fallbacks = {}                  # object name -> reason (drawn from Blender's evaluated mesh)
+        self.gpu_nodes = set()               # the nodes the GPU path draws
+        self.runtime_reuses = 0              # syncs that found nothing changed and kept the runtime
+        self.render_steps = 0                # of those, final renders that imported nothing (sync_render_step)
+        self.last_sync = ""                  # how the last final-render sync went (import / a step)
+        self.structure_key = None            # importer.structure_key of the last import (final renders)
+        self.remember_after_import = False
+        self.synced_frame = None             # the frame the last sync saw (a change = animation evaluation)
 
 
 def sync(session, depsgraph, updates=None) -> None:
@@ -27,8 +50,9 @@ def sync(session, depsgraph, updates=None) -> None:
         session.reader.sync_token += 1      # its cached object -> shape-key look-ups are re-made
     scene = getattr(depsgraph, "scene", None)
     frame = (scene.frame_current, round(float(scene.frame_subframe), 6)) if scene is not None else None
-    animated = updates is not None and session._synced_frame is not None and frame != session._synced_frame
-    session._synced_frame = frame
+    last = session.imports.synced_frame
+    animated = updates is not None and last is not None and frame != last
+    session.imports.synced_frame = frame
     if updates is None:
         session.reimport("full sync")
         session.bakes.mark_dirty()
@@ -88,7 +112,7 @@ def sync(session, depsgraph, updates=None) -> None:
         if isinstance(idb, bpy.types.Action):
             # re-evaluating the same frame reports the action too; only edited keys count (and
             # only where clips were imported: the timeline reads Blender's pose)
-            if session.want_clips and known.action_changed(idb):
+            if session.imports.want_clips and known.action_changed(idb):
                 session.assets.invalidate_action(idb.name)
                 session.reimport(f"action '{idb.name}' edited")
             continue
@@ -119,12 +143,12 @@ def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
       content fingerprint differs (the content-keyed cache is the safety net; an animated
       shape key re-checks its mesh).
     """
-    if session.runtime is None or session.scene_asset is None or session._need_import or session.viewport:
+    if session.runtime is None or session.scene_asset is None or session.imports.need_import or session.viewport:
         session.sync(depsgraph)
         return
     t0 = time.perf_counter()
     scene = depsgraph.scene
-    session._synced_frame = (scene.frame_current, round(float(scene.frame_subframe), 6))
+    session.imports.synced_frame = (scene.frame_current, round(float(scene.frame_subframe), 6))
     try:
         reasons = _step_changes(session, depsgraph, verify_all)
     except Exception as ex:     # unexpected data: the full import names what is wrong
@@ -133,13 +157,14 @@ def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
     if verify_all:
         session.bakes.mark_dirty()         # as a full sync does: the preview's bakes re-check
     if not reasons:
-        session.render_steps += 1
-        session.runtime_reuses += 1
-        session.last_sync = "verified, nothing re-imported" if verify_all else "depsgraph updates, nothing re-imported"
+        session.imports.render_steps += 1
+        session.imports.runtime_reuses += 1
+        session.imports.last_sync = ("verified, nothing re-imported" if verify_all
+                                     else "depsgraph updates, nothing re-imported")
         return
     for why in reasons:
         session.reimport(why)
-    session._remember_after_import = True
+    session.imports.remember_after_import = True
     if not verify_all:
         session.bakes.mark_dirty()
 
@@ -196,7 +221,7 @@ def _structure_changes(session, depsgraph) -> list:
     known = session.assets.known
     _scene, view_layer = importer.resolve_scene(depsgraph)
     key = importer.structure_key(importer.collect_objects(view_layer))
-    if key is None or key != session._structure_key:
+    if key is None or key != session.imports.structure_key:
         return ["objects, parents or bones changed"]
     out = []
     memo = {}                       # datablocks shared by many objects: read once per check
@@ -218,24 +243,25 @@ def _structure_changes(session, depsgraph) -> list:
 def ensure_runtime(session, depsgraph) -> None:
     """Import the scene and (re)build the runtime when needed.  On invalid input the whole
     scene is drawn through the fallback path and the error is kept for the stats/report."""
-    if not session._need_import and session.runtime is not None:
+    if not session.imports.need_import and session.runtime is not None:
         return
     from . import importer
     from ..core.assets import AssetError
     from .sources.timeline import TimelineReader
     from ..core.world.scene_runtime import SceneRuntime
 
-    session._need_import = False
+    session.imports.need_import = False
     if session.assets.edits is not None:
         session.assets.edits.start()   # depsgraph_update_post: weights re-read only after an edit
-    session.import_count += 1
-    session.last_sync = "import"
-    session.last_import_reason = "; ".join(dict.fromkeys(session.reimport_reasons)) or "first import"
-    session.reimport_reasons = []
+    session.imports.import_count += 1
+    session.imports.last_sync = "import"
+    session.imports.last_import_reason = ("; ".join(dict.fromkeys(session.imports.reimport_reasons))
+                                          or "first import")
+    session.imports.reimport_reasons = []
     try:
         asset, problems = importer.import_scene_with_problems(depsgraph, cache=session.assets,
-                                                              verify=session.verify_imports,
-                                                              clips=session.want_clips)
+                                                              verify=session.imports.verify_imports,
+                                                              clips=session.imports.want_clips)
     except AssetError as ex:
         asset, problems = None, []
         error = str(ex)
@@ -245,24 +271,24 @@ def ensure_runtime(session, depsgraph) -> None:
             session.assets.edits.trusted()     # every mesh was fingerprinted anew
     if error is None and not session.viewport:
         _scene, view_layer = importer.resolve_scene(depsgraph)
-        session._structure_key = importer.structure_key(importer.collect_objects(view_layer))
+        session.imports.structure_key = importer.structure_key(importer.collect_objects(view_layer))
     if error is None and session.runtime is not None and importer.same_structure(
             session.scene_asset, asset, compare_bind_pose=session.viewport):
         # nothing changed (every asset came back from the cache): keep the runtime and its
         # GPU streams (a frame of an animation render pays the check, not a rebuild)
-        session.runtime_reuses += 1
-        session.problems = list(problems)
-        if session._remember_after_import:
+        session.imports.runtime_reuses += 1
+        session.imports.problems = list(problems)
+        if session.imports.remember_after_import:
             session.assets.known.remember(asset, depsgraph.scene)
-        session._remember_after_import = False
+        session.imports.remember_after_import = False
         return
-    session._remember_after_import = False
+    session.imports.remember_after_import = False
     session.drop_runtime()
-    session.import_error = None
-    session.fallbacks = {}
-    session._gpu_nodes = set()
+    session.imports.import_error = None
+    session.imports.fallbacks = {}
+    session.imports.gpu_nodes = set()
     if error is not None:
-        session.import_error = error
+        session.imports.import_error = error
         return
     import bpy
 
@@ -270,12 +296,12 @@ def ensure_runtime(session, depsgraph) -> None:
                            after_timeline=session.springs.after_timeline,
                            zero_singular_inverse=tuple(bpy.app.version) < (5, 0, 0))
     if not runtime.initialize():
-        session.import_error = f"runtime initialisation failed: {runtime.last_error}"
+        session.imports.import_error = f"runtime initialisation failed: {runtime.last_error}"
         return
     session.backend.retain([p for m in asset.meshes for p in m.primitives])
     session.scene_asset = asset
     session.assets.known.remember(asset, depsgraph.scene)
-    session.problems = list(problems)
+    session.imports.problems = list(problems)
     session.runtime = runtime
     session.reader = TimelineReader(asset, runtime)
     for i, nd in enumerate(asset.nodes):
@@ -284,7 +310,7 @@ def ensure_runtime(session, depsgraph) -> None:
             continue
         reason = asset.meshes[mi].fallback_reason
         if reason:
-            session.fallbacks[nd.object_name] = reason
+            session.imports.fallbacks[nd.object_name] = reason
         else:
-            session._gpu_nodes.add(i)
+            session.imports.gpu_nodes.add(i)
 
