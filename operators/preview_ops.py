@@ -53,7 +53,9 @@ def ensure_bake(context, st, report=None, trust_clean: bool = False) -> bool:
     if trust_clean and cache.lookup(arm.name, name)[0] is not None:
         return True
     try:
-        bake.ensure_with_progress(cache, getattr(context, "window_manager", None), arm, name)
+        made = bake.ensure_with_progress(cache, getattr(context, "window_manager", None), arm, name)
+        if made is not None and made.unmeasured and report is not None:
+            report({"WARNING"}, f"clip '{name}' on '{arm.name}': {bake.budget_line(made)}")
     except bake.BakeError as ex:
         msg = f"clip '{name}' could not be baked: {ex}"
         st.last_error = msg

@@ -53,14 +53,15 @@ def test_bbone_segments_exact_between_frames(empty_scene, capsys, bakes, parente
 
 
 def test_bbone_segments_unmeasured_fail(empty_scene, capsys, bakes, monkeypatch):
-    """Negative control: the bake measuring bone heads and tails only (the segments left out) adds
+    """Negative control: the bake measuring bone heads and tails only (the segments and the
+    deformed meshes' corners left out) adds
     nothing for the swinging handle and fails between frames."""
     from stylized_renderer.engine.blender.bake import adaptive as bake_adaptive
 
     _swinging_handle_rig()
     init = bake_adaptive.Measure.__init__
 
-    def bones_only(self, lengths, size, seg_bone=None, seg_len=None):
+    def bones_only(self, lengths, size, *_segments_and_meshes):
         init(self, lengths, size)
 
     monkeypatch.setattr(bake_adaptive.Measure, "__init__", bones_only)

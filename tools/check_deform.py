@@ -548,7 +548,8 @@ def run_checks(frames_spec=None, mode="both", morph="auto", player_step: int = 1
     for row in checker.clip_rows or ():
         b = row["baked"]
         kind = (f"baked samples={b.frame_count} bake_mb={b.nbytes / 2**20:.2f} bake_checked={b.checked} "
-                f"bake_between_error={b.between_error:.2e}" if b is not None else "plain")
+                f"bake_between_error={b.between_error:.2e}" + (f" bake_unmeasured={b.unmeasured}" if b.unmeasured else "")
+                if b is not None else "plain")
         print(f"  clip '{row['clip']}' on '{row['target']}': {kind} player={row.get('player', 0.0):.3e} "
               + " ".join(f"{m}={row[m]:.3e}" for m in ("fraction", "between", "baked-between") if m in row))
     checker.session.free()

@@ -428,3 +428,4 @@ def build_ghost_bone_action(scene=None, constrained: bool = False):
     _scene(scene).frame_start, _scene(scene).frame_end = 1, 20
     finish()
     return arm, body, hat, ring
+

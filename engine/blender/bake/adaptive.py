@@ -20,7 +20,12 @@ error with its estimate).
 
 The error is measured on every deform bone's head, tail and a point off its axis (its roll) and
 on every weighted B-Bone segment's head, tail and X axis (what deforms) in armature space,
-relative to the rig's rest extent.  numpy only (the caller evaluates Blender).
+relative to the rig's rest extent, and on every deformed mesh (issue 38 item 3): per mesh and
+bone the corners of the box around the vertices the bone moves, relative to that mesh's size
+(``Measure``): the measure tools/check_deform.py applies per object.  ``Bake.worst`` names what
+the largest error is relative to; ``Refiner.unmeasured`` counts what the budget left to its
+estimate (the panel and the log say so: ``cache.budget_line``).  numpy only (the caller evaluates
+Blender; ``mesh_anchors`` reads the meshes).
 """
 from __future__ import annotations
 
@@ -29,13 +34,15 @@ import numpy as np
 from . import interp as _interp
 from .tables import affine_inv, chain, compose, continuous, decompose, decompose_moving, levels
 
-TOLERANCE = 5e-4     # of the rig's size, half the preview's 1e-3 (skinning blends several bones)
+TOLERANCE = 5e-4     # of each deformed mesh's size (of the rig's for the bones), half the check's 1e-3
 MAX_DEPTH = 6        # sub-frame samples down to 1/64 of a frame (a kink: IK reaching full stretch)
 AUDIT = 8            # every AUDIT-th interval's mid-point is measured even where the estimate is low
 BUDGET = 6.0         # at most this many mid-point evaluations per sample of the plain bake (bake time)
 CONVERGE = 4.0       # a half of a measured interval is assumed within its error over this (smooth
 #                      motion: ~16x per halving; an IK leg near full stretch, MaleCasual's Death at 37.5:
 #                      1.7x): the halves of one off by more than twice TOLERANCE are measured
+UNMEASURED = "a mesh's or the rig's size (an estimate: the budget left it unmeasured)"
+FINEST = "a mesh's or the rig's size (held or lerped at the finest sub-frame)"
 CHUNK = 16           # intervals interpolated at once (bounds the transient memory)
 
 
@@ -61,15 +68,31 @@ def points(pose: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 class Measure:
-    """Where a pose is measured: deform bones' heads, tails and roll (``points``; ``lengths``, NaN: not measured)
-    and B-Bone segments (``seg_bone`` (S,): the bone of each segment row, ``seg_len`` (S,): its
-    length), relative to ``size``."""
+    """Where a pose is measured, each point's error relative to a size (``weights``: one over it):
 
-    def __init__(self, lengths: np.ndarray, size: float, seg_bone=None, seg_len=None):
+    * deform bones' heads, tails and roll (``points``; ``lengths``, NaN: not measured), relative
+      to ``size`` (the rig's rest extent);
+    * weighted B-Bone segments (``seg_bone`` (S,): the bone of each segment row, ``seg_len``
+      (S,): its length), relative to ``seg_size`` (S,) (the smallest mesh the bone deforms, else
+      ``size``);
+    * ``anchors`` (``MeshAnchors``): per deformed mesh and bone, the corners of the box around
+      the mesh's vertices that bone moves (in the bone's rest space), relative to that mesh's
+      size.  Linear blend skinning moves a vertex by a convex mix of its bones' matrices, and an
+      affine map's error is largest at a corner of a box, so the corners' error bounds every
+      vertex's error relative to its mesh: what tools/check_deform.py measures."""
+
+    def __init__(self, lengths: np.ndarray, size: float, seg_bone=None, seg_len=None, seg_size=None,
+                 anchors=None):
         self.lengths = np.asarray(lengths, np.float64)
         self.size = float(size)
         self.seg_bone = np.zeros(0, np.int64) if seg_bone is None else np.asarray(seg_bone, np.int64)
         self.seg_len = np.zeros(0) if seg_len is None else np.asarray(seg_len, np.float64)
+        self.seg_size = (np.full(self.seg_bone.size, self.size) if seg_size is None
+                         else np.asarray(seg_size, np.float64))
+        self.anchors = anchors if anchors is not None else MeshAnchors.empty()
+        nb = 3 * int(np.isfinite(self.lengths).sum())
+        self.weights = np.concatenate([np.full(nb, 1.0 / self.size), np.tile(1.0 / self.seg_size, 3),
+                                       1.0 / self.anchors.size])
 
     def of(self, pose: np.ndarray, segs) -> np.ndarray:
         """(K,N,3) measured points of (K,B,4,4) armature-space poses and (K,S,4,4) segments."""
@@ -81,13 +104,52 @@ class Measure:
             y = head + arm[..., :3, 1] * self.seg_len[:, None]
             x = head + arm[..., :3, 0] * self.seg_len[:, None]
             pts = np.concatenate([pts, head, y, x], axis=1)
+        a = self.anchors
+        if a.bone.size:
+            m = pose[:, a.bone]
+            corners = np.einsum("kaij,aj->kai", m[..., :3, :3], a.local) + m[..., :3, 3]
+            pts = np.concatenate([pts, corners], axis=1)
         return pts
 
     def error(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """(K,) the largest distance between (K,N,3) point sets, relative to the size."""
+        """(K,) the largest distance between (K,N,3) point sets, each relative to its size."""
         if not a.shape[1]:
             return np.zeros(a.shape[0])
-        return np.linalg.norm(a - b, axis=-1).max(axis=1) / self.size
+        d = np.linalg.norm(a - b, axis=-1)
+        return (d * self.weights).max(axis=1)
+
+    def what(self, a: np.ndarray, b: np.ndarray) -> str:
+        """What the largest weighted distance between (N,3) point sets ``a`` and ``b`` is
+        relative to: "the rig's size" or "the size of mesh 'NAME'"."""
+        j = int((np.linalg.norm(a - b, axis=-1) * self.weights).argmax())
+        nb = self.weights.size - 3 * self.seg_bone.size - self.anchors.bone.size
+        if j >= self.weights.size - self.anchors.bone.size:
+            return f"the size of mesh '{self.anchors.names[self.anchors.mesh[j - (self.weights.size - self.anchors.bone.size)]]}'"
+        if j >= nb and self.seg_size[(j - nb) % max(self.seg_bone.size, 1)] != self.size:
+            return "a deformed mesh's size (at a B-Bone segment)"
+        return "the rig's size"
+
+    def remapped(self, sub: np.ndarray, where: np.ndarray) -> "Measure":
+        """This measure on the bones ``sub`` (``where``: each bone's row in ``sub``)."""
+        a = self.anchors
+        return Measure(self.lengths[sub], self.size, where[self.seg_bone], self.seg_len, self.seg_size,
+                       MeshAnchors(where[a.bone], a.local, a.size, a.mesh, a.names))
+
+
+class MeshAnchors:
+    """Measured points of the deformed meshes: (A,) ``bone`` rows, (A,3) ``local`` (the bone's
+    rest space), (A,) ``size`` (their mesh's size), (A,) ``mesh`` (index into ``names``)."""
+
+    def __init__(self, bone, local, size, mesh, names):
+        self.bone = np.asarray(bone, np.int64)
+        self.local = np.asarray(local, np.float64).reshape(-1, 3)
+        self.size = np.asarray(size, np.float64)
+        self.mesh = np.asarray(mesh, np.int64)
+        self.names = list(names)
+
+    @classmethod
+    def empty(cls) -> "MeshAnchors":
+        return cls(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros(0), np.zeros(0, np.int64), [])
 
 
 def _lagrange(times: np.ndarray, pts: np.ndarray, i: np.ndarray, order: int) -> np.ndarray:
@@ -133,6 +195,9 @@ class Refiner:
         self.added = 0
         self.checked = 0
         self.residual = 0.0
+        self.worst = ""          # what ``residual`` is relative to ("the rig's size", "the size of mesh 'Body'")
+        self.budget = 0          # the evaluations ``run`` was allowed
+        self.unmeasured = 0      # mid-points left at their estimate once the budget was spent
 
     def _focus(self) -> None:
         """What the interpolated poses need: the measured bones and their ancestors (``sub``,
@@ -141,6 +206,7 @@ class Refiner:
         m = self.measure
         need = np.isfinite(m.lengths)
         need[m.seg_bone] = True
+        need[m.anchors.bone] = True
         up = np.flatnonzero(need)
         while up.size:                       # one step per bone level, all bones at once
             par = self.parents[up]
@@ -153,7 +219,7 @@ class Refiner:
         par = self.parents[sub]
         self.sub = sub
         self.sub_plan = levels(np.where(par >= 0, where[np.maximum(par, 0)], -1))
-        self.sub_measure = Measure(m.lengths[sub], m.size, where[m.seg_bone], m.seg_len)
+        self.sub_measure = m.remapped(sub, where)
         f = self.loc.shape[0]
         dev = np.abs(self.loc[:, sub] - self.loc[:1, sub]).reshape(f, sub.size, 16).max(axis=(0, 2))
         self.mov = np.flatnonzero(dev > 0.0)
@@ -203,6 +269,7 @@ class Refiner:
         """Refine until every interval is within TOLERANCE (measured or estimated) or the
         budget of evaluations is spent.  ``evaluate(frames) -> {frame: sample}``, a sample
         ``(pose (B,4,4), ..., segments (S,4,4))``."""
+        self.budget = int(budget)
         if self.T.size < 2:
             return
         dirty = np.arange(self.T.size - 1)
@@ -229,7 +296,9 @@ class Refiner:
             if pick.size > room:                      # the worst first, the rest estimated
                 order = pick[np.argsort(-est[pick], kind="stable")]
                 left = order[room:]
-                self.residual = max([self.residual] + est[left].tolist())
+                if est[left].max() > self.residual:
+                    self.residual, self.worst = float(est[left].max()), UNMEASURED
+                self.unmeasured += int(left.size)
                 pick = order[:room]
             if pick.size:
                 got = evaluate(mids[pick].tolist())
@@ -266,7 +335,9 @@ class Refiner:
             self.modes[fail[to_lin]] = _interp.LINEAR
             self.modes[fail[rest]] = np.where(e_hold[rest] < e_lin[rest], _interp.HOLD, _interp.LINEAR)
             if rest.any():
-                self.residual = max(self.residual, float(np.minimum(e_hold[rest], e_lin[rest]).max()))
+                e = float(np.minimum(e_hold[rest], e_lin[rest]).max())
+                if e > self.residual:
+                    self.residual, self.worst = e, FINEST
             settled.update(mids[kn[bad]][rest].tolist())
             touched = fail[to_lin | to_hold]
             cut = fail[split]
@@ -287,8 +358,11 @@ class Refiner:
             known = np.array([m in self.truth for m in mids.tolist()], bool)
             if known.any():
                 tru = np.stack([self.truth[m][0] for m in mids[known].tolist()])
-                err = self.measure.error(self.interpolated(k[known]), tru)
-                self.residual = max(self.residual, float(err.max()))
+                ours = self.interpolated(k[known])
+                err = self.measure.error(ours, tru)
+                if float(err.max()) >= self.residual:
+                    self.residual = float(err.max())
+                    self.worst = self.sub_measure.what(ours[int(err.argmax())], tru[int(err.argmax())])
 
     def _insert(self, after: np.ndarray, new: np.ndarray) -> None:
         """Add the measured half-way samples ``new`` (times) of intervals ``after``."""

@@ -175,9 +175,20 @@ def bake_lines(b: Bake) -> List[str]:
     what = f"{b.frame_count} samples ({b.added} sub-frame)"
     if b.substeps > 1:
         what += f", {b.substeps} per frame"
-    return [f"{what} in {b.seconds:.2f} s ({per:.1f} ms a frame)",
-            f"largest error between samples {b.between_error:.1e} of the rig's size "
-            f"({b.checked} mid-points checked), {b.nbytes / 2**20:.1f} MB"]
+    out = [f"{what} in {b.seconds:.2f} s ({per:.1f} ms a frame)",
+           f"largest error between samples {b.between_error:.1e} of {b.worst or 'the rig' + chr(39) + 's size'} "
+           f"({b.checked} mid-points checked), {b.nbytes / 2**20:.1f} MB"]
+    if b.unmeasured:
+        out.append(budget_line(b))
+    return out
+
+
+def budget_line(b: Bake) -> str:
+    """The line naming the adaptive bake's sample budget when a bake spent it."""
+    from .adaptive import BUDGET
+
+    return (f"sample budget reached: {b.budget} mid-point evaluations ({BUDGET:g} per frame, "
+            f"bake.adaptive.BUDGET); {b.unmeasured} mid-point(s) left at their estimated error")
 
 
 def with_progress(window_manager, run):

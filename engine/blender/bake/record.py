@@ -12,6 +12,7 @@ import numpy as np
 
 from ..importer import actions as _actions
 from . import adaptive as _adaptive
+from .mesh_anchors import mesh_anchors, segment_sizes
 from .isolate import (_restore_values, _written_values, isolate, quiet_geometry, restore_animation,
     restore_geometry, save_animation)
 from .reasons import BakeError, bake_reasons, weighted_bbones
@@ -31,7 +32,9 @@ class Bake:
     ``bbone_slices`` naming each bone's rows.  ``frames`` holds the integer frames of
     ``actions.sample_frames`` and the sub-frame samples the adaptive bake added
     (``added``); ``between_error``: the largest error between samples the bake measured against
-    Blender (relative to ``size``, the rig's rest extent), ``checked`` how many mid-points."""
+    Blender (each deformed mesh's relative to its size, the bones' to ``size``, the rig's rest
+    extent: ``worst`` says which), ``checked`` how many mid-points; ``unmeasured``: the
+    mid-points the sample budget (``budget`` evaluations) left at their estimated error."""
     armature: str
     clip_name: str
     action_name: str
@@ -56,6 +59,9 @@ class Bake:
     checked: int = 0                   # mid-points checked against Blender
     between_error: float = 0.0         # largest measured error between samples / size
     size: float = 1.0                  # the rig's rest extent (armature space)
+    worst: str = ""                    # what between_error is relative to ("the size of mesh 'Body'", ...)
+    budget: int = 0                    # the mid-point evaluations the adaptive bake was allowed
+    unmeasured: int = 0                # mid-points left at their estimate once that was spent
 
     @property
     def frame_count(self) -> int:
@@ -194,7 +200,8 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
                 bbone_table=btable, bbone_slices=dict(ev.bbone_slices), bbone_rest=dict(ev.bbone_rest),
                 reasons=reasons, seconds=time.perf_counter() - t0, signature=signature,
                 substeps=max(1, int(substeps)), added=ref.added, checked=ref.checked,
-                between_error=ref.residual, size=size)
+                between_error=ref.residual, size=size, worst=ref.worst, budget=ref.budget,
+                unmeasured=ref.unmeasured)
 
 
 def bone_parents(armature):
@@ -310,16 +317,20 @@ class _Evaluator:
             self.bbone_slices[bname] = slice(o, o + segs + 1)
             o += segs + 1
         self.nseg = o
+        # the meshes it deforms, read before the bake quiets their modifiers
+        self.anchors = mesh_anchors(armature, self.names)
 
     def measure(self, lengths, size, index) -> "_adaptive.Measure":
-        """What the adaptive bake measures: deform bones and the weighted B-Bones' segments."""
+        """What the adaptive bake measures: deform bones, the weighted B-Bones' segments and the
+        meshes the armature deforms (``bake_mesh_anchors``)."""
         bones = self.armature.data.bones
         seg_bone = np.zeros(self.nseg, np.int64)
         seg_len = np.zeros(self.nseg)
         for bname, sl in self.bbone_slices.items():
             seg_bone[sl] = index[bname]
             seg_len[sl] = bones[bname].length / max(bones[bname].bbone_segments, 1)
-        return _adaptive.Measure(lengths, size, seg_bone, seg_len)
+        return _adaptive.Measure(lengths, size, seg_bone, seg_len, segment_sizes(self.anchors, seg_bone, size),
+                                 self.anchors)
 
     def run(self, scene, frames, progress=None, total=0, out=None) -> dict:
         """{frame: (pose (B,4,4), world (4,4), parent world or None, segments (S,4,4))}."""

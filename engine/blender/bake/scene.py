@@ -150,7 +150,8 @@ def bake_in_scene(armature, scene, frames: np.ndarray, progress: Optional[Callab
                 parents=parents, locals=table, world=world, parent_world=None, object_channel=False,
                 bbone_table=btable, bbone_slices=dict(ev.bbone_slices), bbone_rest=dict(ev.bbone_rest),
                 reasons=list(reasons or ()), seconds=time.perf_counter() - t0, added=ref.added,
-                checked=ref.checked, between_error=ref.residual, size=size)
+                checked=ref.checked, between_error=ref.residual, size=size, worst=ref.worst,
+                budget=ref.budget, unmeasured=ref.unmeasured)
 
 
 class SceneBakes:
