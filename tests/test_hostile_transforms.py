@@ -374,6 +374,40 @@ def test_nan_prop_while_the_preview_plays(empty_scene, preview_session, at_impor
     assert [m for m in rt.skip_messages() if "'Prop'" in m and "not finite" in m], rt.skip_messages()
 
 
+@pytest.mark.parametrize("at_import", [True, False])
+def test_nan_bone_while_the_preview_plays_skips_what_it_deforms_as_f12(empty_scene, preview_session, at_import):
+    """Issue 38 item 4: the preview player skips the meshes a NaN bone deforms and names the bone,
+    as F12 does (test_nan_bone_skips_the_meshes_it_deforms_and_names_the_bone); before, it drew
+    them with the bone held at identity.  The rest keeps playing."""
+    from stylized_renderer.engine.features.preview import control as preview
+
+    scene = empty_scene
+    info = _demo(scene)
+    arm = info["armature"]
+    if at_import:
+        arm.pose.bones["hand.R"].scale.x = float("nan")
+    st = preview.get_state(scene, arm)
+    st.active = True
+    st.push("clip", info["active_action"])
+    st.push("play")
+    rt = preview_session.update(st)
+    if not at_import:
+        rt = preview_session.update(st, 0.1)
+        arm.pose.bones["hand.R"].scale.x = float("nan")
+        scenes.finish()
+        preview_session.session.sync(bpy.context.evaluated_depsgraph_get(), [])
+        rt = preview_session.update(st, 0.1)
+    assert st.playing
+    head = rt.scene.node_index(arm.name, "head")
+    before = np.array(rt.pose.world_matrices[head])
+    rt = preview_session.update(st, 0.3)
+    assert np.abs(rt.pose.world_matrices[head] - before).max() > 1e-4           # still playing
+    drawn = {it.object_name for it in rt.extract()}
+    assert info["face"].name in drawn and info["body"].name not in drawn, drawn
+    named = [m for m in rt.skip_messages() if f"'{info['body'].name}'" in m]
+    assert named and "bone 'hand.R' of armature 'DemoRig'" in named[0] and "not finite" in named[0], rt.skip_messages()
+
+
 # ------------------------------------------------------------------------------------------------
 # 6. huge and infinite scales
 # ------------------------------------------------------------------------------------------------

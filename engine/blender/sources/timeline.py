@@ -203,17 +203,31 @@ class TimelineReader:
                          else np.eye(4) for _, name in self.object_nodes], np.float64)
 
     def undrawable_objects(self, depsgraph) -> Tuple[np.ndarray, np.ndarray]:
-        """(object nodes whose evaluated world matrix is not finite, those beyond
+        """(object and bone nodes whose evaluated matrix is not finite, those beyond
         ``finite.DRAW_LIMIT``): the preview player, which does not read Blender's matrices each
-        frame, skips them as the timeline does.  Read again only after a depsgraph update
-        (``sync_token``)."""
+        frame, skips what they move as the timeline does (a bone: the meshes it deforms, named
+        after it).  Read again only after a depsgraph update (``sync_token``)."""
+        import bpy
+
         hit = self._undrawable
         if hit is not None and hit[0] == self.sync_token:
             return hit[1]
-        worlds = self._object_worlds(depsgraph) if self.object_nodes else np.zeros((0, 4, 4))
+        worlds = [self._object_worlds(depsgraph)] if self.object_nodes else []
+        nodes = [self._object_index] if self.object_nodes else []
+        for a in self.armatures:        # the bones' evaluated armature-space matrices
+            ob = bpy.data.objects.get(a.object_name)
+            if ob is None or ob.pose is None or len(ob.pose.bones) != a.count:
+                continue
+            flat = np.empty(a.count * 16, np.float32)
+            ob.evaluated_get(depsgraph).pose.bones.foreach_get("matrix", flat)
+            ok = a.nodes >= 0
+            worlds.append(flat.reshape(a.count, 4, 4)[ok].astype(np.float64))
+            nodes.append(a.nodes[ok])
+        worlds = np.concatenate(worlds) if worlds else np.zeros((0, 4, 4))
+        nodes = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
         bad = undrawable(worlds)
         finite = np.isfinite(worlds.reshape(-1, 16)).all(axis=1)
-        out = (self._object_index[bad & ~finite], self._object_index[bad & finite])
+        out = (nodes[bad & ~finite], nodes[bad & finite])
         self._undrawable = (self.sync_token, out)
         return out
 
