@@ -400,27 +400,59 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
   tile = clamp(tile, ivec2(0), ivec2(fr.cluster_params.w - 1.0, fr.cluster_depth.w - 1.0));
   ivec2 base = ivec2(tile.x * slices + clamp(int(floor(sl)), 0, slices - 1), tile.y * rows);
   int n = (fr.cluster_params.x > 0.5) ? int(texelFetch(lamp_lists, base, 0).x + 0.5) : 0;
+  vec4 q = vec4(0.0);
   for (int k = 0; k < n; k++) {
-    vec4 q = texelFetch(lamp_lists, base + ivec2(0, 1 + k / 4), 0);
-    int li = int(q[k % 4] + 0.5);
+    if ((k & 3) == 0) {
+      q = texelFetch(lamp_lists, base + ivec2(0, 1 + k / 4), 0);
+    }
+    int li = int(q[k & 3] + 0.5);
     vec4 lp = texelFetch(lamp_data, ivec2(0, li), 0);
+    vec4 lx = texelFetch(lamp_data, ivec2(3, li), 0);
+    vec3 dv = lp.xyz - wpos;
+    /* the cluster holds the lamp's sphere conservatively: beyond its reach it adds nothing */
+    if (dot(dv, dv) * lx.x >= 1.0 || link_excluded(int(floor(lx.z + 0.5)))) {
+      continue;
+    }
+#ifndef SPEC_NO_LOCAL_SHADOW
+    if (lx.y > -0.5) {
+      continue;         /* a shadowed lamp: the loop below */
+    }
+#endif
     vec4 ld = texelFetch(lamp_data, ivec2(1, li), 0);
     vec4 lc = texelFetch(lamp_data, ivec2(2, li), 0);
-    vec4 lx = texelFetch(lamp_data, ivec2(3, li), 0);
-    if (link_excluded(int(floor(lx.z + 0.5)))) {
-      continue;
-    }
     vec3 L, C;
     local_lamp_sample(lp, ld, lc, lx, wpos, L, C);
-    if (C.r + C.g + C.b <= 0.0) {
-      continue;
-    }
-    float s = local_visibility(int(floor(lx.y + 0.5)), lp.xyz, ld.xyz, wpos, ngeo);
-    add_light(acc, L, C, s, N, shift, toony, shade, lit);
+    add_light(acc, L, C, 1.0, N, shift, toony, shade, lit);
 #ifndef SPEC_NO_METAL
-    metal_spec += C * (3.14159265 * s) * ggx_lobe(N, Vm, L, mr.y, f0);
+    metal_spec += C * 3.14159265 * ggx_lobe(N, Vm, L, mr.y, f0);
 #endif
   }
+#ifndef SPEC_NO_LOCAL_SHADOW
+  /* the (at most 4) shadowed lamps, each with its shadow lookup, where they reach: kept out of the
+   * cluster loop, whose other lamps would otherwise pay for the lookup's code (llvmpipe) */
+#ifdef SPEC_LOCAL_SHADOWS
+  const int ns = SPEC_LOCAL_SHADOWS;
+#else
+  int ns = int(fr.local_params.x + 0.5);
+#endif
+  for (int j = 0; j < ns; j++) {
+    int li = int(fr.local_shadow[j].x + 0.5);
+    vec4 lp = texelFetch(lamp_data, ivec2(0, li), 0);
+    vec4 lx = texelFetch(lamp_data, ivec2(3, li), 0);
+    vec3 dv = lp.xyz - wpos;
+    if (dot(dv, dv) * lx.x < 1.0 && !link_excluded(int(floor(lx.z + 0.5)))) {
+      vec4 ld = texelFetch(lamp_data, ivec2(1, li), 0);
+      vec4 lc = texelFetch(lamp_data, ivec2(2, li), 0);
+      vec3 L, C;
+      local_lamp_sample(lp, ld, lc, lx, wpos, L, C);
+      float s = local_visibility(j, lp.xyz, ld.xyz, wpos, ngeo);
+      add_light(acc, L, C, s, N, shift, toony, shade, lit);
+#ifndef SPEC_NO_METAL
+      metal_spec += C * (3.14159265 * s) * ggx_lobe(N, Vm, L, mr.y, f0);
+#endif
+    }
+  }
+#endif
 #endif
   vec3 direct = acc.direct;
   vec3 rim_light = acc.rim_light;

@@ -72,6 +72,38 @@ def _slice_of(d, near, scale, ortho):
     return np.clip(np.floor(s), 0, SLICES - 1).astype(np.int64)
 
 
+def cluster_boxes(projection, ortho: bool, tiles, size, near: float, scale: float) -> tuple:
+    """(lo, hi): (ty, tx, SLICES, 3) view-space boxes (x, y, depth) of every cluster."""
+    p = np.asarray(projection, np.float64)
+    tx, ty = tiles
+    w, h = size
+    ex = np.minimum(np.arange(tx + 1) * TILE, w) / w * 2.0 - 1.0            # tile edges in NDC
+    ey = np.minimum(np.arange(ty + 1) * TILE, h) / h * 2.0 - 1.0
+    k = np.arange(SLICES + 1)
+    edges = near + k / scale if ortho else near * np.exp(k / scale)         # slice edges (depth)
+    d0, d1 = edges[:-1], edges[1:]
+    if ortho:
+        xs = (ex - p[0, 3]) / p[0, 0]
+        ys = (ey - p[1, 3]) / p[1, 1]
+        x_lo = np.broadcast_to(np.minimum(xs[:-1], xs[1:])[None, :, None], (ty, tx, SLICES))
+        x_hi = np.broadcast_to(np.maximum(xs[:-1], xs[1:])[None, :, None], (ty, tx, SLICES))
+        y_lo = np.broadcast_to(np.minimum(ys[:-1], ys[1:])[:, None, None], (ty, tx, SLICES))
+        y_hi = np.broadcast_to(np.maximum(ys[:-1], ys[1:])[:, None, None], (ty, tx, SLICES))
+    else:
+        # x = (ndc + p02) d / p00 at view depth d (z = -d); extremes at the slice's two depths
+        ax = (ex + p[0, 2]) / p[0, 0]
+        ay = (ey + p[1, 2]) / p[1, 1]
+        cx = np.stack([ax[:-1, None] * d0, ax[:-1, None] * d1, ax[1:, None] * d0, ax[1:, None] * d1])
+        cy = np.stack([ay[:-1, None] * d0, ay[:-1, None] * d1, ay[1:, None] * d0, ay[1:, None] * d1])
+        x_lo, x_hi = cx.min(0)[None], cx.max(0)[None]                        # (1, tx, S)
+        y_lo, y_hi = cy.min(0)[:, None], cy.max(0)[:, None]                  # (ty, 1, S)
+        x_lo, x_hi = np.broadcast_to(x_lo, (ty, tx, SLICES)), np.broadcast_to(x_hi, (ty, tx, SLICES))
+        y_lo, y_hi = np.broadcast_to(y_lo, (ty, tx, SLICES)), np.broadcast_to(y_hi, (ty, tx, SLICES))
+    z_lo = np.broadcast_to(d0[None, None, :], (ty, tx, SLICES))
+    z_hi = np.broadcast_to(d1[None, None, :], (ty, tx, SLICES))
+    return np.stack([x_lo, y_lo, z_lo], -1), np.stack([x_hi, y_hi, z_hi], -1)
+
+
 def build_clusters(lamps, strengths, camera, width: int, height: int, budget: int) -> LampClusters:
     """The clusters of ``lamps`` (local LightData; ``strengths`` their light colour at 1 m) seen by
     ``camera`` on a ``width`` x ``height`` frame, at most ``budget`` lamps a cluster."""
@@ -116,8 +148,17 @@ def build_clusters(lamps, strengths, camera, width: int, height: int, budget: in
     my = (iy[None] >= t0[:, 1:]) & (iy[None] <= t1[:, 1:])             # (n, ty)
     ms = (isl[None] >= s0[:, None]) & (isl[None] <= s1[:, None])       # (n, SLICES)
     mx &= alive[:, None]
-    # membership (ty, tx, SLICES, n), lamps strongest first along the last axis
+    # membership (ty, tx, SLICES, n), lamps strongest first along the last axis: the rectangle and
+    # slices above, then the sphere against each cluster's view-space box
     member = my.T[:, None, None, :] & mx.T[None, :, None, :] & ms.T[None, None, :, :]
+    lo_b, hi_b = cluster_boxes(camera.projection, ortho, (tx, ty), (width, height), near, scale)
+    c = np.stack([vc[:, 0], vc[:, 1], depth], 1).astype(np.float32)          # (n, 3) x, y, depth
+    d2 = np.zeros(member.shape, np.float32)
+    for a in range(3):                    # per axis (not per lamp): (ty, tx, SLICES, n) float32
+        lo_a, hi_a = lo_b[..., a, None].astype(np.float32), hi_b[..., a, None].astype(np.float32)
+        g = np.maximum(np.maximum(lo_a - c[:, a], c[:, a] - hi_a), 0.0)
+        d2 += g * g
+    member &= d2 <= (reach * reach).astype(np.float32)
     rank = np.cumsum(member, axis=-1, dtype=np.int32)
     keep = member & (rank <= max(1, int(budget)))
     dropped = (member & ~keep).any(axis=(0, 1, 2))

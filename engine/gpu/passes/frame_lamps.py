@@ -52,6 +52,10 @@ class FrameLamps:
             self._lists = rows_texture(c.lists, width=c.lists.shape[1])
         return self._data, self._lists
 
+    def texture_index(self, light) -> int:
+        """The row of ``light`` (a local lamp of this frame) in ``lamp_data``."""
+        return next(i for i, l in enumerate(self.clusters.lamps) if l is light)
+
     def pack(self) -> np.ndarray:
         """FrameBlock's cluster_params, cluster_depth (glsl/mtoon_blocks.glsl)."""
         d = np.zeros(CLUSTER_FLOATS, np.float32)

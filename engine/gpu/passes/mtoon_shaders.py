@@ -404,6 +404,8 @@ def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
         d.append(("SPEC_CASCADES", str(cascades)))
     if not (local and mspec["receive"]):
         d.append("SPEC_NO_LOCAL_SHADOW")
+    else:
+        d.append(("SPEC_LOCAL_SHADOWS", str(local)))
     if not clusters:
         d.append("SPEC_NO_CLUSTERS")
     if mspec["receive"] and (shadows_on or local):

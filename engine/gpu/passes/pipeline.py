@@ -31,7 +31,8 @@ import numpy as np
 
 from .instancing import FrameInstances
 from .lights import LIGHT_KINDS, LIGHT_UNIT_SCALE, mtoon_light_colors, shading_lights  # noqa: F401 (re-exported)
-from .local_shadows import LocalShadowPass, local_shadow_lamps, pack_local, FLOATS as LOCAL_FLOATS
+from .local_shadows import (CUBE_FACES, MAX_LOCAL_SHADOWS, LocalShadowPass, local_shadow_lamps, pack_local,
+    FLOATS as LOCAL_FLOATS)
 from .frame_lamps import FrameLamps
 from .lamp_links import blocks
 from .common import (MAT_PASS_INDEX_WORD, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible,
@@ -94,6 +95,10 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None)
     lo = c0 + 64 + 16
     if local is not None:
         loc = pack_local(local)
+        if lamps is not None and lamps.clusters is not None:    # local_shadow[j].x: the lamp's lamp_data row
+            at = 16 * MAX_LOCAL_SHADOWS * CUBE_FACES                 # local_shadow[0]
+            for j, li in enumerate(local.lights):
+                loc[at + 4 * j] = lamps.texture_index(lamps.lights[li])
         d[lo:lo + loc.size] = loc
     if lamps is not None:
         d[lo + LOCAL_FLOATS:lo + LOCAL_FLOATS + 8] = lamps.pack()
