@@ -16,10 +16,10 @@ first edit round to the end of the eighth.  The processes alternate (Workbench, 
 repeated ``--runs N`` times) and the medians are compared.  The load average is printed with
 the figures (the machine is shared).
 
-``--profile`` adds a Stylized process that profiles its second F12 (cProfile, top functions by
+``--profile [first|second|edit]`` adds a Stylized process that profiles that F12 (default the second) (cProfile, top functions by
 cumulative and by own time) and prints the pipeline's stats of that frame.
 
-Run: .venv/bin/python tools/bench_set.py [--scale S] [--runs N] [--profile] [--keep FILE]
+Run: .venv/bin/python tools/bench_set.py [--scale S] [--runs N] [--profile [WHICH]] [--keep FILE | --file FILE]
 Last line: bench-set: first_ratio=.. second_ratio=.. edit_ratio=.. memory_ratio=.. growth_mb=..
 This is a benchmark, not a test: it asserts nothing.
 """
@@ -167,7 +167,7 @@ def build_set(scale: float = 1.0, width: int = 960, height: int = 540, samples: 
     return scene, terrain
 
 
-def run_engine(path: str, engine: str, rounds: int = EDIT_ROUNDS, profile: bool = False) -> dict:
+def run_engine(path: str, engine: str, rounds: int = EDIT_ROUNDS, profile: str = "") -> dict:
     """In this (fresh) process: open ``path`` and time the F12s of the module docstring."""
     import _bootstrap
     import bpy
@@ -190,29 +190,32 @@ def run_engine(path: str, engine: str, rounds: int = EDIT_ROUNDS, profile: bool 
         v.co.z += 0.01
         terrain.data.update()
 
-    out["first_s"] = f12()
-    if profile:
+    def profiled(name):
+        if profile != name:
+            return f12()
         import cProfile
         import io
         import pstats
 
+        import render_capture
+
         pr = cProfile.Profile()
         pr.enable()
-        out["second_s"] = f12()
+        dt = f12()
         pr.disable()
         for key in ("cumulative", "tottime"):
             s = io.StringIO()
             pstats.Stats(pr, stream=s).sort_stats(key).print_stats(35)
-            print(f"---- second F12 profile, by {key} ----\n" + s.getvalue(), flush=True)
-        import render_capture
-
+            print(f"---- {name} F12 profile ({dt:.2f} s), by {key} ----\n" + s.getvalue(), flush=True)
         print("pipeline stats:", json.dumps(render_capture.LAST_RENDER.get("pipeline", {}), default=str)[:2000])
         print("stats:", json.dumps({k: v for k, v in render_capture.LAST_RENDER.get("stats", {}).items()
                                     if isinstance(v, (int, float))}, default=str)[:2000])
-    else:
-        out["second_s"] = f12()
+        return dt
+
+    out["first_s"] = profiled("first")
+    out["second_s"] = profiled("second")
     edit(0)
-    out["edit_s"] = f12()
+    out["edit_s"] = profiled("edit")
     rss0 = _rss_mb()
     for k in range(1, rounds):
         edit(k)
@@ -234,33 +237,38 @@ def _fresh(args) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="terrain vertices and rocks x S (default 1)")
-    ap.add_argument("--runs", type=int, default=1, help="fresh-process runs per engine (default 1)")
+    ap.add_argument("--runs", type=int, default=1, help="fresh-process runs per engine (default 1; 0: none)")
+    ap.add_argument("--file", default=None, help="use this saved set instead of building one")
     ap.add_argument("--width", type=int, default=960)
     ap.add_argument("--height", type=int, default=540)
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=EDIT_ROUNDS)
-    ap.add_argument("--profile", action="store_true", help="also profile Stylized's second F12")
+    ap.add_argument("--profile", nargs="?", const="second", default="", choices=("first", "second", "edit"),
+                    help="also profile one of Stylized's F12s (default the second)")
     ap.add_argument("--only", choices=("STYLIZED", "BLENDER_WORKBENCH"), default=None)
     ap.add_argument("--keep", default=None, help="save the set to this .blend (and keep it)")
     ap.add_argument("--run", nargs=2, metavar=("FILE", "ENGINE"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.run:
-        res = run_engine(a.run[0], a.run[1], a.rounds, a.profile)
+        res = run_engine(a.run[0], a.run[1], a.rounds, a.profile or "")
         print("RESULT " + json.dumps(res), flush=True)
         return
     import bpy
 
-    t = time.perf_counter()
-    scene, terrain = build_set(a.scale, a.width, a.height, a.samples)
-    path = a.keep or os.path.join(tempfile.mkdtemp(prefix="bench_set_"), "set.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
-    print(f"set built in {time.perf_counter() - t:.1f} s: terrain {len(terrain.data.vertices):,} vertices, "
-          f"{len(scene.objects)} objects, {a.width}x{a.height}, {a.samples} samples; {path}", flush=True)
+    if a.file:
+        path = a.file
+    else:
+        t = time.perf_counter()
+        scene, terrain = build_set(a.scale, a.width, a.height, a.samples)
+        path = a.keep or os.path.join(tempfile.mkdtemp(prefix="bench_set_"), "set.blend")
+        bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+        print(f"set built in {time.perf_counter() - t:.1f} s: terrain {len(terrain.data.vertices):,} vertices, "
+              f"{len(scene.objects)} objects, {a.width}x{a.height}, {a.samples} samples; {path}", flush=True)
     print(f"load before: {os.getloadavg()} on {os.cpu_count()} CPUs")
     engines = [a.only] if a.only else ["BLENDER_WORKBENCH", "STYLIZED"]
     runs = {e: [] for e in engines}
     extra = ["--rounds", str(a.rounds)]
-    for _ in range(max(1, a.runs)):
+    for _ in range(a.runs):
         for e in engines:
             r = _fresh(["--run", path, e] + extra)
             runs[e].append(r)
@@ -268,10 +276,10 @@ def main(argv=None):
                   f"{r['edit_s']:.2f} s  peak {r['peak_mb']:.0f} MB  growth {r['growth_mb']:.1f} MB  "
                   f"(load {r['load']:.1f})", flush=True)
     if a.profile:
-        res = subprocess.run([sys.executable, __file__, "--run", path, "STYLIZED", "--profile", "--rounds", "1"],
+        res = subprocess.run([sys.executable, __file__, "--run", path, "STYLIZED", "--profile", a.profile, "--rounds", "1"],
                              check=False, capture_output=True, text=True, timeout=3600)
         print("\n".join(l for l in res.stdout.splitlines() if not l.startswith("RESULT ")))
-    if len(engines) < 2:
+    if len(engines) < 2 or a.runs < 1:
         return
     med = {e: {k: statistics.median(r[k] for r in runs[e]) for k in ("first_s", "second_s", "edit_s", "peak_mb",
                                                                         "growth_mb")} for e in engines}

@@ -128,6 +128,7 @@ class FrameInstances:
         self._palette_tex = self._weights_tex = None
         self._keys = {}
         self._has_link = {}
+        self._inst_tex = {}          # group's item indices (bytes) -> its instance_data texture
 
     # the shared textures are made on the first instanced draw (a frame without one makes none)
     @property
@@ -215,7 +216,10 @@ class FrameInstances:
         before the draw reads freed memory)."""
         i0, first = group[0]
         idx = np.fromiter((i for i, _ in group), np.int64, len(group))
-        inst = rows_texture(self.rows[idx].ravel(), width=INSTANCE_TEXELS)
+        key = idx.tobytes()
+        inst = self._inst_tex.get(key)
+        if inst is None:          # made once per group (the frame's coverage samples draw it again)
+            inst = self._inst_tex[key] = rows_texture(self.rows[idx].ravel(), width=INSTANCE_TEXELS)
         dummy = first.stream.identity        # the backend's identity palette (unused samplers)
         infl = int(self.influences[i0])
         palettes = self.palette_texture if infl else None

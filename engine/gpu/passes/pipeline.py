@@ -170,6 +170,7 @@ class FramePipeline:
         self._lamp_tex = None      # the frame's (lamp_data, lamp_lists) textures (frame_lamps.py)
         self.lamp_losses = []      # what the last frame says of lamps it left out (frame_lamps.py)
         self._drawn = []           # the last frame's items seen by the camera (draw_ids' coverage samples)
+        self._id_instances = None  # their FrameInstances, shared by the frame's coverage samples
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}           # material name -> material_spec (the shader variant's material part)
@@ -368,6 +369,7 @@ class FramePipeline:
             (blend if mode == "BLEND" else mask if mode == "MASK" else opaque).append(it)
         holdout.sort(key=lambda it: it.material_name)
         self._drawn = sorted(visible, key=lambda it: it.material_name)   # (coverage samples: draw_ids)
+        self._id_instances = None
         opaque.sort(key=lambda it: it.material_name)
         mask.sort(key=lambda it: it.material_name)
         # premultiplied colour, as Blender's results are: an empty transparent film is (0, 0, 0, 0)
@@ -431,6 +433,7 @@ class FramePipeline:
         self._flush("post_ms", t0, self.post._fb if color is getattr(self.post, "_out", None) else None)
         self.last_aux = self._aux
         self.stats.update(self._instances.stats())
+        self._id_instances = self._instances      # (the coverage samples draw the frame's items again)
         self._instances = None
         return color
 
@@ -444,8 +447,17 @@ class FramePipeline:
 
         s = frame.settings
         items = self._drawn
-        ids = None if key is None else [key(it) for it in items]
-        self._instances = FrameInstances(items, palette_rows=frame.palette_rows, ids=ids)
+        # the instance data (palette and weight textures, each group's instance rows) is the
+        # frame's: the shaded frame's, reused by every coverage sample (only the jittered
+        # projection in the frame block changes from sample to sample); with ``key`` (other ids)
+        # this sample's own
+        if key is not None:
+            self._instances = FrameInstances(items, palette_rows=frame.palette_rows,
+                                             ids=[key(it) for it in items])
+        else:
+            if self._id_instances is None:
+                self._id_instances = FrameInstances(items, palette_rows=frame.palette_rows)
+            self._instances = self._id_instances
         self._frame_ubo = make_ubo(pack_frame(frame, [], None, -1))
         passes, self._passes = self._passes, False
         tex, depth, fb = target
@@ -551,6 +563,8 @@ class FramePipeline:
         self._local_tex = None
         self._lamp_tex = None
         self._frame_ubo = None
+        self._drawn = []
+        self._id_instances = None
         self._mats = {}
         self._mspec = {}
         self._mat_cache = {}
