@@ -360,6 +360,21 @@ def test_renaming_the_previewed_armature_follows_it(character, viewport):
     assert not st.playing and st.time == pytest.approx(0.4)
 
 
+def test_renaming_the_scene_keeps_its_preview_playing(character, viewport):
+    """Issue 38 item 4: preview states are kept per scene by its session id, not its name: a
+    renamed scene plays on (before, the viewport found no state under the new name and showed
+    the timeline, and the panel's Pause found nothing to pause)."""
+    c = character
+    st = playing(c, viewport)
+    c.scene.name = "Renamed"
+    viewport.draw(0.1)
+    viewport.draw(0.1)
+    assert preview.peek_state(c.scene) is st and st.playing and st.time == pytest.approx(0.4), st
+    assert op("preview_pause", c.arm) == {"FINISHED"}
+    viewport.draw(0.1)
+    assert not st.playing and st.time == pytest.approx(0.4)
+
+
 def test_deleting_the_previewed_armature_stops_with_a_message(character, viewport):
     c = character
     st = playing(c, viewport)

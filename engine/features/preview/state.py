@@ -315,8 +315,16 @@ def apply_commands(state: PreviewState, runtime, clips_by_name: dict, delta_time
     state.last_morph_uploads = int(st.morph_uploads) if state.active else 0
 
 
+def scene_key(scene):
+    """What a scene's preview state is kept under: its ``session_uid`` (the same while Blender
+    runs, whatever the scene is renamed to; a file load starts anew: ``AddonState.forget_file``),
+    its name where there is none."""
+    uid = getattr(scene, "session_uid", None)
+    return ("uid", int(uid)) if uid is not None else ("name", getattr(scene, "name", None))
+
+
 class PreviewStates:
-    """The preview states of every scene (by name) and the timeline hand-back rule: owned by the
+    """The preview states of every scene (by ``scene_key``: a renamed scene keeps its state) and the timeline hand-back rule: owned by the
     add-on's ``AddonState`` (made by ``register()``, held by the registered engine class, freed
     with it), reached by the UI through ``preview.py``.  Nothing here is process-wide."""
 
@@ -327,7 +335,7 @@ class PreviewStates:
     def get(self, scene, context_object=None) -> PreviewState:
         """The PreviewState of ``scene`` (created on demand: armature of ``context_object`` or the
         first armature of the scene, its active action or first compatible clip, loop on, paused)."""
-        key = scene.name
+        key = scene_key(scene)
         st = self.states.get(key)
         if st is None:
             st = self.states[key] = PreviewState()
@@ -339,7 +347,7 @@ class PreviewStates:
         return st
 
     def peek(self, scene) -> Optional[PreviewState]:
-        return self.states.get(scene.name)
+        return self.states.get(scene_key(scene))
 
     def clear(self) -> None:
         self.states.clear()
@@ -362,7 +370,7 @@ class PreviewStates:
         (never while ``handback_suspended``)."""
         if self.suspended:
             return False
-        st = self.states.get(scene.name)
+        st = self.states.get(scene_key(scene))
         if st is None or not st.active:
             return False
         st.active = False
@@ -375,7 +383,7 @@ class PreviewStates:
         """A render of ``scene`` starts (render_init) or ends (render_complete / render_cancel).
         Meanwhile its frame changes are the render's (Ctrl+F12 steps through the frames and
         restores the current one at the end), not the user's: the preview keeps playing."""
-        st = self.states.get(getattr(scene, "name", None))
+        st = self.states.get(scene_key(scene)) if scene is not None else None
         if st is not None:
             st.rendering = bool(flag)
 
@@ -385,7 +393,7 @@ class PreviewStates:
         current frame and restores it) and frames set by a render or a bake are not a change.
         ``hand_back(scene)``: the hand-back step (default ``self.hand_back``).  Returns whether
         control was handed back."""
-        st = self.states.get(scene.name)
+        st = self.states.get(scene_key(scene))
         if st is None or st.rendering or self.suspended:
             return False
         frame = scene_frame(scene)
@@ -398,7 +406,7 @@ class PreviewStates:
         """Undo/redo restored the scenes' stored "Play on All Characters" values (their update
         callbacks do not run): queue the matching ``crowd`` command for every state that differs.
         ``scenes``: bpy.data.scenes."""
-        for name, st in list(self.states.items()):
-            scene = scenes.get(name)
-            if scene is not None:
+        for scene in scenes:
+            st = self.states.get(scene_key(scene))
+            if st is not None:
                 set_crowd(st, scene_crowd_flag(scene))
