@@ -6,7 +6,7 @@ add-on is enabled); ``unregister()`` frees it.  It owns
 
 * ``final_sessions``: the F12 session kept between the renders of the last rendered scene
   (``FinalSessionKeeper``; see render_engine.py for why F12 shares one);
-* ``previews``: the viewport preview's state of each scene (``preview_state.PreviewStates``),
+* ``previews``: the viewport preview's state of each scene (``preview.driver.PreviewStates``),
   which the UI (operators, panels, handlers) reaches through ``preview.py``;
 * ``bakes``: the preview's bakes (``importer.bake.BakeCache``) that the operators make and the
   viewport sessions it makes play (a session made without the add-on has its own);
@@ -17,7 +17,7 @@ from __future__ import annotations
 import weakref
 
 from .bake.cache import BakeCache
-from ..features.preview.state import PreviewStates
+from ..features.preview.driver import PreviewStates
 
 
 class FinalSessionKeeper:

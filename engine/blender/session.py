@@ -30,7 +30,6 @@ from . import importer as _importer  # noqa: F401,E402
 from .importer import edits as _edits  # noqa: F401,E402
 from .sources import timeline as _timeline  # noqa: F401,E402
 from ..core.world import scene_runtime as _scene_runtime  # noqa: F401,E402
-from ..features.springs import reader as _springs_reader, timeline as _springs_timeline  # noqa: F401,E402
 from ..gpu import backend as _gpu_backend, util as _gpu_util  # noqa: F401,E402
 from ..gpu.passes import pipeline as _pipeline, samples as _samples  # noqa: F401,E402
 

@@ -49,7 +49,7 @@ class BakeCache:
     (the per-frame path).  ``ensure`` always re-checks and bakes when needed.  ``substeps``:
     samples per frame interval (1: the action's frames; part of the signature).  ``quiet``: a
     context manager factory the bakes run in (the owner's: its frame changes are not the user
-    scrubbing the timeline; ``preview_state.PreviewStates.handback_suspended``)."""
+    scrubbing the timeline; ``preview.driver.PreviewStates.handback_suspended``)."""
 
     def __init__(self, substeps: int = 1, quiet: Optional[Callable] = None):
         self.substeps = max(1, int(substeps))

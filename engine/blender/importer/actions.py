@@ -239,7 +239,7 @@ def bake_inputs_signature(action, slot, object_target: Optional[NodeTarget], bon
 def expression_curves(action, slot) -> list:
     """[(F-Curve, channel name)] of the VRM expression previews ``slot`` animates (an armature
     data slot; muted curves skipped), channel names as ``vrm_paths.channel_key_for_path``."""
-    from ...features.vrm.paths import channel_key_for_path
+    from .vrm_paths import channel_key_for_path
 
     out = []
     for fc in slot_fcurves(action, slot):

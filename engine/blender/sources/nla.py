@@ -21,7 +21,7 @@ from ...core.animation.nla import (BLEND_TYPES, EXTEND_MODES, MIX_ADD, MIX_AXIS_
     MIX_QUAT, Source, Stack, Strip, Track)
 from ..importer.actions import pick_slot, slot_fcurves
 from ..importer.curve_read import read_curve_set
-from ...features.vrm.paths import channel_key_for_path
+from ..importer.vrm_paths import channel_key_for_path
 
 _LAST = re.compile(r"^(.*?)\.?([A-Za-z_][A-Za-z0-9_]*)$")
 

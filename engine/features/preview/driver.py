@@ -1,6 +1,7 @@
-"""The viewport preview on one session: ``PreviewDriver`` owns what the preview keeps between the
-frames of one ``StylizedSession`` and is the session's one entry into the preview
-(docs/architecture.md).
+"""The viewport preview's owners (docs/architecture.md): ``PreviewDriver`` owns what the preview
+keeps between the frames of one ``StylizedSession`` and is the session's one entry into the
+preview; ``PreviewStates`` holds the preview states of every scene for the add-on's
+``AddonState``.
 
 The session makes one driver (``session.preview``) and calls ``update(depsgraph, state, dt)`` as
 its frame's update step; ``reset()`` when it is freed.  The driver reads the session's shared
@@ -18,7 +19,8 @@ Per frame, with a ``PreviewState``:
 """
 from __future__ import annotations
 
-from typing import Optional
+import contextlib
+from typing import Callable, Dict, Optional
 
 from . import bakes as _bakes, follow as _follow, hold as _hold, morphs as _morphs, scene as _scene, \
     state as _preview
@@ -147,3 +149,93 @@ class PreviewDriver:
         if lost is not None:
             _follow.restore_player(state, runtime, lost)
         self.played_runtime = runtime
+
+
+class PreviewStates:
+    """The preview states of every scene (by ``state.scene_key``: a renamed scene keeps its state)
+    and the timeline hand-back rule: owned by the add-on's ``AddonState`` (made by
+    ``register()``, held by the registered engine class, freed with it), reached by the UI
+    through ``control.py``.  Nothing here is process-wide."""
+
+    def __init__(self):
+        self.states: Dict[tuple, _preview.PreviewState] = {}
+        self.suspended = 0        # >0 while frame changes are a bake's / a check's, not the user's
+
+    def get(self, scene, context_object=None) -> _preview.PreviewState:
+        """The PreviewState of ``scene`` (created on demand: armature of ``context_object`` or the
+        first armature of the scene, its active action or first compatible clip, loop on, paused)."""
+        key = _preview.scene_key(scene)
+        st = self.states.get(key)
+        if st is None:
+            st = self.states[key] = _preview.PreviewState()
+            st.crowd = _preview.scene_crowd_flag(scene)
+            st.timeline_frame = _preview.scene_frame(scene)
+            arm = _preview.armature_of(context_object) or _preview._first_armature(scene)
+            if arm is not None:
+                _preview.select_armature(st, arm)
+        return st
+
+    def peek(self, scene) -> Optional[_preview.PreviewState]:
+        return self.states.get(_preview.scene_key(scene))
+
+    def clear(self) -> None:
+        self.states.clear()
+
+    def any_playing(self) -> bool:
+        return any(s.active and s.playing for s in self.states.values())
+
+    @contextlib.contextmanager
+    def handback_suspended(self):
+        """While active, frame changes do not hand the preview back to the timeline (a bake sets
+        the scene's frame many times and restores it; that is not the user scrubbing)."""
+        self.suspended += 1
+        try:
+            yield
+        finally:
+            self.suspended -= 1
+
+    def hand_back(self, scene) -> bool:
+        """Timeline mode for ``scene``: the preview stops driving the pose. Returns whether it did
+        (never while ``handback_suspended``)."""
+        if self.suspended:
+            return False
+        st = self.states.get(_preview.scene_key(scene))
+        if st is None or not st.active:
+            return False
+        st.active = False
+        if st.playing:
+            st.playing = False
+            st.push("pause")
+        return True
+
+    def rendering(self, scene, flag: bool) -> None:
+        """A render of ``scene`` starts (render_init) or ends (render_complete / render_cancel).
+        Meanwhile its frame changes are the render's (Ctrl+F12 steps through the frames and
+        restores the current one at the end), not the user's: the preview keeps playing."""
+        st = self.states.get(_preview.scene_key(scene)) if scene is not None else None
+        if st is not None:
+            st.rendering = bool(flag)
+
+    def timeline_frame_changed(self, scene, hand_back: Optional[Callable] = None) -> bool:
+        """``frame_change_pre``: hand the preview back to the timeline when the user changed the
+        frame (scrubbing, timeline playback).  The same frame evaluated again (F12 sets the
+        current frame and restores it) and frames set by a render or a bake are not a change.
+        ``hand_back(scene)``: the hand-back step (default ``self.hand_back``).  Returns whether
+        control was handed back."""
+        st = self.states.get(_preview.scene_key(scene))
+        if st is None or st.rendering or self.suspended:
+            return False
+        frame = _preview.scene_frame(scene)
+        if frame == st.timeline_frame:
+            return False
+        st.timeline_frame = frame
+        return (hand_back or self.hand_back)(scene)
+
+    def sync_crowd(self, scenes) -> None:
+        """Undo/redo restored the scenes' stored "Play on All Characters" values (their update
+        callbacks do not run): queue the matching ``crowd`` command for every state that differs.
+        ``scenes``: bpy.data.scenes."""
+        for scene in scenes:
+            st = self.states.get(_preview.scene_key(scene))
+            if st is not None:
+                _preview.set_crowd(st, _preview.scene_crowd_flag(scene))

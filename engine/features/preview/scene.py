@@ -34,7 +34,7 @@ from ...blender.importer import actions as _actions
 from ...blender.importer.curve_read import build_binding
 from ...blender.importer.nodes import bone_target, object_target
 from ...blender.sources.nla import SceneAnimation
-from ..vrm.paths import channel_key_for_path
+from ...blender.importer.vrm_paths import channel_key_for_path
 from . import scene_bake as _bakes
 
 

@@ -1,5 +1,6 @@
-"""The preview's state and its per-frame command drain (no registry, no handlers: ``preview.py``
-is the UI's entry point, ``PreviewStates`` the per-scene owner it reaches through the add-on).
+"""The preview's state and its per-frame command drain (no registry, no handlers: ``control.py``
+is the UI's entry point, ``driver.PreviewStates`` the per-scene owner it reaches through the
+add-on).
 
 The UI never touches the runtime: operators and panel properties write a ``PreviewState`` (one
 per scene, kept by ``PreviewStates``, which the add-on's ``AddonState`` owns) and queue transport
@@ -19,15 +20,14 @@ Commands (FIFO ``state.commands``):
 ``state.active`` True = the preview player drives the pose (the scene timeline does not move and
 the depsgraph is not re-evaluated per frame); False = timeline mode.  ``play``/``stop``/``seek``/
 ``clip`` activate the preview; scrubbing or playing the timeline (frame_change_pre) hands control
-back to the timeline (``PreviewStates.timeline_frame_changed``).  Split out of ``preview.py``.
+back to the timeline (``PreviewStates.timeline_frame_changed``).
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 DEFAULT_FADE = 0.25      # seconds of crossfade when another clip is chosen while playing
 
@@ -321,92 +321,3 @@ def scene_key(scene):
     its name where there is none."""
     uid = getattr(scene, "session_uid", None)
     return ("uid", int(uid)) if uid is not None else ("name", getattr(scene, "name", None))
-
-
-class PreviewStates:
-    """The preview states of every scene (by ``scene_key``: a renamed scene keeps its state) and the timeline hand-back rule: owned by the
-    add-on's ``AddonState`` (made by ``register()``, held by the registered engine class, freed
-    with it), reached by the UI through ``preview.py``.  Nothing here is process-wide."""
-
-    def __init__(self):
-        self.states: Dict[str, PreviewState] = {}
-        self.suspended = 0        # >0 while frame changes are a bake's / a check's, not the user's
-
-    def get(self, scene, context_object=None) -> PreviewState:
-        """The PreviewState of ``scene`` (created on demand: armature of ``context_object`` or the
-        first armature of the scene, its active action or first compatible clip, loop on, paused)."""
-        key = scene_key(scene)
-        st = self.states.get(key)
-        if st is None:
-            st = self.states[key] = PreviewState()
-            st.crowd = scene_crowd_flag(scene)
-            st.timeline_frame = scene_frame(scene)
-            arm = armature_of(context_object) or _first_armature(scene)
-            if arm is not None:
-                select_armature(st, arm)
-        return st
-
-    def peek(self, scene) -> Optional[PreviewState]:
-        return self.states.get(scene_key(scene))
-
-    def clear(self) -> None:
-        self.states.clear()
-
-    def any_playing(self) -> bool:
-        return any(s.active and s.playing for s in self.states.values())
-
-    @contextlib.contextmanager
-    def handback_suspended(self):
-        """While active, frame changes do not hand the preview back to the timeline (a bake sets
-        the scene's frame many times and restores it; that is not the user scrubbing)."""
-        self.suspended += 1
-        try:
-            yield
-        finally:
-            self.suspended -= 1
-
-    def hand_back(self, scene) -> bool:
-        """Timeline mode for ``scene``: the preview stops driving the pose. Returns whether it did
-        (never while ``handback_suspended``)."""
-        if self.suspended:
-            return False
-        st = self.states.get(scene_key(scene))
-        if st is None or not st.active:
-            return False
-        st.active = False
-        if st.playing:
-            st.playing = False
-            st.push("pause")
-        return True
-
-    def rendering(self, scene, flag: bool) -> None:
-        """A render of ``scene`` starts (render_init) or ends (render_complete / render_cancel).
-        Meanwhile its frame changes are the render's (Ctrl+F12 steps through the frames and
-        restores the current one at the end), not the user's: the preview keeps playing."""
-        st = self.states.get(scene_key(scene)) if scene is not None else None
-        if st is not None:
-            st.rendering = bool(flag)
-
-    def timeline_frame_changed(self, scene, hand_back: Optional[Callable] = None) -> bool:
-        """``frame_change_pre``: hand the preview back to the timeline when the user changed the
-        frame (scrubbing, timeline playback).  The same frame evaluated again (F12 sets the
-        current frame and restores it) and frames set by a render or a bake are not a change.
-        ``hand_back(scene)``: the hand-back step (default ``self.hand_back``).  Returns whether
-        control was handed back."""
-        st = self.states.get(scene_key(scene))
-        if st is None or st.rendering or self.suspended:
-            return False
-        frame = scene_frame(scene)
-        if frame == st.timeline_frame:
-            return False
-        st.timeline_frame = frame
-        return (hand_back or self.hand_back)(scene)
-
-    def sync_crowd(self, scenes) -> None:
-        """Undo/redo restored the scenes' stored "Play on All Characters" values (their update
-        callbacks do not run): queue the matching ``crowd`` command for every state that differs.
-        ``scenes``: bpy.data.scenes."""
-        for scene in scenes:
-            st = self.states.get(scene_key(scene))
-            if st is not None:
-                set_crowd(st, scene_crowd_flag(scene))

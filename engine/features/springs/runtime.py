@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ...core.animation import spring_rig as core, spring_solver as solver
+from . import reader as _reader
 
 STEP = 1.0 / 60.0
 MAX_STEPS_PER_FRAME = 12          # a long hitch does not stall the preview (the rest is dropped)
@@ -122,20 +123,18 @@ def read_characters(scene_asset):
     whose Blender object has VRM spring bones and Animate Spring Bones on (bpy-side)."""
     import bpy
 
-    from .reader import has_springs, read_character
-
     index = {n.name: i for i, n in enumerate(scene_asset.nodes)}
     chars, warnings, names = [], [], []
     for i, node in enumerate(scene_asset.nodes):
         if node.bone_name is not None:
             continue
         obj = bpy.data.objects.get(node.object_name)
-        if obj is None or not has_springs(obj):
+        if obj is None or not _reader.has_springs(obj):
             continue
         names.append(obj.name)
         if not _enabled(obj):
             continue
-        spec = read_character(obj, lambda b, a=obj.name: index.get(f"{a}/{b}", -1), i, warn=warnings.append)
+        spec = _reader.read_character(obj, lambda b, a=obj.name: index.get(f"{a}/{b}", -1), i, warn=warnings.append)
         if spec is not None:
             chars.append(spec)
     return chars, warnings, tuple(names)

@@ -1,7 +1,7 @@
 """The names of VRM expression preview F-Curves (the VRM Add-on's ``...preview`` properties) and
-of the preview-player clip channels made from them.  Pure string rules, shared by the action
-importer (engine/blender/importer/actions.py) and the VRM reader (engine/features/vrm/expressions.py), so neither
-imports the other.
+of the preview-player clip channels made from them.  Pure string rules of the importer
+(actions.py: expression previews become clip channels), which the Scene preview's NLA reader
+(engine/blender/sources/nla.py) and the VRM feature (engine/features/vrm) read too.
 """
 from __future__ import annotations
 
