@@ -117,8 +117,8 @@ def _preview_session(arm, act, seek):
 
     def task():
         dg = bpy.context.evaluated_depsgraph_get()
-        s._ensure_gpu()
-        s._ensure_runtime(dg)
+        s.ensure_gpu()
+        s.ensure_runtime(dg)
         ok = s.update_frame(dg, st)
         return ok, s.runtime.player.clip, s.runtime.player.current_time
 

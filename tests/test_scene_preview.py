@@ -196,8 +196,8 @@ def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
     def frame(t):
         def task():
             dg = bpy.context.evaluated_depsgraph_get()
-            s._ensure_gpu()
-            s._ensure_runtime(dg)
+            s.ensure_gpu()
+            s.ensure_runtime(dg)
             st.push("scene_seek", t)
             st.push("pause")
             assert s.update_frame(dg, st) and st.active, st.last_error
@@ -288,8 +288,8 @@ def test_shape_keys_holding_still_are_pushed_again_after_another_write(nla_scene
         st.push("scene_seek", f)
         st.push("pause")
         dg = bpy.context.evaluated_depsgraph_get()
-        s._ensure_gpu()
-        s._ensure_runtime(dg)
+        s.ensure_gpu()
+        s.ensure_runtime(dg)
         assert s.update_frame(dg, st), s.update_error
         rt = s.runtime
         node = next(i for i, nd in enumerate(rt.scene.nodes) if nd.object_name == "Face" and nd.bone_name is None)

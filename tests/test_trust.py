@@ -568,7 +568,7 @@ def test_linked_duplicates_share_assets_and_static_streams(empty_scene, capsys):
 
     s = StylizedSession()
     dg = bpy.context.evaluated_depsgraph_get()
-    gpu_util.run_in_gpu_context(lambda: (s._ensure_gpu(), s._ensure_runtime(dg)))
+    gpu_util.run_in_gpu_context(lambda: (s.ensure_gpu(), s.ensure_runtime(dg)))
     prims = len(meshes[0].primitives)
     try:
         assert s.backend.static_uploads == prims, (s.backend.static_uploads, prims)

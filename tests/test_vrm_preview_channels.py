@@ -137,8 +137,8 @@ def clocked_session(monkeypatch, strict: bool = True):
         dg = bpy.context.evaluated_depsgraph_get()
 
         def task():
-            s._ensure_gpu()
-            s._ensure_runtime(dg)
+            s.ensure_gpu()
+            s.ensure_runtime(dg)
             return s.update_frame(dg, state)
         assert gpu_util.run_in_gpu_context(task)
         if strict:

@@ -116,8 +116,8 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
     state.push("play")
 
     def task():
-        session._ensure_gpu()
-        session._ensure_runtime(dg)
+        session.ensure_gpu()
+        session.ensure_runtime(dg)
         assert session.update_frame(dg, state) and state.active, state.last_error
 
         def player_frame(i):

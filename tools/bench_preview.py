@@ -134,8 +134,8 @@ def clip_keys(frames: int = 400) -> dict:
         session.sync(dg)
         state = preview.get_state(scene, arm)
         state.active = True
-        session._ensure_gpu()
-        session._ensure_runtime(dg)
+        session.ensure_gpu()
+        session.ensure_runtime(dg)
         assert session.update_frame(dg, state), session.update_error     # the clips are imported now
         asset = session.scene_asset
         clips = list(asset.animations)
@@ -170,7 +170,7 @@ def clip_keys(frames: int = 400) -> dict:
                 rt.update = former
             for i in range(10):
                 calls[0] = 0
-                session._last_time = time.perf_counter() - 1.0 / 60.0     # the clip advances a 60 fps frame
+                session.last_update_time = time.perf_counter() - 1.0 / 60.0     # the clip advances a 60 fps frame
                 t0 = time.perf_counter()
                 session.update_frame(dg, state)
                 dt = time.perf_counter() - t0

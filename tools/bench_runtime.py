@@ -264,8 +264,8 @@ def measure_crowd(n: int, frames: int = 40) -> dict:
 
         s = StylizedSession(viewport=True)
         dg = bpy.context.evaluated_depsgraph_get()
-        s._ensure_gpu()
-        s._ensure_runtime(dg)
+        s.ensure_gpu()
+        s.ensure_runtime(dg)
         st = preview.PreviewState(armature=names[0], active=True, crowd=True)
         for cmd in (("loop", True), ("clip", clip.name), ("play",)):
             st.push(*cmd)

@@ -117,8 +117,8 @@ def measure(frames: int = 40, blocks: int = 6, block: int = 10) -> dict:
 
     def start():
         dg = bpy.context.evaluated_depsgraph_get()
-        s._ensure_gpu()
-        s._ensure_runtime(dg)
+        s.ensure_gpu()
+        s.ensure_runtime(dg)
         assert s.update_frame(dg, st), s.update_error
 
     fs, ours, fs_cpu, ours_cpu = [], [], [], []
@@ -133,7 +133,7 @@ def measure(frames: int = 40, blocks: int = 6, block: int = 10) -> dict:
             fs.append((time.perf_counter() - t) * 1e3)
             fs_cpu.append((time.process_time() - c) * 1e3)
             t, c = time.perf_counter(), time.process_time()
-            s._update(dg, st)                                # what the viewport's draw runs first
+            s.update_and_report(dg, st)                                # what the viewport's draw runs first
             ours.append((time.perf_counter() - t) * 1e3)
             ours_cpu.append((time.process_time() - c) * 1e3)
             assert s.update_error is None, s.update_error
@@ -150,7 +150,7 @@ def measure(frames: int = 40, blocks: int = 6, block: int = 10) -> dict:
         for r in range(blocks):
             for _ in range(block):
                 t, c = time.perf_counter(), time.process_time()
-                s._update(dg, st)
+                s.update_and_report(dg, st)
                 bours.append((time.perf_counter() - t) * 1e3)
                 bours_cpu.append((time.process_time() - c) * 1e3)
                 assert s.update_error is None, s.update_error

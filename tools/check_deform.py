@@ -272,9 +272,9 @@ class Checker:
 
             def task(f=f):
                 s = self.session
-                s._ensure_gpu()
+                s.ensure_gpu()
                 before = s.imports.import_count
-                s._ensure_runtime(dg)
+                s.ensure_runtime(dg)
                 if s.imports.import_count != before:
                     self.import_frame = f
                 self._apply_policy()
@@ -323,7 +323,7 @@ class Checker:
         import_frame = scene.frame_current
         # import once (GPU task), as the viewport session does, to know the clips
         dg = bpy.context.evaluated_depsgraph_get()
-        gpu_util.run_in_gpu_context(lambda: (self.session._ensure_gpu(), self.session._ensure_runtime(dg)))
+        gpu_util.run_in_gpu_context(lambda: (self.session.ensure_gpu(), self.session.ensure_runtime(dg)))
         asset = self.session.scene_asset
         if asset is None:
             return 0
@@ -407,7 +407,7 @@ class Checker:
 
                     def task():
                         s = self.session
-                        s._ensure_runtime(dg)
+                        s.ensure_runtime(dg)
                         self._apply_policy()
                         if not s.update_frame(dg, state):
                             raise RuntimeError(f"preview update failed: {s.runtime.last_failure()}")

@@ -170,8 +170,8 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
 
         def task():
             s = checker.session
-            s._ensure_gpu()
-            s._ensure_runtime(dg)
+            s.ensure_gpu()
+            s.ensure_runtime(dg)
             if not s.update_frame(dg, state):
                 raise RuntimeError(f"Scene preview update failed: {s.update_error or s.runtime.last_failure()}")
             if not state.active:

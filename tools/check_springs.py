@@ -204,8 +204,8 @@ def play_preview(arms, updates, dt, control="none"):
 
         def update():
             def task():
-                s._ensure_gpu()
-                s._ensure_runtime(dg)
+                s.ensure_gpu()
+                s.ensure_runtime(dg)
                 return s.update_frame(dg, st)
             if not gpu_util.run_in_gpu_context(task) or st.last_error:
                 raise RuntimeError(f"preview update failed: {st.last_error or s.update_error}")

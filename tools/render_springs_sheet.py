@@ -99,8 +99,8 @@ def main(argv=None) -> int:
 
     def frame(i):
         def task():
-            s._ensure_gpu()
-            s._ensure_runtime(dg)
+            s.ensure_gpu()
+            s.ensure_runtime(dg)
             tex = s.render_texture(dg, camera, w, h, preview_state=st)
             return texture_to_numpy(tex, w, h)
         px = gpu_util.run_in_gpu_context(task)

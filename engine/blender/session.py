@@ -65,7 +65,7 @@ class StylizedSession:
         self.update_error = None
         self.stats = {}
         self.timings = None
-        self._last_time = None
+        self.last_update_time = None     # when update_frame last ran (the preview clock's dt starts there)
         self._reset_frame_state()
         self.bakes = addon.bakes if addon is not None else BakeCache()   # the preview's bakes (preview/bakes.py)
         self._own_bakes = addon is None
@@ -88,7 +88,8 @@ class StylizedSession:
         self._scene_reads = None         # viewport: (key, fallback items, lamps) a redraw may reuse
 
     # ------------------------------------------------------------------------------------------
-    def _ensure_gpu(self):
+    def ensure_gpu(self) -> None:
+        """The frame pipeline and GPU backend (made once, inside a GPU context)."""
         if self.pipeline is None:
             from ..gpu.passes.pipeline import FramePipeline
             from ..gpu.backend import GpuBackend
@@ -115,7 +116,7 @@ class StylizedSession:
         self.imports.reimport_reasons.append(reason)
 
     # ------------------------------------------------------------------------------------------
-    def _ensure_runtime(self, depsgraph) -> None:
+    def ensure_runtime(self, depsgraph) -> None:
         """Import the scene and (re)build the runtime when needed: ``session_sync.ensure_runtime``."""
         session_sync.ensure_runtime(self, depsgraph)
 
@@ -126,8 +127,8 @@ class StylizedSession:
         if self.runtime is None:
             return False
         now = time.perf_counter()
-        dt = 0.0 if self._last_time is None else now - self._last_time
-        self._last_time = now
+        dt = 0.0 if self.last_update_time is None else now - self.last_update_time
+        self.last_update_time = now
         return self.preview.update(depsgraph, preview_state, dt)
 
     def update_timeline(self, depsgraph) -> bool:
@@ -144,10 +145,10 @@ class StylizedSession:
         if self.viewport and not self.imports.want_clips:
             self.imports.want_clips = True
             self.imports.need_import = True
-            self._ensure_runtime(depsgraph)
+            self.ensure_runtime(depsgraph)
         return self.runtime is not None
 
-    def _update(self, depsgraph, preview_state) -> None:
+    def update_and_report(self, depsgraph, preview_state) -> None:
         """update_frame, with its failure kept for the Stats panel and the render log."""
         self.update_error = None
         if self.runtime is None:
@@ -204,12 +205,12 @@ class StylizedSession:
 
     def build_frame(self, depsgraph, camera: CameraData, width: int, height: int,
                     film_transparent: bool = False, preview_state=None, passes=()) -> FrameData:
-        self._ensure_gpu()
+        self.ensure_gpu()
         scene = depsgraph.scene
         t0 = time.perf_counter()
-        self._ensure_runtime(depsgraph)
+        self.ensure_runtime(depsgraph)
         t1 = time.perf_counter()
-        self._update(depsgraph, preview_state)
+        self.update_and_report(depsgraph, preview_state)
         t2 = time.perf_counter()
         gpu_items = self._gpu_items(depsgraph)
         gpu_nodes = self.imports.gpu_nodes
