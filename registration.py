@@ -62,7 +62,9 @@ def _submodules():
     """Feature subpackages with their own register()/unregister() (operators, panels, properties)."""
     mods = []
     from . import operators, panels  # noqa: F401
-    from .engine.features import materials  # MToon material/scene properties (before operators and panels)
+    from .engine.blender import render_settings  # Scene.stylized: the render engine's settings
+    mods.append(render_settings)
+    from .engine.features import materials  # Material.stylized_mtoon (before operators and panels)
     mods.append(materials)
     mods.append(operators)
     mods.append(panels)

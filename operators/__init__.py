@@ -5,9 +5,9 @@ from ..engine.blender.registry import register_modules, unregister_modules
 
 _modules = []
 
-from . import mtoon_ops  # noqa: E402  (MToon material operators)
+from . import materials_ops  # noqa: E402  (MToon material operators)
 
-_modules.append(mtoon_ops)
+_modules.append(materials_ops)
 
 from . import preview_ops, expression_ops  # noqa: E402  (viewport preview + expressions)
 

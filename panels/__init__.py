@@ -5,9 +5,9 @@ from ..engine.blender.registry import register_modules, unregister_modules
 
 _modules = []
 
-from . import material_panel, render_panel  # noqa: E402  (MToon material + render settings panels)
+from . import materials_panel, render_panel  # noqa: E402  (MToon material + render settings panels)
 
-_modules.extend((material_panel, render_panel))
+_modules.extend((materials_panel, render_panel))
 
 from . import viewport_panels  # noqa: E402  (3D viewport sidebar tab "Stylized")
 

@@ -168,17 +168,18 @@ def test_property_defaults_resolve_to_spec(empty_scene):
 
 
 def test_every_property_has_a_tooltip(ext):
+    from stylized_renderer.engine.blender import render_settings
     from stylized_renderer.engine.features.materials import properties
 
     missing = []
-    for cls in properties.CLASSES:
+    for cls in properties.CLASSES + (render_settings.StylizedSceneSettings,):
         for prop in cls.bl_rna.properties:
             if prop.identifier == "rna_type":
                 continue
             if not prop.description.strip():
                 missing.append(f"{cls.__name__}.{prop.identifier}")
     assert not missing, missing
-    assert "synchron" in properties.StylizedSceneSettings.bl_rna.properties["profile_gpu"].description
+    assert "synchron" in render_settings.StylizedSceneSettings.bl_rna.properties["profile_gpu"].description
     assert bpy.types.Material.bl_rna.properties["stylized_mtoon"].description
     assert bpy.types.Scene.bl_rna.properties["stylized"].description
 
@@ -387,7 +388,7 @@ def test_depsgraph_update_invalidates(empty_scene):
 # ---------------------------------------------------------------------------------------------
 
 def test_convert_operator_from_vrm_nodes(empty_scene):
-    from stylized_renderer.operators.mtoon_ops import STYLIZED_OT_convert_to_mtoon
+    from stylized_renderer.operators.materials_ops import STYLIZED_OT_convert_to_mtoon
 
     assert {"REGISTER", "UNDO"} <= set(STYLIZED_OT_convert_to_mtoon.bl_options)
     img = _image("conv_base")
@@ -424,7 +425,7 @@ def test_convert_operator_all_selected_from_principled(empty_scene):
 
 
 def test_standard_view_transform_operator(empty_scene):
-    from stylized_renderer.operators.mtoon_ops import STYLIZED_OT_set_standard_view_transform
+    from stylized_renderer.operators.materials_ops import STYLIZED_OT_set_standard_view_transform
 
     assert "UNDO" in STYLIZED_OT_set_standard_view_transform.bl_options
     empty_scene.view_settings.view_transform = "AgX"
@@ -518,19 +519,19 @@ def _draw(panel_cls, context, header=False):
 def test_panels_draw(empty_scene):
     from types import SimpleNamespace
 
-    from stylized_renderer.panels import material_panel, render_panel
+    from stylized_renderer.panels import materials_panel, render_panel
 
     mat = C.add_material("Panel", (0.5, 0.4, 0.3))
     ctx = SimpleNamespace(material=mat, scene=empty_scene, engine="STYLIZED")
-    assert material_panel.STYLIZED_PT_material_mtoon.poll(ctx)
-    assert not material_panel.STYLIZED_PT_material_mtoon_lighting.poll(ctx)   # sub-panels need "Use MToon"
-    log = _draw(material_panel.STYLIZED_PT_material_mtoon, ctx)
+    assert materials_panel.STYLIZED_PT_material_mtoon.poll(ctx)
+    assert not materials_panel.STYLIZED_PT_material_mtoon_lighting.poll(ctx)   # sub-panels need "Use MToon"
+    log = _draw(materials_panel.STYLIZED_PT_material_mtoon, ctx)
     assert ("operator", "stylized.convert_to_mtoon") in log
     assert any(k == "label" and "Principled" in t for k, t in log)
-    assert ("prop", "enabled") in _draw(material_panel.STYLIZED_PT_material_mtoon, ctx, header=True)
+    assert ("prop", "enabled") in _draw(materials_panel.STYLIZED_PT_material_mtoon, ctx, header=True)
     mat.stylized_mtoon.enabled = True
     drawn = set()
-    for cls in material_panel.CLASSES:
+    for cls in materials_panel.CLASSES:
         assert cls.poll(ctx)
         drawn |= {a for k, a in _draw(cls, ctx) if k in ("prop", "template_ID")}
     props = mat.stylized_mtoon.bl_rna.properties

@@ -491,10 +491,10 @@ def test_expression_and_mtoon_operators_are_undoable(expr_character):
     """What our operators write lives in Blender's data, so Blender's undo restores it.  Headless
     there is no window manager to push the step an UNDO operator gets in the UI, so the test
     pushes it, as the window manager does after the operator finishes."""
-    from stylized_renderer.operators import expression_ops, mtoon_ops
+    from stylized_renderer.operators import expression_ops, materials_ops
 
     assert "UNDO" in expression_ops.STYLIZED_OT_expression_set.bl_options
-    assert "UNDO" in mtoon_ops.STYLIZED_OT_convert_to_mtoon.bl_options
+    assert "UNDO" in materials_ops.STYLIZED_OT_convert_to_mtoon.bl_options
     scene, arm, body, hat, kb_body, kb_hat = expr_character
     kb_body["Smile"].value = 0.2
     bpy.ops.ed.undo_push(message="before")
