@@ -73,6 +73,23 @@ def free_final_session() -> None:
         keeper.free()
 
 
+def _targets_do_not_fit(depsgraph, width: int, height: int):
+    """The message stopping a final render whose targets a software GPU cannot hold (None: they
+    fit, or the GPU does not say: engine/gpu/passes/target_budget.py)."""
+    import gpu
+
+    from ..gpu.passes import target_budget
+
+    renderer = gpu.platform.renderer_get()
+    if not target_budget.software_renderer(renderer):
+        return None
+    st = getattr(depsgraph.scene, "stylized", None)
+    need = target_budget.frame_bytes(width, height, int(getattr(st, "render_samples", 1)),
+                                     passes=bool(render_passes.requested(depsgraph.view_layer)),
+                                     screen_outline=bool(getattr(st, "screen_space_outline", False)))
+    return target_budget.check(width, height, need, renderer, target_budget.available_bytes())
+
+
 class StylizedRenderEngine(bpy.types.RenderEngine):
     bl_idname = "STYLIZED"
     bl_label = "Stylized"
@@ -120,6 +137,11 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         if width > limit or height > limit:
             msg = (f"Stylized: the render size {width}x{height} exceeds this GPU's texture limit of "
                    f"{limit}x{limit} pixels; lower the resolution (or its percentage) to at most {limit}")
+            self.report({"ERROR"}, msg)
+            self.last_result = {"error": msg, "frame": scene.frame_current}
+            return
+        msg = _targets_do_not_fit(depsgraph, width, height)
+        if msg is not None:
             self.report({"ERROR"}, msg)
             self.last_result = {"error": msg, "frame": scene.frame_current}
             return
