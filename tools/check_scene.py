@@ -105,10 +105,13 @@ def unsupported_lines(anim) -> list:
 
 
 def baked_objects(scene, state) -> set:
-    """Objects deformed by an armature Scene playback draws from a bake (``state.scene_bakes``):
-    compared within BAKED_TOL (the bake interpolates Blender's pose between its samples)."""
+    """Objects deformed by an armature Scene playback draws from a bake (``state.scene_bakes``),
+    or whose driven shape keys it draws from one: compared within BAKED_TOL (the bake
+    interpolates Blender's pose or values between its samples)."""
     bakes = getattr(state.scene_bakes, "bakes", None) or {}
-    out = set()
+    keys = set(getattr(state.scene_bakes, "keys", None) or {})
+    out = {ob.name for ob in scene.objects
+           if getattr(getattr(getattr(ob, "data", None), "shape_keys", None), "name", None) in keys}
     for ob in scene.objects:
         arms = {m.object.name for m in getattr(ob, "modifiers", ()) if m.type == "ARMATURE" and m.object is not None}
         if ob.parent is not None and ob.parent_type in ("ARMATURE", "BONE"):
@@ -147,7 +150,7 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
         preview_scene_bake.prepare(scene, state, quiet=preview.timeline_handback_suspended)
     baked = baked_objects(scene, state)
     frames = frames if frames is not None else scene_frames(scene)
-    if getattr(state.scene_bakes, "bakes", None):
+    if getattr(state.scene_bakes, "bakes", None) or getattr(state.scene_bakes, "keys", None):
         # a bake holds the frames Scene playback shows (bake_scene.played_range); the check's
         # extrapolation frames outside them are never played (also where the baked armature
         # deforms no mesh: Scene playback refuses them all the same)

@@ -29,6 +29,7 @@ from ..importer import actions as _actions
 from . import adaptive as _adaptive
 from .reasons import BakeError, bake_reasons, weighted_bbones
 from .record import Bake, _Evaluator, bone_parents, record_in, tables
+from .scene_keys import KeyBake, bake_keys, driven_keys, key_users, keys_signature  # noqa: F401 (key_users: the preview's)
 from .signature import rig_signature
 
 _STRIP_FIELDS = ("name", "frame_start", "frame_end", "action_frame_start", "action_frame_end", "scale", "repeat",
@@ -159,6 +160,7 @@ class SceneBakes:
 
     def __init__(self):
         self.bakes: Dict[str, Bake] = {}
+        self.keys: Dict[str, KeyBake] = {}        # driven shape keys (``bake.scene_keys``)
         self.reasons: Dict[str, List[str]] = {}
         self.signature: Optional[tuple] = None
         self.range = (0, -1)          # the baked scene frames (first, last)
@@ -167,13 +169,18 @@ class SceneBakes:
     def stale(self, scene) -> Optional[str]:
         """None when the bakes are what the scene needs now, else why not (for the panel)."""
         need = candidates(scene)
-        if not need and not self.bakes:
+        kneed = driven_keys(scene)
+        if not need and not self.bakes and not kneed and not self.keys:
             return None
         if set(need) != set(self.bakes):         # a rig gained or lost what needs Blender
             missing = sorted(set(need) - set(self.bakes))
             return (f"armature {', '.join(repr(n) for n in missing)} needs a bake through Blender "
                     f"({'; '.join(need[missing[0]])})" if missing else "the baked armatures changed")
-        if signature(scene, need) != self.signature:
+        if {k: tuple(b) for k, b in kneed.items()} != {k: tuple(kb.blocks) for k, kb in self.keys.items()}:
+            missing = sorted(set(kneed) - set(self.keys))
+            return (f"shape keys {', '.join(repr(n) for n in missing)} are driven: they need a bake through "
+                    "Blender" if missing else "the driven shape keys changed")
+        if signature(scene, need) + keys_signature(scene, kneed) != self.signature:
             return "the scene's animation or a baked rig changed since the bake"
         if played_range(scene)[0] < self.range[0]:
             return f"the shown frame {scene.frame_current} is before the baked frames"
@@ -186,9 +193,10 @@ class SceneBakes:
         import bpy
 
         need = candidates(scene)
+        kneed = driven_keys(scene)
         if self.stale(scene) is None:
             return False
-        sig = signature(scene, need)
+        sig = signature(scene, need) + keys_signature(scene, kneed)
         lo, hi = played_range(scene)
         frames = np.arange(lo, hi + 1, dtype=np.float64)
         if not frames.size:
@@ -200,7 +208,13 @@ class SceneBakes:
                 if progress is not None:
                     progress(min(k * int(frames.size) + done, total), total)
             bakes[name] = bake_in_scene(bpy.data.objects[name], scene, frames, step, need[name], quiet)
+        try:
+            keys = bake_keys(scene, kneed, frames, quiet) if kneed else {}
+        except Exception as ex:
+            raise BakeError(f"baking the driven shape keys of scene '{scene.name}' failed: "
+                            f"{type(ex).__name__}: {ex}") from ex
         self.bakes, self.reasons, self.signature, self.range = bakes, need, sig, (lo, hi)
+        self.keys = keys
         self.bake_count += 1
         return True
 
@@ -212,6 +226,7 @@ class SceneBakes:
         for name, b in sorted(self.bakes.items()):
             out.append(f"'{name}' baked through Blender ({'; '.join(self.reasons.get(name, ()))}): "
                        + "; ".join(bake_lines(b)))
+        out += [kb.line() for _k, kb in sorted(self.keys.items())]
         return out
 
 

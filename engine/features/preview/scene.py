@@ -10,14 +10,15 @@ the runtime then updates as on a timeline frame (palettes, morphs), after the mi
 spring bones hook into (``SceneRuntime.update_timeline``).
 
 Armatures only Blender can evaluate (bone constraints, IK, drivers on their bones or data,
-weighted B-Bones) are baked through Blender when Play starts (``importer.bake_scene``: the scene's
+weighted B-Bones) and shape keys whose values drivers set (``bake.scene_keys``) are baked through
+Blender when Play starts (``importer.bake_scene``: the scene's
 range as the timeline shows it, NLA included, adaptive sub-frame samples) and their bones drawn
 from the bake (``preview_scene_bake``); the panel names them, why, and the bake's figures.
 VRM expression previews keyed on an armature's data (with or without the VRM Add-on) are
 evaluated with the other channels and turned into the bound shape keys by the session's
 ``TimelineReader`` (the VRM 1.0 rules, as on the timeline).  Refused with the reason
 (``needs_blender``): object constraints, drivers on object transforms or on a mesh's data or
-shape keys, other animated armature data, tweak mode, meta / transition strips.
+on shape keys other than their values, other animated armature data, tweak mode, meta / transition strips.
 """
 from __future__ import annotations
 
@@ -57,11 +58,13 @@ def needs_blender(scene) -> List[str]:
             drivers = [d for d in (ad.drivers if ad is not None else ()) if not d.mute]
             if arm:      # an armature's bones and data: baked; its object transform: not
                 drivers = [d for d in drivers if what == "object" and _actions.RE_OBJ.match(d.data_path)]
+            elif what == "shape keys":      # a key block's value: baked (bake.scene_keys)
+                drivers = [d for d in drivers if not _actions.RE_KEY.match(d.data_path)]
             if drivers:
                 why.append(f"{len(drivers)} driver(s) on its {what} (e.g. {drivers[0].data_path})")
         if why:
             out.append(f"object '{ob.name}' is driven by {'; '.join(why)}: Scene playback does not evaluate "
-                       "that (only an armature's bones are baked); play its clip, or use the timeline")
+                       "that (an armature's bones and shape-key values are baked, nothing else); play its clip, or use the timeline")
         if getattr(getattr(ob, "animation_data", None), "use_tweak_mode", False):
             out.append(f"object '{ob.name}': its NLA is in tweak mode (a strip is being edited): Scene playback "
                        "does not evaluate tweak mode; leave it, or use the timeline")
@@ -118,6 +121,7 @@ class ScenePlayback:
         self.anim = SceneAnimation(scene)
         self.notes: List[str] = [n for a in self.anim.ids for n in a.notes]
         self.feeds = _bakes.feeds(bakes, scene_asset)        # baked armatures: bones from their bake
+        self.key_feeds = _bakes.key_feeds(bakes, scene_asset, runtime)    # driven shape keys: their bake
         baked = {f.name for f in self.feeds}
         if bakes is not None:
             self.notes = bakes.lines() + self.notes
@@ -256,6 +260,8 @@ class ScenePlayback:
                         w = shared.copy()
                         w[bound[0]] = read[node][bound[0]]
                 weights[node] = w
+        for feed in self.key_feeds:          # driven shape keys over the key's NLA (drivers come last)
+            feed.write(frame, weights, feed.base)
         # a node whose weights are those of its last push, with no morph weight of the runtime
         # changed since (its morph epoch), is not pushed again (a shape key holding still); the
         # nodes sharing one array are compared once

@@ -3,7 +3,9 @@ played (its bakes are current), and the per-frame source that poses a baked arma
 from its bake at the shown scene time (``SceneBakeFeed``)."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
+
+import numpy as np
 
 from ...blender.bake import scene as _bake_scene
 from ...blender.bake.baked_pose import baked_clip
@@ -30,10 +32,13 @@ def missing(scene, state) -> Optional[str]:
     bakes = state.scene_bakes
     if bakes is None:
         need = _bake_scene.candidates(scene)
-        if not need:
-            return None
-        name = sorted(need)[0]
-        return f"armature '{name}' needs a bake through Blender ({'; '.join(need[name])}): press Play"
+        if need:
+            name = sorted(need)[0]
+            return f"armature '{name}' needs a bake through Blender ({'; '.join(need[name])}): press Play"
+        keys = _bake_scene.driven_keys(scene)
+        if keys:
+            return f"shape keys '{sorted(keys)[0]}' are driven: they need a bake through Blender: press Play"
+        return None
     why = bakes.stale(scene)
     return f"{why}: press Play to bake again" if why else None
 
@@ -80,3 +85,49 @@ def feeds(bakes, scene_asset) -> List[SceneBakeFeed]:
 def baked_bone_owners(bakes) -> set:
     """Names of the armatures whose bones come from a bake (their NLA bone channels are not bound)."""
     return set(bakes.bakes) if bakes is not None else set()
+
+
+class KeyFeed:
+    """One baked shape-key datablock (``bake.scene_keys.KeyBake``) in Scene playback: the driven
+    blocks' values at the shown scene time over the weights of the nodes that use it."""
+
+    def __init__(self, bake, nodes, names):
+        self.bake = bake
+        self.nodes = tuple(nodes)
+        pos = {n: i for i, n in enumerate(names)}
+        keep = [j for j, b in enumerate(bake.blocks) if b in pos]
+        self.cols = np.array(keep, np.int64)
+        self.slots = np.array([pos[bake.blocks[j]] for j in keep], np.int64)
+        self.count = len(names)
+
+    def write(self, frame: float, weights: dict, base: np.ndarray) -> None:
+        """The driven values at ``frame`` into ``weights`` (node -> (K,) array) of its nodes, over
+        what is there (the key's NLA) or ``base`` (the values nothing animates)."""
+        v = self.bake.at(frame)[self.cols]
+        for node in self.nodes:
+            w = np.array(weights.get(node, base), np.float64, copy=True)
+            w[self.slots] = v
+            weights[node] = w
+
+
+def key_feeds(bakes, scene_asset, runtime) -> List[KeyFeed]:
+    """A feed per baked shape-key datablock with users among the scene asset's GPU nodes."""
+    import bpy
+
+    out = []
+    for name, kb in sorted(getattr(bakes, "keys", {}).items() if bakes is not None else ()):
+        key = bpy.data.shape_keys.get(name)
+        if key is None:
+            continue
+        groups: Dict[tuple, list] = {}
+        for ob in _bake_scene.key_users(name):
+            node = scene_asset.node_index(ob.name)
+            names = runtime.morph_key_names(node) if node >= 0 else None
+            if names:
+                groups.setdefault(tuple(names), []).append(node)
+        for names, nodes in groups.items():
+            feed = KeyFeed(kb, nodes, names)
+            feed.base = np.array([float(key.key_blocks[n].value) if n in key.key_blocks else 0.0 for n in names])
+            if feed.cols.size:
+                out.append(feed)
+    return out
