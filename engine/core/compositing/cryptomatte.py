@@ -112,7 +112,7 @@ def _rank_columns(s: np.ndarray, ids: np.ndarray, wts: np.ndarray, slots: int, l
     return out
 
 
-def rank(samples: np.ndarray, ids: np.ndarray, levels: int, weights=None, uniform=None) -> np.ndarray:
+def rank(samples: np.ndarray, ids: np.ndarray, levels: int, weights=None, uniform=None) -> list:
     """Ranked (id, coverage) layers of one type.
 
     ``samples``: (n, H, W) integer keys, one image per anti-aliasing sample (0: nothing drawn);
@@ -120,25 +120,29 @@ def rank(samples: np.ndarray, ids: np.ndarray, levels: int, weights=None, unifor
     object without material in the Material type); ``weights``: (n,) sample weights (default
     equal, summing to 1); ``uniform``: (H, W) bool, pixels whose samples all hold the same key
     (computed when not given; ``uniform_pixels``): those take their one id with coverage 1
-    (its weights' sum) without the general ranking, which runs on the rest only.
-    Returns (H, W, 4 * layer_count(levels)) float32: per layer (id, coverage, id, coverage)."""
+    (its weights' sum) without the general ranking, which runs on the rest (the edges) only.
+    Returns ``layer_count(levels)`` arrays (H, W, 4) float32: (id, coverage, id, coverage)."""
     samples = np.asarray(samples)
     n, h, w = samples.shape
     wts = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, np.float64)
     ids = np.asarray(ids, np.uint32)
-    slots = layer_count(levels) * 2
+    count = layer_count(levels)
     s = samples.reshape(n, -1)
     uni = (uniform_pixels(samples) if uniform is None else np.asarray(uniform, bool)).reshape(-1)
-    out = np.zeros((slots, 2, s.shape[1]), np.float32)
-    k0 = np.clip(s[0], 0, len(ids) - 1)
-    h0 = ids[k0]
-    ok = uni & (s[0] > 0) & (s[0] < len(ids)) & (h0 != 0)
-    out[0, 0] = np.where(ok, encode(h0), np.float32(0.0))
-    out[0, 1] = np.where(ok, np.float32(wts.sum()), np.float32(0.0))
-    mixed = np.flatnonzero(~uni)          # the edge pixels: few
+    layers = [np.zeros((h * w, 4), np.float32) for _ in range(count)]
+    k0 = s[0]
+    h0 = ids[np.clip(k0, 0, len(ids) - 1)]
+    ok = uni & (k0 > 0) & (k0 < len(ids)) & (h0 != 0)
+    # rank 0 of the uniform pixels: coverage 1 (dense writes: a scatter to most pixels is slower)
+    layers[0][:, 0] = np.where(ok, encode(h0), np.float32(0.0))
+    layers[0][:, 1] = np.where(ok, np.float32(wts.sum()), np.float32(0.0))
+    mixed = np.flatnonzero(~uni)                 # the edge pixels: few
     if mixed.size:
-        out[:, :, mixed] = _rank_columns(s[:, mixed], ids, wts, slots, max(1, int(levels)))
-    return out.reshape(slots // 2, 4, h, w).transpose(2, 3, 0, 1).reshape(h, w, -1)
+        ranked = _rank_columns(s[:, mixed], ids, wts, 2 * count, max(1, int(levels)))
+        for r in range(2 * count):
+            layers[r // 2][mixed, 2 * (r % 2)] = ranked[r, 0]
+            layers[r // 2][mixed, 2 * (r % 2) + 1] = ranked[r, 1]
+    return [a.reshape(h, w, 4) for a in layers]
 
 
 def uniform_pixels(samples: np.ndarray) -> np.ndarray:

@@ -77,8 +77,7 @@ class CryptoIds:
             names = self._names(kind)
             ids = np.fromiter((0 if n is None else cm.name_hash(n) for n in names), np.uint32, len(names))
             ranked = cm.rank(samples, ids, levels, uniform=uniform)
-            for i, layer in enumerate(cm.pass_names(kind, levels)):
-                out[layer] = np.ascontiguousarray(ranked[..., 4 * i:4 * i + 4])
+            out.update(zip(cm.pass_names(kind, levels), ranked))
         return out
 
     def metadata(self, layer_name: str) -> dict:
