@@ -6,8 +6,11 @@
 Builds the demo scene (demo/character.py), switches on the Mist, Depth and toon passes, renders
 F12 into a multilayer EXR (out/compositing/passes.exr) and composes three panels from that file:
 the Combined pass as rendered; the outlines retinted through the Outline pass (combined - outline
-+ outline coverage x a new colour) with the received Shadow tinted blue; and depth fog over the
-Mist pass.  Each panel is made only from passes of the written file.
++ outline coverage x a new colour) with the received Shadow tinted blue; depth fog over the
+Mist pass; and a Cryptomatte matte: the character's asset (the rig and everything parented to
+it), picked by name through the file's manifest as the compositor's Cryptomatte node does,
+keeps its colour while the rest is greyed and darkened.  Each panel is made only from passes
+and metadata of the written file.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ def main(argv=None):
     ext = _bootstrap.load(register=False)
     ext.register()
     from demo.character import build_demo_scene
-    from exr_read import layer_pass, read_exr
+    from exr_read import layer_pass, read_exr, read_exr_header
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
@@ -45,6 +48,7 @@ def main(argv=None):
     scene.frame_set(20)
     layer = scene.view_layers[0]
     layer.use_pass_mist = layer.use_pass_z = True
+    layer.use_pass_cryptomatte_asset = True
     toon = layer.stylized_passes
     toon.use_outline = toon.use_shadow = True
     ms = scene.world.mist_settings
@@ -75,7 +79,11 @@ def main(argv=None):
     # 2. depth fog over the Mist pass
     fog = np.array([0.75, 0.8, 0.9])
     fogged = comb[..., :3] * (1.0 - 0.85 * mist) + fog * 0.85 * mist
-    panels = [comb[..., :3], retint, fogged]
+    # 3. a Cryptomatte matte: the character's asset picked by name
+    matte = cryptomatte_matte(ch, read_exr_header(exr), "ViewLayer.CryptoAsset", "DemoRig")[::-1, :, None]
+    grey = comb[..., :3].mean(-1, keepdims=True) * 0.45
+    picked = comb[..., :3] * matte + grey * (1.0 - matte)
+    panels = [comb[..., :3], retint, fogged, picked]
     img = np.concatenate([np.concatenate([p, np.ones((h, w, 1))], -1) for p in panels], 1).astype(np.float32)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +94,26 @@ def main(argv=None):
     im.save()
     print(f"composite: {out} ({img.shape[1]}x{img.shape[0]}) from {exr}")
     ext.unregister()
+
+
+def cryptomatte_matte(channels, header, layer: str, name: str) -> np.ndarray:
+    """The coverage of ``name`` in the Cryptomatte ``layer`` (e.g. "ViewLayer.CryptoAsset") of
+    a written file (top row first): the manifest gives its id; its coverage is summed over the
+    ranked layers."""
+    import json
+
+    key = next(k.split("/")[1] for k, v in header.items() if k.endswith("/name") and v == layer)
+    h = int(json.loads(header[f"cryptomatte/{key}/manifest"])[name], 16)
+    exp = min(max((h >> 23) & 0xFF, 1), 254)
+    want = np.uint32((h & 0x807FFFFF) | (exp << 23))
+    out = 0.0
+    i = 0
+    while f"{layer}{i:02d}.r" in channels:
+        for id_ch, cov_ch in (("r", "g"), ("b", "a")):
+            ids = channels[f"{layer}{i:02d}.{id_ch}"].view(np.uint32)
+            out = out + np.where(ids == want, channels[f"{layer}{i:02d}.{cov_ch}"], 0.0)
+        i += 1
+    return np.asarray(out, np.float32)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,9 @@ void main()
     /* unlit (KHR_materials_unlit, an Emission shader): the base colour as it is */
     frag_color = base;
     frag_aux = vec4(ngeo, v_object_id);
+#ifdef SPEC_PASSES
+    pass_emit = base.rgb;              /* (EEVEE: an Emission shader's colour is Emission) */
+#endif
     PASS_OUT(1.0, 1.0, vec3(0.0), 0.0);
     pass_shadow = 1.0;
     pass_shade = 1.0;
@@ -141,6 +144,13 @@ void main()
   vec3 c = mtoon_shade(v_world, N, ngeo, uvA, base.rgb, vis);
   frag_color = vec4(c, base.a);
   frag_aux = vec4(N, v_object_id);
+#ifdef SPEC_PASSES
+  pass_diffuse = base.rgb;
+  pass_emit = mt.emissive.rgb;
+  if (has_tex(TEX_EMISSIVE)) {
+    pass_emit *= texture(tex_emissive, tex_uv(TEX_EMISSIVE, uvA)).rgb;
+  }
+#endif
   PASS_OUT(pass_shadow, pass_shade, pass_rim, 0.0);
   PASS_BLEND(base.a, N);
 }
@@ -273,13 +283,17 @@ void main()
 }
 """
 
-# Render passes (engine/gpu/passes/render_passes.py): a SPEC_PASSES variant writes two more targets,
-# pass0 = (received shadow, lit/shade ramp, Material > Pass Index, outline coverage) and
-# pass1 = (rim colour, 0); without SPEC_PASSES nothing more is written.
+# Render passes (engine/gpu/passes/render_passes.py): a SPEC_PASSES variant writes four more targets,
+# pass0 = (received shadow, lit/shade ramp, Material > Pass Index, outline coverage),
+# pass1 = (rim colour, 0), pass2 = (Diffuse Color: the base colour, 0) and pass3 = (Emission, 0);
+# without SPEC_PASSES nothing more is written.
 _PASS_OUT = """
 #ifdef SPEC_PASSES
+vec3 pass_diffuse = vec3(0.0);
+vec3 pass_emit = vec3(0.0);
 #define PASS_OUT(shadow, shade, rim, outline) \\
-  frag_pass0 = vec4(shadow, shade, float(mt.pad1), outline); frag_pass1 = vec4(rim, 0.0)
+  frag_pass0 = vec4(shadow, shade, float(mt.pad1), outline); frag_pass1 = vec4(rim, 0.0); \\
+  frag_pass2 = vec4(pass_diffuse, 0.0); frag_pass3 = vec4(pass_emit, 0.0)
 #else
 #define PASS_OUT(shadow, shade, rim, outline)
 #endif
@@ -303,11 +317,15 @@ void pass_blend(float a, vec3 N)
   frag_aux = (front || v_object_id < -0.5) ? vec4(0.0) : vec4(1.0);
   frag_pass0 = vec4(1.0 - a, 1.0 - a, front ? 0.0 : 1.0, 1.0 - a);
   frag_pass1 = vec4(vec3(1.0 - a), 1.0);
+  frag_pass2 = vec4(vec3(1.0 - a), 1.0);
+  frag_pass3 = vec4(vec3(1.0 - a), 1.0);
 #else
   frag_color = vec4(0.0);
   frag_aux = front ? vec4(N, v_object_id) : vec4(0.0);
   frag_pass0 = vec4(pass_shadow * a, pass_shade * a, front ? float(mt.pad1) : 0.0, 0.0);
   frag_pass1 = vec4(pass_rim * a, 0.0);
+  frag_pass2 = vec4(pass_diffuse * a, 0.0);
+  frag_pass3 = vec4(pass_emit * a, 0.0);
 #endif
 }
 #define PASS_BLEND(a, N) pass_blend(a, N)
@@ -316,7 +334,7 @@ void pass_blend(float a, vec3 N)
 #endif
 """
 _SURFACE_OUT = (("VEC4", "frag_color"), ("VEC4", "frag_aux"))
-_PASS_TARGETS = (("VEC4", "frag_pass0"), ("VEC4", "frag_pass1"))
+_PASS_TARGETS = (("VEC4", "frag_pass0"), ("VEC4", "frag_pass1"), ("VEC4", "frag_pass2"), ("VEC4", "frag_pass3"))
 
 
 def _surface_outputs(defines) -> tuple:

@@ -187,8 +187,9 @@ class FramePipeline:
     # -- resources ---------------------------------------------------------------------------------
     def _ensure_targets(self, width: int, height: int, passes: bool = False):
         """Colour, aux (normal, object id) and depth; with ``passes`` (render passes that need the
-        forward pass's extra outputs, engine/gpu/passes/render_passes.py) two more targets: pass0
-        (shadow, shade, material pass index, outline coverage) and pass1 (rim rgb).  Without
+        forward pass's extra outputs, engine/gpu/passes/render_passes.py) four more targets: pass0
+        (shadow, shade, material pass index, outline coverage), pass1 (rim rgb), pass2 (diffuse
+        colour rgb) and pass3 (emission rgb).  Without
         passes they are not made, and the shaders write none (no cost)."""
         import gpu
 
@@ -201,8 +202,7 @@ class FramePipeline:
             self._fb_passes = self.pass_targets = None
             self._size = (width, height)
         if passes and self._fb_passes is None:
-            self.pass_targets = (gpu.types.GPUTexture((width, height), format="RGBA32F"),
-                                 gpu.types.GPUTexture((width, height), format="RGBA32F"))
+            self.pass_targets = tuple(gpu.types.GPUTexture((width, height), format="RGBA32F") for _ in range(4))
             self._fb_passes = gpu.types.GPUFrameBuffer(color_slots=(self._color, self._aux) + self.pass_targets,
                                                        depth_slot=self._depth)
         self._fb_main = self._fb_passes if passes else self._fb_plain
@@ -507,7 +507,7 @@ class FramePipeline:
             if getattr(self, "_fb_pass_src", None) is not self.pass_targets:
                 self._fb_pass_clear = tuple(gpu.types.GPUFrameBuffer(color_slots=(t,)) for t in self.pass_targets)
                 self._fb_pass_src = self.pass_targets
-            for fb, c in zip(self._fb_pass_clear, ((1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0))):
+            for fb, c in zip(self._fb_pass_clear, ((1.0, 0.0, 0.0, 0.0),) + ((0.0, 0.0, 0.0, 0.0),) * 3):
                 with fb.bind():
                     fb.clear(color=c)
 

@@ -10,6 +10,8 @@ Depth      Z         view-space depth along the camera axis; 1e10 where nothing 
 Normal     XYZ       world-space shading normal; 0 on the background
 Mist       Z         the world's Mist Pass settings (start, depth, falloff) over the distance to
                      the camera (along the axis for an orthographic camera); 1 on the background
+Position   XYZ       world-space position of the front-most surface (the centre sample, from the
+                     depth buffer); 0 on the background (EEVEE)
 IndexOB    X         Object > Relations > Pass Index of the front-most object (0: background)
 IndexMA    X         Material > Settings > Pass Index of the front-most surface
 Outline    RGBA      the MToon outline's colour x its coverage, and the coverage (premultiplied)
@@ -17,6 +19,9 @@ Shadow     X         the sun's shadow received by the front-most surface (1 = li
                      1 on the background)
 Shade      X         MToon's lit/shade ramp before the shadow (1 = lit colour, 0 = shade colour)
 Rim        RGB       MToon's rim term (rim colour, matcap, rim lighting) added to the colour
+DiffCol    RGB       Diffuse Color: the surface's base colour (texture x factor) as the material
+                     reader resolves it; 0 on the background, an unlit surface and outlines
+Emit       RGB       Emission: the emissive colour (texture x factor; an unlit surface's colour)
 =========  ========  =====================================================================
 
 With Render Samples > 1, Normal, Mist and the toon passes are averaged over the samples as the
@@ -47,15 +52,18 @@ PASSES = {
     "Depth": (1, "Z", "VALUE", "use_pass_z"),
     "Normal": (3, "XYZ", "VECTOR", "use_pass_normal"),
     "Mist": (1, "Z", "VALUE", "use_pass_mist"),
+    "Position": (3, "XYZ", "VECTOR", "use_pass_position"),
     "IndexOB": (1, "X", "VALUE", "use_pass_object_index"),
     "IndexMA": (1, "X", "VALUE", "use_pass_material_index"),
+    "DiffCol": (3, "RGB", "COLOR", "use_pass_diffuse_color"),
+    "Emit": (3, "RGB", "COLOR", "use_pass_emit"),
     "Outline": (4, "RGBA", "COLOR", None),
     "Shadow": (1, "X", "VALUE", None),
     "Shade": (1, "X", "VALUE", None),
     "Rim": (3, "RGB", "COLOR", None),
 }
 TOON = ("Outline", "Shadow", "Shade", "Rim")
-GPU_PASSES = frozenset(TOON + ("IndexMA",))
+GPU_PASSES = frozenset(TOON + ("IndexMA", "DiffCol", "Emit"))
 BLEND_PASSES = frozenset(("IndexOB", "Normal"))    # drawn by the GPU too where BLEND surfaces are
 BACKGROUND_DEPTH = 1e10          # what EEVEE writes to Depth where nothing is drawn
 MIST_EXPONENT = {"QUADRATIC": 2.0, "LINEAR": 1.0, "INVERSE_QUADRATIC": 0.5}
@@ -63,13 +71,19 @@ MIST_EXPONENT = {"QUADRATIC": 2.0, "LINEAR": 1.0, "INVERSE_QUADRATIC": 0.5}
 
 def blender_name(name: str) -> str:
     """The name Blender gives pass ``name`` in results and files: the index passes are
-    "Object Index" / "Material Index" since Blender 5.0 ("IndexOB" / "IndexMA" in 4.5)."""
-    if name in ("IndexOB", "IndexMA"):
+    "Object Index" / "Material Index" since Blender 5.0 ("IndexOB" / "IndexMA" in 4.5), Diffuse
+    Color and Emission "Diffuse Color" / "Emission" ("DiffCol" / "Emit")."""
+    if name in NEW_NAMES:
         import bpy
 
         if bpy.app.version >= (5, 0, 0):
-            return "Object Index" if name == "IndexOB" else "Material Index"
+            return NEW_NAMES[name]
     return name
+
+
+#: Blender 5.0's names of the passes 4.5 calls IndexOB, IndexMA, DiffCol, Emit
+NEW_NAMES = {"IndexOB": "Object Index", "IndexMA": "Material Index", "DiffCol": "Diffuse Color",
+             "Emit": "Emission"}
 
 
 def requested(view_layer) -> tuple:
@@ -151,7 +165,7 @@ def read(pipeline, frame, names, scene, object_pass_index) -> dict:
         return out
     aux = texture_to_numpy(pipeline.last_aux, w, h) if {"Normal", "IndexOB"} & set(names) else None
     depth = None
-    if {"Depth", "Mist"} & set(names):
+    if {"Depth", "Mist", "Position"} & set(names):
         depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
     empty = None if depth is None else depth >= 1.0
     if depth is not None:
@@ -163,6 +177,10 @@ def read(pipeline, frame, names, scene, object_pass_index) -> dict:
         d = np.abs(z) if frame.camera.is_ortho else np.sqrt(x * x + y * y + z * z)
         m = np.clip((d - start) / dist, 0.0, 1.0) ** exponent
         out["Mist"] = np.where(empty, 1.0, m).astype(np.float32)[..., None]
+    if "Position" in names:
+        inv = np.linalg.inv(np.asarray(frame.camera.view, np.float64))
+        p = (x[..., None] * inv[:3, 0] + y[..., None] * inv[:3, 1] + z[..., None] * inv[:3, 2] + inv[:3, 3])
+        out["Position"] = np.where(empty[..., None], 0.0, p).astype(np.float32)
     if "Normal" in names:
         out["Normal"] = np.ascontiguousarray(aux[..., :3])
     if "IndexOB" in names:
@@ -186,12 +204,15 @@ def read(pipeline, frame, names, scene, object_pass_index) -> dict:
             out["Outline"] = np.concatenate([col[..., :3] * cov, cov], -1)
         if "Rim" in names:
             out["Rim"] = np.ascontiguousarray(texture_to_numpy(pipeline.pass_targets[1], w, h)[..., :3])
+        for name, k in (("DiffCol", 2), ("Emit", 3)):
+            if name in names:
+                out[name] = np.ascontiguousarray(texture_to_numpy(pipeline.pass_targets[k], w, h)[..., :3])
     return out
 
 
 #: the passes averaged over the anti-aliasing samples as the colour is (EEVEE accumulates them);
 #: Depth and the index passes keep the centre sample's value
-AVERAGED = ("Normal", "Mist", "Outline", "Shadow", "Shade", "Rim")
+AVERAGED = ("Normal", "Mist", "Outline", "Shadow", "Shade", "Rim", "DiffCol", "Emit")
 
 
 def _upload(a: np.ndarray):
@@ -214,6 +235,10 @@ def averaged_sources(pipeline, out: dict) -> dict:
             src["pass0"] = pipeline.pass_targets[0]
         if "Rim" in out:
             src["pass1"] = pipeline.pass_targets[1]
+        if "DiffCol" in out:
+            src["pass2"] = pipeline.pass_targets[2]
+        if "Emit" in out:
+            src["pass3"] = pipeline.pass_targets[3]
     for name in ("Mist", "Outline"):            # values made here: uploaded
         if name in out:
             src[name] = _upload(out[name])
@@ -239,3 +264,5 @@ def apply_averaged(out: dict, averaged: dict, width: int, height: int) -> None:
                     out[key] = np.ascontiguousarray(a[..., c:c + 1])
         elif name == "pass1":
             out["Rim"] = np.ascontiguousarray(a[..., :3])
+        elif name in ("pass2", "pass3"):
+            out["DiffCol" if name == "pass2" else "Emit"] = np.ascontiguousarray(a[..., :3])
