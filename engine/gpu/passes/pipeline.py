@@ -171,6 +171,7 @@ class FramePipeline:
         self.lamp_losses = []      # what the last frame says of lamps it left out (frame_lamps.py)
         self._drawn = []           # the last frame's items seen by the camera (draw_ids' coverage samples)
         self._id_instances = None  # their FrameInstances, shared by the frame's coverage samples
+        self._key_instances = None  # (key, frame's instances, FrameInstances drawing key's ids): Cryptomatte
         self._frame_ubo = None
         self._mats = {}
         self._mspec = {}           # material name -> material_spec (the shader variant's material part)
@@ -452,8 +453,12 @@ class FramePipeline:
         # projection in the frame block changes from sample to sample); with ``key`` (other ids)
         # this sample's own
         if key is not None:
-            self._instances = FrameInstances(items, palette_rows=frame.palette_rows,
-                                             ids=[key(it) for it in items])
+            # (one keyed set per frame: the samples of a frame share ``key`` and its ids)
+            kept = self._key_instances
+            if kept is None or kept[0] is not key or kept[1] is not self._id_instances:
+                kept = self._key_instances = (key, self._id_instances, FrameInstances(
+                    items, palette_rows=frame.palette_rows, ids=[key(it) for it in items]))
+            self._instances = kept[2]
         else:
             if self._id_instances is None:
                 self._id_instances = FrameInstances(items, palette_rows=frame.palette_rows)
@@ -564,6 +569,7 @@ class FramePipeline:
         self._lamp_tex = None
         self._frame_ubo = None
         self._drawn = []
+        self._key_instances = None
         self._id_instances = None
         self._mats = {}
         self._mspec = {}
