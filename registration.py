@@ -66,6 +66,8 @@ def _submodules():
     mods.append(render_settings)
     from .engine.features import materials  # Material.stylized_mtoon (before operators and panels)
     mods.append(materials)
+    from .engine.features import expressions  # Scene.stylized_expressions
+    mods.append(expressions)
     mods.append(operators)
     mods.append(panels)
     from .engine.features.preview import control as preview  # viewport preview: redraw timer, load_post/frame_change handlers
@@ -78,11 +80,11 @@ def _submodules():
 def active_timers():
     """Our bpy.app.timers still registered (for tests: none after unregister())."""
     from .engine.features.preview import control as preview
-    from .operators import expression_ops
+    from .engine.features.expressions import character as expressions
 
     out = list(preview.timers_active())
-    if bpy.app.timers.is_registered(expression_ops._deferred_sync):
-        out.append(expression_ops._deferred_sync)
+    if bpy.app.timers.is_registered(expressions.deferred_sync):
+        out.append(expressions.deferred_sync)
     return out
 
 

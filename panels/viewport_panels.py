@@ -8,7 +8,7 @@ import bpy
 from ..engine.features.passes import inventory
 from ..engine.features.preview import control as preview, follow as preview_follow
 from ..engine.gpu.passes import render_passes
-from ..operators import expression_ops as expr
+from ..engine.features.expressions import character as expr
 
 ENGINE = "STYLIZED"
 GPU_PASSES = ("Shadow", "Forward", "Outline Mask", "Screen-Space Outline", "Post Process")

@@ -406,7 +406,7 @@ def save_and_reload(path):
 
 
 def test_expressions_of_a_linked_character_are_refused_with_a_message(character, tmp_path):
-    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.engine.features.expressions import character as ex
     from stylized_renderer.panels import viewport_panels as vp
     from test_viewport_ui import Ctx, _keys, draw_panel
 
@@ -474,7 +474,7 @@ GODETTE = C.TESTDATA / "vrm" / "Godette_vrm0.blend"
 
 @pytest.mark.skipif(not GODETTE.exists(), reason="../shared/testdata/vrm/Godette_vrm0.blend is absent")
 def test_vrm_expressions_of_a_linked_avatar_are_refused_with_a_message(ext, tmp_path):
-    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.engine.features.expressions import character as ex
     from stylized_renderer.engine.features.vrm import expressions as vx
 
     bpy.ops.wm.read_factory_settings(use_empty=True)

@@ -169,12 +169,13 @@ def test_panels_registered_in_sidebar(ext):
 
 
 def test_every_property_has_a_tooltip(ext):
-    from stylized_renderer.operators import expression_ops, preview_ops
+    from stylized_renderer.engine.features.expressions import properties as expr_props
+    from stylized_renderer.operators import expressions_ops, preview_ops
 
-    rnas = [c.bl_rna for c in (preview_ops.StylizedPreviewProps, expression_ops.StylizedExpressionItem,
-                               expression_ops.StylizedExpressionProps)]
+    rnas = [c.bl_rna for c in (preview_ops.StylizedPreviewProps, expr_props.StylizedExpressionItem,
+                               expr_props.StylizedExpressionProps)]
     rnas += [getattr(bpy.ops.stylized, c.bl_idname.split(".")[1]).get_rna_type()
-             for c in (*preview_ops.classes[1:], *expression_ops.classes[2:])]
+             for c in (*preview_ops.classes[1:], *expressions_ops.classes)]
     for rna in rnas:
         for p in rna.properties:
             if p.identifier in ("rna_type", "name"):
@@ -332,7 +333,7 @@ def expr_character(character):
 
 
 def test_expression_grouping_and_range(expr_character):
-    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.engine.features.expressions import character as ex
 
     scene, arm, body, hat, kb_body, kb_hat = expr_character
     root, meshes = ex.character_of(hat, scene)
@@ -374,7 +375,7 @@ def test_expression_operators(expr_character):
 
 
 def test_expression_items_and_panel(expr_character):
-    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.engine.features.expressions import character as ex, properties as expr_props
     from stylized_renderer.panels import viewport_panels as vp
 
     scene, arm, body, hat, kb_body, kb_hat = expr_character
@@ -396,7 +397,7 @@ def test_expression_items_and_panel(expr_character):
     assert [a[0] for k, a, kw in lay.log if k == "panel"] == ["stylized_expr_Body", "stylized_expr_Hat"]
     sliders = [(p[0], kw.get("text")) for p in lay.props() for kw in [p[2]] if p[1] == "value"]
     assert [t for _, t in sliders] == ["Smile (x2)", "Blink", "Wide", "HatOnly"]
-    assert all(isinstance(d, ex.StylizedExpressionItem.bl_rna.__class__) or hasattr(d, "slider_min")
+    assert all(isinstance(d, expr_props.StylizedExpressionItem.bl_rna.__class__) or hasattr(d, "slider_min")
                for d, _ in sliders)
     assert "stylized.expression_reset_all" in lay.operators()
     assert lay.operators().count("stylized.expression_keyframe") == 4
@@ -491,9 +492,9 @@ def test_expression_and_mtoon_operators_are_undoable(expr_character):
     """What our operators write lives in Blender's data, so Blender's undo restores it.  Headless
     there is no window manager to push the step an UNDO operator gets in the UI, so the test
     pushes it, as the window manager does after the operator finishes."""
-    from stylized_renderer.operators import expression_ops, materials_ops
+    from stylized_renderer.operators import expressions_ops, materials_ops
 
-    assert "UNDO" in expression_ops.STYLIZED_OT_expression_set.bl_options
+    assert "UNDO" in expressions_ops.STYLIZED_OT_expression_set.bl_options
     assert "UNDO" in materials_ops.STYLIZED_OT_convert_to_mtoon.bl_options
     scene, arm, body, hat, kb_body, kb_hat = expr_character
     kb_body["Smile"].value = 0.2

@@ -449,7 +449,7 @@ def test_colour_bind_changes_the_face_colour(vrm_addon):
 def _panel(scene, obj):
     from test_viewport_ui import Ctx, draw_panel
 
-    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.engine.features.expressions import character as ex
     from stylized_renderer.panels import viewport_panels as vp
 
     ex.sync_items(scene, obj)
@@ -557,9 +557,9 @@ def test_panel_without_the_addon_writes_and_keys_the_stored_previews(ext):
 
 
 def test_vrm_panel_properties_have_tooltips(ext):
-    from stylized_renderer.operators import expression_ops as ex
+    from stylized_renderer.engine.features.expressions import properties as expr_props
 
-    rnas = [ex.StylizedVrmExpressionItem.bl_rna, ex.StylizedExpressionProps.bl_rna,
+    rnas = [expr_props.StylizedVrmExpressionItem.bl_rna, expr_props.StylizedExpressionProps.bl_rna,
             bpy.ops.stylized.vrm_expression_set.get_rna_type(), bpy.ops.stylized.vrm_expression_keyframe.get_rna_type()]
     for rna in rnas:
         for p in rna.properties:
