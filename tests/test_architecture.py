@@ -71,10 +71,6 @@ KNOWN = {
     "engine.blender.sources.timeline (host) imports engine.features.vrm.expressions (feature)":
         "split (#39): the timeline reader's VRM expression step (VrmMorphSource, the frame's material binds) "
         "lives in the reader; not reached: a VRM driver the session hands the reader",
-    "engine.blender.session (host) imports engine.features.passes.cryptomatte (feature)":
-        "compositing (#36): Cryptomatte's per-frame step called from the session, not through a driver",
-    "engine.blender.render_engine (host) imports engine.features.passes.inventory (feature)":
-        "compositing (#36): the pass inventory called from the render engine, not through a driver",
 }
 
 

@@ -10,7 +10,6 @@ import time
 import bpy
 import numpy as np
 
-from ..features.passes import inventory
 from ..gpu.passes import render_passes
 from .addon_state import AddonState, FinalSessionKeeper
 from .session import StylizedSession, camera_for_view, camera_from_object, camera_from_matrices
@@ -196,7 +195,8 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         layer = depsgraph.view_layer
         passes = render_passes.requested(layer)
         # nothing silent: every enabled pass this render does not write, named once (log, Stats)
-        self.session.stats["unwritten_passes"] = inventory.log_line(layer.name, inventory.unwritten(layer, passes))
+        self.session.stats["aov_losses"] = []
+        self.session.stats["unwritten_passes"] = self.session.passes.unwritten_line(layer, passes)
         result = self.begin_result(0, 0, width, height, layer=layer.name)
         written, result_s = None, 0.0
         try:
@@ -299,6 +299,8 @@ def render_log_lines(frame: int, stats: dict) -> list:
     for msg in stats.get("problems") or ():
         out.append(f"{head} {msg}")
     for msg in stats.get("losses") or ():        # missing images, invisible objects (materials/losses.py)
+        out.append(f"{head} {msg}")
+    for msg in stats.get("aov_losses") or ():    # AOV inputs not evaluated (engine/features/passes/aov.py)
         out.append(f"{head} {msg}")
     if stats.get("unwritten_passes"):            # engine/features/passes/inventory.py
         out.append(f"{head} {stats['unwritten_passes']}")

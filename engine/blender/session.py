@@ -22,6 +22,7 @@ from .scene_settings import scene_lights, settings_from_scene, world_color  # no
 from ..features.springs.driver import SpringsDriver
 from ..features.materials.driver import MaterialsDriver
 from ..features.preview.driver import PreviewDriver
+from ..features.passes.driver import PassesDriver
 from ..core.world.transform_guard import skip_message, split_drawable
 # the modules every frame uses, loaded with the add-on rather than inside the first render of a
 # file (their import, compiled where Python keeps no bytecode cache, was part of the first F12);
@@ -73,6 +74,7 @@ class StylizedSession:
         self.preview = PreviewDriver(self)     # the viewport preview's state (engine/features/preview)
         self.springs = SpringsDriver()         # the spring bones' simulation (engine/features/springs)
         self.materials = MaterialsDriver(viewport)   # the frame's MToon parameters (engine/features/materials)
+        self.passes = PassesDriver()           # Cryptomatte, AOVs, the passes not written (engine/features/passes)
         if viewport:
             if addon is not None:
                 addon.note_viewport_session(self)
@@ -300,10 +302,10 @@ class StylizedSession:
         Cryptomatte's ranked layers come under their own names (CryptoObject00, ...), and its
         metadata (stamp fields) goes into ``stamp`` (a dict) when given."""
         from ..gpu.util import texture_to_numpy
-        from ..features.passes import cryptomatte
 
         out = {}
-        crypto = cryptomatte.CryptoIds(cryptomatte.kinds(passes)) if cryptomatte.kinds(passes) else None
+        # the coverage samples' ids (one per object + material): Cryptomatte's and the AOVs'
+        crypto = self.passes.ids_for(depsgraph.view_layer, passes)
 
         def read_passes():          # on the first (centre) sample, while its targets are current
             frame = self.last_frame
@@ -321,10 +323,7 @@ class StylizedSession:
                                   after_first=read_passes if passes else None, ids=crypto)
         render_passes.apply_averaged(out, self._accumulator.averaged, width, height)
         if crypto is not None:
-            layer = depsgraph.view_layer
-            out.update(crypto.passes(int(getattr(layer, "pass_cryptomatte_depth", 6))))
-            if stamp is not None:
-                stamp.update(crypto.metadata(layer.name))
+            self.stats["aov_losses"] = self.passes.finish(crypto, depsgraph.view_layer, out, stamp)
         out["Combined"] = texture_to_numpy(tex, width, height)
         self.last_frame = None
         return out

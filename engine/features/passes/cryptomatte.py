@@ -39,12 +39,14 @@ def _asset_name(name: str) -> str:
 
 
 class CryptoIds:
-    """The keys and sample id images of one view of one final render."""
+    """The keys and sample id images of one view of one final render (Cryptomatte's and the
+    AOVs', engine/features/passes/aov.py)."""
 
     def __init__(self, kinds_):
         self.kinds = tuple(kinds_)
         self._keys = {}             # (object name, material name) -> key (1..)
         self._samples = []          # (H, W) int32 key image per sample, centre first
+        self._stack = None          # those stacked (n, H, W)
 
     def key(self, item) -> int:
         k = (item.object_name, item.material_name or "")
@@ -59,6 +61,17 @@ class CryptoIds:
         v = texture_to_numpy(texture, width, height, channels=1)[..., 0]
         self._samples.append(np.floor(v * 0.5 + 0.25).astype(np.int32))    # id x 2 (+1 outline)
 
+    def stacked(self):
+        """(n, H, W) int32 keys of the samples (centre first); None before any was taken."""
+        if not self._samples:
+            return None
+        if self._stack is None or self._stack.shape[0] != len(self._samples):
+            self._stack = np.stack(self._samples)
+        return self._stack
+
+    def names(self, kind: str) -> list:
+        return self._names(kind)
+
     def _names(self, kind: str) -> list:
         """Name of this type per key (index 0: nothing; None: no name, e.g. no material)."""
         out = [None] * (len(self._keys) + 1)
@@ -68,9 +81,9 @@ class CryptoIds:
 
     def passes(self, levels: int) -> dict:
         """{ranked layer name: (H, W, 4) float32} of every type (bottom row first)."""
-        if not self._samples:
+        samples = self.stacked()
+        if samples is None or not self.kinds:
             return {}
-        samples = np.stack(self._samples)
         uniform = cm.uniform_pixels(samples)       # (the three types share which pixels are edges)
         out = {}
         for kind in self.kinds:

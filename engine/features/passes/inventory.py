@@ -59,7 +59,7 @@ def unwritten(view_layer, written) -> list:
             if names is None or not written.issuperset(names):
                 out.append(prefix + label)
     for aov in getattr(view_layer, "aovs", ()) or ():
-        if f"AOV:{aov.name}" not in written:
+        if f"AOV:{aov.name}" not in written:            # (written: engine/features/passes/aov.py)
             out.append(f"AOV '{aov.name}'")
     for lg in getattr(view_layer, "lightgroups", ()) or ():
         out.append(f"Light Group '{lg.name}'")

@@ -78,6 +78,8 @@ def blender_name(name: str) -> str:
 
         if bpy.app.version >= (5, 0, 0):
             return NEW_NAMES[name]
+    if name.startswith("AOV:"):
+        return name[4:]
     return name
 
 
@@ -89,7 +91,8 @@ NEW_NAMES = {"IndexOB": "Object Index", "IndexMA": "Material Index", "DiffCol": 
 def requested(view_layer) -> tuple:
     """The passes (besides Combined) ``view_layer`` asks for, in PASSES order, then the
     Cryptomatte types ("CryptoObject", "CryptoMaterial", "CryptoAsset": written as ranked layers,
-    engine/core/compositing/cryptomatte.py)."""
+    engine/core/compositing/cryptomatte.py), then the AOVs ("AOV:<name>": a pass named as the
+    AOV, engine/features/passes/aov.py)."""
     toon = getattr(view_layer, "stylized_passes", None)
     out = []
     for name, (_, _, _, flag) in PASSES.items():
@@ -99,6 +102,7 @@ def requested(view_layer) -> tuple:
     for kind in cryptomatte.TYPES:
         if getattr(view_layer, "use_pass_cryptomatte_" + kind.lower(), False):
             out.append("Crypto" + kind)
+    out += ["AOV:" + a.name for a in getattr(view_layer, "aovs", ()) or () if a.name]
     return tuple(out)
 
 
@@ -111,6 +115,13 @@ def register(engine, scene, view_layer) -> None:
         if name.startswith("Crypto"):
             for layer in cryptomatte.pass_names(name[len("Crypto"):], levels):
                 engine.register_pass(scene, view_layer, layer, 4, "rgba", "COLOR")
+            continue
+        if name.startswith("AOV:"):           # the view layer's AOVs, as EEVEE names them
+            kinds = {a.name: a.type for a in view_layer.aovs}
+            if kinds.get(name[4:]) == "VALUE":
+                engine.register_pass(scene, view_layer, name[4:], 1, "X", "VALUE")
+            else:
+                engine.register_pass(scene, view_layer, name[4:], 4, "RGBA", "COLOR")
             continue
         ch, ids, kind, _ = PASSES[name]
         engine.register_pass(scene, view_layer, blender_name(name), ch, ids, kind)

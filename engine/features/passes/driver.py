@@ -1,0 +1,43 @@
+"""Compositing passes on one session (docs/architecture.md): ``PassesDriver`` is how the host
+(the session and the render engine) reaches this feature.
+
+The session makes one driver (``session.passes``).  For a final render's view:
+``ids_for(view_layer, passes)`` gives the coverage samples' id reader (Cryptomatte's and the
+AOVs'; None when neither is enabled, so the samples draw as before), ``finish`` turns what it
+read into the ranked Cryptomatte layers, the AOV images and the Cryptomatte metadata, and
+``unwritten_line`` words the enabled passes Stylized does not write (engine/features/passes/inventory.py).
+The driver keeps nothing between renders.
+"""
+from __future__ import annotations
+
+from . import aov, cryptomatte, inventory
+
+
+class PassesDriver:
+    """The compositing passes of one session's final renders (see the module docstring)."""
+
+    def ids_for(self, view_layer, passes):
+        """A ``cryptomatte.CryptoIds`` for ``passes`` (``render_passes.requested``) or None."""
+        kinds = cryptomatte.kinds(passes)
+        wants_aovs = any(p.startswith(aov.PREFIX) for p in passes)
+        return cryptomatte.CryptoIds(kinds) if kinds or wants_aovs else None
+
+    def finish(self, ids, view_layer, out: dict, stamp=None) -> list:
+        """Add the Cryptomatte layers and AOV images of ``ids`` to ``out`` and Cryptomatte's
+        metadata to ``stamp`` (a dict, when given); returns the log lines of AOV inputs not
+        evaluated."""
+        import bpy
+
+        out.update(ids.passes(int(getattr(view_layer, "pass_cryptomatte_depth", 6))))
+        lines = []
+        aovs = aov.requested(view_layer)
+        if aovs:
+            images, lines = aov.fill(ids, aovs, bpy.data.materials.get)
+            out.update(images)
+        if stamp is not None:
+            stamp.update(ids.metadata(view_layer.name))
+        return lines
+
+    def unwritten_line(self, view_layer, passes) -> str:
+        """One log line naming the enabled passes not written ("" when there are none)."""
+        return inventory.log_line(view_layer.name, inventory.unwritten(view_layer, passes))
