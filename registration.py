@@ -72,8 +72,8 @@ def _submodules():
     mods.append(panels)
     from .engine.features.preview import control as preview  # viewport preview: redraw timer, load_post/frame_change handlers
     mods.append(preview)
-    from .engine.features.springs import runtime as springs_runtime  # Object.stylized_spring_bones
-    mods.append(springs_runtime)
+    from .engine.features import springs  # Object.stylized_spring_bones
+    mods.append(springs)
     return mods
 
 

@@ -9,9 +9,10 @@ from . import materials_panel, render_panel  # noqa: E402  (MToon material + ren
 
 _modules.extend((materials_panel, render_panel))
 
-from . import viewport_panels  # noqa: E402  (3D viewport sidebar tab "Stylized")
+# the sidebar tab "Stylized", in its order: Animation (+ Scene), Expressions, Stats
+from . import preview_panel, expressions_panel, viewport_panels  # noqa: E402
 
-_modules.append(viewport_panels)
+_modules.extend((preview_panel, expressions_panel, viewport_panels))
 
 
 def register():

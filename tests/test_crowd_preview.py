@@ -20,7 +20,7 @@ from conftest import render_scene
 from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.gpu.passes import instancing
-from stylized_renderer.panels import viewport_panels as vp
+from stylized_renderer.panels import preview_panel
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_render_speed_paths import _character_crowd, _pipeline
 from test_viewport_ui import Ctx, draw_panel
@@ -126,7 +126,7 @@ def test_crowd_preview_plays_every_character_as_blender(empty_scene, view):
     assert moved == set(names)                          # every character really plays
 
     # the panel: the toggle and the number of characters it drives
-    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
     assert ("crowd" in [p[1] for p in lay.props()]) and f"{COPIES} characters" in lay.labels()
 
     # off: the clip keeps its time on the previewed armature only
@@ -157,7 +157,7 @@ def test_crowd_preview_plays_every_character_as_blender(empty_scene, view):
             others_moving += not np.allclose(rt.pose.world_matrices[nodes], np.array([ref[i] for i in nodes]),
                                              atol=1e-3)
     assert others_moving == COPIES - 1
-    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
     assert not any(l.endswith(" characters") for l in lay.labels())
 
 
@@ -291,7 +291,7 @@ def test_baked_rig_refuses_crowd(empty_scene, view, bakes):
     assert st.last_error.startswith(preview.CROWD_ERROR_PREFIX) and f"'{arm.name}'" in st.last_error
     assert "IK" in st.last_error and "Turn Play on All Characters off" in st.last_error
     assert rt.player.target_count == 1
-    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
     assert st.last_error in lay.labels()
     # off again: the message goes and the baked preview plays the previewed rig
     set_crowd(scene, arm, False)

@@ -150,7 +150,7 @@ def _pack_character(scene):
 def test_pack_clip_with_extra_bones_is_offered_played_and_named(empty_scene, capsys):
     from stylized_renderer.engine.blender import importer
     from stylized_renderer.engine.features.preview import control as preview
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import preview_panel
     from test_viewport_ui import Ctx, draw_panel
 
     arm, body, act = _pack_character(empty_scene)
@@ -162,7 +162,7 @@ def test_pack_clip_with_extra_bones_is_offered_played_and_named(empty_scene, cap
     # the Animation panel says which channels were ignored
     preview.clear_states()
     try:
-        labels = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(empty_scene, arm)).labels()
+        labels = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(empty_scene, arm)).labels()
     finally:
         preview.clear_states()
     assert any("HandSlot.L" in lab and "ignored" in lab for lab in labels), labels

@@ -287,12 +287,12 @@ def test_animation_panel_shows_fade_and_in_place(empty_scene):
     from test_viewport_ui import Ctx, draw_panel
     from tools import scenes
 
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import preview_panel
 
     preview.clear_states()
     try:
         arm, body, hat, ring = scenes.build_character(empty_scene)
-        lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(empty_scene, body))
+        lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(empty_scene, body))
         assert {p[1] for p in lay.props()} >= {"clip", "fade", "in_place"}
         st = preview.get_state(empty_scene)
         assert ("fade", preview.DEFAULT_FADE) in st.commands and ("in_place", False) in st.commands

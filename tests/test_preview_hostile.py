@@ -281,10 +281,10 @@ def test_check_deform_both_modes_pass_with_a_bone_parented_animated_mesh(charact
 # ------------------------------------------------------------------------------------------------
 
 def animation_panel(c):
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import preview_panel
     from test_viewport_ui import Ctx, draw_panel
 
-    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(c.scene, c.arm))
+    lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(c.scene, c.arm))
     return lay.labels()
 
 
@@ -407,7 +407,7 @@ def save_and_reload(path):
 
 def test_expressions_of_a_linked_character_are_refused_with_a_message(character, tmp_path):
     from stylized_renderer.engine.features.expressions import character as ex
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import expressions_panel
     from test_viewport_ui import Ctx, _keys, draw_panel
 
     c = character
@@ -442,7 +442,7 @@ def test_expressions_of_a_linked_character_are_refused_with_a_message(character,
     items = {it.name: it for it in scene.stylized_expressions.items}
     items["Smile"].value = 0.4
     assert smile.value == 0.0 and items["Smile"].value == 0.0
-    labels = draw_panel(vp.STYLIZED_PT_viewport_expressions, Ctx(scene, obs["Rig"])).labels()
+    labels = draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, Ctx(scene, obs["Rig"])).labels()
     assert "The shape keys of 'Body' are linked from 'character_lib.blend': an edit would be lost when the file " \
            "is saved" in labels, labels
     # what the user sees is what the file keeps

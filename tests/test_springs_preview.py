@@ -82,13 +82,13 @@ def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_pa
 
 
 def test_panels_show_the_toggle_and_the_joints_simulated(vrm_addon, view, tmp_path):
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import preview_panel, viewport_panels as vp
     from test_viewport_ui import Ctx, draw_panel
 
     arm = _avatar_file(tmp_path)
     _play(view, arm, 3)
     scene = bpy.context.scene
-    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
+    lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
     assert "stylized_spring_bones" in [p[1] for p in lay.props()]
     assert bpy.types.Object.bl_rna.properties["stylized_spring_bones"].description
     lay = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, arm))

@@ -154,9 +154,9 @@ def test_timings_ema_rules():
 # ------------------------------------------------------------------------------------------------
 
 def test_panels_registered_in_sidebar(ext):
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import expressions_panel, preview_panel, viewport_panels as vp
 
-    for cls in vp.classes:
+    for cls in (*preview_panel.classes, *expressions_panel.classes, *vp.classes):
         assert getattr(bpy.types, cls.__name__, None) is not None
         assert cls.bl_space_type == "VIEW_3D" and cls.bl_region_type == "UI" and cls.bl_category == "Stylized"
         assert cls.poll(Ctx(None, None, "STYLIZED"))
@@ -190,10 +190,10 @@ def test_every_property_has_a_tooltip(ext):
 # ------------------------------------------------------------------------------------------------
 
 def test_animation_panel_content(character):
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import preview_panel
 
     scene, arm, body, hat = character
-    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, body))   # the mesh -> its armature
+    lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, body))   # the mesh -> its armature
     labels = lay.labels()
     assert "Rig" in labels
     assert any(l.startswith("Duration: ") and "Channels: " in l for l in labels), labels
@@ -208,7 +208,7 @@ def test_animation_panel_content(character):
     with bpy.context.temp_override(active_object=arm, object=arm):
         assert scene.stylized_preview.clip == "CharacterWave"
     # no armature: a hint only
-    lay = draw_panel(vp.STYLIZED_PT_viewport_animation, Ctx(scene, None))
+    lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, None))
     assert lay.operators() == [] and lay.labels()
 
 
@@ -376,11 +376,11 @@ def test_expression_operators(expr_character):
 
 def test_expression_items_and_panel(expr_character):
     from stylized_renderer.engine.features.expressions import character as ex, properties as expr_props
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import expressions_panel
 
     scene, arm, body, hat, kb_body, kb_hat = expr_character
     ctx = Ctx(scene, body)
-    lay = draw_panel(vp.STYLIZED_PT_viewport_expressions, ctx)    # stale: falls back, schedules a sync
+    lay = draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, ctx)    # stale: falls back, schedules a sync
     assert ex.sync_items(scene, body)
     assert not ex.sync_items(scene, body)                          # up to date
     items = {it.name: it for it in scene.stylized_expressions.items}
@@ -390,7 +390,7 @@ def test_expression_items_and_panel(expr_character):
     assert kb_body["Smile"].value == pytest.approx(0.4) and kb_hat["Smile"].value == pytest.approx(0.4)
     assert items["Smile"].value == pytest.approx(0.4)
 
-    lay = draw_panel(vp.STYLIZED_PT_viewport_expressions, ctx)
+    lay = draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, ctx)
     labels = lay.labels()
     assert "Targets: 5 | Active: 2" in labels, labels
     assert any(l.startswith("Morph uploads: ") and "this frame" in l and "total" in l for l in labels)
@@ -402,10 +402,10 @@ def test_expression_items_and_panel(expr_character):
     assert "stylized.expression_reset_all" in lay.operators()
     assert lay.operators().count("stylized.expression_keyframe") == 4
     scene.stylized_expressions.filter = "smi"
-    lay = draw_panel(vp.STYLIZED_PT_viewport_expressions, ctx)
+    lay = draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, ctx)
     assert [kw.get("text") for _, p, kw in lay.props() if p == "value"] == ["Smile (x2)"]
     # no character
-    lay = draw_panel(vp.STYLIZED_PT_viewport_expressions, Ctx(scene, None))
+    lay = draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, Ctx(scene, None))
     assert lay.props() == []
 
 

@@ -450,10 +450,10 @@ def _panel(scene, obj):
     from test_viewport_ui import Ctx, draw_panel
 
     from stylized_renderer.engine.features.expressions import character as ex
-    from stylized_renderer.panels import viewport_panels as vp
+    from stylized_renderer.panels import expressions_panel
 
     ex.sync_items(scene, obj)
-    return draw_panel(vp.STYLIZED_PT_viewport_expressions, Ctx(scene, obj))
+    return draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, Ctx(scene, obj))
 
 
 def _sliders(lay):

@@ -152,19 +152,3 @@ def toggles(names) -> tuple:
 
     objs = bpy.data.objects
     return tuple((n, _enabled(objs.get(n))) for n in names)
-
-
-def register() -> None:
-    import bpy
-
-    setattr(bpy.types.Object, PROP, bpy.props.BoolProperty(
-        name="Animate Spring Bones", default=True,
-        description="Simulate this VRM avatar's spring bones (hair, skirt) in the Stylized preview, "
-                    "as the VRM Add-on's spring bone animation does; off: they keep the clip's pose"))
-
-
-def unregister() -> None:
-    import bpy
-
-    if hasattr(bpy.types.Object, PROP):
-        delattr(bpy.types.Object, PROP)
