@@ -94,6 +94,58 @@ float shadow_pcf(sampler2D map, vec3 c, ivec2 origin, int tile)
   return sum / max(wsum, 1e-6);
 }
 
+/* Soft shadows (docs/lighting.md): percentage-closer soft shadows.  ``shadow_blockers``: the mean
+ * stored depth of the texels nearer than c.z within ``radius`` texels (36 texels by 9 gathers; -1:
+ * none); ``shadow_pcf_wide``: the lit fraction over a disc of ``radius`` texels (64 texels by 16
+ * gathers), both kept inside the tile. */
+float shadow_blockers(sampler2D map, vec3 c, ivec2 origin, int tile, float radius)
+{
+  vec2 inv_atlas = 1.0 / vec2(textureSize(map, 0));
+  vec2 tc = c.xy * float(tile);
+  float a = 6.2831853 * fract(52.9829189 * fract(dot(gl_FragCoord.xy, vec2(0.00583715, 0.06711056))));
+  mat2 rot = mat2(cos(a), sin(a), -sin(a), cos(a));
+  float sum = 0.0, n = 0.0;
+  for (int gy = -1; gy <= 1; gy++) {
+    for (int gx = -1; gx <= 1; gx++) {
+      vec2 p = tc + rot * (vec2(gx, gy) * (radius * (2.0 / 3.0)));
+      vec2 t = clamp(floor(p - 0.5), vec2(0.0), vec2(float(tile - 2))) + vec2(origin);
+      vec4 d = textureGather(map, (t + 1.0) * inv_atlas, 0);
+      vec4 b = step(d, vec4(c.z));        /* 1 where a texel is nearer than the receiver */
+      sum += dot(b, d);
+      n += b.x + b.y + b.z + b.w;
+    }
+  }
+  return (n > 0.0) ? sum / n : -1.0;
+}
+
+/* A soft penumbra through the material's MToon toon step, as its lit/shade ramp: shading toony t
+ * keeps the middle (1 - t) of the penumbra's gradient (0 and 1 unchanged). */
+float toon_penumbra(float v)
+{
+  float toony = mt.emissive.w;
+  return linearstep_guarded(-1.0 + toony, 1.0 - toony, 2.0 * v - 1.0);
+}
+
+float shadow_pcf_wide(sampler2D map, vec3 c, ivec2 origin, int tile, float radius)
+{
+  vec2 inv_atlas = 1.0 / vec2(textureSize(map, 0));
+  vec2 tc = c.xy * float(tile);
+  /* 4 x 4 gathers over the disc, the pattern turned per pixel (interleaved gradient noise) so a
+   * wide penumbra shows grain, not bands */
+  float a = 6.2831853 * fract(52.9829189 * fract(dot(gl_FragCoord.xy, vec2(0.06711056, 0.00583715))));
+  mat2 rot = mat2(cos(a), sin(a), -sin(a), cos(a));
+  float sum = 0.0;
+  for (int gy = 0; gy < 4; gy++) {
+    for (int gx = 0; gx < 4; gx++) {
+      vec2 p = tc + rot * ((vec2(gx, gy) - 1.5) * (radius * 0.5));
+      vec2 t = clamp(floor(p - 0.5), vec2(0.0), vec2(float(tile - 2))) + vec2(origin);
+      vec4 d = textureGather(map, (t + 1.0) * inv_atlas, 0);
+      sum += dot(vec4(0.25), step(vec4(c.z), d));
+    }
+  }
+  return sum / 16.0;
+}
+
 /* The normal offset and depth bias of a shadow lookup at ``wpos`` for a map whose texel measures
  * ``texel`` metres there (towards the light ``Ls``; ``ndl`` = dot(ngeo, Ls)).  A plane at angle t
  * to the light changes its stored depth by tan(t) per texel; a lookup raised h above it along the
@@ -121,7 +173,26 @@ float shadow_cascade_visibility(int i, vec3 wpos, vec3 ngeo, vec3 Ls, float ndl)
   }
   int tile = int(fr.shadow_texel.z);
   int cols = int(fr.cascade_params.y + 0.5);
-  return shadow_pcf(shadow_map, c, ivec2(i % cols, i / cols) * tile, tile);
+  ivec2 origin = ivec2(i % cols, i / cols) * tile;
+#ifndef SPEC_HARD_SHADOWS
+  /* the sun's Angle: a penumbra of 2 tan(angle / 2) per metre between blocker and receiver
+   * (cascade_params.w; 0: hard); depths span 2 / |m22| metres in this cascade's window */
+  float per_m = fr.cascade_params.w;
+  if (per_m > 0.0) {
+    float texel = fr.cascade_texel[i];
+    float span = 2.0 / abs(fr.cascade_matrix[i][2][2]);
+    float search = clamp(per_m * c.z * span / texel, 1.0, 48.0);
+    float zb = shadow_blockers(shadow_map, c, origin, tile, search);
+    if (zb < 0.0) {
+      return 1.0;
+    }
+    float pen = 0.5 * per_m * (c.z - zb) * span / texel;     /* penumbra radius, texels */
+    if (pen > 1.5) {
+      return toon_penumbra(shadow_pcf_wide(shadow_map, c, origin, tile, min(pen, 48.0)));
+    }
+  }
+#endif
+  return shadow_pcf(shadow_map, c, origin, tile);
 }
 
 /* Shadow visibility of the strongest sun: the cascade whose view-depth slice holds the fragment,
@@ -181,7 +252,7 @@ float shadow_visibility(vec3 wpos, vec3 ngeo)
 /* Visibility from the shadow map of shadowed local lamp j (engine/passes/local_shadows.py; 1 =
  * lit): a spot's perspective face, or the cube face of the major axis from the lamp to the
  * fragment; bias, normal offset and PCF as the sun's, in texels of the face at this depth. */
-float local_shadow_visibility(int j, vec3 lpos, vec3 ldir, vec3 wpos, vec3 ngeo)
+float local_shadow_visibility(int j, vec3 lpos, vec3 ldir, float radius, vec3 wpos, vec3 ngeo)
 {
   vec4 ls = fr.local_shadow[j];
   vec3 d = wpos - lpos;
@@ -221,11 +292,33 @@ float local_shadow_visibility(int j, vec3 lpos, vec3 ldir, vec3 wpos, vec3 ngeo)
   }
   int tile = int(fr.local_params.z + 0.5);
   int cols = int(fr.local_params.y + 0.5);
-  return shadow_pcf(local_shadow_map, c, ivec2(slot % cols, slot / cols) * tile, tile);
+  ivec2 origin = ivec2(slot % cols, slot / cols) * tile;
+#ifndef SPEC_HARD_SHADOWS
+  /* the lamp's Radius: a penumbra of 2 R (d_receiver - d_blocker) / d_blocker; the face's depths
+   * linearised through its projection (d = B / (ndc + A)) */
+  if (radius > 0.0 && fr.local_params.w > 0.5) {
+    mat4 M = fr.local_matrix[slot];
+    vec3 r3 = vec3(M[0][3], M[1][3], M[2][3]);
+    float A = -dot(vec3(M[0][2], M[1][2], M[2][2]), r3) / max(dot(r3, r3), 1e-12);
+    float B = M[3][2] + A * M[3][3];
+    float texel = ls.w * depth;                                /* metres per texel here */
+    float search = clamp(radius / texel, 1.0, 48.0);
+    float zb = shadow_blockers(local_shadow_map, c, origin, tile, search);
+    if (zb < 0.0) {
+      return 1.0;
+    }
+    float db = B / ((2.0 * zb - 1.0) + A);
+    float pen = radius * max(depth - db, 0.0) / max(db, 1e-4) / texel;   /* penumbra radius, texels */
+    if (pen > 1.5) {
+      return toon_penumbra(shadow_pcf_wide(local_shadow_map, c, origin, tile, min(pen, 48.0)));
+    }
+  }
+#endif
+  return shadow_pcf(local_shadow_map, c, origin, tile);
 }
 
 /* The local shadow of shadow slot j (-1: none) at wpos (1 = lit), with the material's receive rate. */
-float local_visibility(int j, vec3 lpos, vec3 ldir, vec3 wpos, vec3 ngeo)
+float local_visibility(int j, vec3 lpos, vec3 ldir, float radius, vec3 wpos, vec3 ngeo)
 {
 #ifdef SPEC_NO_LOCAL_SHADOW
   return 1.0;
@@ -234,7 +327,7 @@ float local_visibility(int j, vec3 lpos, vec3 ldir, vec3 wpos, vec3 ngeo)
     return 1.0;
   }
   float rate = clamp(2.0 * (mt.uv_anim.w - 0.5), 0.0, 1.0);
-  return mix(1.0, local_shadow_visibility(j, lpos, ldir, wpos, ngeo), rate);
+  return mix(1.0, local_shadow_visibility(j, lpos, ldir, radius, wpos, ngeo), rate);
 #endif
 }
 
@@ -445,7 +538,7 @@ vec3 mtoon_shade(vec3 wpos, vec3 N, vec3 ngeo, vec2 uvA, vec3 lit, float vis_sun
       vec4 lc = texelFetch(lamp_data, ivec2(2, li), 0);
       vec3 L, C;
       local_lamp_sample(lp, ld, lc, lx, wpos, L, C);
-      float s = local_visibility(j, lp.xyz, ld.xyz, wpos, ngeo);
+      float s = local_visibility(j, lp.xyz, ld.xyz, lx.w, wpos, ngeo);
       add_light(acc, L, C, s, N, shift, toony, shade, lit);
 #ifndef SPEC_NO_METAL
       metal_spec += C * (3.14159265 * s) * ggx_lobe(N, Vm, L, mr.y, f0);

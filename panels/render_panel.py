@@ -59,6 +59,7 @@ class STYLIZED_PT_render_shadows(_RenderBase, bpy.types.Panel):
         layout.prop(st, "shadow_normal_offset")
         layout.prop(st, "shadow_min_offset")
         layout.prop(st, "shadow_pcf")
+        layout.prop(st, "soft_shadows")
 
 
 class STYLIZED_PT_render_outlines(_RenderBase, bpy.types.Panel):
@@ -108,7 +109,8 @@ class StylizedLayerPasses(bpy.types.PropertyGroup):
                     "as alpha, so the compositor can retint or remove the outlines")
     use_shadow: bpy.props.BoolProperty(
         name="Shadow", default=False, update=_passes_changed,
-        description="Render pass 'Shadow': the sun's shadow received by the visible surface (1 = lit, 0 = in shadow)")
+        description="Render pass 'Shadow': the shadow every lamp casts on the visible surface, each lamp weighted by "
+                    "the light it brings there (1 = lit, 0 = in the shadow of every lamp that reaches it)")
     use_shade: bpy.props.BoolProperty(
         name="Shade", default=False, update=_passes_changed,
         description="Render pass 'Shade': MToon's lit/shade ramp before shadows (1 = lit colour, 0 = shade colour)")

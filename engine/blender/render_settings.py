@@ -59,6 +59,11 @@ class StylizedSceneSettings(bpy.types.PropertyGroup):
     shadow_pcf: BoolProperty(
         name="Soft Filtering (PCF)", default=True, update=_scene_update,
         description="Percentage-closer filtering: average several shadow-map samples for smoother edges")
+    soft_shadows: BoolProperty(
+        name="Soft Shadows", default=True, update=_scene_update,
+        description="A lamp's Radius (an area lamp's Size) and the sun's Angle widen the shadow's penumbra as "
+                    "the blocker is farther from the surface, as EEVEE's soft shadows do; MToon's toon step still "
+                    "shapes the lit/shade boundary. Off: every shadow keeps a hard, filtered edge (flat cel looks)")
     outlines: BoolProperty(
         name="Outlines", default=True, update=_scene_update,
         description="Draw MToon inverted-hull outlines for materials whose outline mode is not None")

@@ -21,6 +21,17 @@ def world_color(scene) -> np.ndarray:
     return np.array(world.color[:3], np.float64)
 
 
+def soft_radius(light) -> float:
+    """The radius (m) that softens a local lamp's shadow: *Radius* (``shadow_soft_size``) of a point
+    or spot lamp, half the larger side of an area lamp."""
+    if light.type == "AREA":
+        size = float(getattr(light, "size", 0.0))
+        if getattr(light, "shape", "SQUARE") in ("RECTANGLE", "ELLIPSE"):
+            size = max(size, float(getattr(light, "size_y", 0.0)))
+        return max(0.5 * size, 0.0)
+    return max(float(getattr(light, "shadow_soft_size", 0.0)), 0.0)
+
+
 def influence_radius(light, threshold: float) -> float:
     """EEVEE's reach of a local lamp (m): its *Custom Distance* when set, else where the inverse
     square law brings its power to the scene's *Light Threshold*: sqrt(max(colour) x |energy| / 100
@@ -82,7 +93,7 @@ def scene_lights(depsgraph) -> list:
         receivers, blockers = lamp_rules(ob)
         out.append(LightData(
             kind=light.type, color=color, direction=direction, position=m[:3, 3].copy(),
-            radius=max(float(getattr(light, "shadow_soft_size", 0.0)), 0.0),
+            radius=soft_radius(light),
             spot_size=float(getattr(light, "spot_size", np.pi)),
             spot_blend=float(getattr(light, "spot_blend", 0.0)),
             cast_shadow=bool(getattr(light, "use_shadow", True)), name=ob.name,
@@ -111,7 +122,7 @@ def settings_from_scene(scene, width: int, height: int, film_transparent: bool) 
         shadow_cascade_fade=float(g("shadow_cascade_fade", 0.1)),
         shadow_bias=float(g("shadow_bias", 0.5)), shadow_normal_offset=float(g("shadow_normal_offset", 2.0)),
         shadow_min_offset=float(g("shadow_min_offset", 0.02)),
-        shadow_pcf=1 if g("shadow_pcf", True) else 0, max_lights=max(1, int(g("max_lights", 128))),
+        shadow_pcf=1 if g("shadow_pcf", True) else 0, soft_shadows=bool(g("soft_shadows", True)), max_lights=max(1, int(g("max_lights", 128))),
         outlines=bool(g("outlines", True)), screen_space_outline=bool(g("screen_space_outline", False)),
         screen_space_outline_width=float(g("screen_space_outline_width", 1.0)),
         screen_space_outline_color=np.array(ssc[:3], np.float64), fxaa=bool(g("fxaa", True)),

@@ -71,6 +71,7 @@ class FrameSettings:
     shadow_normal_offset: float = 2.0 # normal offset, in shadow texels, x sin(angle between normal and light)
     shadow_min_offset: float = 0.02   # ... at least this many metres: layers closer to a surface cast nothing on it
     shadow_pcf: int = 1               # PCF radius r (True = 1): a bilinear-weighted (2r+2)^2 texel filter; 0 = 2x2
+    soft_shadows: bool = True         # lamp Radius / sun Angle widen the penumbra (PCSS); False: today's hard edge
     outlines: bool = True
     screen_space_outline: bool = False
     screen_space_outline_width: float = 1.0

@@ -395,19 +395,19 @@ VERTEX_DEFINES = {"general": (), "lbs8": ("SKIN_LBS8",), "lbs4": ("SKIN_LBS8", "
 
 
 def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0, local_shadows: int = 0,
-               clusters: bool = False) -> tuple:
+               clusters: bool = False, soft: bool = False) -> tuple:
     """The frame's part of the forward / outline variants: (shadows on, every light a sun, light
     count, PCF radius, cascade count, shadowed local lamps, local lamps through clusters) of the
     FrameBlock the pipeline packs (``lights``: the block's lamps, the suns)."""
     return (bool(shadows_on), all(l.kind == "SUN" for l in lights), len(lights), int(pcf),
-            int(cascades) if shadows_on else 0, int(local_shadows), bool(clusters))
+            int(cascades) if shadows_on else 0, int(local_shadows), bool(clusters), bool(soft))
 
 
 def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
     """Defines of a forward / outline variant: ``mspec`` (material_spec), ``frame``
     (frame_spec) and the draw group's vertex class (VERTEX_DEFINES); an outline variant also
     fixes the outline width mode (world or screen coordinates)."""
-    shadows_on, sun_only, lights, pcf, cascades, local, clusters = frame
+    shadows_on, sun_only, lights, pcf, cascades, local, clusters, soft = frame
     d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
          ("SPEC_FLAGS", str(mspec["flags"]))]
     if not mspec["uv_anim"]:
@@ -426,6 +426,8 @@ def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
         d.append(("SPEC_LOCAL_SHADOWS", str(local)))
     if not clusters:
         d.append("SPEC_NO_CLUSTERS")
+    if not soft:
+        d.append("SPEC_HARD_SHADOWS")     # Soft Shadows off: no blocker search, no toon step on the shadow
     if mspec["receive"] and (shadows_on or local):
         d.append(("SPEC_PCF", str(pcf)))
     if sun_only:

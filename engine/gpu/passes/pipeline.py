@@ -92,6 +92,8 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None)
         d[t + 4:t + 4 + n] = fit.blend
         d[t + 8:t + 8 + n] = fit.texel
         d[t + 12:t + 15] = (n, atlas_layout(n)[0], fit.near)
+        if soft_shadows(s):         # the sun's Angle: penumbra per metre of blocker-receiver gap
+            d[t + 15] = 2.0 * np.tan(0.5 * min(float(getattr(lights[shadow_index], "sun_angle", 0.0)), 3.1))
     lo = c0 + 64 + 16
     if local is not None:
         loc = pack_local(local)
@@ -100,6 +102,7 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None)
             for j, li in enumerate(local.lights):
                 loc[at + 4 * j] = lamps.texture_index(lamps.lights[li])
         d[lo:lo + loc.size] = loc
+    d[lo + LOCAL_FLOATS - 1] = 1.0 if soft_shadows(s) else 0.0        # local_params.w: Soft Shadows
     if lamps is not None:
         d[lo + LOCAL_FLOATS:lo + LOCAL_FLOATS + 8] = lamps.pack()
     words = lamps.sun_words() if lamps is not None else [0.0] * len(lights)
@@ -133,6 +136,10 @@ def _sync(fb, depth=False) -> None:
             fb.read_depth(0, 0, 1, 1)
         else:
             fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")
+
+
+def soft_shadows(settings) -> bool:
+    return bool(getattr(settings, "soft_shadows", True))
 
 
 def link_local_casters(fit, lights, casters) -> None:
@@ -332,7 +339,8 @@ class FramePipeline:
         self._shadow_tex = self._local_tex = None
         self._frame_spec = frame_spec(lamps.suns, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
                                       self.shadow.fit_result.count if shadows_on else 0,
-                                      self.local_shadow.count if local_on else 0, lamps.clusters is not None)
+                                      self.local_shadow.count if local_on else 0, lamps.clusters is not None,
+                                      soft_shadows(s))
         inst = self._instances
         if shadows_on and not reuse:
             self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
