@@ -10,9 +10,7 @@ import re
 
 import bpy
 import numpy as np
-import pytest
 
-import conftest as C
 from tools import check_scene, scenes
 
 

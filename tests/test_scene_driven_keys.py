@@ -5,7 +5,6 @@ playback draws them from the bake over the key's own NLA.  Every drawn vertex ag
 evaluated mesh at integer and fractional frames (tools/check_scene.run_deform)."""
 from __future__ import annotations
 
-import bpy
 import numpy as np
 import pytest
 

@@ -12,7 +12,7 @@ timeline (``preview.scene.needs_blender``)."""
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 
