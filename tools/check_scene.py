@@ -32,9 +32,15 @@ FRACTIONS = (0.0, 0.25, 0.5, 0.8)
 
 
 def _read(idb, keys):
+    """Blender's values of ``keys``; NaN where a path does not resolve (a VRM expression preview
+    without the VRM Add-on, which the preview evaluates itself: ``compare`` leaves those out)."""
     out = np.empty(len(keys))
     for j, (path, i) in enumerate(keys):
-        v = idb.path_resolve(path)
+        try:
+            v = idb.path_resolve(path)
+        except ValueError:
+            out[j] = np.nan
+            continue
         out[j] = float(v[i]) if hasattr(v, "__len__") else float(v)
     return out
 
@@ -69,6 +75,7 @@ def compare(scene, anim, frames, mutate=None, verbose=False):
             ref = _read(a.id, a.keys)
             err = np.abs(vals - ref) / _sizes(a)
             err = np.where(np.isfinite(err), err, np.inf)
+            err[np.isnan(ref)] = 0.0          # no Blender value to compare with (see _read)
             k = int(np.argmax(err))
             e = float(err[k])
             if e > worst.get(a.name, (-1.0,))[0]:
