@@ -69,3 +69,38 @@ def test_diffuse_color_and_emission_match_eevee(empty_scene, tmp_path):
     # the background is 0 in both passes
     sky = ~np.any(d_e > 0, -1) & ~np.any(e_e > 0, -1)
     assert np.count_nonzero(sky) > 100 and np.abs(d_o[_interior(sky)]).max() == 0.0
+
+
+def _ao_distance(scene, d):
+    layer = scene.view_layers[0]
+    if hasattr(layer.eevee, "ambient_occlusion_distance"):
+        layer.eevee.ambient_occlusion_distance = d           # Blender 5
+    else:
+        scene.eevee.gtao_distance = d                          # 4.5
+
+
+def test_ambient_occlusion_pass_follows_eevee_and_the_ao_distance(empty_scene, tmp_path):
+    """Screen-space AO within the scene's AO distance: open ground ~1 and the creases where the
+    ball and the box meet the ground darker, in both engines; a shorter distance darkens less."""
+    scene = empty_scene
+    S.stage(scene)
+    scene.view_layers[0].use_pass_ambient_occlusion = True
+    _ao_distance(scene, 0.6)
+    ours = S.render_exr(scene, tmp_path / "ours.exr")
+    eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=4)
+    name = "Ambient Occlusion" if "ViewLayer.Ambient Occlusion.R" in eevee else "AO"
+    a_o = layer_pass(ours, f"ViewLayer.{name}", "R")[..., 0]
+    a_e = layer_pass(eevee, f"ViewLayer.{name}", "R")[..., 0]
+    _ao_distance(scene, 0.05)
+    short = layer_pass(S.render_exr(scene, tmp_path / "short.exr"), f"ViewLayer.{name}", "R")[..., 0]
+    C.save_png(np.stack([np.concatenate([a_o, a_e, short], 1)] * 3 + [np.ones((S.H, 3 * S.W))], -1),
+               C.ARTIFACTS / "pass_ao.png")
+    depth = a_e > 0                                         # (the background is 0 in both)
+    assert S.coverage_iou(a_o > 0, depth) > 0.93      # (a fully occluded pixel is 0 too)
+    dark_e = _interior(a_e < 0.8) & depth
+    open_e = _interior(a_e > 0.97) & depth
+    assert np.count_nonzero(dark_e) > 20 and np.count_nonzero(open_e) > 500
+    assert np.median(a_o[dark_e]) < 0.85, np.median(a_o[dark_e])        # the creases are dark in ours too
+    assert np.median(a_o[open_e]) > 0.95                                  # the open ground is open
+    assert np.mean(np.abs(a_o - a_e)) < 0.1
+    assert np.median(short[dark_e]) > np.median(a_o[dark_e]) + 0.1         # the AO distance is honoured

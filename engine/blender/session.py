@@ -316,7 +316,8 @@ class StylizedSession:
                 for it in frame.items:
                     ob = bpy.data.objects.get(it.object_name)
                     ids[int(getattr(it, "object_id", 0))] = int(getattr(ob, "pass_index", 0))
-            out.update(render_passes.read(self.pipeline, frame, passes, depsgraph.scene, ids))
+            out.update(render_passes.read(self.pipeline, frame, passes, depsgraph.scene, ids,
+                                          view_layer=depsgraph.view_layer))
             return render_passes.averaged_sources(self.pipeline, out)   # averaged with the samples
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,

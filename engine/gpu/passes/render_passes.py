@@ -12,6 +12,8 @@ Mist       Z         the world's Mist Pass settings (start, depth, falloff) over
                      the camera (along the axis for an orthographic camera); 1 on the background
 Position   XYZ       world-space position of the front-most surface (the centre sample, from the
                      depth buffer); 0 on the background (EEVEE)
+AO         RGB       screen-space ambient occlusion of the centre sample within the scene's AO
+                     distance (engine/core/compositing/ssao.py; 1 = open); 0 on the background
 IndexOB    X         Object > Relations > Pass Index of the front-most object (0: background)
 IndexMA    X         Material > Settings > Pass Index of the front-most surface
 Outline    RGBA      the MToon outline's colour x its coverage, and the coverage (premultiplied)
@@ -45,7 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.compositing import cryptomatte
+from ...core.compositing import cryptomatte, ssao
 
 #: name -> (channels, channel ids, type, view layer switch (None: ours, ``stylized_passes``))
 PASSES = {
@@ -53,6 +55,7 @@ PASSES = {
     "Normal": (3, "XYZ", "VECTOR", "use_pass_normal"),
     "Mist": (1, "Z", "VALUE", "use_pass_mist"),
     "Position": (3, "XYZ", "VECTOR", "use_pass_position"),
+    "AO": (3, "RGB", "COLOR", "use_pass_ambient_occlusion"),
     "IndexOB": (1, "X", "VALUE", "use_pass_object_index"),
     "IndexMA": (1, "X", "VALUE", "use_pass_material_index"),
     "DiffCol": (3, "RGB", "COLOR", "use_pass_diffuse_color"),
@@ -72,7 +75,7 @@ MIST_EXPONENT = {"QUADRATIC": 2.0, "LINEAR": 1.0, "INVERSE_QUADRATIC": 0.5}
 def blender_name(name: str) -> str:
     """The name Blender gives pass ``name`` in results and files: the index passes are
     "Object Index" / "Material Index" since Blender 5.0 ("IndexOB" / "IndexMA" in 4.5), Diffuse
-    Color and Emission "Diffuse Color" / "Emission" ("DiffCol" / "Emit")."""
+    Color, Emission and AO "Diffuse Color" / "Emission" / "Ambient Occlusion" (DiffCol, Emit, AO)."""
     if name in NEW_NAMES:
         import bpy
 
@@ -85,7 +88,7 @@ def blender_name(name: str) -> str:
 
 #: Blender 5.0's names of the passes 4.5 calls IndexOB, IndexMA, DiffCol, Emit
 NEW_NAMES = {"IndexOB": "Object Index", "IndexMA": "Material Index", "DiffCol": "Diffuse Color",
-             "Emit": "Emission"}
+             "Emit": "Emission", "AO": "Ambient Occlusion"}
 
 
 def requested(view_layer) -> tuple:
@@ -154,6 +157,16 @@ def _view_points(projection, is_ortho, depth):
     return z, x, y
 
 
+def ao_distance(scene, layer=None) -> float:
+    """The AO distance EEVEE's Ambient Occlusion pass uses: the view layer's (Blender 5:
+    ``ViewLayer.eevee.ambient_occlusion_distance``), else the scene's (4.5: ``gtao_distance``)."""
+    for owner, attr in ((getattr(layer, "eevee", None), "ambient_occlusion_distance"),
+                        (getattr(scene, "eevee", None), "gtao_distance")):
+        if owner is not None and hasattr(owner, attr):
+            return float(getattr(owner, attr))
+    return 0.2
+
+
 def mist_settings(scene):
     """(start, depth, exponent) of the scene world's Mist Pass (EEVEE's film mist)."""
     world = scene.world
@@ -163,7 +176,7 @@ def mist_settings(scene):
     return float(ms.start), max(float(ms.depth), 1e-9), MIST_EXPONENT.get(ms.falloff, 2.0)
 
 
-def read(pipeline, frame, names, scene, object_pass_index) -> dict:
+def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> dict:
     """The requested passes of the frame the pipeline just drew, as (H, W, C) float32 arrays
     (bottom row first, as Blender's render result).
     ``object_pass_index``: object id (RenderItem.object_id) -> Pass Index."""
@@ -174,9 +187,9 @@ def read(pipeline, frame, names, scene, object_pass_index) -> dict:
     out = {}
     if not names:
         return out
-    aux = texture_to_numpy(pipeline.last_aux, w, h) if {"Normal", "IndexOB"} & set(names) else None
+    aux = texture_to_numpy(pipeline.last_aux, w, h) if {"Normal", "IndexOB", "AO"} & set(names) else None
     depth = None
-    if {"Depth", "Mist", "Position"} & set(names):
+    if {"Depth", "Mist", "Position", "AO"} & set(names):
         depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
     empty = None if depth is None else depth >= 1.0
     if depth is not None:
@@ -192,6 +205,12 @@ def read(pipeline, frame, names, scene, object_pass_index) -> dict:
         inv = np.linalg.inv(np.asarray(frame.camera.view, np.float64))
         p = (x[..., None] * inv[:3, 0] + y[..., None] * inv[:3, 1] + z[..., None] * inv[:3, 2] + inv[:3, 3])
         out["Position"] = np.where(empty[..., None], 0.0, p).astype(np.float32)
+    if "AO" in names:
+        rot = np.asarray(frame.camera.view, np.float64)[:3, :3]
+        nv = aux[..., :3] @ rot.T.astype(np.float32)
+        ao = ssao.ambient_occlusion(z, x + 0.0 * z, y + 0.0 * z, nv, empty, frame.camera.projection,
+                                    ao_distance(scene, view_layer))
+        out["AO"] = np.repeat(ao[..., None], 3, -1)
     if "Normal" in names:
         out["Normal"] = np.ascontiguousarray(aux[..., :3])
     if "IndexOB" in names:
