@@ -104,3 +104,21 @@ def test_ambient_occlusion_pass_follows_eevee_and_the_ao_distance(empty_scene, t
     assert np.median(a_o[open_e]) > 0.95                                  # the open ground is open
     assert np.mean(np.abs(a_o - a_e)) < 0.1
     assert np.median(short[dark_e]) > np.median(a_o[dark_e]) + 0.1         # the AO distance is honoured
+
+
+def test_ambient_occlusion_on_the_gpu_is_the_plain_formula(empty_scene, tmp_path, monkeypatch):
+    """The GPU AO pass (engine/gpu/passes/ambient_occlusion.py) against engine/core/compositing/
+    ssao.py's numpy formula on the same frame."""
+    from stylized_renderer.engine.gpu.passes import render_passes
+
+    scene = empty_scene
+    S.stage(scene)
+    scene.view_layers[0].use_pass_ambient_occlusion = True
+    _ao_distance(scene, 0.6)
+    gpu_ao = S.render_exr(scene, tmp_path / "gpu.exr")
+    monkeypatch.setattr(render_passes, "AO_ON_GPU", False)
+    cpu_ao = S.render_exr(scene, tmp_path / "cpu.exr")
+    name = "Ambient Occlusion" if "ViewLayer.Ambient Occlusion.R" in gpu_ao else "AO"
+    a, b = gpu_ao[f"ViewLayer.{name}.R"], cpu_ao[f"ViewLayer.{name}.R"]
+    assert np.count_nonzero(a < 0.9) > 30
+    assert np.mean(np.abs(a - b)) < 0.005 and np.mean(np.abs(a - b) > 0.1) < 0.005

@@ -22,8 +22,9 @@ the picture is the rest pose, only the timing matters; its shader variants are c
 skinning, engine/gpu/passes/mtoon_shaders.py), and prints per pass
   bench-skin-cost: pass=P skinned_ms=A unskinned_ms=B skin_share=(A-B)/A
 Passes (``--passes``, issue 36): the demo at 1280x720 with 8 samples, Combined only against every
-pass Stylized writes enabled (Z, Mist, Normal, the index passes, Cryptomatte Object/Material/
-Asset), taking turns; prints
+pass Stylized writes enabled (Z, Mist, Normal, Position, the index passes, Diffuse Color,
+Emission, Ambient Occlusion, Cryptomatte Object/Material/Asset, one constant AOV), taking turns;
+prints
   bench-passes: combined_s=A all_s=B ratio_passes=B/A ratio_motion_blur=nan
 (motion blur is not implemented yet: its ratio is nan).
 This is a benchmark, not a test: it asserts nothing.
@@ -387,8 +388,9 @@ def main():
 
 
 #: the view-layer switches of the passes Stylized writes (engine/features/passes/inventory.py)
-WRITTEN_SWITCHES = ("use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_object_index",
-                    "use_pass_material_index", "use_pass_cryptomatte_object",
+WRITTEN_SWITCHES = ("use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_position",
+                    "use_pass_object_index", "use_pass_material_index", "use_pass_diffuse_color",
+                    "use_pass_emit", "use_pass_ambient_occlusion", "use_pass_cryptomatte_object",
                     "use_pass_cryptomatte_material", "use_pass_cryptomatte_asset")
 
 
@@ -402,10 +404,17 @@ def run_passes(args):
     scene.render.engine = "STYLIZED"
     scene.stylized.render_samples = 8
     layer = scene.view_layers[0]
+    mat = next(m for m in bpy.data.materials if m.use_nodes)
+    aov = mat.node_tree.nodes.new("ShaderNodeOutputAOV")
+    aov.aov_name = "bench_aov"
 
     def f12(on: bool) -> float:
         for name in WRITTEN_SWITCHES:
             setattr(layer, name, on)
+        if on and not len(layer.aovs):
+            layer.aovs.add().name = "bench_aov"
+        elif not on and len(layer.aovs):
+            layer.aovs.remove(layer.aovs[0])
         t = time.perf_counter()
         bpy.ops.render.render(scene=scene.name)
         return time.perf_counter() - t

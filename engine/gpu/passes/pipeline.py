@@ -41,6 +41,7 @@ from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_s
     shadow_spec, surface_spec)
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
+from .ambient_occlusion import AmbientOcclusionPass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .shadow_cache import StaticDepthCache
 from .gpu_cache import GpuCache
@@ -164,6 +165,7 @@ class FramePipeline:
         self.local_shadow = LocalShadowPass(StaticDepthCache(self.gpu))   # point, spot and area lamps (local_shadows.py)
         self.screen_outline = ScreenSpaceOutlinePass(self.gpu)
         self.post = PostProcessPass(self.gpu)
+        self.ambient_occlusion = AmbientOcclusionPass(self.gpu)   # the AO render pass (made when requested)
         self.textures = TextureCache()
         self._size = None
         self._color = self._aux = self._depth = None
@@ -565,6 +567,7 @@ class FramePipeline:
         self.local_shadow.free()
         self.gpu.free()
         self.screen_outline.free()
+        self.ambient_occlusion.free()
         self.post.free()
         self.textures.clear()
         self._color = self._aux = self._depth = None

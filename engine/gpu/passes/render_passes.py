@@ -68,6 +68,8 @@ PASSES = {
 TOON = ("Outline", "Shadow", "Shade", "Rim")
 GPU_PASSES = frozenset(TOON + ("IndexMA", "DiffCol", "Emit"))
 BLEND_PASSES = frozenset(("IndexOB", "Normal"))    # drawn by the GPU too where BLEND surfaces are
+#: False: the AO pass from engine/core/compositing/ssao.py in numpy (the reference), not the GPU
+AO_ON_GPU = True
 BACKGROUND_DEPTH = 1e10          # what EEVEE writes to Depth where nothing is drawn
 MIST_EXPONENT = {"QUADRATIC": 2.0, "LINEAR": 1.0, "INVERSE_QUADRATIC": 0.5}
 
@@ -187,9 +189,10 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
     out = {}
     if not names:
         return out
-    aux = texture_to_numpy(pipeline.last_aux, w, h) if {"Normal", "IndexOB", "AO"} & set(names) else None
+    aux = (texture_to_numpy(pipeline.last_aux, w, h)
+           if {"Normal", "IndexOB"} & set(names) or ("AO" in names and not AO_ON_GPU) else None)
     depth = None
-    if {"Depth", "Mist", "Position", "AO"} & set(names):
+    if {"Depth", "Mist", "Position"} & set(names) or ("AO" in names and not AO_ON_GPU):
         depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
     empty = None if depth is None else depth >= 1.0
     if depth is not None:
@@ -206,11 +209,15 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
         p = (x[..., None] * inv[:3, 0] + y[..., None] * inv[:3, 1] + z[..., None] * inv[:3, 2] + inv[:3, 3])
         out["Position"] = np.where(empty[..., None], 0.0, p).astype(np.float32)
     if "AO" in names:
-        rot = np.asarray(frame.camera.view, np.float64)[:3, :3]
-        nv = aux[..., :3] @ rot.T.astype(np.float32)
-        ao = ssao.ambient_occlusion(z, x + 0.0 * z, y + 0.0 * z, nv, empty, frame.camera.projection,
-                                    ao_distance(scene, view_layer))
-        out["AO"] = np.repeat(ao[..., None], 3, -1)
+        dist = ao_distance(scene, view_layer)
+        if AO_ON_GPU:
+            tex = pipeline.ambient_occlusion.execute(frame, pipeline.last_aux, pipeline._depth, dist)
+            out["AO"] = np.ascontiguousarray(texture_to_numpy(tex, w, h)[..., :3])
+        else:                   # the plain numpy formula (tests compare the GPU pass with it)
+            rot = np.asarray(frame.camera.view, np.float64)[:3, :3]
+            nv = aux[..., :3] @ rot.T.astype(np.float32)
+            ao = ssao.ambient_occlusion(z, x + 0.0 * z, y + 0.0 * z, nv, empty, frame.camera.projection, dist)
+            out["AO"] = np.repeat(ao[..., None], 3, -1)
     if "Normal" in names:
         out["Normal"] = np.ascontiguousarray(aux[..., :3])
     if "IndexOB" in names:
