@@ -16,7 +16,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .ONESHELL:
 
-.PHONY: setup setup-all test test-all demo bench package clean
+.PHONY: setup setup-all lint test test-core test-all demo bench package clean
 
 setup:
 	@bash tools/setup_env.sh $(BLENDER)
@@ -24,7 +24,14 @@ setup:
 setup-all:
 	@for v in $(BLENDER_VERSIONS); do bash tools/setup_env.sh "$$v"; done
 
-test: setup
+# ruff (pyflakes, import order, bugbear) and pyright (basic), settings in pyproject.toml; pyright
+# finds the extension as the package `stylized_renderer` through out/lint (a link to the root)
+lint: setup
+	$(VENV)/bin/ruff check .
+	mkdir -p out/lint && ln -sfn ../.. out/lint/stylized_renderer
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright --pythonpath $(PY)
+
+test: setup lint
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 # The whole suite on every version in BLENDER_VERSIONS, one after the other, each in its own
@@ -35,6 +42,12 @@ test-all:
 	@out=out/test-all
 	rm -rf "$$out"; mkdir -p "$$out"
 	status=0; summary=(); timings=(); tp=0; tf=0; te=0; ts=0
+	echo "===== test-all: lint ====="
+	if $(MAKE) --no-print-directory lint BLENDER=$(BLENDER) 2>&1 | tee "$$out/lint.log"; then
+	  summary+=("lint: clean")
+	else
+	  summary+=("lint: FAILED (out/test-all/lint.log)"); status=1
+	fi
 	for v in $(BLENDER_VERSIONS); do
 	  echo "===== test-all: Blender $$v ====="
 	  t0=$$SECONDS

@@ -70,7 +70,9 @@ def _submodules():
     mods.append(expressions)
     mods.append(operators)
     mods.append(panels)
-    from .engine.features.preview import control as preview  # viewport preview: redraw timer, load_post/frame_change handlers
+    from .engine.features.preview import (
+        control as preview,  # viewport preview: redraw timer, load_post/frame_change handlers
+    )
     mods.append(preview)
     from .engine.features import springs  # Object.stylized_spring_bones
     mods.append(springs)
@@ -79,8 +81,8 @@ def _submodules():
 
 def active_timers():
     """Our bpy.app.timers still registered (for tests: none after unregister())."""
-    from .engine.features.preview import control as preview
     from .engine.features.expressions import character as expressions
+    from .engine.features.preview import control as preview
 
     out = list(preview.timers_active())
     if bpy.app.timers.is_registered(expressions.deferred_sync):

@@ -6,6 +6,6 @@ shape keys, actions, a hand prop) plus ground, sun and camera in the current sce
 ``bpy.data`` and mode switching, so it runs headless with Blender as a Python module.
 """
 
-from .character import build_demo_scene, action_fcurves, DEMO_SHAPE_KEYS
+from .character import DEMO_SHAPE_KEYS, action_fcurves, build_demo_scene
 
 __all__ = ["build_demo_scene", "action_fcurves", "DEMO_SHAPE_KEYS"]

@@ -21,7 +21,7 @@ The character is a low-poly stylised humanoid facing -Y:
 import math
 
 import bpy
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Matrix, Vector
 
 DEMO_SHAPE_KEYS = ("blink_L", "blink_R", "smile", "aa", "angry", "surprised")
 
@@ -190,7 +190,7 @@ def _build_armature(scene):
     try:
         table = _bone_table()
         ebones = {}
-        for name, head, tail, parent in table:
+        for name, head, tail, _parent in table:
             eb = data.edit_bones.new(name)
             eb.head = head
             eb.tail = tail

@@ -9,7 +9,7 @@ from . import materials_ops  # noqa: E402  (MToon material operators)
 
 _modules.append(materials_ops)
 
-from . import preview_ops, expressions_ops  # noqa: E402  (viewport preview + expressions)
+from . import expressions_ops, preview_ops  # noqa: E402  (viewport preview + expressions)
 
 _modules.extend((preview_ops, expressions_ops))
 

@@ -8,10 +8,17 @@ import math
 import bpy
 from bpy.props import FloatProperty, StringProperty
 
-from ..engine.features.expressions.character import (character_of, expression_groups, linked_problem, reset_all,
-                                                     reset_vrm, set_expression, tag_redraw, vrm_set)
+from ..engine.features.expressions.character import (
+    character_of,
+    expression_groups,
+    linked_problem,
+    reset_all,
+    reset_vrm,
+    set_expression,
+    tag_redraw,
+    vrm_set,
+)
 from ..engine.features.vrm import expressions as vx
-
 
 # ------------------------------------------------------------------------------------------------
 # operators

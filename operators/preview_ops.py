@@ -8,8 +8,17 @@ from __future__ import annotations
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
-from ..engine.features.preview import control as preview, follow as preview_follow
 from ..engine.blender.bake import cache as bake
+from ..engine.features.preview import control as preview
+from ..engine.features.preview import follow as preview_follow
+from ..engine.features.preview.state import (
+    DEFAULT_FADE,
+    armature_of,
+    compatible_clips_for,
+    pending_clip_name,
+    select_armature,
+    set_crowd,
+)
 
 # Blender does not keep dynamic EnumProperty item strings alive: keep them referenced here.
 _CLIP_ITEMS: list = []
@@ -25,7 +34,7 @@ def target_armature(context, armature_name: str = ""):
     if armature_name:
         ob = bpy.data.objects.get(armature_name)
         return ob if ob is not None and ob.type == "ARMATURE" else None
-    return preview.armature_of(getattr(context, "active_object", None))
+    return armature_of(getattr(context, "active_object", None))
 
 
 def state_for(context, armature_name: str = ""):
@@ -35,7 +44,7 @@ def state_for(context, armature_name: str = ""):
     st = preview.get_state(scene, arm)
     preview_follow.follow(st)          # a renamed armature is the same one (never reset to time 0)
     if arm is not None and arm.name != st.armature:
-        preview.select_armature(st, arm, preview.compatible_clips_for(arm.name))
+        select_armature(st, arm, compatible_clips_for(arm.name))
     return st, arm
 
 
@@ -46,7 +55,7 @@ def ensure_bake(context, st, report=None, trust_clean: bool = False) -> bool:
     the bake failed.  ``trust_clean``: reuse a bake no depsgraph update marked dirty without
     re-reading the rig (the time slider, called while dragging)."""
     arm = bpy.data.objects.get(st.armature) if st.armature else None
-    name = preview.pending_clip_name(st)
+    name = pending_clip_name(st)
     cache = preview.bake_cache()      # the add-on's: what its viewport sessions play
     if arm is None or arm.type != "ARMATURE" or not name or cache is None:
         return True
@@ -83,7 +92,7 @@ def _clip_list(context):
     if arm is None:
         st = preview.peek_state(context.scene) if context is not None and context.scene else None
         arm = bpy.data.objects.get(st.armature) if st is not None and st.armature else None
-    return preview.compatible_clips_for(arm.name) if arm is not None else []
+    return compatible_clips_for(arm.name) if arm is not None else []
 
 
 def _clip_items(self, context):
@@ -141,7 +150,7 @@ def _set_speed(self, value):
 
 def _get_fade(self):
     st = preview.peek_state(self.id_data)
-    return preview.DEFAULT_FADE if st is None else float(st.fade)
+    return DEFAULT_FADE if st is None else float(st.fade)
 
 
 def _set_fade(self, value):
@@ -164,7 +173,7 @@ def _set_in_place(self, value):
 
 def _update_crowd(self, context):
     st, _ = state_for(context)
-    preview.set_crowd(st, self.crowd)
+    set_crowd(st, self.crowd)
     _redraw()
 
 
@@ -393,8 +402,8 @@ class STYLIZED_OT_preview_scene(bpy.types.Operator):
                 st.last_error = why[0]
                 self.report({"ERROR"}, why[0] + (f" (and {len(why) - 1} more object(s))" if len(why) > 1 else ""))
                 return {"CANCELLED"}
-            from ..engine.features.preview import scene_bake as preview_scene_bake
             from ..engine.blender.bake.reasons import BakeError
+            from ..engine.features.preview import scene_bake as preview_scene_bake
 
             try:      # the armatures only Blender can evaluate: baked over the scene's range (progress shown)
                 if preview_scene_bake.prepare(scene, st, context.window_manager, preview.timeline_handback_suspended):

@@ -10,7 +10,7 @@ from . import materials_panel, render_panel  # noqa: E402  (MToon material + ren
 _modules.extend((materials_panel, render_panel))
 
 # the sidebar tab "Stylized", in its order: Animation (+ Scene), Expressions, Stats
-from . import preview_panel, expressions_panel, viewport_panels  # noqa: E402
+from . import expressions_panel, preview_panel, viewport_panels  # noqa: E402
 
 _modules.extend((preview_panel, expressions_panel, viewport_panels))
 

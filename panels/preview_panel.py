@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import bpy
 
-from ..engine.features.preview import control as preview, follow as preview_follow
+from ..engine.features.preview import control as preview
+from ..engine.features.preview import follow as preview_follow
+from ..engine.features.preview.state import armature_of, compatible_clips_for
 from .viewport_panels import SidebarPanel, session_stats, timed
 
 
@@ -17,7 +19,7 @@ class STYLIZED_PT_viewport_animation(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         scene = context.scene
-        arm = preview.armature_of(getattr(context, "active_object", None))
+        arm = armature_of(getattr(context, "active_object", None))
         if arm is None:
             layout.label(text="Select an armature or a mesh it deforms", icon="INFO")
             st = preview.peek_state(scene)
@@ -26,7 +28,7 @@ class STYLIZED_PT_viewport_animation(SidebarPanel, bpy.types.Panel):
             return
         st = preview.get_state(scene, arm)
         preview_follow.follow(st)         # renamed: the new names; deleted: stopped, with the message
-        clips = preview.compatible_clips_for(arm.name)
+        clips = compatible_clips_for(arm.name)
         layout.label(text=arm.name, icon="ARMATURE_DATA")
         if st.armature and st.armature != arm.name:
             layout.label(text=f"Previewing '{st.armature}'; Play switches to this one", icon="INFO")

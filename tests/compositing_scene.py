@@ -7,9 +7,9 @@ import math
 
 import bpy
 import numpy as np
+from exr_read import layer_pass, read_exr
 
 import conftest as C
-from exr_read import layer_pass, read_exr
 
 W, H = 96, 72
 

@@ -47,6 +47,9 @@ def set_registered(flag: bool):
     _registered = flag
 
 
+from support.vrm_addon import vrm_addon  # noqa: E402,F401  (fixture: the VRM Add-on for one test)
+
+
 @pytest.fixture
 def ext():
     """The extension package, registered."""
@@ -96,7 +99,6 @@ def empty_scene(ext):
 
 def render_scene(scene=None, write_still=False) -> np.ndarray:
     """F12 through bpy.ops; returns the linear float RGBA (H, W, 4) array our engine produced."""
-    from stylized_renderer.engine.blender import render_engine
 
     scene = scene or bpy.context.scene
     render_capture.LAST_RENDER.clear()
@@ -132,7 +134,6 @@ def pytest_runtest_makereport(item, call):
     rep = outcome.get_result()
     if rep.when == "call" and rep.failed:
         try:
-            from stylized_renderer.engine.blender import render_engine
 
             px = render_capture.LAST_RENDER.get("pixels")
             if px is not None:
@@ -205,6 +206,14 @@ def bakes(ext):
     yield BakeModule(bake, cache)
     cache.clear()
     cache.substeps = 1
+
+
+@pytest.fixture
+def crig(empty_scene, bakes):
+    """A constraint rig (tools/rigify_rig.py) with the bake cache of ``bakes``."""
+    from tools import rigify_rig
+
+    return rigify_rig.build_constraint_rig()
 
 
 def add_camera(scene, location=(0.0, -6.0, 0.0), rotation=(1.5707963, 0.0, 0.0), ortho=False, lens=50.0):
@@ -386,8 +395,8 @@ class Clock:
 def view_session(ext):
     """A viewport session (the Stats panel reads the last one), freed in a GPU context and
     forgotten as the last viewport session."""
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     s = StylizedSession(viewport=True, addon=addon())     # as render_engine's view_update makes it
     yield s

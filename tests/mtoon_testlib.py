@@ -137,11 +137,11 @@ def sun(direction, color=(1.0, 1.0, 1.0), cast_shadow=True):
 def render_direct(specs, materials, lights, camera, width=128, height=128, **settings):
     """Run the FramePipeline on hand-built items inside the engine's GPU context.
     Returns (colour (H,W,4), aux (H,W,4): world shading normal xyz + object id)."""
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.core.assets import Bounds
     from stylized_renderer.engine.core.world.frame import FrameData, FrameSettings
-    from stylized_renderer.engine.gpu.passes.pipeline import FramePipeline
+    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.backend import GpuBackend
+    from stylized_renderer.engine.gpu.passes.pipeline import FramePipeline
 
     def task():
         backend = GpuBackend()       # the streams' backend (its identity palette for unused samplers)

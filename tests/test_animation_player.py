@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose, TrackSet, slerp
-from stylized_renderer.engine.core.assets import (AnimationClipAsset, MorphWeightChannelAsset,
-    NodeAnimationChannelAsset)
-from stylized_renderer.engine.core.assets.types import compose_trs
 from stylized_renderer.engine.blender.importer.rotation import quat_mul
+from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose, TrackSet, slerp
+from stylized_renderer.engine.core.assets import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
+from stylized_renderer.engine.core.assets.types import compose_trs
 
 
 def setup(channels, duration=2.0, morph_channels=()):
@@ -233,7 +232,7 @@ def test_slerp_takes_the_shortest_path_and_normalises():
 def test_trackset_searches_all_tracks_at_once_and_matches_a_reference():
     rng = np.random.default_rng(3)
     times_list, values_list = [], []
-    for c in range(40):
+    for _ in range(40):
         k = int(rng.integers(1, 7))
         t = np.sort(rng.uniform(-1.0, 3.0, k))
         times_list.append(t)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.core.animation import ScenePose, RESOLVED, RESOLVING
+from stylized_renderer.engine.core.animation import RESOLVED, RESOLVING, ScenePose
 from stylized_renderer.engine.core.animation.pose import next_version
 from stylized_renderer.engine.core.assets import SceneAsset
 
@@ -187,8 +187,7 @@ def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
     """write_sampled's compose (pre's 3x3 carried through the quaternion's quadratic form, the
     translation through pre) equals pre @ T @ R @ S for sheared, scaled, translated rests and
     non-uniform scales."""
-    from stylized_renderer.engine.core.animation.pose import (compose_pre_trs, compose_trs_fast,
-        pre_rotation_forms)
+    from stylized_renderer.engine.core.animation.pose import compose_pre_trs, compose_trs_fast, pre_rotation_forms
 
     rng = np.random.default_rng(2)
     n = 50
@@ -224,7 +223,7 @@ def test_update_world_below_matches_the_full_update_after_a_subset_write():
         assert p.initialize(scene) and p.update_world_matrices()
     written = np.array([2, 4, 1], np.intp)
     q = np.array([R.quat_axis_angle((0, 0, 1), a) for a in (0.3, -0.7, 1.1)])
-    for step in range(3):
+    for _step in range(3):
         below.write_rotations(written, q)
         full.write_sampled(written, q_nodes=written, q=q)
         assert np.allclose(below.local_matrices, full.local_matrices, atol=1e-15)

@@ -13,16 +13,11 @@ import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from test_bbones import _run as _run_checks
-from tools import check_deform, rigify_rig, scenes
+from tools import check_deform, scenes
 
 
 def _run(capsys, frames="1-10", mode="player"):
     return _run_checks(capsys, frames, mode)
-
-
-@pytest.fixture
-def crig(empty_scene, bakes):
-    return rigify_rig.build_constraint_rig()
 
 
 def _scene_state(arm):
@@ -104,9 +99,9 @@ def test_constraint_rig_wrong_frame_bake_fails(crig, capsys, monkeypatch, bakes)
 def _preview_session(arm, act, seek):
     """(session, state, frame): a session previewing ``act`` on ``arm`` at ``seek`` seconds;
     ``frame()`` runs its update_frame in the GPU context and returns (ok, player clip, time)."""
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview.control import PreviewState
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.features.preview.control import PreviewState
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     s = StylizedSession(addon=C.addon())       # plays the add-on's bakes (what the operators make)
     s.imports.want_clips = True

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 
 import bpy
+import fcurve_rigs
 import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
-import fcurve_rigs
 from tools import check_deform, rigify_rig, scenes
 
 
@@ -116,7 +116,7 @@ def test_sample_is_exact_at_the_samples_and_slerps_between(empty_scene, bakes):
     spin = asset.node_index(arm.name, "spin")
     k = int(np.flatnonzero(bp.inner_nodes == spin)[0])
     fps = b.fps
-    for f, deg in ((3.0, 60.0), (3.5, 75.0), (7.25, 187.5)):
+    for f, _deg in ((3.0, 60.0), (3.5, 75.0), (7.25, 187.5)):
         m = bp.sample((f - b.frame_start) / fps).locals[k]
         sc = bpy.context.scene
         sc.frame_set(int(f), subframe=f - int(f))

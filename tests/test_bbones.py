@@ -3,11 +3,8 @@ read back from the GPU (tools/check_deform.py) against Blender's evaluated mesh,
 rig with curved B-Bones (4-8 segments, ease in/out, AUTO and custom-bone handles)."""
 from __future__ import annotations
 
-import math
-
 import bpy
 import numpy as np
-import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from tools import check_deform, scenes
@@ -142,8 +139,8 @@ def _timeline_runtime(frame=7):
     (arm, ob, depsgraph, asset, runtime, reader)."""
     arm, ob = build_bbone_rig()
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     bpy.context.scene.frame_set(frame)
@@ -160,8 +157,8 @@ def test_segment_entry_point_and_rest_relation(empty_scene):
     slot equals its bone's plain skinning matrix); malformed input is refused with a message
     naming the bone node; a rig without B-Bones has no segment table."""
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     arm, ob, dg, asset, rt, reader = _timeline_runtime()

@@ -5,12 +5,12 @@ into a multilayer EXR read back with tests/exr_read.py."""
 from __future__ import annotations
 
 import bpy
+import compositing_scene as S
 import numpy as np
+from exr_read import layer_pass
 from mathutils import Vector
 
 import conftest as C
-import compositing_scene as S
-from exr_read import layer_pass
 
 
 def _interior(mask):
@@ -295,8 +295,8 @@ def test_viewport_reads_visibility_only_after_an_update(empty_scene, view_sessio
     have changed them; a Ray Visibility > Camera switch made in between is still seen."""
     import math
 
-    from test_viewport_draw import CapturedUpdates, draw
     from conftest import look_at, perspective
+    from test_viewport_draw import CapturedUpdates, draw
 
     scene = empty_scene
     ball, box, _ground = S.stage(scene)

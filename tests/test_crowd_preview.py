@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 
 from conftest import render_scene
-from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.blender import render_engine
+from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.features.preview.state import CROWD_ERROR_PREFIX
+from stylized_renderer.engine.features.preview.state import set_crowd as state_set_crowd
 from stylized_renderer.engine.gpu.passes import instancing
 from stylized_renderer.panels import preview_panel
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
@@ -103,7 +105,7 @@ def test_crowd_preview_plays_every_character_as_blender(empty_scene, view):
     bind = np.array(rt.pose.world_matrices)
 
     # seek to frame 4, then play 9 frames' worth of time: frame 13
-    preview.set_crowd(st, True)                         # unchanged: nothing queued
+    state_set_crowd(st, True)                   # unchanged: nothing queued
     assert not any(c[0] == "crowd" for c in st.commands)
     t0 = (4 - clip.frame_start) / clip.fps
     st.push("seek", t0)
@@ -288,7 +290,7 @@ def test_baked_rig_refuses_crowd(empty_scene, view, bakes):
     set_crowd(scene, arm, True)
     view.update(st)
     assert not st.active and not st.playing                              # timeline mode, no wrong pose
-    assert st.last_error.startswith(preview.CROWD_ERROR_PREFIX) and f"'{arm.name}'" in st.last_error
+    assert st.last_error.startswith(CROWD_ERROR_PREFIX) and f"'{arm.name}'" in st.last_error
     assert "IK" in st.last_error and "Turn Play on All Characters off" in st.last_error
     assert rt.player.target_count == 1
     lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
@@ -352,7 +354,7 @@ def test_crowd_refused_when_a_copy_gains_a_constraint_while_playing(empty_scene,
 # ------------------------------------------------------------------------------------------------
 
 def _handles(session):
-    from stylized_renderer.engine.gpu.backend import palette_handle
+    from stylized_renderer.engine.gpu.palette_textures import palette_handle
 
     return [palette_handle(g.palette) for g in session.runtime.palette_set.palette_groups]
 
@@ -435,8 +437,8 @@ def test_linked_library_keys_are_not_mixed_with_local_ones(empty_scene, tmp_path
     """A character linked from a library has a shape-key datablock named "Key" like a local mesh's:
     the reader must read each one's own values (keyed by name and library), every frame."""
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 
     def keyed_plane(name, value):

@@ -89,7 +89,7 @@ def test_wave_leaves_the_bind_pose_and_animates(demo):
     scene = bpy.context.scene
     arm = demo["armature"]
     rest_tip = arm.matrix_world @ arm.data.bones["hand.R"].tail_local
-    tips, smiles = [], []
+    tips = []
     for f in (1, 7, 13):
         scene.frame_set(f)
         tips.append(arm.matrix_world @ arm.pose.bones["hand.R"].tail)

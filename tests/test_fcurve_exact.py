@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import conftest as C  # noqa: E402
 import fcurve_rigs  # noqa: E402
+
+import conftest as C  # noqa: E402
 from tools import scenes  # noqa: E402
 
 
@@ -44,8 +45,8 @@ def test_curve_values_equal_blenders_at_every_eighth_frame(empty_scene, seed):
     frame from 4 frames before the clip to 6 after (extrapolation and Cycles on both sides),
     equals Blender's FCurve.evaluate there (float32 rounding: 1e-4 absolute)."""
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.core.animation.curve_clip import CurveTracks
     from stylized_renderer.engine.blender.importer.actions import slot_fcurves
+    from stylized_renderer.engine.core.animation.curve_clip import CurveTracks
 
     arm, ob, act = fcurve_rigs.build_fcurve_rig(seed=seed)
     clip = importer.compatible_clips(importer.import_scene(bpy.context.evaluated_depsgraph_get()), arm.name)[0]

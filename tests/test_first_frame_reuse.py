@@ -6,17 +6,16 @@ import bpy
 import numpy as np
 
 from conftest import add_camera, add_sun, render_scene
-from test_sparse_morph import _bump_grid, _targets
 from stylized_renderer.engine.core import geometry
-from stylized_renderer.engine.gpu import backend as gpu_backend
 from stylized_renderer.engine.core.runtime import mesh_instance
+from test_sparse_morph import _bump_grid, _targets
 
 
 def test_first_f12_makes_the_smooth_normal_deltas_once_per_primitive(empty_scene, monkeypatch):
     """The runtime's morph table, the shader-morph spans and the deltas texture all need each
     primitive's outline smooth-normal deltas; the first F12 made them three times.  Now each
     target's are made once, for the whole primitive's one ``SmoothNormalDeltas``."""
-    ob = _bump_grid()
+    _bump_grid()
     scene = bpy.context.scene
     add_camera(scene, location=(0.0, -5.0, 1.0))
     add_sun(scene, rotation=(0.6, 0.0, 0.4))

@@ -8,11 +8,10 @@ import math
 
 import bpy
 import numpy as np
-import pytest
 
 from conftest import add_camera, add_sun
-from test_viewport_draw import draw, look_at, object_mask, perspective
 from stylized_renderer.engine.features.preview import control as preview
+from test_viewport_draw import draw, look_at, object_mask, perspective
 from tools import scenes
 
 

@@ -2,7 +2,6 @@
 missing camera, bad input, packaging."""
 from __future__ import annotations
 
-import pathlib
 import subprocess
 import sys
 import zipfile
@@ -12,7 +11,6 @@ import numpy as np
 import pytest
 
 import conftest as C
-
 
 # ---------------------------------------------------------------------------------------------
 # registration
@@ -37,7 +35,6 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
     panels = registration.compat_panels()
     assert panels, "no built-in panel got STYLIZED"
     from stylized_renderer.engine.blender import render_engine
-
     from stylized_renderer.engine.features.preview import control as preview
 
     addon = render_engine.StylizedRenderEngine.addon
@@ -57,7 +54,7 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
         assert not _engine_accepted(bpy.context.scene)
         for p in panels:
             assert "STYLIZED" not in p.COMPAT_ENGINES, p.__name__
-        for name, before in handlers_before.items():
+        for name, _before in handlers_before.items():
             now = getattr(bpy.app.handlers, name)
             ours = [h for h in now if getattr(h, "__module__", "").startswith("stylized_renderer")]
             assert not ours, f"handler left in {name}: {ours}"
@@ -68,7 +65,7 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
             if cls_name.startswith(("STYLIZED_", "StylizedRender")):
                 cls = getattr(bpy.types, cls_name)
                 assert not getattr(cls, "is_registered", False), cls_name
-        timers = getattr(ext, "registration").active_timers() if hasattr(registration, "active_timers") else []
+        timers = ext.registration.active_timers() if hasattr(registration, "active_timers") else []
         assert not timers
     finally:
         C.ensure_registered()

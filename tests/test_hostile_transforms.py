@@ -16,12 +16,14 @@ import pytest
 
 import conftest as C
 from conftest import render_scene
-from stylized_renderer.engine.gpu import util as gpu_util
 from stylized_renderer.engine.blender import render_engine
-from stylized_renderer.engine.gpu.util import texture_to_numpy
 from stylized_renderer.engine.blender.render_engine import draw_view
-from tools import scenes
-from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
+from stylized_renderer.engine.gpu import util as gpu_util
+from stylized_renderer.engine.gpu.util import texture_to_numpy
+from tools import (
+    render_capture,  # noqa: E402  (F12 results: the hook the tests install)
+    scenes,
+)
 
 W, H = 160, 120
 
@@ -294,8 +296,8 @@ def test_nan_object_in_the_viewport_is_named_in_the_stats(empty_scene, session):
     assert session.stats["update_error"] is None
     assert any(f"'{info['prop'].name}'" in p for p in session.stats["problems"]), session.stats["problems"]
     # the Stats panel (sidebar) shows the line
-    from test_viewport_ui import Ctx, draw_panel
     from stylized_renderer.panels import viewport_panels as vp
+    from test_viewport_ui import Ctx, draw_panel
 
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()
     named = [lb for lb in labels if f"'{info['prop'].name}'" in lb]

@@ -5,7 +5,6 @@ import importlib.util
 import math
 import pathlib
 import sys
-import time
 
 import bpy
 import numpy as np
@@ -22,9 +21,8 @@ if "stylized_renderer" not in sys.modules:  # conftest normally did this already
     _spec.loader.exec_module(_m)
 
 from stylized_renderer.engine.blender import importer  # noqa: E402
-from stylized_renderer.engine.core.assets import AssetError, NODE_BONE, compose_trs  # noqa: E402
 from stylized_renderer.engine.blender.importer import skin as skin_mod  # noqa: E402
-from stylized_renderer.engine.blender.importer.rotation import euler_to_quat, axis_angle_to_quat  # noqa: E402
+from stylized_renderer.engine.core.assets import NODE_BONE, AssetError, compose_trs  # noqa: E402
 from tools import scenes  # noqa: E402
 
 

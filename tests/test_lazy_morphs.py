@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import add_camera, add_sun, render_scene
-from tools import check_deform, scenes
 from stylized_renderer.engine.blender import importer, render_engine
+from tools import check_deform, scenes
 
 N = 30
 
@@ -112,7 +112,7 @@ def test_rows_made_on_first_use_equal_the_rows_made_at_once(empty_scene):
     tb = [t for p in b.meshes[0].primitives for t in p.morph_targets]
     assert not any(t.resolved for t in ta + tb)
     for t in reversed(tb):
-        t.tangent_rows                        # resolve b's keys last-first
+        _ = t.tangent_rows                    # resolve b's keys last-first
     for x, y in zip(ta, tb):
         for f in ("indices", "position_rows", "normal_rows", "tangent_rows"):
             u, v = getattr(x, f), getattr(y, f)

@@ -14,9 +14,9 @@ import math
 import bpy
 import numpy as np
 import pytest
+from two_bone_rig import bend, two_bone_rig
 
 import conftest as C
-from two_bone_rig import bend, two_bone_rig
 
 W, H = 128, 96
 IOU_MIN = 0.75
@@ -158,9 +158,9 @@ def test_viewport_draws_the_same_lamp_shadow(empty_scene, view_session):
     """The viewport draw path (render_engine.draw_view through the camera's matrices, after the
     sync ``view_update`` makes with Blender's updates) shadows as F12 does, and *Cast Shadow*
     off removes it there too."""
+    from stylized_renderer.engine.blender.render_engine import draw_view
     from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.util import texture_to_numpy
-    from stylized_renderer.engine.blender.render_engine import draw_view
     from test_viewport_draw import CapturedUpdates
 
     scene = empty_scene

@@ -8,7 +8,6 @@ engine uses.  Each one fails when the node pattern behind it is not read.
 """
 from __future__ import annotations
 
-import base64
 import json
 import math
 import pathlib
@@ -144,7 +143,10 @@ def import_gltf(path):
     return [ob for ob in bpy.data.objects if ob not in before]
 
 
-def stage(scene, sun_rotation=(math.radians(80), 0.0, math.radians(-20)), strength=2.0):
+SUN_ROTATION = (math.radians(80), 0.0, math.radians(-20))
+
+
+def stage(scene, sun_rotation=SUN_ROTATION, strength=2.0):
     scene.render.resolution_x, scene.render.resolution_y = W, H
     cam = C.add_camera(scene, ortho=True)
     cam.data.ortho_scale = ORTHO
@@ -340,7 +342,7 @@ def test_metallic_darker_like_eevee(ext, empty_scene, tmp_path):
     from mathutils import Euler, Vector
 
     L = -(Euler(rot).to_matrix() @ Vector((0, 0, -1)))
-    p_plastic, p_metal = _resolve("Plastic"), _resolve("Metal")
+    _p_plastic, p_metal = _resolve("Plastic"), _resolve("Metal")
     assert p_metal.metallic == pytest.approx(1.0)
 
     sty = C.render_scene(empty_scene)
@@ -484,9 +486,9 @@ def test_primitive_asset_colors_validated():
     assert PrimitiveAsset(**kw).colors is None
     p = PrimitiveAsset(colors=np.ones((3, 4)), **kw)
     assert p.colors.dtype == np.float32 and not p.colors.flags.writeable
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):
         PrimitiveAsset(colors=np.ones((3, 3)), **kw)
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):
         PrimitiveAsset(colors=np.ones((2, 4)), **kw)
 
 

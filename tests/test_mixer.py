@@ -135,9 +135,6 @@ def test_the_player_crossfade_goes_through_the_mixer():
     assert same_rot(q, ref), (q, ref)
 
 
-from test_bake import crig  # noqa: E402,F401  (fixture: a constraint rig; the bake cache is conftest's)
-
-
 def test_a_baked_clip_is_sampled_with_the_player_once_per_frame(crig, bakes, monkeypatch):
     """A bake's local matrices are a source the player samples with its clip: a frame that
     restarts the clip (bind-pose reset, then the sample) writes the bake once, at the player's

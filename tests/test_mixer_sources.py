@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from stylized_renderer.engine.features.preview import control as preview
-from tools import scenes
-
 from test_vrm_preview_channels import clocked_session
+from tools import scenes
 
 
 @pytest.fixture

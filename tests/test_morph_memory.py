@@ -12,8 +12,8 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from tools import bench_runtime, scenes
 from stylized_renderer.engine.blender import importer
+from tools import bench_runtime, scenes
 
 #: bytes per mesh corner the unmade keys' tables may hold once a key is made (they held 330-360
 #: before: loop-sized int64 tables, float64 copies of positions / normals / UVs, each triangle's
@@ -56,8 +56,8 @@ def test_unmade_keys_hold_only_what_a_later_key_needs(empty_scene):
     assert makers[0].func.__self__.solvers is None
     # one key made (an avatar with one expression on): the solvers the others need, compact;
     # that key's own deltas are no longer held
-    prims[0].morph_targets[0].tangent_rows
-    prims[1].morph_targets[0].tangent_rows
+    _ = prims[0].morph_targets[0].tangent_rows
+    _ = prims[1].morph_targets[0].tangent_rows
     after, _ = _held(asset)
     assert makers[0].func.__self__.keys[0] is None
     assert after / corners <= MAX_BYTES_PER_CORNER, after / corners
@@ -70,7 +70,7 @@ def test_every_key_made_drops_the_solvers(empty_scene):
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
     p0, p1 = asset.meshes[0].primitives
     for t in p0.morph_targets:
-        t.normal_rows
+        _ = t.normal_rows
     held, makers = _held(asset)
     assert len(makers) == len(p1.morph_targets)
     rows = makers[0].func.__self__.made            # the rows made for primitive 1, not read yet

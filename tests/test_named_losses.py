@@ -9,9 +9,8 @@ import os
 import bpy
 import numpy as np
 import pytest
-from conftest import TESTDATA, add_camera, add_material, add_mesh_object, add_sun, render_eevee, render_scene
 
-from stylized_renderer.engine.blender import render_engine
+from conftest import TESTDATA, add_camera, add_material, add_mesh_object, add_sun, render_eevee, render_scene
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
@@ -88,10 +87,9 @@ def test_missing_image_is_named_once_with_its_materials(empty_scene, tmp_path):
 
 def test_missing_image_in_the_stats_panel(empty_scene, tmp_path, view_session):
     """The viewport's Stats panel lists the same line (viewport session through draw_view)."""
+    from stylized_renderer.panels import viewport_panels as vp
     from test_viewport_draw import draw, look_at, perspective
     from test_viewport_ui import Ctx, draw_panel
-
-    from stylized_renderer.panels import viewport_panels as vp
 
     scene = empty_scene
     add_sun(scene, rotation=(1.5707963, 0.0, 0.0), strength=3.0)
@@ -322,10 +320,9 @@ def test_hair_in_the_viewport_rebuilds_ribbons_only_when_the_view_or_the_curves_
     """The viewport path (draw_view): hair drawn, named in the Stats panel as drawn through the
     fallback; a redraw of the same view creates no GPU stream, another view builds new ribbons
     (facing it), an edit of the curves shows in the next frame."""
+    from stylized_renderer.panels import viewport_panels as vp
     from test_viewport_draw import draw, look_at, object_mask, perspective
     from test_viewport_ui import Ctx, draw_panel
-
-    from stylized_renderer.panels import viewport_panels as vp
 
     scene = empty_scene
     head, hair = hair_scene(scene)

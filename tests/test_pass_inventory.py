@@ -3,9 +3,8 @@ is named once per render in the log (and listed by the Stats panel), and EEVEE's
 same view layer is contained in what we write plus what we name."""
 from __future__ import annotations
 
-import bpy
-
 import compositing_scene as S
+
 from tools import render_capture
 
 #: what a compositor enables (issue 36): Blender's switches and one AOV
@@ -65,8 +64,8 @@ def test_unwritten_passes_are_named_once_and_eevee_passes_are_covered(empty_scen
 
 
 def test_stats_panel_lists_the_unwritten_passes(empty_scene):
-    from test_viewport_ui import Ctx, draw_panel
     from stylized_renderer.panels import viewport_panels as vp
+    from test_viewport_ui import Ctx, draw_panel
 
     layer = empty_scene.view_layers[0]
     _enable_all(layer)

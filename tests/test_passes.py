@@ -2,10 +2,9 @@
 the engine's GPU context).  Each test fails if the feature behind it is removed."""
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import mtoon_testlib as T
+import numpy as np
+
 from conftest import ARTIFACTS, save_png
 
 PLANE_XZ = [(-1, 0, -1), (1, 0, -1), (1, 0, 1), (-1, 0, 1)]   # faces -Y (towards the camera)
@@ -217,7 +216,6 @@ def test_blend_sorted_back_to_front(ext, empty_scene):
 def test_blend_queue_offset(ext, empty_scene):
     """renderQueueOffset beats distance: the far quad with the higher offset is drawn last."""
     red = params(base_color=(0, 0, 0, 0.5), emissive=(1.0, 0, 0), alpha_mode="BLEND", render_queue_offset=0)
-    blue = params(base_color=(0, 0, 0, 0.5), emissive=(0, 0, 1.0), alpha_mode="BLEND", render_queue_offset=0)
     blue_late = params(base_color=(0, 0, 0, 0.5), emissive=(0, 0, 1.0), alpha_mode="BLEND", render_queue_offset=0)
     blue_late.render_queue_offset = 5
     near = T.item_spec(T.quad(PLANE_XZ), "R", object_id=1, world=T.translate(0, -1, 0))
@@ -342,9 +340,10 @@ def test_fxaa_smooths_edges(ext, empty_scene):
 
 
 def test_frustum_culling_skips_items(ext, empty_scene):
-    from stylized_renderer.engine.gpu.passes.common import frustum_visible
     from types import SimpleNamespace
+
     from stylized_renderer.engine.core.assets import Bounds
+    from stylized_renderer.engine.gpu.passes.common import frustum_visible
 
     cam = T.persp_camera(location=(0, -6, 0))
     inside = SimpleNamespace(world_bounds=Bounds(np.array([-1, -1, -1.0]), np.array([1, 1, 1.0])), world=np.eye(4))

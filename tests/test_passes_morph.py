@@ -13,7 +13,6 @@ from conftest import ARTIFACTS, add_camera, add_egg_ball, add_mesh_object, add_s
 from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
-
 SHADOWS = True
 
 
@@ -57,7 +56,6 @@ def policy(monkeypatch):
 def test_shader_composed_morph_matches_cpu_rebuild_in_every_pass(empty_scene, render, policy):
     scene = empty_scene
     build(scene, 1.0)
-    from stylized_renderer.engine.blender import render_engine
 
     policy("rebuild")
     rebuilt = render(scene).copy()
@@ -80,8 +78,8 @@ def test_equal_morph_weights_share_one_texture(empty_scene):
     """Streams drawing the same weights (the primitives of one mesh, a crowd at one expression)
     share one weights texture; other weights get their own, holding their values; the backend
     keeps the last WEIGHT_TEXTURES distinct sets."""
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu import backend as gpu_backend
+    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.backend import GpuBackend
 
     def task():

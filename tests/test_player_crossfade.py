@@ -2,16 +2,16 @@
 engine/features/preview/control.py commands, the Animation panel's Fade and In Place)."""
 from __future__ import annotations
 
-
 import bpy
 import numpy as np
 import pytest
 
 import test_runtime_rigs as R
-from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose, slerp
 from stylized_renderer.engine.core.animation.mixer import MorphMixer
 from stylized_renderer.engine.core.assets import MorphWeightChannelAsset, NodeAnimationChannelAsset
+from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.features.preview.state import DEFAULT_FADE, apply_commands
 
 ZA = [0.0, 0.0, 1.0]
 
@@ -240,7 +240,7 @@ def rig_runtime(ext):
 def drain(st, rt, clips, n=1, dt=1.0 / 30.0):
     uploads = []
     for _ in range(n):
-        preview.apply_commands(st, rt, clips, dt)
+        apply_commands(st, rt, clips, dt)
         uploads.append(st.last_palette_uploads)
     return uploads
 
@@ -284,10 +284,9 @@ def test_fade_and_in_place_commands_and_properties(rig_runtime):
 
 
 def test_animation_panel_shows_fade_and_in_place(empty_scene):
+    from stylized_renderer.panels import preview_panel
     from test_viewport_ui import Ctx, draw_panel
     from tools import scenes
-
-    from stylized_renderer.panels import preview_panel
 
     preview.clear_states()
     try:
@@ -295,7 +294,7 @@ def test_animation_panel_shows_fade_and_in_place(empty_scene):
         lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(empty_scene, body))
         assert {p[1] for p in lay.props()} >= {"clip", "fade", "in_place"}
         st = preview.get_state(empty_scene)
-        assert ("fade", preview.DEFAULT_FADE) in st.commands and ("in_place", False) in st.commands
+        assert ("fade", DEFAULT_FADE) in st.commands and ("in_place", False) in st.commands
         with bpy.context.temp_override(active_object=arm, object=arm):
             empty_scene.stylized_preview.fade = 0.5
             empty_scene.stylized_preview.in_place = True

@@ -12,8 +12,11 @@ import numpy as np
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
-from tools import check_deform, scenes
-from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
+from tools import (
+    check_deform,
+    render_capture,  # noqa: E402  (F12 results: the hook the tests install)
+    scenes,
+)
 
 RADIUS = 0.25
 
@@ -194,7 +197,6 @@ def test_preserve_volume_crowd_grouped_equals_single(empty_scene, monkeypatch):
     """Three Preserve Volume arms (linked duplicates, each with a pose of its own) drawn in
     grouped (instanced) draws give the same pixels as each drawn by its own call: every
     instance reads its own dual quaternion palette rows."""
-    from stylized_renderer.engine.blender import render_engine
     from stylized_renderer.engine.gpu.passes import instancing
     from tools.bench_render import duplicate_linked
 

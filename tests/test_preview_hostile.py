@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import conftest as C
-from stylized_renderer.engine.gpu import util as gpu_util
 from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.features.preview.state import compatible_clips_for
+from stylized_renderer.engine.gpu import util as gpu_util
 
 
 class Viewport:
@@ -59,8 +60,8 @@ class Viewport:
         self.updates = []
 
     def draw(self, wait: float = 0.0):
-        from stylized_renderer.engine.gpu.util import texture_to_numpy
         from stylized_renderer.engine.blender.render_engine import draw_view
+        from stylized_renderer.engine.gpu.util import texture_to_numpy
 
         self.update()
         self.clock.now += wait
@@ -338,7 +339,7 @@ def test_deleting_the_playing_action_stops_with_a_message(character, viewport):
     assert not st.playing and st.time == t
     assert st.last_error == "Action 'CharacterWave' was deleted: the preview stopped", st.last_error
     assert st.clip_name != "CharacterWave" and st.duration == pytest.approx(
-        {c.name: c for c in preview.compatible_clips_for("Rig")}[st.clip_name].duration_seconds)
+        {c.name: c for c in compatible_clips_for("Rig")}[st.clip_name].duration_seconds)
     labels = animation_panel(c)
     assert st.last_error in labels and not any(l.startswith("Mode: Preview playing") for l in labels), labels
     # the viewport shows what Blender shows (timeline mode), the runtime did not fail

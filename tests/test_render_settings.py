@@ -4,11 +4,11 @@ files Blender writes, compared with the full render, EEVEE and Workbench on the 
 from __future__ import annotations
 
 import bpy
+import compositing_scene as S
 import numpy as np
+from exr_read import read_exr
 
 import conftest as C
-import compositing_scene as S
-from exr_read import read_exr
 
 
 def _region(scene, bx=(0.253, 0.757), by=(0.3, 0.9)):
@@ -86,9 +86,9 @@ def test_film_transparent_premultiplied_in_animation_and_viewport(empty_scene, t
         empty = px[..., 3] == 0.0
         assert np.count_nonzero(empty) > 1000 and np.abs(px[empty, :3]).max() == 0.0
     # the viewport's texture (draw_view: the path view_draw takes)
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender import render_engine
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     depsgraph = bpy.context.evaluated_depsgraph_get()
     cam = scene.camera

@@ -10,9 +10,11 @@ import pytest
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.gpu.passes import instancing
-from tools import scenes
+from tools import (
+    render_capture,  # noqa: E402  (F12 results: the hook the tests install)
+    scenes,
+)
 from tools.bench_render import add_linked_duplicates, duplicate_linked
-from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 
 def _pipeline():

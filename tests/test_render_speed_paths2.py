@@ -10,14 +10,15 @@ import math
 import bpy
 import numpy as np
 import pytest
+from mtoon_testlib import float_image
 
 from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
-from mtoon_testlib import float_image
-from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.gpu.passes import mtoon_shaders
-from tools import scenes
+from tools import (
+    render_capture,  # noqa: E402  (F12 results: the hook the tests install)
+    scenes,
+)
 from tools.bench_render import duplicate_linked
-from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
 
 TOL = 1e-5
 

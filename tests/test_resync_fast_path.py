@@ -15,8 +15,8 @@ import pytest
 from conftest import add_camera, add_sun, cube_geometry, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.blender.importer import scene as importer_scene
-from tools.render_capture import LAST_RENDER as last_render
 from test_trust import _edit_positions, _skinned_grid, mask_of, render_animation
+from tools.render_capture import LAST_RENDER as last_render
 
 
 def _animated_grid(scene):
@@ -106,7 +106,7 @@ def test_second_frame_does_not_reimport_but_shows_the_new_pose(anim_scene, build
     scene, arm, ob = anim_scene
     frames = _animate(scene)
     assert sorted(frames) == [1, 2, 3]
-    (p1, s1), (p2, s2), (p3, s3) = frames[1], frames[2], frames[3]
+    (p1, s1), (p2, s2), (_p3, s3) = frames[1], frames[2], frames[3]
     # frame 1 imports; frames 2 and 3 import nothing (one node build for the whole animation)
     assert len(build_nodes_calls) == 1, build_nodes_calls
     assert s1["import_count"] == s2["import_count"] == s3["import_count"] == 1

@@ -70,7 +70,7 @@ def _scene_with_second_skin(modify):
     prims = list(base.meshes[0].primitives)
     sk = prims[1].skin
     jn, ibm = modify(np.array(sk.joint_node_indices), np.array(sk.inverse_bind_matrices))
-    from stylized_renderer.engine.core.assets import SkinAsset, PrimitiveAsset
+    from stylized_renderer.engine.core.assets import SkinAsset
     sk2 = SkinAsset(jn, ibm, sk.joint_bounds_min, sk.joint_bounds_max)
     p = prims[1]
     prims[1] = R.quad_primitive(1, "B", skin=sk2, joints=p.joints, weights=p.weights)

@@ -20,9 +20,18 @@ if "stylized_renderer" not in sys.modules:
     _m = importlib.util.module_from_spec(_spec)
     sys.modules["stylized_renderer"] = _m   # do NOT exec __init__ (it needs bpy)
 
-from stylized_renderer.engine.core.assets import (AnimationClipAsset, Bounds, MeshAsset,
-    MorphTargetAsset, MorphWeightChannelAsset, NODE_BONE, NODE_OBJECT, NodeAnimationChannelAsset,
-    PrimitiveAsset, SceneAsset, SceneNodeAsset, SkinAsset)
+from stylized_renderer.engine.core.assets import (
+    NODE_BONE,
+    NODE_OBJECT,
+    AnimationClipAsset,
+    MeshAsset,
+    MorphTargetAsset,
+    NodeAnimationChannelAsset,
+    PrimitiveAsset,
+    SceneAsset,
+    SceneNodeAsset,
+    SkinAsset,
+)
 
 I4 = np.eye(4)
 QI = np.array([1.0, 0.0, 0.0, 0.0])

@@ -71,7 +71,7 @@ def test_outline_smooth_normals_follow_the_morph_in_both_paths():
 def test_packed_entries_reproduce_the_cpu_rebuild():
     rng = np.random.default_rng(3)
     ds = []
-    for k in range(3):
+    for _k in range(3):
         d = rng.normal(size=(4, 3))
         d[rng.random(4) < 0.5] = 0.0
         ds.append(d)

@@ -11,10 +11,10 @@ import pathlib
 import re
 
 import bpy
-import conftest as C
 import pytest
 
-from tools import check_scene, rigify_rig
+import conftest as C
+from tools import check_scene
 
 TESTDATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata"
 QUATERNIUS = TESTDATA / "rigs" / "Quaternius_MaleCasual.blend"
@@ -66,8 +66,8 @@ def test_an_ik_rig_playing_nla_is_baked_and_drawn_as_the_timeline_shows_it(ik_nl
 
 
 def test_a_scene_bake_played_late_or_without_the_nla_fails(ik_nla_scene, capsys, monkeypatch):
-    from stylized_renderer.engine.features.preview import scene_bake as preview_scene_bake
     from stylized_renderer.engine.blender.bake import scene as bake_scene
+    from stylized_renderer.engine.features.preview import scene_bake as preview_scene_bake
 
     orig = preview_scene_bake.SceneBakeFeed.write
     with monkeypatch.context() as m:

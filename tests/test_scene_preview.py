@@ -10,9 +10,9 @@ import bpy
 import numpy as np
 import pytest
 
-from tools import check_scene
-from stylized_renderer.engine.core.animation import nla
 from stylized_renderer.engine.blender.sources.nla import SceneAnimation
+from stylized_renderer.engine.core.animation import nla
+from tools import check_scene
 
 TESTDATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata"
 
@@ -106,7 +106,8 @@ def test_scene_operator_and_panel_play_from_the_current_frame(nla_scene, capsys)
     (as the timeline shows it), the clock advances at the scene's rate and wraps at the end,
     Pause holds, Stop hands back to the timeline; the sub-panel offers the three actions."""
     import test_viewport_ui as U
-    from stylized_renderer.engine.features.preview import control as preview, scene as preview_scene
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.features.preview import scene as preview_scene
     from stylized_renderer.panels import preview_panel
 
     preview.clear_states()
@@ -186,9 +187,9 @@ def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
     """A strip edited while Scene playback runs (Blender's depsgraph update reaches the session's
     sync, as view_update hands it) is played at the next frame: Blender's timeline and the
     preview agree after the edit.  Selecting an object (a Scene update) does not re-read."""
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     s = StylizedSession()
     st = preview.PreviewState(active=True, scene_mode=True)
@@ -276,9 +277,9 @@ def test_shape_keys_holding_still_are_pushed_again_after_another_write(nla_scene
     runtime's morph epoch unchanged since its last push); any other write of the runtime's morph
     weights in between (here a direct write, as a timeline frame or the preview player would do)
     makes the next Scene frame push the NLA's weights again: the same frame shows the same shape."""
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     s = StylizedSession(viewport=True)
     st = preview.PreviewState(active=True, scene_mode=True)

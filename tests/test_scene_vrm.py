@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401
+from support.vrm_addon import disable_vrm_addon
+from test_vrm_expressions import ANGRY, ANGRY_BINDS, GODETTE, key_preview, needs_godette, open_godette
 from tools import check_scene
-
-from test_vrm_expressions import (ANGRY, ANGRY_BINDS, GODETTE, disable_vrm_addon, key_preview,  # noqa: F401
-                                  needs_godette, open_godette, vrm_addon)
 
 JOY = 7
 FRAMES = [(f, s) for f in (1, 4, 8, 11, 15, 19, 23) for s in (0.0, 0.5)] + [(6, 0.3)]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 
 import bpy
-import conftest as C
 import numpy as np
 from two_bone_rig import bend, two_bone_rig
+
+import conftest as C
 
 
 def _scene(scene):
@@ -108,7 +109,7 @@ def test_a_moving_static_object_is_drawn_over_the_kept_depth(empty_scene):
     _f12(scene)
     _f12(scene)
     redrawn = []
-    for k in range(3):
+    for _ in range(3):
         box.location.y += 0.2
         bpy.context.view_layer.update()
         px, st = _f12(scene)

@@ -7,11 +7,11 @@ import bpy
 import numpy as np
 import pytest
 
-from tools import check_deform, scenes
 from stylized_renderer.engine.blender import importer
-from stylized_renderer.engine.core.assets import AssetError, MorphTargetAsset
 from stylized_renderer.engine.blender.importer.morph import read_key_coords
+from stylized_renderer.engine.core.assets import AssetError, MorphTargetAsset
 from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
+from tools import check_deform, scenes
 
 N = 40          # 1600 vertices; each bump moves a patch of a few dozen
 

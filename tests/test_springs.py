@@ -8,10 +8,10 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-
-import conftest as C
 import springs_builder as B
-from test_vrm_expressions import ADDON_DIR, GODETTE, disable_vrm_addon, needs_godette, vrm_addon  # noqa: F401
+
+from support.vrm_addon import ADDON_DIR, disable_vrm_addon
+from test_vrm_expressions import GODETTE, needs_godette
 
 
 def skip_without_bone_uuids():
@@ -126,8 +126,8 @@ def test_setup_reads_the_same_without_the_addon(vrm_addon, tmp_path):
 def test_vrm0_secondary_animation_is_migrated_as_the_addon_does(ext):
     """Without a spring_bone1 copy, the VRM 0.x bone groups give what the add-on's "Assign VRM 0.0
     Spring Bones" wrote into Godette's file (same joints, parameters, colliders), add-on absent."""
-    from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.features.springs import reader
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
     bpy.ops.wm.open_mainfile(filepath=str(GODETTE))

@@ -7,10 +7,10 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-
 import springs_builder as B
+
 from stylized_renderer.engine.features.preview import control as preview
-from test_vrm_expressions import ADDON_DIR, disable_vrm_addon, vrm_addon  # noqa: F401
+from support.vrm_addon import ADDON_DIR, disable_vrm_addon
 from test_vrm_preview_channels import clocked_session
 
 
@@ -82,7 +82,8 @@ def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_pa
 
 
 def test_panels_show_the_toggle_and_the_joints_simulated(vrm_addon, view, tmp_path):
-    from stylized_renderer.panels import preview_panel, viewport_panels as vp
+    from stylized_renderer.panels import preview_panel
+    from stylized_renderer.panels import viewport_panels as vp
     from test_viewport_ui import Ctx, draw_panel
 
     arm = _avatar_file(tmp_path)

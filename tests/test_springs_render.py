@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
+import springs_builder as B
 
 import conftest as C
-import springs_builder as B
-from test_vrm_expressions import ADDON_DIR, disable_vrm_addon, vrm_addon  # noqa: F401
+from support.vrm_addon import ADDON_DIR, disable_vrm_addon
 
 ART = C.ARTIFACTS / "springs"
 

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from conftest import add_camera, add_material, add_mesh_object, add_sun, cube_geometry, render_scene
-from stylized_renderer.engine.gpu import util as gpu_util
 from stylized_renderer.engine.blender.render_engine import draw_view
-from tools.render_capture import LAST_RENDER as last_render
 from stylized_renderer.engine.blender.session import StylizedSession
+from stylized_renderer.engine.gpu import util as gpu_util
 from test_viewport_draw import CapturedUpdates, draw, look_at, object_mask, perspective
 from tools import scenes
+from tools.render_capture import LAST_RENDER as last_render
 
 
 @pytest.fixture
@@ -507,7 +507,7 @@ def test_object_visibility_shadow_switch_is_honoured(empty_scene, fallback):
     scene = empty_scene
     add_camera(scene, location=(0.0, -8.0, 5.0), rotation=(math.radians(55), 0.0, 0.0))
     add_sun(scene, rotation=(0.0, 0.0, 0.0), strength=3.0)
-    ground = add_mesh_object(scene, "Ground", [(-4, -4, 0), (4, -4, 0), (4, 4, 0), (-4, 4, 0)], [(0, 1, 2, 3)],
+    add_mesh_object(scene, "Ground", [(-4, -4, 0), (4, -4, 0), (4, 4, 0), (-4, 4, 0)], [(0, 1, 2, 3)],
                              material=add_material("GroundMat", (0.8, 0.8, 0.8)))
     v, f = cube_geometry()
     box = add_mesh_object(scene, "Box", v, f, location=(0.0, 0.0, 1.5), material=add_material("BoxMat", (0.9, 0.2, 0.2)))
@@ -564,7 +564,6 @@ def test_linked_duplicates_share_assets_and_static_streams(empty_scene, capsys):
     for o in [ob] + [c[1] for c in copies]:
         assert f"{o.name}: " in out and "path=gpu" in out
     # one static upload per distinct primitive, not per object
-    from stylized_renderer.engine.blender.session import StylizedSession
 
     s = StylizedSession()
     dg = bpy.context.evaluated_depsgraph_get()

@@ -16,9 +16,9 @@ import pytest
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.blender.importer import skin
-from tools.render_capture import LAST_RENDER as last_render
 from test_resync_fast_path import _animated_grid
 from test_trust import _edit_weights, _skinned_grid, mask_of, render_animation
+from tools.render_capture import LAST_RENDER as last_render
 
 HANDLER = "stylized_edit_signals"
 
@@ -195,7 +195,7 @@ def test_a_weight_edit_between_animation_frames_is_drawn(grid_scene, tmp_path, w
 
     frames = _animate(scene, edit, 3, weight_reads)
     assert sorted(frames) == [1, 2, 3]
-    (p2, s2, r2), (p3, s3, r3) = frames[2], frames[3]
+    (p2, _s2, r2), (p3, s3, r3) = frames[2], frames[3]
     assert frames[1][2] == 1, "the import read the weights more than once"
     assert r2 == 1, "frame 2 read the weights of an unchanged mesh"
     assert r3 > r2, "the edit before frame 3 was not signalled"

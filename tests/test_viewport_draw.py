@@ -11,11 +11,19 @@ import bpy
 import numpy as np
 import pytest
 
-from conftest import (add_camera, add_material, add_mesh_object, add_sun, cube_geometry, look_at, perspective,
-                      render_scene)
+from conftest import (
+    add_camera,
+    add_material,
+    add_mesh_object,
+    add_sun,
+    cube_geometry,
+    look_at,
+    perspective,
+    render_scene,
+)
+from stylized_renderer.engine.blender.render_engine import draw_view
 from stylized_renderer.engine.gpu import util as gpu_util
 from stylized_renderer.engine.gpu.util import texture_to_numpy
-from stylized_renderer.engine.blender.render_engine import draw_view
 
 
 def orthographic(half_height, aspect, near=0.1, far=100.0) -> np.ndarray:

@@ -18,8 +18,8 @@ import bpy
 import numpy as np
 
 from conftest import add_sun
-from stylized_renderer.engine.gpu import util as gpu_util
 from stylized_renderer.engine.blender.render_engine import draw_view
+from stylized_renderer.engine.gpu import util as gpu_util
 from test_viewport_draw import captured, draw, look_at, object_mask, perspective, session  # noqa: F401
 
 

@@ -7,10 +7,10 @@ import bpy
 import numpy as np
 import pytest
 
-from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.core.world.viewer_timings import ViewerCpuTimings
+from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.features.preview.state import apply_commands, clips_by_name
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
-
 
 # ------------------------------------------------------------------------------------------------
 # recording layout
@@ -116,7 +116,7 @@ def make_runtime(scene):
 
 def frames(state, rt, clips, n=1, dt=1.0 / 60.0):
     for _ in range(n):
-        preview.apply_commands(state, rt, clips, dt)
+        apply_commands(state, rt, clips, dt)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -154,7 +154,8 @@ def test_timings_ema_rules():
 # ------------------------------------------------------------------------------------------------
 
 def test_panels_registered_in_sidebar(ext):
-    from stylized_renderer.panels import expressions_panel, preview_panel, viewport_panels as vp
+    from stylized_renderer.panels import expressions_panel, preview_panel
+    from stylized_renderer.panels import viewport_panels as vp
 
     for cls in (*preview_panel.classes, *expressions_panel.classes, *vp.classes):
         assert getattr(bpy.types, cls.__name__, None) is not None
@@ -215,7 +216,7 @@ def test_animation_panel_content(character):
 def test_transport_through_operators(character):
     scene, arm, body, hat = character
     asset, rt = make_runtime(scene)
-    clips = preview.clips_by_name(asset, arm.name)
+    clips = clips_by_name(asset, arm.name)
     assert "CharacterWave" in clips
     with bpy.context.temp_override(active_object=arm, object=arm):
         st = preview.get_state(scene, arm)
@@ -375,7 +376,8 @@ def test_expression_operators(expr_character):
 
 
 def test_expression_items_and_panel(expr_character):
-    from stylized_renderer.engine.features.expressions import character as ex, properties as expr_props
+    from stylized_renderer.engine.features.expressions import character as ex
+    from stylized_renderer.engine.features.expressions import properties as expr_props
     from stylized_renderer.panels import expressions_panel
 
     scene, arm, body, hat, kb_body, kb_hat = expr_character
@@ -469,7 +471,6 @@ def test_profile_gpu_measures_every_pass(empty_scene, render):
     """With Profile GPU the pipeline waits for each pass and reports real times for all five;
     without it nothing is reported (the panel says pending, never 0)."""
     from conftest import add_camera, add_mesh_object, add_sun, cube_geometry
-    from stylized_renderer.engine.blender import render_engine
     from stylized_renderer.panels import viewport_panels as vp
 
     scene = empty_scene

@@ -13,7 +13,6 @@ Tests needing ../shared or the add-on skip with the reason.
 from __future__ import annotations
 
 import math
-import sys
 
 import bpy
 import numpy as np
@@ -21,10 +20,11 @@ import pytest
 
 import conftest as C
 from stylized_renderer.engine.features.preview import control as preview
+from stylized_renderer.engine.features.vrm import rules as vrm_rules
+from support.vrm_addon import disable_vrm_addon
 
 VRM_DIR = C.TESTDATA / "vrm"
 GODETTE = VRM_DIR / "Godette_vrm0.blend"
-ADDON_DIR = C.ROOT.parent / "shared" / "vendor" / "vrm_addon"
 ART = C.ARTIFACTS / "vrm"
 
 needs_godette = pytest.mark.skipif(not GODETTE.exists(),
@@ -41,7 +41,7 @@ def _ev(values, binary=None, overrides=None, category=None):
     n = len(values)
     return vx.evaluate(np.asarray(values, float), np.zeros(n, bool) if binary is None else binary,
                        np.zeros((n, 3), int) if overrides is None else overrides,
-                       np.full(n, vx.CAT_NONE) if category is None else category)
+                       np.full(n, vrm_rules.CAT_NONE) if category is None else category)
 
 
 def test_values_are_clamped_and_binary_thresholds_at_half(ext):
@@ -51,10 +51,9 @@ def test_values_are_clamped_and_binary_thresholds_at_half(ext):
 
 
 def test_override_block_blend_and_same_kind(ext):
-    from stylized_renderer.engine.features.vrm import expressions as vx
 
-    B, L, M, N = vx.CAT_BLINK, vx.CAT_LOOK_AT, vx.CAT_MOUTH, vx.CAT_NONE
-    NONE, BLOCK, BLEND = vx.OVERRIDE_NONE, vx.OVERRIDE_BLOCK, vx.OVERRIDE_BLEND
+    B, L, M, N = vrm_rules.CAT_BLINK, vrm_rules.CAT_LOOK_AT, vrm_rules.CAT_MOUTH, vrm_rules.CAT_NONE
+    NONE, BLOCK, BLEND = vrm_rules.OVERRIDE_NONE, vrm_rules.OVERRIDE_BLOCK, vrm_rules.OVERRIDE_BLEND
     # happy (blocks blink), blink, aa, lookUp, custom
     cat = np.array([N, B, M, L, N])
     ov = np.zeros((5, 3), int)
@@ -78,11 +77,10 @@ def test_override_block_blend_and_same_kind(ext):
 
 def test_binary_and_override_interaction(ext):
     """expressions.md 'Interaction between override and isBinary'."""
-    from stylized_renderer.engine.features.vrm import expressions as vx
 
-    B, N = vx.CAT_BLINK, vx.CAT_NONE
+    B, N = vrm_rules.CAT_BLINK, vrm_rules.CAT_NONE
     ov = np.zeros((2, 3), int)
-    ov[0, 0] = vx.OVERRIDE_BLEND
+    ov[0, 0] = vrm_rules.OVERRIDE_BLEND
     cat = np.array([N, B])
     # an overriding binary expression uses its binary output: 0.4 -> 0 -> blink unaffected
     assert np.allclose(_ev([0.4, 0.6], binary=np.array([True, False]), overrides=ov, category=cat), [0.0, 0.6])
@@ -105,36 +103,6 @@ def test_bind_matrix_product(ext):
 # ------------------------------------------------------------------------------------------------
 # the real avatar, with and without the VRM Add-on
 # ------------------------------------------------------------------------------------------------
-
-@pytest.fixture
-def vrm_addon(ext):
-    """The VRM Add-on enabled for one test (disabled after, so other tests never see it)."""
-    if not (ADDON_DIR / "io_scene_vrm").is_dir():
-        pytest.skip("../shared/vendor/vrm_addon is absent (only in the project workspace)")
-    import addon_utils
-
-    if str(ADDON_DIR) not in sys.path:
-        sys.path.insert(0, str(ADDON_DIR))
-    try:
-        addon_utils.enable("io_scene_gltf2", default_set=True)
-        mod = addon_utils.enable("io_scene_vrm", default_set=True)
-    except Exception as ex:     # pragma: no cover - depends on the Blender version
-        pytest.skip(f"the VRM Add-on cannot be enabled on Blender {bpy.app.version_string}: {ex}")
-    if mod is None or not hasattr(bpy.types.Armature, "vrm_addon_extension"):
-        pytest.skip(f"the VRM Add-on did not register on Blender {bpy.app.version_string}")
-    yield mod
-    disable_vrm_addon()
-
-
-def disable_vrm_addon():
-    import addon_utils
-
-    try:
-        addon_utils.disable("io_scene_vrm", default_set=True)
-    except Exception:
-        pass
-    assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
-
 
 def open_godette(path=GODETTE):
     bpy.ops.wm.open_mainfile(filepath=str(path))
@@ -345,13 +313,13 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
     scene = open_godette()
     arm = bpy.data.objects["Armature"]
     ex = make_vrm1(arm)
-    from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     s = vx.expression_set_of(arm)
     assert s.spec == vx.SPEC_VRM1
-    assert s.names[:18] == list(vx.PRESET_NAMES) and s.names[18:] == ["wink"]
-    assert s.by_name("happy").overrides == (vx.OVERRIDE_BLOCK, vx.OVERRIDE_NONE, vx.OVERRIDE_BLEND)
+    assert s.names[:18] == list(vrm_rules.PRESET_NAMES) and s.names[18:] == ["wink"]
+    assert s.by_name("happy").overrides == (vrm_rules.OVERRIDE_BLOCK, vrm_rules.OVERRIDE_NONE, vrm_rules.OVERRIDE_BLEND)
     rt = _runtime_for_scene()
     reader = TimelineReader(rt.scene, rt)
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
@@ -399,8 +367,8 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
 
 def test_colour_and_uv_binds_on_params(ext):
     """base + sum_e w_e (target_e - base) per colour type; UV lerps towards the bind (V-up form)."""
-    from stylized_renderer.engine.features.vrm import binds as vrm_binds
     from stylized_renderer.engine.core.assets.material import MToonParams, TextureRef
+    from stylized_renderer.engine.features.vrm import binds as vrm_binds
 
     p = MToonParams(base_color=(0.8, 0.6, 0.5, 1.0), shade_color=(0.4, 0.3, 0.2),
                     textures={"base_color": TextureRef(uv_offset=(0.0, 0.0), uv_scale=(1.0, 1.0)),
@@ -447,10 +415,9 @@ def test_colour_bind_changes_the_face_colour(vrm_addon):
 # ------------------------------------------------------------------------------------------------
 
 def _panel(scene, obj):
-    from test_viewport_ui import Ctx, draw_panel
-
     from stylized_renderer.engine.features.expressions import character as ex
     from stylized_renderer.panels import expressions_panel
+    from test_viewport_ui import Ctx, draw_panel
 
     ex.sync_items(scene, obj)
     return draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, Ctx(scene, obj))
@@ -477,11 +444,10 @@ def test_panel_lists_presets_custom_and_raw_keys(vrm_addon):
     assert panels[:3] == ["stylized_expr_vrm_presets", "stylized_expr_vrm_custom", "stylized_expr_shape_keys"]
     assert lay.log[[i for i, (k, a, kw) in enumerate(lay.log) if k == "panel"][2]][2]["default_closed"] is True
     sliders = list(_sliders(lay))
-    from stylized_renderer.engine.features.vrm import expressions as vx
 
     # presets first in the VRM 1.0 order (a VRM 0.x group shows its own name), then custom
     presets = [t.split(" ")[0] for t in sliders[:17]]
-    assert presets == [p for p in vx.PRESET_NAMES if p != "surprised"], sliders
+    assert presets == [p for p in vrm_rules.PRESET_NAMES if p != "surprised"], sliders
     assert sliders[0] == "happy (Joy)" and "neutral (Neutral) (not bound)" in sliders
     assert "surprised (not defined)" in labels
     assert sliders[17] == "Smirk"
@@ -577,10 +543,9 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
     # headless, every draw runs inside a render operator whose frame change would hand the
     # preview back to the timeline; a real viewport draw does not change the frame
     monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
-    from test_viewport_draw import draw
-
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender import session as session_mod
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from test_viewport_draw import draw
 
     scene = open_godette()
     preview.clear_states()
@@ -620,8 +585,8 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
     assert not hasattr(bpy.types.Armature, "vrm_addon_extension")
     scene = open_godette()
     arm = bpy.data.objects["Armature"]
-    from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
     groups[ANGRY]["binds"][0]["index"] = "no_such_key"
@@ -646,8 +611,8 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
 def test_bind_edits_show_in_the_viewport_within_half_a_second(ext):
     open_godette()
     arm = bpy.data.objects["Armature"]
-    from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm import expressions as vx
 
     groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25

@@ -28,9 +28,7 @@ import pytest
 
 import conftest as C
 from stylized_renderer.engine.features.preview import control as preview
-
-from test_vrm_expressions import (ADDON_DIR, ANGRY, GODETTE, disable_vrm_addon, make_vrm1,  # noqa: F401
-                                  needs_godette, open_godette, vrm_addon)
+from test_vrm_expressions import ANGRY, make_vrm1, needs_godette, open_godette
 
 JOY, SORROW, FUN = 7, 9, 10          # Godette's blend-shape groups (Joy: oh 0.5, look_up 0.25; Fun: uu 0.5, look_up 0.25)
 FACE_KEYS = ("ah", "ih", "uu", "ee", "oh", "blink_left", "blink_right", "look_up", "look_down", "look_left",
@@ -122,8 +120,8 @@ def clocked_session(monkeypatch, strict: bool = True):
     ``update(state, dt)`` runs ``update_frame`` as view_draw does, ``dt`` seconds after the last.
     ``strict``: a refused update or a ``last_error`` fails at once (tests of refusals pass False
     and read the state themselves)."""
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender import session as session_mod
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     # (no stand-in for the hand-back: each update draws through run_in_gpu_context, whose render
     # of its own temporary scene changes no frame of this one, as a real viewport draw does not)
@@ -377,9 +375,9 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     open_godette()
     arm = bpy.data.objects["Armature"]
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.blender.importer.actions import slot_fcurves
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm import expressions as vx
     from test_vrm_expressions import _runtime_for_scene
 
     s = vx.expression_set_of(arm)

@@ -69,11 +69,10 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
     root = str(pathlib.Path(__file__).resolve().parents[1])
     if root not in sys.path:
         sys.path.insert(0, root)
-    from tools import rigify_rig
-
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview.control import PreviewState
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.features.preview.control import PreviewState
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from tools import rigify_rig
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene

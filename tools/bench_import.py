@@ -66,6 +66,7 @@ def _setup_render(scene, width=960, height=540):
 
 def main(repeats: int = 3, runs: int = 3) -> None:
     import bpy
+
     from tools import scenes
 
     importer = _load()
@@ -149,9 +150,9 @@ def first_frames(path, path_on, runs):
 def _animation_check(scene, out_dir):
     """(check ratio, check ms, frame ms) of frames 2-4 of a Ctrl+F12, and an F12's check ms."""
     import bpy
+    from render_capture import LAST_RENDER as last_render
 
     from stylized_renderer.engine.blender import render_engine
-    from render_capture import LAST_RENDER as last_render
 
     scene.render.engine = "STYLIZED"
     scene.frame_start, scene.frame_end = 1, 4
@@ -217,9 +218,9 @@ def first_view(path: str) -> None:
     import numpy as np
 
     _load()
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender.render_engine import draw_view
     from stylized_renderer.engine.blender.session import StylizedSession, camera_from_object
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     bpy.ops.wm.open_mainfile(filepath=path)
     scene = bpy.context.scene

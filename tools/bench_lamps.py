@@ -18,7 +18,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402
 import render_capture  # noqa: E402,F401  (F12 results: the hook _bootstrap installs)
 
-
 SHADOWS = True
 
 

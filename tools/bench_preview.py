@@ -5,7 +5,7 @@
 Builds the demo character (demo/character.py, else tools/scenes.py's character) and runs, inside
 one GPU context (engine.gpu.util.run_in_gpu_context), the code path the viewport uses:
 ``render_engine.draw_view`` -> ``StylizedSession.render_texture`` (preview commands applied by
-``engine.features.preview.control.apply_commands``, runtime update, extraction, FramePipeline) at 640x360.
+``engine.features.preview.state.apply_commands``, runtime update, extraction, FramePipeline) at 640x360.
 
 * preview:  the preview player drives the pose (PreviewState.active, playing); the timeline
             does not move and the depsgraph is not re-evaluated.
@@ -71,7 +71,6 @@ def camera_for(scene, depsgraph):
     cam = scene.camera
     if cam is not None:
         return camera_from_object(depsgraph, cam.evaluated_get(depsgraph), W, H)
-    import numpy as np
     view = np.eye(4)
     view[2, 3] = -6.0
     proj = np.diag([1.0, W / H, -1.0, 0.0])
@@ -121,9 +120,9 @@ def clip_keys(frames: int = 400) -> dict:
 
     import bpy
 
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     scene, arm, _what = build_scene()
     out = {}
@@ -208,10 +207,10 @@ def main(argv=None) -> int:
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.blender.render_engine import draw_view
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     scene, arm, what = build_scene()
     frames = max(1, int(round(args.seconds * args.fps)))

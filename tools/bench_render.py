@@ -135,7 +135,7 @@ def duplicate_linked(rig, offset, suffix: str = "", parts=None, collection=None)
             c = copy(ob, None)                     # (its wanted children follow, parented to it)
             c.parent = None
             c.location = ob.location + Vector(offset)
-    for ob, c in copies.items():
+    for c in copies.values():
         for m in c.modifiers:
             if m.type == "ARMATURE" and m.object in copies:
                 m.object = copies[m.object]
@@ -236,7 +236,6 @@ def run_crowd(args):
     sizes = args.crowd or [1, 6, 36]
     width = args.width or 640
     height = args.height or 480
-    from stylized_renderer.engine.blender import render_engine
 
     print(f"crowd: N in {sizes}, {width}x{height}, F12 median of {args.runs} after a warm-up, "
           f"Ctrl+F12 over {args.anim_frames} frames")
@@ -289,9 +288,8 @@ def run_skin_cost(args):
     """Per-pass time with and without the vertex shaders' skinning (see the module docstring)."""
     import bpy
 
-    from stylized_renderer.engine.blender import render_engine
-    from stylized_renderer.engine.gpu.passes import instancing
     from stylized_renderer.engine.gpu import backend as gpu_backend
+    from stylized_renderer.engine.gpu.passes import instancing
 
     n, scene, kind = pass_scene(args)
     st = scene.stylized
@@ -369,7 +367,6 @@ def main():
     if st is not None:
         st.shadows = True
         st.outlines = True
-    from stylized_renderer.engine.blender import render_engine
 
     print(f"scene: {kind}, {args.width}x{args.height}, {args.runs} timed renders per engine (median)")
     t = time_engines(scene, ("STYLIZED", "BLENDER_WORKBENCH"), args.runs)

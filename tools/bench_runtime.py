@@ -75,7 +75,6 @@ def median_ms(fn, n):
 
 def build(bones, vertices, shape_keys, active):
     import bpy
-
     import scenes
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -90,11 +89,11 @@ def build(bones, vertices, shape_keys, active):
 def measure(bones=365, vertices=50000, shape_keys=50, active=5, frames=60, with_blender=True):
     import bpy
 
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.gpu.backend import GpuBackend
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.backend import GpuBackend
 
     build(bones, vertices, shape_keys, active)
     scene = bpy.context.scene
@@ -102,7 +101,6 @@ def measure(bones=365, vertices=50000, shape_keys=50, active=5, frames=60, with_
     asset = importer.import_scene(dg)
     arm_clips = [c for c in asset.animations if c.channels]
     result = {}
-    fs = 1
     if with_blender:
         def frame_set(i):
             scene.frame_set(1 + (i % 100))
@@ -181,8 +179,8 @@ def build_crowd(n: int, spacing: float = 1.2) -> list:
     import math
 
     import bpy
-
     import scenes
+
     from demo.character import build_demo_scene
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -208,9 +206,8 @@ def duplicate_character(scene, arm, parts, location):
     the copy, linked to the scene's collection: parented to it as the originals are (bone
     parents keep their bone and parent inverse), armature modifiers pointed at it, unparented
     parts moved with it (tools/bench_render.duplicate_linked).  Returns the new rig object."""
-    from mathutils import Vector
-
     from bench_render import duplicate_linked
+    from mathutils import Vector
 
     a2, _objects = duplicate_linked(arm, Vector(location) - arm.location, parts=parts,
                                     collection=scene.collection)
@@ -224,10 +221,10 @@ def measure_crowd(n: int, frames: int = 40) -> dict:
     step), on the GPU backend, in one process."""
     import bpy
 
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.gpu.backend import GpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.backend import GpuBackend
 
     names = build_crowd(n)
     scene = bpy.context.scene
@@ -259,8 +256,8 @@ def measure_crowd(n: int, frames: int = 40) -> dict:
 
     def session_task():
         # the user path: the viewport session's update_frame with "Play on All Characters" on
-        from stylized_renderer.engine.features.preview import control as preview
         from stylized_renderer.engine.blender.session import StylizedSession
+        from stylized_renderer.engine.features.preview import control as preview
 
         s = StylizedSession(viewport=True)
         dg = bpy.context.evaluated_depsgraph_get()
@@ -379,10 +376,10 @@ def _walk(stack, seen, found) -> None:
 def measure_memory(bones=365, vertices=50000, shape_keys=50, active=5, frames=10):
     import bpy
 
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.gpu.backend import GpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.backend import GpuBackend
 
     arm, ob = build(bones, vertices, shape_keys, active)
     dg = bpy.context.evaluated_depsgraph_get()
@@ -472,7 +469,7 @@ def main() -> int:
     if args.heavy:
         print_heavy(r)
         return 0
-    print(f"heavy rig: 365 bones, ~50k vertices, 50 shape keys (5 active)")
+    print("heavy rig: 365 bones, ~50k vertices, 50 shape keys (5 active)")
     print(f"  (a) scene.frame_set        {r['frame_set_ms']:8.3f} ms")
     print(f"  (b) preview player update  {r['player_ms']:8.3f} ms  (palette uploads {r['palette_uploads_playing']}, "
           f"morph uploads {r['morph_uploads_playing']} per frame)")
@@ -495,10 +492,10 @@ def main() -> int:
     print_memory(measure_memory())
     print("crowd: N linked duplicates of the demo character playing its clip (preview update vs frame_set)")
     print_crowd([measure_crowd(n) for n in (1, 6, 36)])
-    import bench_scene   # the heavy rig + 5 characters with NLA stacks: Scene preview vs frame_set
+    import bench_scene  # the heavy rig + 5 characters with NLA stacks: Scene preview vs frame_set
 
     bench_scene.print_scene(bench_scene.measure())
-    import bench_bake   # the Rigify character (tools/bench_bake.py): preview player vs frame_set, bake cost
+    import bench_bake  # the Rigify character (tools/bench_bake.py): preview player vs frame_set, bake cost
 
     r = bench_bake.measure()
     print(f"bench-rigify: frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "

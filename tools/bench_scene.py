@@ -43,7 +43,6 @@ import time
 
 def build():
     import bpy
-
     import scenes
     from bench_runtime import build_crowd
 
@@ -103,9 +102,9 @@ def measure(frames: int = 40, blocks: int = 6, block: int = 10) -> dict:
     of each per step: the machine's load weighs on both alike)."""
     import bpy
 
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     build()
     scene = bpy.context.scene

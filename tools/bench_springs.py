@@ -115,7 +115,7 @@ def measure(copies=10, n=300) -> dict:
         update_pose_bone_rotations(ctx, dt)  # the floor: 100 trivial numpy calls after the add-on too
         t = time.perf_counter()
         for _ in range(100):
-            a + b
+            _ = a + b
         floor.append((time.perf_counter() - t) * 1e3 / 100.0)
     med = statistics.median
     hot = []                              # ours alone, one stage after the other (warm caches)

@@ -67,7 +67,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402
 from gpu_readback import GpuReadback  # noqa: E402  (vertices read back through the drawing variants)
 
-_bake = None     # engine.blender.bake.cache, bound by Checker (after the extension is loaded)
+_bake = None     # engine.blender.bake.isolate, bound by Checker (after the extension is loaded)
 _actions = None  # engine.blender.importer.actions, likewise
 
 TOLERANCE = 1e-4
@@ -165,8 +165,8 @@ class Checker:
         from stylized_renderer.engine.blender.session import StylizedSession
 
         global _bake, _actions
+        from stylized_renderer.engine.blender.bake import isolate as bake
         from stylized_renderer.engine.blender.importer import actions
-        from stylized_renderer.engine.blender.bake import cache as bake
 
         _bake, _actions = bake, actions
         self.morph_policy = morph_policy
@@ -309,8 +309,8 @@ class Checker:
         return None
 
     def run_player(self, frames_limit=None, step: int = 1):
-        from stylized_renderer.engine.gpu import util as gpu_util
         from stylized_renderer.engine.features.preview.control import PreviewState
+        from stylized_renderer.engine.gpu import util as gpu_util
 
         bpy = self.bpy
         scene = bpy.context.scene
@@ -332,7 +332,7 @@ class Checker:
         written = []      # the pose / key values the last checked action wrote (restored after it)
         try:
             for clip in asset.animations:
-                _bake._restore_values(written)
+                _bake.restore_values(written)
                 written = []
                 reason = self._skip_reason(clip)
                 if reason:
@@ -354,15 +354,17 @@ class Checker:
                 # values): put them back after the clip, so the next clip's reference starts from
                 # the file's pose as the preview's does
                 written = [w for idb in ((owner, ob.data) if ob.type == "ARMATURE" else (owner,))
-                           for w in _bake._written_values(idb, action, _actions.pick_slot(action, idb.id_type))]
+                           for w in _bake.written_values(idb, action, _actions.pick_slot(action, idb.id_type))]
                 _bake.isolate(owner, action, with_data=True)
                 baked = None
                 played = self._played_by(clip.target_object)
                 if ob.type == "ARMATURE" and self.session.bakes.reasons(ob.name):
                     # what the preview's Play does: bake the clip through Blender's evaluation
+                    from stylized_renderer.engine.blender.bake.reasons import BakeError
+
                     try:
                         baked = self.session.bakes.ensure(ob, clip.name, clip.action_name or None)
-                    except _bake.BakeError as ex:   # the preview cannot play it: a failure
+                    except BakeError as ex:   # the preview cannot play it: a failure
                         print(f"  bake failed: clip '{clip.name}' on '{clip.target_object}': {ex}")
                         self.bake_failures.append((clip.name, clip.target_object, str(ex)))
                         continue
@@ -426,7 +428,7 @@ class Checker:
                     gpu_util.run_in_gpu_context(task)
                     frames_done += sub == 0.0
         finally:
-            _bake._restore_values(written)
+            _bake.restore_values(written)
             _bake.restore_animation(saved)
             scene.frame_set(import_frame)
         offered = {c.action_name or c.name for c in asset.animations}

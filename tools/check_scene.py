@@ -69,7 +69,7 @@ def compare(scene, anim, frames, mutate=None, verbose=False):
     for f, sub in frames:
         scene.frame_set(f, subframe=sub)
         t = f + sub
-        for a, vals, written in anim.evaluate(t):
+        for a, vals, _written in anim.evaluate(t):
             if not a.keys:
                 continue
             ref = _read(a.id, a.keys)
@@ -140,9 +140,9 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
     the timeline shows itself (a VRM expression without the VRM Add-on: its shape keys typed in)."""
     import bpy
 
-    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.features.preview.control import PreviewState
+    from stylized_renderer.engine.gpu import util as gpu_util
     from tools import check_deform as cd
 
     scene.render.engine = "STYLIZED"

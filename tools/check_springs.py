@@ -188,9 +188,9 @@ def play_preview(arms, updates, dt, control="none"):
     import bpy
     import numpy as np
 
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.blender import session as session_mod
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.gpu import util as gpu_util
 
     scene = bpy.context.scene
     preview.clear_states()
@@ -271,7 +271,6 @@ def play_addon(arms, steps_per_update, dt):
     ``play_preview``."""
     import bpy
     import numpy as np
-
     from io_scene_vrm.editor.spring_bone1.handler import update_pose_bone_rotations
 
     ctx = bpy.context

@@ -76,7 +76,6 @@ def _render_exr(bpy, scene, engine, path) -> np.ndarray:
 
 
 def render_stylized(bpy, scene) -> np.ndarray:
-    from stylized_renderer.engine.blender import render_engine
 
     saved = scene.render.engine
     scene.render.engine = "STYLIZED"

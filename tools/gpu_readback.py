@@ -64,8 +64,8 @@ class GpuReadback:
         """World positions (or world normals) of the item's vertices, as the passes deform them."""
         import gpu
 
-        from stylized_renderer.engine.gpu.util import texture_to_numpy
         from stylized_renderer.engine.gpu.backend import bind_deform
+        from stylized_renderer.engine.gpu.util import texture_to_numpy
 
         vclass, sh = self.shader_for(item)
         self.variants[vclass] = self.variants.get(vclass, 0) + 1

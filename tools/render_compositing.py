@@ -36,8 +36,9 @@ def main(argv=None):
 
     ext = _bootstrap.load(register=False)
     ext.register()
-    from demo.character import build_demo_scene
     from exr_read import layer_pass, read_exr, read_exr_header
+
+    from demo.character import build_demo_scene
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene

@@ -46,9 +46,9 @@ def main(argv=None) -> int:
     from mathutils import Euler, Quaternion
 
     from stylized_renderer.engine.blender import cameras
-    from stylized_renderer.engine.gpu import util as gpu_util
-    from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.blender import session as session_mod
+    from stylized_renderer.engine.features.preview import control as preview
+    from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.util import texture_to_numpy
 
     out = pathlib.Path(args.out)

@@ -298,7 +298,7 @@ def build_bone_parented_prop(scene=None):
     sword.parent = arm
     sword.parent_type = "BONE"
     sword.parent_bone = "Hand"
-    from mathutils import Matrix, Euler
+    from mathutils import Euler, Matrix
     sword.matrix_parent_inverse = (Matrix.Translation((0.1, -0.2, 0.3)) @ Euler((0.3, 0.1, -0.2)).to_matrix().to_4x4())
     sword.location = (0.05, 0.1, 0.0)
     sword.rotation_mode = "YXZ"

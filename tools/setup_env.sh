@@ -2,7 +2,7 @@
 # Usage: tools/setup_env.sh [BLENDER]      BLENDER: 4.5 | 5.0 | 5.2 (default: 5.2, the Makefile's BLENDER)
 #
 # Creates .venv-BLENDER/ with the exact packages pinned in requirements/blender-BLENDER.txt (the
-# bpy wheel of that Blender, pytest), on the CPython that wheel needs (named on the file's
+# bpy wheel of that Blender, pytest) and requirements/dev.txt (openexr, ruff, pyright), on the CPython that wheel needs (named on the file's
 # "# python: X.Y" line), and makes sure the system libraries that the bpy module needs for
 # headless OpenGL (Mesa EGL, llvmpipe) are installed. For the default version it also points the
 # .venv link at that environment (`.venv/bin/python tools/...` in the docs).
@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 DEFAULT=5.2   # keep in step with the Makefile's BLENDER
 VERSION="${1:-$DEFAULT}"
 REQ="requirements/blender-$VERSION.txt"
+DEV_REQ="requirements/dev.txt"   # test and lint tools, the same in every environment
 VENV=".venv-$VERSION"
 [ -f "$REQ" ] || { echo "setup: no $REQ (versions: $(ls requirements | sed -n 's/^blender-\(.*\)\.txt$/\1/p' | tr '\n' ' '))" >&2; exit 2; }
 PYVER="$(sed -n 's/^# python: *\([0-9.]*\).*/\1/p' "$REQ" | head -n1)"
@@ -86,13 +87,13 @@ if [ -x "$VENV/bin/python" ] && ! usable_python "$VENV/bin/python"; then
   echo "setup: $VENV is not CPython $PYVER; recreating it"
   rm -rf "$VENV"
 fi
-if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQ" "$stamp"; then
-  echo "setup: creating $VENV with $("$PY" --version) and the packages pinned in $REQ"
+if [ ! -x "$VENV/bin/python" ] || ! cat "$REQ" "$DEV_REQ" | cmp -s - "$stamp"; then
+  echo "setup: creating $VENV with $("$PY" --version) and the packages pinned in $REQ and $DEV_REQ"
   [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ"
-  cp "$REQ" "$stamp"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQ" -r "$DEV_REQ"
+  cat "$REQ" "$DEV_REQ" > "$stamp"
 fi
-"$VENV/bin/python" -c "import bpy, pytest" >/dev/null 2>&1 || { echo "setup: bpy failed to import in $VENV" >&2; "$VENV/bin/python" -c "import bpy"; exit 1; }
+"$VENV/bin/python" -c "import bpy, pytest, OpenEXR" >/dev/null 2>&1 || { echo "setup: bpy, pytest or OpenEXR failed to import in $VENV" >&2; "$VENV/bin/python" -c "import bpy"; exit 1; }
 
 # --- .venv: the default version's environment, under the name the docs use ----------------------
 if [ "$VERSION" = "$DEFAULT" ]; then

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import weakref
 
-from .bake.cache import BakeCache
 from ..features.preview.driver import PreviewStates
+from .bake.cache import BakeCache
 
 
 class FinalSessionKeeper:

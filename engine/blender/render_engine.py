@@ -12,7 +12,8 @@ import numpy as np
 
 from ..gpu.passes import render_passes
 from .addon_state import AddonState, FinalSessionKeeper
-from .session import StylizedSession, camera_for_view, camera_from_object, camera_from_matrices
+from .session import StylizedSession, camera_for_view, camera_from_matrices, camera_from_object
+
 
 def _follow_default_policy(session) -> None:
     """A reused runtime follows SceneRuntime's current default morph policy, as a new one would."""
@@ -321,7 +322,6 @@ def draw_view(session, depsgraph, view_matrix, window_matrix, is_ortho: bool, wi
 
 def draw_texture_fullscreen(texture, width: int, height: int) -> None:
     """Draw ``texture`` over the region with the currently bound (display space) shader."""
-    import gpu
     from gpu_extras.presets import draw_texture_2d
 
     draw_texture_2d(texture, (0, 0), width, height)

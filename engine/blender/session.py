@@ -10,29 +10,30 @@ import time
 
 import numpy as np
 
-from . import session_sync
-from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
-from .sources.fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
-from ..gpu.passes import render_passes
+from ..core.world import scene_runtime as _scene_runtime  # noqa: F401,E402
 from ..core.world.frame import CameraData, FrameData
-from ..gpu.passes.local_shadows import local_shadow_losses
-from ..gpu.passes.frame_lamps import lamp_losses
-from ..gpu.passes.visibility import VisibilityCache
-from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
-from ..features.springs.driver import SpringsDriver
-from ..features.materials.driver import MaterialsDriver
-from ..features.preview.driver import PreviewDriver
-from ..features.passes.driver import PassesDriver
 from ..core.world.transform_guard import skip_message, split_drawable
+from ..features.materials.driver import MaterialsDriver
+from ..features.passes.driver import PassesDriver
+from ..features.preview.driver import PreviewDriver
+from ..features.springs.driver import SpringsDriver
+from ..gpu import backend as _gpu_backend  # noqa: F401,E402
+from ..gpu.passes import pipeline as _pipeline  # noqa: F401,E402
+from ..gpu.passes import render_passes
+from ..gpu.passes.frame_lamps import lamp_losses
+from ..gpu.passes.local_shadows import local_shadow_losses
+from ..gpu.passes.visibility import VisibilityCache
+
 # the modules every frame uses, loaded with the add-on rather than inside the first render of a
 # file (their import, compiled where Python keeps no bytecode cache, was part of the first F12);
 # the functions below still import what they use where they use it
 from . import importer as _importer  # noqa: F401,E402
+from . import session_sync
+from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
 from .importer import edits as _edits  # noqa: F401,E402
+from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
 from .sources import timeline as _timeline  # noqa: F401,E402
-from ..core.world import scene_runtime as _scene_runtime  # noqa: F401,E402
-from ..gpu import backend as _gpu_backend, util as _gpu_util  # noqa: F401,E402
-from ..gpu.passes import pipeline as _pipeline, samples as _samples  # noqa: F401,E402
+from .sources.fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
 
 
 class StylizedSession:
@@ -48,9 +49,9 @@ class StylizedSession:
     session has bakes of its own, cleared by ``free``."""
 
     def __init__(self, viewport: bool = False, addon=None):
+        from .bake.cache import BakeCache
         from .importer import AssetCache
         from .importer.edits import EditSignals
-        from .bake.cache import BakeCache
 
         self.viewport = viewport
         self.imports = session_sync.SyncState(viewport)   # what the syncs and imports keep (session_sync.py)
@@ -93,8 +94,8 @@ class StylizedSession:
     def ensure_gpu(self) -> None:
         """The frame pipeline and GPU backend (made once, inside a GPU context)."""
         if self.pipeline is None:
-            from ..gpu.passes.pipeline import FramePipeline
             from ..gpu.backend import GpuBackend
+            from ..gpu.passes.pipeline import FramePipeline
 
             self.pipeline = FramePipeline()
             self.backend = GpuBackend()

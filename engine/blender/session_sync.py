@@ -64,7 +64,7 @@ def sync(session, depsgraph, updates=None) -> None:
     for u in updates:
         try:
             idb = getattr(u.id, "original", u.id)
-            idb.name
+            _ = idb.name                # a removed datablock raises ReferenceError
         except ReferenceError:          # the datablock is gone: a deletion
             session.reimport("a datablock was removed")
             continue
@@ -245,10 +245,10 @@ def ensure_runtime(session, depsgraph) -> None:
     scene is drawn through the fallback path and the error is kept for the stats/report."""
     if not session.imports.need_import and session.runtime is not None:
         return
-    from . import importer
     from ..core.assets import AssetError
-    from .sources.timeline import TimelineReader
     from ..core.world.scene_runtime import SceneRuntime
+    from . import importer
+    from .sources.timeline import TimelineReader
 
     session.imports.need_import = False
     if session.assets.edits is not None:

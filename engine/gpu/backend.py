@@ -23,13 +23,19 @@ import hashlib
 import numpy as np
 
 from ..core.animation.morph import is_frozen
+from ..core.geometry import SmoothNormalDeltas
 from ..core.runtime.backend import RuntimeBackend
 from ..core.runtime.mesh_instance import pack_morph_entries, pack_morph_span
-from ..core.geometry import SmoothNormalDeltas
 from .layout import MORPH_TEX_WIDTH, vertex_format
-from .palette_textures import (GpuPaletteBuffer, _SliceSource, float_texture, identity_texture,
-    matrices_to_texture, matrix_rows, palette_backend_kind, palette_handle, palette_texture,
-    rows_texture)
+from .palette_textures import (
+    GpuPaletteBuffer,
+    _SliceSource,
+    float_texture,
+    identity_texture,
+    matrix_rows,
+    palette_backend_kind,
+    palette_texture,
+)
 
 #: distinct morph weight textures a backend keeps for reuse (GpuBackend._weights_texture)
 WEIGHT_TEXTURES = 256

@@ -29,13 +29,10 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..importer import actions as _actions
-from .isolate import (_isolate_data_slot, _restore_values, _split_path, _written_values, animated_ids,
-    isolate, restore_animation, save_animation)
+from .baked_pose import BakedPose, BakedSample, baked_clip  # noqa: F401
 from .reasons import BakeError, bake_reasons, weighted_bbones  # noqa: F401
 from .record import Bake, bake_action, bake_frames  # noqa: F401
 from .signature import bake_signature, rig_signature  # noqa: F401
-from .baked_pose import BakedPose, BakedSample, baked_clip  # noqa: F401
-
 
 # ------------------------------------------------------------------------------------------------
 # the cache

@@ -106,7 +106,7 @@ def _split_path(path: str):
     return (path[:i], ("attr", path[i + 1:])) if i >= 0 else ("", ("attr", path))
 
 
-def _written_values(owner, action, slot) -> list:
+def written_values(owner, action, slot) -> list:
     """[(container, key, value)] of every property the action's curves write on ``owner``."""
     out = []
     seen = set()
@@ -128,7 +128,7 @@ def _written_values(owner, action, slot) -> list:
     return out
 
 
-def _restore_values(written) -> None:
+def restore_values(written) -> None:
     for cont, kind, key, val in written:
         try:
             if kind == "item":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import List
 
-
 _MAX_LISTED = 3     # names listed per reason
 
 

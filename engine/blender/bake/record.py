@@ -12,9 +12,16 @@ import numpy as np
 
 from ..importer import actions as _actions
 from . import adaptive as _adaptive
+from .isolate import (
+    isolate,
+    quiet_geometry,
+    restore_animation,
+    restore_geometry,
+    restore_values,
+    save_animation,
+    written_values,
+)
 from .mesh_anchors import mesh_anchors, segment_sizes
-from .isolate import (_restore_values, _written_values, isolate, quiet_geometry, restore_animation,
-    restore_geometry, save_animation)
 from .reasons import BakeError, bake_reasons, weighted_bbones
 from .signature import _bulk, bake_signature
 from .tables import MatrixTable, chain, levels
@@ -147,7 +154,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     if action is None:
         raise BakeError(f"cannot bake armature '{armature.name}': no action")
     try:
-        action.name
+        _ = action.name                 # a deleted action raises ReferenceError
     except ReferenceError:
         raise BakeError(f"cannot bake armature '{armature.name}': the action was deleted") from None
     if armature.mode == "EDIT" or getattr(armature.data, "is_editmode", False):
@@ -176,21 +183,21 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     bent = weighted_bbones(armature)
     obj_chan = _object_channel_needed(armature, action, slot)
     saved = save_animation()
-    written = _written_values(armature, action, slot)
+    written = written_values(armature, action, slot)
     # values the armature's own current action writes too (restored after the re-evaluation)
     ad = armature.animation_data
     if ad is not None and ad.action is not None and ad.action != action:
-        written += _written_values(armature, ad.action, getattr(ad, "action_slot", None))
+        written += written_values(armature, ad.action, getattr(ad, "action_slot", None))
     ev = _Evaluator(armature, names, bent, obj_chan and armature.parent is not None)
     label = f"baking action '{action.name}' on '{armature.name}'"
 
     def restore():
         restore_animation(saved)
-        _restore_values(written)
+        restore_values(written)
 
     rec = record_in(scene, ev, frames, parents, lengths, size, label, progress,
                     setup=lambda: isolate(armature, action, slot), restore=restore,
-                    after=lambda: _restore_values(written), quiet=quiet,
+                    after=lambda: restore_values(written), quiet=quiet,
                     knots=lambda first: _key_samples(action, slot, first))
     frames, table, world, pworld, btable = tables(ev, rec, parents, label)
     ref = rec[1]

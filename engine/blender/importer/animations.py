@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Dict
 
-import numpy as np
-
 from ...core.assets import AssetError, SceneAsset
 from . import actions as _actions
 from .nodes import NodeBuilder, bone_targets, object_target
@@ -44,7 +42,7 @@ def _expression_curves(action, obj, problems=None):
     slot = _expression_slot(action, obj)
     if slot is None:
         return None, []
-    from ...features.vrm.expressions import preview_path_problem
+    from ...features.vrm.read import preview_path_problem
 
     good = []
     for fc, key in _actions.expression_curves(action, slot):

@@ -110,7 +110,7 @@ def build_binding(curves: FCurveSetAsset, work, curve_index, morph_curves=()) ->
     for target, cs in work:
         idx = {k: curve_index[id(fc)] for k, fc in cs.items()}
 
-        def comps(prop, width):
+        def comps(prop, width, idx=idx):
             out = np.full(width, -1, np.int64)
             for (p, i), row in idx.items():
                 if p == prop and i < width:

@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 from ...core.geometry import smooth_normals  # noqa: F401 (re-exported)
-from .morph import sorted_unique, unique_rows, unique_inverse
+from .morph import sorted_unique, unique_inverse, unique_rows
 
 
 @dataclass

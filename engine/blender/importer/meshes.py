@@ -8,12 +8,12 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ...core.assets import AssetError, Bounds, MeshAsset, MorphTargetAsset, PrimitiveAsset, SkinAsset
+from ...core.assets import AssetError, Bounds, MeshAsset, PrimitiveAsset, SkinAsset
 from . import skin as _skin
 from .mesh import read_mesh, split_by_material
 from .morph_build import build_morphs as _build_morphs
-from .reads import MeshReads
 from .nodes import NodeBuilder
+from .reads import MeshReads
 
 VRM_OUTLINE_PREFIX = "VRM Add-on MToon 1.0 Outline Geometry"
 

@@ -274,7 +274,7 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
     # a NaN pose channel binds as identity (the timeline skips what the bone deforms, by name)
     for k, i in enumerate(order):
         b = bl[i]
-        idx = nb.add(world[i], name=f"{arm.name}/{b.name}", kind=NODE_BONE,
+        nb.add(world[i], name=f"{arm.name}/{b.name}", kind=NODE_BONE,
                      parent=int(node_of[par[i]]) if par[i] >= 0 else arm_idx, pre_matrix=pre[i],
                      bind_translation=bt[k], bind_rotation=br[k], bind_scale=bs[k], object_name=arm.name,
                      bone_name=b.name, inherit_rotation=bool(inh_rot[i]), inherit_scale=str(b.inherit_scale),

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import time
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
-from ...core.assets import AssetError, NODE_OBJECT, SceneAsset, SceneNodeAsset
+from ...core.assets import NODE_OBJECT, AssetError, SceneAsset, SceneNodeAsset
 from .animations import import_animations
 from .meshes import import_mesh
 from .nodes import build_nodes, collect_objects

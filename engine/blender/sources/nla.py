@@ -16,9 +16,19 @@ from typing import List
 import numpy as np
 
 from ...core.animation.fcurves import CurveEvaluator
+from ...core.animation.nla import (
+    BLEND_TYPES,
+    EXTEND_MODES,
+    MIX_ADD,
+    MIX_AXIS_ANGLE,
+    MIX_PROPORTIONAL,
+    MIX_QUAT,
+    Source,
+    Stack,
+    Strip,
+    Track,
+)
 from ...core.animation.nla_eval import StackBatch
-from ...core.animation.nla import (BLEND_TYPES, EXTEND_MODES, MIX_ADD, MIX_AXIS_ANGLE, MIX_PROPORTIONAL,
-    MIX_QUAT, Source, Stack, Strip, Track)
 from ..importer.actions import pick_slot, slot_fcurves
 from ..importer.curve_read import read_curve_set
 from ..importer.vrm_paths import channel_key_for_path

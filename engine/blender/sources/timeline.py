@@ -26,7 +26,6 @@ import numpy as np
 from ...core.assets import NODE_BONE, NODE_OBJECT, SceneAsset
 from ...core.finite import affine_inv, undrawable
 
-
 VRM_REFRESH_SECONDS = 0.5   # the viewport re-reads the avatars' expression binds this often
 
 
@@ -289,7 +288,7 @@ class TimelineReader:
         values: an array (the Scene preview's NLA result), or ``values(chans, original)`` giving
         the channels ``chans`` filled by the ``original`` previews where the clips leave them (the
         runtime's morph mixer: ``ClipMorphs.expression_values``).  Channels that carry a VRM
-        expression preview (an armature node, ``vrm_expressions.CHANNEL_PREFIX`` names) replace
+        expression preview (an armature node, ``vrm.rules.CHANNEL_PREFIX`` names) replace
         those expressions' stored / scene-frame previews, so a playing clip's face follows the
         clip's time (and its crossfade); the expressions the clip does not key keep their values.
         Shape-key channels are not used here (the caller merges them)."""

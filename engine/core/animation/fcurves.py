@@ -23,9 +23,8 @@ import bisect
 
 import numpy as np
 
-from ..assets.curves import (CYCLE_MIRROR, CYCLE_REPEAT_OFFSET, EASE_AUTO, EASE_IN, EASE_IN_OUT,
-    EASE_OUT, IPO_BACK, IPO_BEZIER, IPO_BOUNCE, IPO_CIRC, IPO_CONSTANT, IPO_CUBIC, IPO_ELASTIC,
-    IPO_EXPO, IPO_LINEAR, IPO_QUAD, IPO_QUART, IPO_QUINT, IPO_SINE, FCurveSetAsset)
+from ..assets import curves as crv
+from ..assets.curves import FCurveSetAsset
 
 #: Blender's key search threshold (BKE_fcurve_bezt_binarysearch_index_ex(..., 0.0001, ...), IS_EQT: <=)
 EXACT_THRESH = 1e-4
@@ -39,8 +38,8 @@ SCALAR_GROUPS = 8
 
 
 def _ease_kind(ipo: int, easing: int) -> int:
-    if easing == EASE_AUTO:
-        easing = EASE_OUT if ipo in (IPO_BACK, IPO_BOUNCE, IPO_ELASTIC) else EASE_IN
+    if easing == crv.EASE_AUTO:
+        easing = crv.EASE_OUT if ipo in (crv.IPO_BACK, crv.IPO_BOUNCE, crv.IPO_ELASTIC) else crv.EASE_IN
     return 3 + 4 * ipo + easing
 
 
@@ -87,18 +86,18 @@ class CurveEvaluator:
         seg[last] = False
         dx = np.where(seg, x[nxt] - x, 0.0)
         kind = np.full(N, K_CONST, np.int64)
-        bez = seg & (ipo == IPO_BEZIER) & (dx != 0.0)
-        lin = seg & (ipo == IPO_LINEAR) & (dx != 0.0)
-        eased = seg & (ipo > IPO_BEZIER) & (dx != 0.0)
+        bez = seg & (ipo == crv.IPO_BEZIER) & (dx != 0.0)
+        lin = seg & (ipo == crv.IPO_LINEAR) & (dx != 0.0)
+        eased = seg & (ipo > crv.IPO_BEZIER) & (dx != 0.0)
         kind[lin] = K_LIN
         kind[bez] = K_BEZ
-        auto_out = np.isin(ipo, (IPO_BACK, IPO_BOUNCE, IPO_ELASTIC))
-        easing = np.where(cs.easing == EASE_AUTO, np.where(auto_out, EASE_OUT, EASE_IN), cs.easing)
+        auto_out = np.isin(ipo, (crv.IPO_BACK, crv.IPO_BOUNCE, crv.IPO_ELASTIC))
+        easing = np.where(cs.easing == crv.EASE_AUTO, np.where(auto_out, crv.EASE_OUT, crv.EASE_IN), cs.easing)
         kind[eased] = 3 + 4 * ipo[eased] + easing[eased]
         params = np.zeros((N, 3))
-        m = eased & (ipo == IPO_BACK)
+        m = eased & (ipo == crv.IPO_BACK)
         params[m, 0] = cs.back[m]
-        m = eased & (ipo == IPO_ELASTIC)
+        m = eased & (ipo == crv.IPO_ELASTIC)
         params[m, 1] = cs.amplitude[m]
         params[m, 2] = cs.period[m]
         # Bezier segments: BKE_fcurve_correct_bezpart, then the x and y polynomials
@@ -171,9 +170,9 @@ class CurveEvaluator:
     @staticmethod
     def _slope(x, y, hl, hr, ipo, e, step):
         """Linear extrapolation's slope at end key ``e`` (fcurve_eval_keyframes_extrapolate)."""
-        if ipo[e] == IPO_CONSTANT:
+        if ipo[e] == crv.IPO_CONSTANT:
             return 0.0
-        if ipo[e] == IPO_LINEAR:
+        if ipo[e] == crv.IPO_LINEAR:
             if x.shape[0] == 1:
                 return 0.0
             d = x[e + step] - x[e]
@@ -283,8 +282,8 @@ class CurveEvaluator:
         cyct = np.fmod(fg - ofs, safe)
         act &= ~((cycles != 0) & (cycle > cycles))
         n = np.where(side < 0, np.floor((fg - ofs) / safe), np.ceil((fg - ofs) / safe))
-        n = np.where(act & (mode == CYCLE_REPEAT_OFFSET), n, 0.0)
-        mirror = mode == CYCLE_MIRROR
+        n = np.where(act & (mode == crv.CYCLE_REPEAT_OFFSET), n, 0.0)
+        mirror = mode == crv.CYCLE_MIRROR
         odd = (np.trunc(cycle).astype(np.int64) % 2) == 1
         odd1 = (np.trunc(cycle + 1.0).astype(np.int64) % 2) == 1
         at_end = np.where(side > 0, xl, xf)
@@ -342,7 +341,7 @@ class CurveEvaluator:
                 basis[rows, 1] = t
                 basis[rows, 2] = t * t
                 basis[rows, 3] = t * t * t
-            elif _kind_ipo(kd) == IPO_ELASTIC:
+            elif _kind_ipo(kd) == crv.IPO_ELASTIC:
                 if elastic is None:
                     elastic = np.zeros((G, 6))
                     elastic[:, 0] = -1.0
@@ -469,70 +468,70 @@ def ease(ipo: int, easing: int, time, dur, back=None) -> np.ndarray:
     ``time`` from the segment start over ``dur`` frames; ``easing`` resolved (In, Out, InOut)."""
     time = np.asarray(time, np.float64)
     u = time / dur
-    if ipo == IPO_BACK:
+    if ipo == crv.IPO_BACK:
         s = np.asarray(back, np.float64)
-        if easing == EASE_IN:
+        if easing == crv.EASE_IN:
             return u * u * ((s + 1) * u - s)
-        if easing == EASE_OUT:
+        if easing == crv.EASE_OUT:
             v = u - 1
             return v * v * ((s + 1) * v + s) + 1
         s = s * 1.525
         w = 2 * u
         v = w - 2
         return np.where(w < 1, 0.5 * (w * w * ((s + 1) * w - s)), 0.5 * (v * v * ((s + 1) * v + s) + 2))
-    if ipo == IPO_BOUNCE:
-        if easing == EASE_IN:
+    if ipo == crv.IPO_BOUNCE:
+        if easing == crv.EASE_IN:
             return 1 - _bounce_out((dur - time) / dur)
-        if easing == EASE_OUT:
+        if easing == crv.EASE_OUT:
             return _bounce_out(u)
         w = 2 * u
         return np.where(time < dur / 2, (1 - _bounce_out(np.maximum(1 - w, 0.0))) * 0.5,
                         _bounce_out(np.maximum(w - 1, 0.0)) * 0.5 + 0.5)
-    if ipo == IPO_CIRC:
-        if easing == EASE_IN:
+    if ipo == crv.IPO_CIRC:
+        if easing == crv.EASE_IN:
             return -(np.sqrt(np.maximum(1 - u * u, 0.0)) - 1)
-        if easing == EASE_OUT:
+        if easing == crv.EASE_OUT:
             v = u - 1
             return np.sqrt(np.maximum(1 - v * v, 0.0))
         w = 2 * u
         v = w - 2
         return np.where(w < 1, -0.5 * (np.sqrt(np.maximum(1 - w * w, 0.0)) - 1),
                         0.5 * (np.sqrt(np.maximum(1 - v * v, 0.0)) + 1))
-    if ipo in (IPO_QUAD, IPO_CUBIC, IPO_QUART, IPO_QUINT):
-        p = {IPO_QUAD: 2, IPO_CUBIC: 3, IPO_QUART: 4, IPO_QUINT: 5}[ipo]
-        if ipo == IPO_QUAD:
-            if easing == EASE_IN:
+    if ipo in (crv.IPO_QUAD, crv.IPO_CUBIC, crv.IPO_QUART, crv.IPO_QUINT):
+        p = {crv.IPO_QUAD: 2, crv.IPO_CUBIC: 3, crv.IPO_QUART: 4, crv.IPO_QUINT: 5}[ipo]
+        if ipo == crv.IPO_QUAD:
+            if easing == crv.EASE_IN:
                 return u * u
-            if easing == EASE_OUT:
+            if easing == crv.EASE_OUT:
                 return -u * (u - 2)
             w = 2 * u
             v = w - 1
             return np.where(w < 1, 0.5 * w * w, -0.5 * (v * (v - 2) - 1))
-        if easing == EASE_IN:
+        if easing == crv.EASE_IN:
             return u ** p
-        if easing == EASE_OUT:
+        if easing == crv.EASE_OUT:
             v = u - 1
             return (v ** p + 1) if p % 2 else -(v ** p - 1)
         w = 2 * u
         v = w - 2
         second = 0.5 * (v ** p + 2) if p % 2 else -0.5 * (v ** p - 2)
         return np.where(w < 1, 0.5 * w ** p, second)
-    if ipo == IPO_EXPO:
+    if ipo == crv.IPO_EXPO:
         def expo_in(t, d):
             return np.where(t == 0.0, 0.0, (np.power(2.0, 10 * (t / d - 1)) - _POW_MIN) * _POW_SCALE)
 
         def expo_out(t, d):
             return np.where(t == 0.0, 0.0, 1 - (np.power(2.0, -10 * t / d) - _POW_MIN) * _POW_SCALE)
-        if easing == EASE_IN:
+        if easing == crv.EASE_IN:
             return expo_in(time, dur)
-        if easing == EASE_OUT:
+        if easing == crv.EASE_OUT:
             return expo_out(time, dur)
         h = dur / 2
         return np.where(time <= h, 0.5 * expo_in(time, h), 0.5 + 0.5 * expo_out(time - h, h))
-    if ipo == IPO_SINE:
-        if easing == EASE_IN:
+    if ipo == crv.IPO_SINE:
+        if easing == crv.EASE_IN:
             return 1 - np.cos(u * (np.pi / 2))
-        if easing == EASE_OUT:
+        if easing == crv.EASE_OUT:
             return np.sin(u * (np.pi / 2))
         return -0.5 * (np.cos(np.pi * u) - 1)
     return u
@@ -553,7 +552,7 @@ def _elastic_blend(time, change, dur, amp, s, f):
 def elastic(easing, time, begin, change, dur, amp, period) -> np.ndarray:
     """BLI_easing_elastic_ease_{in,out,in_out} per curve (arrays; ``easing`` resolved)."""
     out = np.empty(np.shape(time))
-    for e in (EASE_IN, EASE_OUT, EASE_IN_OUT):
+    for e in (crv.EASE_IN, crv.EASE_OUT, crv.EASE_IN_OUT):
         m = easing == e
         if m.any():
             out[m] = _elastic_one(e, time[m], begin[m], change[m], dur[m], amp[m], period[m])
@@ -562,7 +561,7 @@ def elastic(easing, time, begin, change, dur, amp, period) -> np.ndarray:
 
 def _elastic_one(e, time, begin, change, dur, amp, period):
     two_pi = 2 * np.pi
-    if e == EASE_IN_OUT:
+    if e == crv.EASE_IN_OUT:
         u = time / (dur / 2)
         done = u == 2.0
         u = u - 1.0
@@ -570,7 +569,7 @@ def _elastic_one(e, time, begin, change, dur, amp, period):
     else:
         u = time / dur
         done = u == 1.0
-        u = u - 1.0 if e == EASE_IN else -u
+        u = u - 1.0 if e == crv.EASE_IN else -u
         period = np.where(period == 0, dur * 0.3, period)
     small = (amp == 0) | (amp < np.abs(change))
     f = np.ones_like(u)
@@ -580,9 +579,9 @@ def _elastic_one(e, time, begin, change, dur, amp, period):
         s = np.where(small, s, period / two_pi * np.arcsin(np.clip(change / np.where(amp != 0, amp, 1.0), -1, 1)))
     a = np.where(small, change, amp)
     wave = a * np.power(2.0, 10 * u) * np.sin((u * dur - s) * two_pi / period)
-    if e == EASE_IN:
+    if e == crv.EASE_IN:
         v = -f * wave + begin
-    elif e == EASE_OUT:
+    elif e == crv.EASE_OUT:
         v = f * wave + change + begin
     else:
         v = np.where(u < 0, -0.5 * f * wave + begin, 0.5 * f * wave + change + begin)

@@ -288,7 +288,7 @@ class WorldHierarchy:
             return None
         affected = np.zeros(n, bool)
         rel = np.full(n, -1, np.int64)
-        for lv_nodes, lv_parents in self._plan:       # absolute depth order: parents first
+        for lv_nodes, _lv_parents in self._plan:       # absolute depth order: parents first
             par = self._parents_safe[lv_nodes]
             par_aff = (par >= 0) & affected[np.maximum(par, 0)]
             aff = init[lv_nodes] | par_aff

@@ -11,7 +11,6 @@ import numpy as np
 
 from .pose import next_version
 
-
 #: distinct frozen weight arrays a MorphEpoch keeps for sharing (then it starts anew)
 FROZEN_KEPT = 256
 

@@ -37,12 +37,28 @@ time (one ``CurveEvaluator`` call per such strip: a bisect and one product over 
 from __future__ import annotations
 
 import bisect
-from typing import List, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from .nla import (ADD, COMBINE, HOLD, HOLD_FORWARD, MIX_ADD, MIX_AXIS_ANGLE, MIX_PROPORTIONAL, MIX_QUAT,
-    MULTIPLY, NOTHING, REPLACE, SUBTRACT, Stack, _normalize, qmul, qpow)
+from .nla import (
+    ADD,
+    COMBINE,
+    HOLD,
+    HOLD_FORWARD,
+    MIX_ADD,
+    MIX_AXIS_ANGLE,
+    MIX_PROPORTIONAL,
+    MIX_QUAT,
+    MULTIPLY,
+    NOTHING,
+    REPLACE,
+    SUBTRACT,
+    Stack,
+    _normalize,
+    qmul,
+    qpow,
+)
 
 _FLT_EPS = float(np.finfo(np.float32).eps)
 #: up to this many strips the strip picked per track is looked up in a table (StackBatch._pick)

@@ -28,9 +28,9 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from .crossfade import _Fade, _Frozen
+from .curve_clip import CurveTracks
 from .mixer import TRSMixer
 from .root_motion import RootMotion
-from .curve_clip import CurveTracks
 from .sampling import TrackSet
 
 

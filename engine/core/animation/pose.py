@@ -26,6 +26,7 @@ from .hierarchy import RESOLVED, RESOLVING, UNRESOLVED, WorldHierarchy, _ro_view
 from .sampling import decompose_matrices, normalize_quaternions
 from .trs import _QA, _QB, _QFORM, compose_pre_trs, compose_trs_fast, pre_rotation_forms  # noqa: F401
 
+
 class LocalTransform(NamedTuple):
     translation: np.ndarray   # (3,)
     rotation: np.ndarray      # (4,) wxyz

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spring_rig import EPS, TINY, ein as _ein
+from .spring_rig import EPS, TINY
+from .spring_rig import ein as _ein
 
 DOWN = np.array([0.0, 0.0, -1.0])
 

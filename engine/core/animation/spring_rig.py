@@ -15,13 +15,12 @@ rotation (wxyz), to be written as the bone's rotation (``pose_rotations``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 import numpy as np
 
-
 try:                                   # einsum's C kernel without the Python dispatch (numpy 1.x / 2.x):
-    from numpy._core.multiarray import c_einsum as ein      # a small step's calls cost 1 us less each
+    from numpy._core.multiarray import c_einsum as ein  # a small step's calls cost 1 us less each
 except ImportError:                    # pragma: no cover - numpy 1.x
     try:
         from numpy.core.multiarray import c_einsum as ein
@@ -155,7 +154,7 @@ class SpringRig:
         col_rows = []
         col_base = 0
         for ci, ch in enumerate(characters):
-            for si, sp in enumerate(ch.springs):
+            for _si, sp in enumerate(ch.springs):
                 # "listed": the joints as listed, unsorted (a negative control of the checks)
                 chains = sort_joints(sp.joints, ch.parent) if joint_order == "addon" else \
                     [[j for j in sp.joints if j.node >= 0]]
@@ -316,11 +315,10 @@ def mat3_to_quat(m: np.ndarray) -> np.ndarray:
     q[..., 1] = np.where(c0, (m[..., 2, 1] - m[..., 1, 2]) / s, 0)
     q[..., 2] = np.where(c0, (m[..., 0, 2] - m[..., 2, 0]) / s, 0)
     q[..., 3] = np.where(c0, (m[..., 1, 0] - m[..., 0, 1]) / s, 0)
-    for i, (a, b, c) in enumerate(((0, 1, 2), (1, 2, 0), (2, 0, 1))):
-        sel = ~c0 & (m[..., a, a] >= m[..., b, b]) & (m[..., a, a] >= m[..., c, c])
-        if i:
-            sel &= ~done
-        done = sel if i == 0 else (done | sel)
+    done = np.zeros(c0.shape, bool)
+    for a, b, c in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+        sel = ~c0 & (m[..., a, a] >= m[..., b, b]) & (m[..., a, a] >= m[..., c, c]) & ~done
+        done |= sel
         if not sel.any():
             continue
         ss = np.sqrt(np.maximum(1.0 + m[..., a, a] - m[..., b, b] - m[..., c, c], 1e-300)) * 2

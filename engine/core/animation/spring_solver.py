@@ -30,7 +30,8 @@ import numpy as np
 
 from ..finite import affine_inv
 from .spring_collide import collide, collide_spheres, quick_plan
-from .spring_rig import TINY, SpringRig, SpringState, ein as _ein, mat3_to_quat, quat_to_mat3
+from .spring_rig import TINY, SpringRig, SpringState, mat3_to_quat, quat_to_mat3
+from .spring_rig import ein as _ein
 from .trs import _QA, _QB, _QFORM
 
 _LC27 = np.zeros(27)                   # det(m) = (m0 x m1 x m2 outer product) . Levi-Civita

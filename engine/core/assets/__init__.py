@@ -28,10 +28,21 @@ Animation channels carry Blender's TRS basis values; ScenePose composes them wit
 """
 from __future__ import annotations
 
-from .morph_target import MorphTargetAsset
-from .types import (AssetError, Bounds, SceneNodeAsset, SceneAsset, SkinAsset,
-    PrimitiveAsset, MeshAsset, NODE_OBJECT, NODE_BONE, compose_trs, quat_to_matrix)
 from .clips import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
+from .morph_target import MorphTargetAsset
+from .readonly import AssetError
+from .types import (
+    NODE_BONE,
+    NODE_OBJECT,
+    Bounds,
+    MeshAsset,
+    PrimitiveAsset,
+    SceneAsset,
+    SceneNodeAsset,
+    SkinAsset,
+    compose_trs,
+    quat_to_matrix,
+)
 
 __all__ = [
     "AssetError",

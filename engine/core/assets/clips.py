@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from .types import _ro
+from .readonly import readonly_array
 
 
 def _track_ok(times: np.ndarray, values: np.ndarray, width: int) -> bool:
@@ -32,12 +32,12 @@ class NodeAnimationChannelAsset:
 
     def __post_init__(self):
         s = object.__setattr__
-        s(self, "translation_times", _ro(self.translation_times, np.float64))
-        s(self, "translation_values", _ro(self.translation_values, np.float64, (3,), "translation"))
-        s(self, "rotation_times", _ro(self.rotation_times, np.float64))
-        s(self, "rotation_values", _ro(self.rotation_values, np.float64, (4,), "rotation"))
-        s(self, "scale_times", _ro(self.scale_times, np.float64))
-        s(self, "scale_values", _ro(self.scale_values, np.float64, (3,), "scale"))
+        s(self, "translation_times", readonly_array(self.translation_times, np.float64))
+        s(self, "translation_values", readonly_array(self.translation_values, np.float64, (3,), "translation"))
+        s(self, "rotation_times", readonly_array(self.rotation_times, np.float64))
+        s(self, "rotation_values", readonly_array(self.rotation_values, np.float64, (4,), "rotation"))
+        s(self, "scale_times", readonly_array(self.scale_times, np.float64))
+        s(self, "scale_values", readonly_array(self.scale_values, np.float64, (3,), "scale"))
 
     def is_valid(self, node_count: int) -> bool:
         return (
@@ -58,8 +58,8 @@ class MorphWeightChannelAsset:
     values: np.ndarray
 
     def __post_init__(self):
-        object.__setattr__(self, "times", _ro(self.times, np.float64))
-        object.__setattr__(self, "values", _ro(self.values, np.float64))
+        object.__setattr__(self, "times", readonly_array(self.times, np.float64))
+        object.__setattr__(self, "values", readonly_array(self.values, np.float64))
 
     def is_valid(self, node_count: int) -> bool:
         return (

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .types import AssetError, _ro
+from .readonly import AssetError, readonly_array
 
 # Keyframe.interpolation values (Blender's BEZT_IPO_*)
 IPO_CONSTANT, IPO_LINEAR, IPO_BEZIER = 0, 1, 2
@@ -62,17 +62,17 @@ class FCurveSetAsset:
 
     def __post_init__(self):
         s = object.__setattr__
-        s(self, "counts", _ro(self.counts, np.int64))
-        s(self, "co", _ro(self.co, np.float64, (2,), "co"))
-        s(self, "handle_left", _ro(self.handle_left, np.float64, (2,), "handle_left"))
-        s(self, "handle_right", _ro(self.handle_right, np.float64, (2,), "handle_right"))
+        s(self, "counts", readonly_array(self.counts, np.int64))
+        s(self, "co", readonly_array(self.co, np.float64, (2,), "co"))
+        s(self, "handle_left", readonly_array(self.handle_left, np.float64, (2,), "handle_left"))
+        s(self, "handle_right", readonly_array(self.handle_right, np.float64, (2,), "handle_right"))
         for name in ("interpolation", "easing"):
-            s(self, name, _ro(getattr(self, name), np.int64))
+            s(self, name, readonly_array(getattr(self, name), np.int64))
         for name in ("back", "amplitude", "period"):
-            s(self, name, _ro(getattr(self, name), np.float64))
-        s(self, "extrapolation", _ro(self.extrapolation, np.int64))
-        s(self, "has_cycles", _ro(self.has_cycles, bool))
-        s(self, "cycles", _ro(self.cycles, np.int64, (4,), "cycles"))
+            s(self, name, readonly_array(getattr(self, name), np.float64))
+        s(self, "extrapolation", readonly_array(self.extrapolation, np.int64))
+        s(self, "has_cycles", readonly_array(self.has_cycles, bool))
+        s(self, "cycles", readonly_array(self.cycles, np.int64, (4,), "cycles"))
         n, c = self.co.shape[0], self.counts.shape[0]
         if int(self.counts.sum()) != n or (c and int(self.counts.min()) < 1):
             raise AssetError("curve set: key counts do not match the keys")
@@ -135,17 +135,17 @@ class CurveBindingAsset:
     def __post_init__(self):
         s = object.__setattr__
         for k, w in (("t", 3), ("s", 3)):
-            s(self, f"{k}_nodes", _ro(getattr(self, f"{k}_nodes"), np.int64))
-            s(self, f"{k}_base", _ro(getattr(self, f"{k}_base"), np.float64, (w,), f"{k}_base"))
-            s(self, f"{k}_curve", _ro(getattr(self, f"{k}_curve"), np.int64, (w,), f"{k}_curve"))
-        s(self, "t_add", _ro(self.t_add, np.float64, (3,), "t_add"))
-        s(self, "s_mul", _ro(self.s_mul, np.float64, (3,), "s_mul"))
-        s(self, "r_nodes", _ro(self.r_nodes, np.int64))
-        s(self, "r_mode", _ro(self.r_mode, np.int64))
-        s(self, "r_base", _ro(self.r_base, np.float64, (4,), "r_base"))
-        s(self, "r_curve", _ro(self.r_curve, np.int64, (4,), "r_curve"))
-        s(self, "r_delta", _ro(self.r_delta, np.float64, (4,), "r_delta"))
-        s(self, "m_curve", _ro(self.m_curve, np.int64))
+            s(self, f"{k}_nodes", readonly_array(getattr(self, f"{k}_nodes"), np.int64))
+            s(self, f"{k}_base", readonly_array(getattr(self, f"{k}_base"), np.float64, (w,), f"{k}_base"))
+            s(self, f"{k}_curve", readonly_array(getattr(self, f"{k}_curve"), np.int64, (w,), f"{k}_curve"))
+        s(self, "t_add", readonly_array(self.t_add, np.float64, (3,), "t_add"))
+        s(self, "s_mul", readonly_array(self.s_mul, np.float64, (3,), "s_mul"))
+        s(self, "r_nodes", readonly_array(self.r_nodes, np.int64))
+        s(self, "r_mode", readonly_array(self.r_mode, np.int64))
+        s(self, "r_base", readonly_array(self.r_base, np.float64, (4,), "r_base"))
+        s(self, "r_curve", readonly_array(self.r_curve, np.int64, (4,), "r_curve"))
+        s(self, "r_delta", readonly_array(self.r_delta, np.float64, (4,), "r_delta"))
+        s(self, "m_curve", readonly_array(self.m_curve, np.int64))
 
     def is_valid(self, node_count: int) -> bool:
         c = self.curves.count

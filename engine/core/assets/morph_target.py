@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from .types import AssetError, _ro
+from .readonly import AssetError, readonly_array
 
 
 @dataclass(frozen=True, init=False)
@@ -62,9 +62,9 @@ class MorphTargetAsset:
                 if a is not None:
                     keep |= _any_row(a)
             idx = np.flatnonzero(keep)
-            rows = [None if a is None else _ro(a[idx], np.float32, (3,)) for a in (p, n, t)]
+            rows = [None if a is None else readonly_array(a[idx], np.float32, (3,)) for a in (p, n, t)]
             s(self, "vertex_count", int(v))
-            s(self, "indices", _ro(idx, np.int32))
+            s(self, "indices", readonly_array(idx, np.int32))
             s(self, "position_rows", rows[0])
             s(self, "normal_rows", rows[1])
             s(self, "tangent_rows", rows[2])
@@ -78,13 +78,13 @@ class MorphTargetAsset:
         k = idx.shape[0]
         if k and (int(idx[0]) < 0 or int(idx[-1]) >= v or bool(np.any(idx[1:] <= idx[:-1]))):
             raise AssetError(f"{what}: indices must be ascending, unique and in [0, {v})")
-        idx = _ro(idx, np.int32)
+        idx = readonly_array(idx, np.int32)
         s(self, "vertex_count", v)
         s(self, "indices", idx)
         for field_name, a, kind in (("position_rows", position_rows, "positions"),
                                     ("normal_rows", normal_rows, "normals"),
                                     ("tangent_rows", tangent_rows, "tangents")):
-            r = _ro(a, np.float32, (3,), f"{what} {kind}")
+            r = readonly_array(a, np.float32, (3,), f"{what} {kind}")
             if r is not None and r.shape[0] != k:
                 raise AssetError(f"{what}: {r.shape[0]} {kind} rows for {k} indices")
             s(self, field_name, r)

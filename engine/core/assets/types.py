@@ -2,48 +2,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
+from .readonly import AssetError, readonly_array
+
+if TYPE_CHECKING:
+    from .clips import AnimationClipAsset
+
 NODE_OBJECT = "OBJECT"
 NODE_BONE = "BONE"
-
-
-class AssetError(ValueError):
-    """Invalid input found while importing or validating an asset.
-
-    The message always names the offending object, bone, action, curve or key.
-    """
-
-
-def _owns_immutable(a: np.ndarray) -> bool:
-    """No writable array shares ``a``'s memory (it owns it, or its owner is read-only too)."""
-    base = a.base
-    return base is None or (isinstance(base, np.ndarray) and not base.flags.writeable and base.base is None)
-
-
-def _ro(a, dtype=None, shape_tail: Optional[tuple] = None, name: str = "array"):
-    """Return a read-only contiguous copy of ``a`` (None stays None).  An array that is already
-    read-only, contiguous and of the right dtype and shape is returned as it is: immutable data
-    is shared, not copied (assets that differ only in their skin share their geometry)."""
-    if a is None:
-        return None
-    if (isinstance(a, np.ndarray) and not a.flags.writeable and a.flags.c_contiguous
-            and (dtype is None or a.dtype == np.dtype(dtype))
-            and (shape_tail is None or (a.ndim == 1 + len(shape_tail) and tuple(a.shape[1:]) == tuple(shape_tail)))
-            and _owns_immutable(a)):
-        return a
-    arr = np.array(a, dtype=dtype, copy=True)
-    if shape_tail is not None:
-        if arr.ndim != 1 + len(shape_tail) or tuple(arr.shape[1:]) != tuple(shape_tail):
-            if arr.size == 0:
-                arr = arr.reshape((0,) + tuple(shape_tail))
-            else:
-                raise AssetError(f"{name}: expected shape (N, {', '.join(map(str, shape_tail))}), got {arr.shape}")
-    arr = np.ascontiguousarray(arr)
-    arr.flags.writeable = False
-    return arr
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,8 +72,8 @@ class Bounds:
     maximum: np.ndarray
 
     def __post_init__(self):
-        object.__setattr__(self, "minimum", _ro(self.minimum, np.float64))
-        object.__setattr__(self, "maximum", _ro(self.maximum, np.float64))
+        object.__setattr__(self, "minimum", readonly_array(self.minimum, np.float64))
+        object.__setattr__(self, "maximum", readonly_array(self.maximum, np.float64))
 
     @staticmethod
     def empty() -> "Bounds":
@@ -175,10 +144,10 @@ class SceneNodeAsset:
     local_location: bool = True
 
     def __post_init__(self):
-        object.__setattr__(self, "pre_matrix", _ro(self.pre_matrix, np.float64))
-        object.__setattr__(self, "bind_translation", _ro(self.bind_translation, np.float64))
-        object.__setattr__(self, "bind_rotation", _ro(self.bind_rotation, np.float64))
-        object.__setattr__(self, "bind_scale", _ro(self.bind_scale, np.float64))
+        object.__setattr__(self, "pre_matrix", readonly_array(self.pre_matrix, np.float64))
+        object.__setattr__(self, "bind_translation", readonly_array(self.bind_translation, np.float64))
+        object.__setattr__(self, "bind_rotation", readonly_array(self.bind_rotation, np.float64))
+        object.__setattr__(self, "bind_scale", readonly_array(self.bind_scale, np.float64))
 
     @property
     def bind_local(self) -> np.ndarray:
@@ -224,12 +193,12 @@ class SkinAsset:
     preserve_volume: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "joint_node_indices", _ro(self.joint_node_indices, np.int64))
-        object.__setattr__(self, "inverse_bind_matrices", _ro(self.inverse_bind_matrices, np.float64, (4, 4), "inverse_bind_matrices"))
-        object.__setattr__(self, "joint_bounds_min", _ro(self.joint_bounds_min, np.float64, (3,), "joint_bounds_min"))
-        object.__setattr__(self, "joint_bounds_max", _ro(self.joint_bounds_max, np.float64, (3,), "joint_bounds_max"))
+        object.__setattr__(self, "joint_node_indices", readonly_array(self.joint_node_indices, np.int64))
+        object.__setattr__(self, "inverse_bind_matrices", readonly_array(self.inverse_bind_matrices, np.float64, (4, 4), "inverse_bind_matrices"))
+        object.__setattr__(self, "joint_bounds_min", readonly_array(self.joint_bounds_min, np.float64, (3,), "joint_bounds_min"))
+        object.__setattr__(self, "joint_bounds_max", readonly_array(self.joint_bounds_max, np.float64, (3,), "joint_bounds_max"))
         if self.joint_segments is not None:
-            object.__setattr__(self, "joint_segments", _ro(self.joint_segments, np.int64))
+            object.__setattr__(self, "joint_segments", readonly_array(self.joint_segments, np.int64))
         if self.armature_relation is not None:
             rel = np.array(self.armature_relation, np.float64).reshape(4, 4)
             rel.flags.writeable = False
@@ -273,17 +242,17 @@ class PrimitiveAsset:
 
     def __post_init__(self):
         s = object.__setattr__
-        s(self, "positions", _ro(self.positions, np.float32, (3,), "positions"))
-        s(self, "normals", _ro(self.normals, np.float32, (3,), "normals"))
-        s(self, "indices", _ro(self.indices, np.uint32, (3,), "indices"))
-        s(self, "source_vertices", _ro(self.source_vertices, np.int64))
-        s(self, "smooth_normals", _ro(self.smooth_normals, np.float32, (3,), "smooth_normals"))
-        s(self, "tangents", _ro(self.tangents, np.float32, (4,), "tangents"))
-        s(self, "uv0", _ro(self.uv0, np.float32, (2,), "uv0"))
-        s(self, "joints", _ro(self.joints, np.uint32))
-        s(self, "weights", _ro(self.weights, np.float32))
+        s(self, "positions", readonly_array(self.positions, np.float32, (3,), "positions"))
+        s(self, "normals", readonly_array(self.normals, np.float32, (3,), "normals"))
+        s(self, "indices", readonly_array(self.indices, np.uint32, (3,), "indices"))
+        s(self, "source_vertices", readonly_array(self.source_vertices, np.int64))
+        s(self, "smooth_normals", readonly_array(self.smooth_normals, np.float32, (3,), "smooth_normals"))
+        s(self, "tangents", readonly_array(self.tangents, np.float32, (4,), "tangents"))
+        s(self, "uv0", readonly_array(self.uv0, np.float32, (2,), "uv0"))
+        s(self, "joints", readonly_array(self.joints, np.uint32))
+        s(self, "weights", readonly_array(self.weights, np.float32))
         s(self, "morph_targets", tuple(self.morph_targets))
-        s(self, "colors", _ro(self.colors, np.float32, (4,), "colors"))
+        s(self, "colors", readonly_array(self.colors, np.float32, (4,), "colors"))
         if self.colors is not None and self.colors.shape[0] != self.positions.shape[0]:
             raise AssetError(f"colors: {self.colors.shape[0]} rows for {self.positions.shape[0]} vertices")
         if self.bounds.is_empty and self.positions.shape[0]:
@@ -336,21 +305,21 @@ class SceneAsset:
     """Node array (objects + bones), meshes and animations. Immutable after construction."""
 
     def __init__(self, nodes: Sequence[SceneNodeAsset], meshes: Sequence[MeshAsset] = (),
-                 animations: Sequence["AnimationClipAsset"] = (), name: str = ""):
+                 animations: Sequence[AnimationClipAsset] = (), name: str = ""):
         self.name = name
         self.nodes = tuple(nodes)
         self.meshes = tuple(meshes)
         self.animations = tuple(animations)
         n = len(self.nodes)
-        self.parents = _ro([nd.parent for nd in self.nodes], np.int64).reshape(n)
-        self.pre_matrices = _ro(np.array([nd.pre_matrix for nd in self.nodes]).reshape(n, 4, 4), np.float64)
-        self.bind_translations = _ro(np.array([nd.bind_translation for nd in self.nodes]).reshape(n, 3), np.float64)
-        self.bind_rotations = _ro(np.array([nd.bind_rotation for nd in self.nodes]).reshape(n, 4), np.float64)
-        self.bind_scales = _ro(np.array([nd.bind_scale for nd in self.nodes]).reshape(n, 3), np.float64)
-        self.bind_locals = _ro(np.einsum("nij,njk->nik", self.pre_matrices,
+        self.parents = readonly_array([nd.parent for nd in self.nodes], np.int64).reshape(n)
+        self.pre_matrices = readonly_array(np.array([nd.pre_matrix for nd in self.nodes]).reshape(n, 4, 4), np.float64)
+        self.bind_translations = readonly_array(np.array([nd.bind_translation for nd in self.nodes]).reshape(n, 3), np.float64)
+        self.bind_rotations = readonly_array(np.array([nd.bind_rotation for nd in self.nodes]).reshape(n, 4), np.float64)
+        self.bind_scales = readonly_array(np.array([nd.bind_scale for nd in self.nodes]).reshape(n, 3), np.float64)
+        self.bind_locals = readonly_array(np.einsum("nij,njk->nik", self.pre_matrices,
                                          compose_trs(self.bind_translations, self.bind_rotations, self.bind_scales))
                                if n else np.zeros((0, 4, 4)), np.float64)
-        self.mesh_indices = _ro([nd.mesh_index for nd in self.nodes], np.int64).reshape(n)
+        self.mesh_indices = readonly_array([nd.mesh_index for nd in self.nodes], np.int64).reshape(n)
         self.import_problems: tuple = ()   # set by the importer: clips not offered and why
         self.import_stats: dict = {}       # set by the importer: timings of the import (seconds)
         self._index = {}

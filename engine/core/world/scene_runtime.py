@@ -18,7 +18,8 @@ import numpy as np
 from ..animation.morph import MorphEpoch
 from ..animation.player import AnimationPlayer
 from ..animation.pose import ScenePose
-from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance, target_key as _target_key
+from ..runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
+from ..runtime.mesh_instance import target_key as _target_key
 from ..runtime.palette import SkinningPaletteSet
 from .clip_morphs import ClipMorphs
 from .extractor import RenderExtractor

@@ -10,6 +10,7 @@ import bpy
 
 from ..preview.state import armature_of
 from ..vrm import expressions as vx
+from ..vrm.rules import PRESET_NAMES
 
 
 def _key_blocks(ob):
@@ -116,7 +117,7 @@ def vrm_presets_and_custom(expr_set):
     for e in expr_set.expressions:
         if e.preset and e.preset not in first:
             first[e.preset] = e
-    presets = [(p, first.get(p)) for p in vx.PRESET_NAMES]
+    presets = [(p, first.get(p)) for p in PRESET_NAMES]
     custom = [e for e in expr_set.expressions if e.preset is None or first.get(e.preset) is not e]
     return presets, custom
 

@@ -10,7 +10,6 @@ from bpy.props import BoolProperty, CollectionProperty, FloatProperty, PointerPr
 from ..vrm import expressions as vx
 from .character import character_meshes, linked_problem, set_expression, tag_redraw
 
-
 # ------------------------------------------------------------------------------------------------
 # Scene.stylized_expressions: one item per key name (the value is a view over the shape keys)
 # ------------------------------------------------------------------------------------------------

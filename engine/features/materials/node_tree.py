@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .metal import read_metal
 from ...core.assets.material import MToonParams, TextureRef
+from .metal import read_metal
 
 SHADE_VALUE = 0.6        # derived shade = base colour x 0.6 ...
 SHADE_SATURATION = 1.2   # ... pushed slightly away from grey, as hand-painted toon shades are

@@ -2,8 +2,8 @@
 fallback (resolution step 4).  The node tree itself is read by ``node_tree.py``."""
 from __future__ import annotations
 
-from .node_tree import SHADE_SATURATION, SHADE_VALUE, shade_from_base  # noqa: F401  (public API)
 from ...core.assets.material import MToonParams
+from .node_tree import SHADE_SATURATION, SHADE_VALUE, shade_from_base  # noqa: F401  (public API)
 
 
 def find_principled(material):

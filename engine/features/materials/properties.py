@@ -10,8 +10,7 @@ them to Blender's convention.
 from __future__ import annotations
 
 import bpy
-from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty,
-                       PointerProperty)
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty
 
 
 def _tag_material(self, _context):

@@ -6,9 +6,9 @@ Order: (1) our ``material.stylized_mtoon`` when enabled; (2) the VRM Add-on's MT
 """
 from __future__ import annotations
 
-from . import losses, node_tree, principled, shadow_flags
-from ..vrm import materials as vrm_addon
 from ...core.assets.material import TEXTURE_SLOTS, MToonParams, TextureRef
+from ..vrm import materials as vrm_addon
+from . import losses, node_tree, principled, shadow_flags
 
 
 def from_properties(material, props) -> MToonParams:

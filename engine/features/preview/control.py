@@ -13,9 +13,9 @@ import contextlib
 from typing import Dict, List, Optional
 
 from .driver import PreviewStates
-from .state import (CROWD_ERROR_PREFIX, DEFAULT_FADE, PreviewState, apply_commands,
-    armature_of, clips_by_name, compatible_clips_for, crowd_bake_conflict, crowd_targets,
-    default_clip_name, pending_clip_name, scene_crowd_flag, scene_frame, select_armature, set_crowd)
+from .state import (
+    PreviewState,
+)
 
 REDRAW_INTERVAL = 1.0 / 60.0
 

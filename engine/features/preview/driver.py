@@ -22,8 +22,12 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Dict, Optional
 
-from . import bakes as _bakes, follow as _follow, hold as _hold, morphs as _morphs, scene as _scene, \
-    state as _preview
+from . import bakes as _bakes
+from . import follow as _follow
+from . import hold as _hold
+from . import morphs as _morphs
+from . import scene as _scene
+from . import state as _preview
 
 
 class PreviewDriver:

@@ -28,14 +28,14 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ...core.animation.curve_clip import CurveTracks
-from ...core.animation.player import as_slice
-from ...core.assets.curves import FCurveSetAsset
 from ...blender.importer import actions as _actions
 from ...blender.importer.curve_read import build_binding
 from ...blender.importer.nodes import bone_target, object_target
-from ...blender.sources.nla import SceneAnimation
 from ...blender.importer.vrm_paths import channel_key_for_path
+from ...blender.sources.nla import SceneAnimation
+from ...core.animation.curve_clip import CurveTracks
+from ...core.animation.player import as_slice
+from ...core.assets.curves import FCurveSetAsset
 from . import scene_bake as _bakes
 
 

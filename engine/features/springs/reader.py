@@ -8,11 +8,19 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
+from ...core.animation.spring_rig import (
+    CAPSULE,
+    INSIDE_CAPSULE,
+    INSIDE_SPHERE,
+    PLANE,
+    SPHERE,
+    CharacterSpec,
+    ColliderSpec,
+    JointSpec,
+    SpringSpec,
+)
 from ...core.finite import affine_inv
-
 from ..vrm.expressions import _g, extension_props  # one reader of the add-on's ID properties
-from ...core.animation.spring_rig import (CAPSULE, INSIDE_CAPSULE, INSIDE_SPHERE, PLANE, SPHERE,
-    CharacterSpec, ColliderSpec, JointSpec, SpringSpec)
 
 
 def spring_data(arm_obj):

@@ -15,7 +15,8 @@ from typing import Optional
 
 import numpy as np
 
-from ...core.animation import spring_rig as core, spring_solver as solver
+from ...core.animation import spring_rig as core
+from ...core.animation import spring_solver as solver
 from . import reader as _reader
 
 STEP = 1.0 / 60.0

@@ -47,13 +47,29 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .read import (
+    Expression,
+    _check_binds,
+    _containers,
+    _g,
+    _list,
+    _num,
+    _read_v0_group,
+    _read_v1_expression,
+    _spec_version,
+    addon_registered,
+    extension_props,
+    group_at,
+)
+
 # (re-exported: the VRM names stay reachable as vrm_expressions.X)
-from .rules import (OVERRIDE_NONE, OVERRIDE_BLOCK, OVERRIDE_BLEND, OVERRIDE_NAMES, CAT_NONE, CAT_BLINK,
-    CAT_LOOK_AT, CAT_MOUTH, CATEGORY_NAMES, PRESETS, PRESET_NAMES, PRESET_CATEGORY, VRM0_PRESETS,
-    COLOR_BIND_TYPES, VRM0_MATERIAL_PROPERTIES, SPEC_VRM0, SPEC_VRM1, CHANNEL_PREFIX, EXT,
-    RE_PREVIEW_PATH, channel_key_for_path, location_of_path, evaluate)
-from .read import (extension_props, addon_registered, Expression, group_at, preview_path_problem, _g,
-    _list, _num, _spec_version, _read_v1_expression, _read_v0_group, _containers, _check_binds)
+from .rules import (
+    EXT,
+    PRESETS,
+    SPEC_VRM0,
+    SPEC_VRM1,
+    evaluate,
+)
 
 
 class ExpressionSet:

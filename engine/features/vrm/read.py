@@ -6,10 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from .rules import (_PRESET_PROPS, CAT_NONE, CHANNEL_PREFIX, COLOR_BIND_TYPES, EXT, OVERRIDE_NAMES,
-    PRESET_CATEGORY, SPEC_VRM0, SPEC_VRM1, VRM0_MATERIAL_PROPERTIES, VRM0_PRESETS, channel_key_for_path,
-    location_of_path)
-
+from .rules import (
+    _PRESET_PROPS,
+    CAT_NONE,
+    COLOR_BIND_TYPES,
+    EXT,
+    OVERRIDE_NAMES,
+    PRESET_CATEGORY,
+    SPEC_VRM0,
+    SPEC_VRM1,
+    VRM0_MATERIAL_PROPERTIES,
+    VRM0_PRESETS,
+    channel_key_for_path,
+    location_of_path,
+)
 
 # ------------------------------------------------------------------------------------------------
 # the add-on's data as ID properties

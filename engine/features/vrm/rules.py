@@ -52,8 +52,7 @@ SPEC_VRM0, SPEC_VRM1 = "0.x", "1.0"
 
 # Expression previews as channels of preview-player clips: engine/blender/importer/vrm_paths.py (EXT,
 # CHANNEL_PREFIX, RE_PREVIEW_PATH: the importer's names, read here)
-from ...blender.importer.vrm_paths import (CHANNEL_PREFIX, EXT, RE_PREVIEW_PATH,  # noqa: E402,F401
-                                           channel_key_for_path, location_of_path)
+from ...blender.importer.vrm_paths import CHANNEL_PREFIX, EXT, RE_PREVIEW_PATH, channel_key_for_path, location_of_path  # noqa: E402,F401
 
 _PRESET_PROPS = frozenset(k for _p, k in PRESETS)
 

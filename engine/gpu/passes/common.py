@@ -2,7 +2,6 @@
 frustum culling and draw ordering."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from ...core.assets.material import MToonParams

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import bind_deform, float_texture, palette_handle, rows_texture
+from ..backend import bind_deform
+from ..palette_textures import float_texture, palette_handle, rows_texture
 from .common import gl_matrix
 
 #: False draws every item alone (the reference the tests compare instanced frames with)

@@ -373,9 +373,7 @@ def material_spec(mat, tex_present: int) -> dict:
     """The material's constant choices: texture slots present, alpha mode, flags word, whether
     its UVs animate, whether it receives a shadow (engine/gpu/passes/common.pack_material) and
     whether it has a rim (a rim colour or a matcap)."""
-    from .common import ALPHA_MODES, OUTLINE_MODES, material_flags, receive_shadow_word
-
-    from .common import TEX_SLOTS
+    from .common import ALPHA_MODES, OUTLINE_MODES, TEX_SLOTS, material_flags, receive_shadow_word
 
     matcap = bool(int(tex_present) & (1 << TEX_SLOTS.index("matcap")))
     return {"tex": int(tex_present), "alpha": int(ALPHA_MODES.get(mat.alpha_mode, 0)),

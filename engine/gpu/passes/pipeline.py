@@ -29,23 +29,41 @@ import time
 
 import numpy as np
 
-from .instancing import FrameInstances
-from .lights import LIGHT_KINDS, LIGHT_UNIT_SCALE, mtoon_light_colors, shading_lights  # noqa: F401 (re-exported)
-from .local_shadows import (CUBE_FACES, MAX_LOCAL_SHADOWS, LocalShadowPass, local_shadow_lamps, pack_local,
-    FLOATS as LOCAL_FLOATS)
+from .common import (
+    FRAME_BLOCK_FLOATS,
+    MAT_PASS_INDEX_WORD,
+    SAMPLER_NAMES,
+    TEX_SLOTS,
+    frustum_visible,
+    gl_matrix,
+    make_ubo,
+    normalize_material,
+    pack_material,
+    view_depth,
+)
 from .frame_lamps import FrameLamps
+from .gpu_cache import GpuCache
+from .instancing import FrameInstances
 from .lamp_links import blocks
-from .common import (MAT_PASS_INDEX_WORD, SAMPLER_NAMES, TEX_SLOTS, FRAME_BLOCK_FLOATS, frustum_visible,
-    gl_matrix, make_ubo, normalize_material, pack_material, view_depth)
-from .mtoon_shaders import (forward_shader, frame_spec, material_spec, outline_shader, shadow_shader,
-    shadow_spec, surface_spec)
+from .lights import LIGHT_KINDS, LIGHT_UNIT_SCALE, mtoon_light_colors, shading_lights  # noqa: F401 (re-exported)
+from .local_shadows import CUBE_FACES, MAX_LOCAL_SHADOWS, LocalShadowPass, local_shadow_lamps, pack_local
+from .local_shadows import FLOATS as LOCAL_FLOATS
+from .mtoon_shaders import (
+    forward_shader,
+    frame_spec,
+    material_spec,
+    outline_shader,
+    shadow_shader,
+    shadow_spec,
+    surface_spec,
+)
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .ambient_occlusion import AmbientOcclusionPass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .shadow_cache import StaticDepthCache
-from .gpu_cache import GpuCache
 from .textures import TextureCache
+
 
 def set_vec4_array(shader, name: str, values: np.ndarray) -> None:
     """Upload a vec4 array uniform (``uniform_float`` only takes up to 16 floats)."""

@@ -20,7 +20,6 @@ import numpy as np
 
 from .common import fullscreen_shader
 
-
 #: True: every sample is drawn and shaded by the whole pipeline (exact, about n times the cost);
 #: False: the frame is shaded once and each sample only finds the surface that covers it
 SHADE_EVERY_SAMPLE = False

@@ -12,8 +12,15 @@ GLSL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.
 
 # The vertex layout, texture slots and texture widths the GPU backend shares with the shaders
 # (engine/gpu/layout.py: the backend fills buffers in this layout without importing the passes).
-from ..layout import (DYNAMIC_ATTRIBUTES, INSTANCE_DATA_SLOT, MORPH_DELTAS_SLOT, MORPH_TEX_WIDTH,
-    MORPH_WEIGHTS_SLOT, SKIN_ENTRIES_SLOT, SKIN_PALETTE_SLOT, VERTEX_ATTRIBUTES, vertex_format)
+from ..layout import (
+    INSTANCE_DATA_SLOT,
+    MORPH_DELTAS_SLOT,
+    MORPH_TEX_WIDTH,
+    MORPH_WEIGHTS_SLOT,
+    SKIN_ENTRIES_SLOT,
+    SKIN_PALETTE_SLOT,
+    VERTEX_ATTRIBUTES,
+)
 
 
 def load_glsl(name: str) -> str:

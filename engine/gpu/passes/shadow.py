@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 MAX_CASCADES = 4
 DEPTH_CAP_RADII = 64.0       # casters farther towards the sun than this (x the window radius) are pancaked
 _QUANT = 8.0                 # radius / depth-range rounding: 2^(1/8) steps

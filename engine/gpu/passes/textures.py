@@ -9,7 +9,6 @@ A ``TextureRef.image`` may also be a ``gpu.types.GPUTexture`` (direct pipeline t
 """
 from __future__ import annotations
 
-import numpy as np
 
 class TextureCache:
     """Image -> GPUTexture, re-uploaded when the image's pixels may have changed."""

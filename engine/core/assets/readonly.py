@@ -1,0 +1,42 @@
+"""Read-only arrays for the immutable assets, and the error their validation raises."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+
+class AssetError(ValueError):
+    """Invalid input found while importing or validating an asset.
+
+    The message always names the offending object, bone, action, curve or key.
+    """
+
+
+def _owns_immutable(a: np.ndarray) -> bool:
+    """No writable array shares ``a``'s memory (it owns it, or its owner is read-only too)."""
+    base = a.base
+    return base is None or (isinstance(base, np.ndarray) and not base.flags.writeable and base.base is None)
+
+
+def readonly_array(a, dtype=None, shape_tail: Optional[tuple] = None, name: str = "array"):
+    """Return a read-only contiguous copy of ``a`` (None stays None).  An array that is already
+    read-only, contiguous and of the right dtype and shape is returned as it is: immutable data
+    is shared, not copied (assets that differ only in their skin share their geometry)."""
+    if a is None:
+        return None
+    if (isinstance(a, np.ndarray) and not a.flags.writeable and a.flags.c_contiguous
+            and (dtype is None or a.dtype == np.dtype(dtype))
+            and (shape_tail is None or (a.ndim == 1 + len(shape_tail) and tuple(a.shape[1:]) == tuple(shape_tail)))
+            and _owns_immutable(a)):
+        return a
+    arr = np.array(a, dtype=dtype, copy=True)
+    if shape_tail is not None:
+        if arr.ndim != 1 + len(shape_tail) or tuple(arr.shape[1:]) != tuple(shape_tail):
+            if arr.size == 0:
+                arr = arr.reshape((0,) + tuple(shape_tail))
+            else:
+                raise AssetError(f"{name}: expected shape (N, {', '.join(map(str, shape_tail))}), got {arr.shape}")
+    arr = np.ascontiguousarray(arr)
+    arr.flags.writeable = False
+    return arr

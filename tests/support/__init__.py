@@ -1,0 +1,1 @@
+"""Helpers the tests share (rigs, scenes, readers); no test lives here."""
