@@ -27,9 +27,9 @@ setup-all:
 # ruff (pyflakes, import order, bugbear) and pyright (basic), settings in pyproject.toml; pyright
 # finds the extension as the package `stylized_renderer` through out/lint (a link to the root)
 lint: setup
-	$(VENV)/bin/ruff check .
+	$(PY) -m ruff check .
 	mkdir -p out/lint && ln -sfn ../.. out/lint/stylized_renderer
-	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright --pythonpath $(PY)
+	PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(PY) -m pyright --pythonpath $(PY)
 
 test: setup lint
 	$(PY) -m pytest tests $(PYTEST_ARGS)

@@ -416,7 +416,8 @@ def run_passes(args):
         bpy.ops.render.render(scene=scene.name)
         return time.perf_counter() - t
 
-    f12(False), f12(True)                                  # warm-up (shader variants, targets)
+    f12(False)                                             # warm-up (shader variants, targets)
+    f12(True)
     plain, every = [], []
     for _ in range(args.runs):
         plain.append(f12(False))

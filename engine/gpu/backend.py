@@ -1,10 +1,8 @@
 """GPU implementation of the runtime backend (Blender's ``gpu`` module).
 
-Palette storage: Blender 5.0's Python ``gpu`` module has no ``GPUStorageBuf``, so the seed's
-SkinningPalette SSBO becomes an RGBA32F texture (4 texels = 4 matrix columns per joint row) read
-with ``texelFetch`` by ``glsl/skinning.glsl``.  The backend is chosen once at start-up by
-``palette_backend_kind()``; the storage-buffer path is used where the running Blender provides
-``gpu.types.GPUStorageBuf`` (none of the versions we can test do).
+Palette storage: the Python ``gpu`` module of the Blenders we support (4.5-5.2) has no storage
+buffer (``GPUStorageBuf``), so a skinning palette is an RGBA32F texture (4 texels = 4 matrix
+columns per joint row) read with ``texelFetch`` by ``glsl/skinning.glsl``; there is no other path.
 
 A drawn ``GPUVertBuf`` cannot be refilled, so every morph rebuild creates a new vertex buffer and
 batch; the index buffer of a primitive is created once and shared by all its streams.
@@ -33,7 +31,6 @@ from .palette_textures import (
     float_texture,
     identity_texture,
     matrix_rows,
-    palette_backend_kind,
     palette_texture,
 )
 
@@ -187,7 +184,6 @@ class GpuBackend(RuntimeBackend):
         self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
-        self.kind = palette_backend_kind()
         self.palette_uploads = 0
         self.stream_uploads = 0
         self.morph_texture_bytes = 0   # GPU bytes of the delta textures uploaded (not numpy)

@@ -10,12 +10,6 @@ from .layout import MORPH_TEX_WIDTH
 _IDENTITY_ROWS = np.eye(4, dtype=np.float32).T.ravel()   # column-major = 4 texels of one row
 
 
-def palette_backend_kind() -> str:
-    import gpu
-
-    return "storage_buffer" if hasattr(gpu.types, "GPUStorageBuf") else "texture"
-
-
 def matrix_rows(matrices: np.ndarray) -> np.ndarray:
     """(J,4,4) column-vector matrices -> (J*16,) float32 texels of a (4, J) RGBA32F texture."""
     return np.ascontiguousarray(np.asarray(matrices, dtype=np.float32).transpose(0, 2, 1)).ravel()
