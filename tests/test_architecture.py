@@ -65,7 +65,7 @@ MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "s
 
 # Not reached yet: violation -> who owns the file / why it remains.  Only shrinks.
 KNOWN = {
-    "engine.blender.importer.animations (host) imports engine.features.vrm.expressions (feature)":
+    "engine.blender.importer.animations (host) imports engine.features.vrm.read (feature)":
         "split (#39): the importer checks a VRM expression preview curve against the avatar's expressions "
         "(vrm.read.preview_path_problem); not reached: a check handed to import_scene by the session",
     "engine.blender.sources.timeline (host) imports engine.features.vrm.expressions (feature)":
