@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from .ambient_occlusion import AmbientOcclusionPass
 from .common import (
     FRAME_BLOCK_FLOATS,
     MAT_PASS_INDEX_WORD,
@@ -59,7 +60,6 @@ from .mtoon_shaders import (
 )
 from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
-from .ambient_occlusion import AmbientOcclusionPass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .shadow_cache import StaticDepthCache
 from .textures import TextureCache
