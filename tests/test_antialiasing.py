@@ -3,11 +3,11 @@ jittered sub-pixel samples of the whole pipeline; measured against the true cove
 engine at 4x the resolution, averaged down) on the silhouettes, next to EEVEE's figure."""
 from __future__ import annotations
 
-import compositing_scene as S
 import numpy as np
-from exr_read import layer_pass
 
 import conftest as C
+from support import compositing_scene as S
+from support.exr_read import layer_pass
 
 
 def _silhouette_error(alpha, ref):

@@ -5,9 +5,9 @@ node."""
 from __future__ import annotations
 
 import bpy
-import compositing_scene as S
 import numpy as np
 
+from support import compositing_scene as S
 from test_compositing import _interior
 from tools import render_capture
 

@@ -5,11 +5,11 @@ every weighted B-Bone segment's head, tail and X axis) and add what it needs, so
 within 1e-3 of Blender between frames (tools/check_deform.py player mode, baked-between)."""
 from __future__ import annotations
 
-import fcurve_rigs
 import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+from support import fcurve_rigs
 from tools import check_deform, scenes
 
 

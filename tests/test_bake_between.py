@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 
 import bpy
-import fcurve_rigs
 import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+from support import fcurve_rigs
 from tools import check_deform, rigify_rig, scenes
 
 

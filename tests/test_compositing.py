@@ -1,16 +1,16 @@
 """Issue 26 items 1-4: render passes under Blender's names (Depth, Normal, Mist against EEVEE;
 IndexOB / IndexMA against Cycles; the toon passes Outline, Shadow, Shade, Rim), view layers
 (each into its own layer, with its own visibility), holdout and camera visibility, all through F12
-into a multilayer EXR read back with tests/exr_read.py."""
+into a multilayer EXR read back with tests/support/exr_read.py."""
 from __future__ import annotations
 
 import bpy
-import compositing_scene as S
 import numpy as np
-from exr_read import layer_pass
 from mathutils import Vector
 
 import conftest as C
+from support import compositing_scene as S
+from support.exr_read import layer_pass
 
 
 def _interior(mask):

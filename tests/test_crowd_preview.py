@@ -24,7 +24,7 @@ from stylized_renderer.engine.features.preview.state import set_crowd as state_s
 from stylized_renderer.engine.gpu.passes import instancing
 from stylized_renderer.panels import preview_panel
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
-from test_render_speed_paths import _character_crowd, _pipeline
+from test_grouped_draws import _character_crowd, _pipeline
 from test_viewport_ui import Ctx, draw_panel
 from test_vrm_preview_channels import clocked_session
 from tools import bench_runtime, rigify_rig

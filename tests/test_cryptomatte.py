@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import bpy
-import compositing_scene as S
 import numpy as np
-from exr_read import read_exr_header
 
 import conftest as C
+from support import compositing_scene as S
+from support.exr_read import read_exr_header
 
 
 def _encode(hex_id: str) -> np.float32:

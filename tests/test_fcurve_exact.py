@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import fcurve_rigs  # noqa: E402
-
 import conftest as C  # noqa: E402
+from support import fcurve_rigs  # noqa: E402
 from tools import scenes  # noqa: E402
 
 

@@ -283,8 +283,8 @@ def test_shadow_pass_holds_every_shadowed_lamp(empty_scene, tmp_path):
     """The Shadow pass holds a point lamp's shadow (before: the sun's only, 1 everywhere here): 0
     where the ball shadows the ground from the lamp, exactly where the ground darkens; with a sun
     as well, each lamp's shadow weighted by the light it brings."""
-    import compositing_scene as S
-    from exr_read import layer_pass
+    from support import compositing_scene as S
+    from support.exr_read import layer_pass
 
     scene = empty_scene
     ground, ball = _stage(scene)

@@ -14,9 +14,9 @@ import math
 import bpy
 import numpy as np
 import pytest
-from two_bone_rig import bend, two_bone_rig
 
 import conftest as C
+from support.two_bone_rig import bend, two_bone_rig
 
 W, H = 128, 96
 IOU_MIN = 0.75

@@ -13,13 +13,13 @@ cover the pixels EEVEE's do."""
 from __future__ import annotations
 
 import bpy
-import compositing_scene as S
 import numpy as np
 import pytest
-from exr_read import layer_pass
 from mathutils import Vector
 
 import conftest as C
+from support import compositing_scene as S
+from support.exr_read import layer_pass
 from test_compositing import _interior
 
 GODETTE = C.TESTDATA / "vrm" / "Godette_vrm0.blend"

@@ -6,9 +6,10 @@ fragment shader used), so the comparison is pixel by pixel with a 2/255 toleranc
 outlines and shadows are off."""
 from __future__ import annotations
 
-import mtoon_testlib as T
 import numpy as np
 import pytest
+
+from support import mtoon_testlib as T
 
 TOL = 2.0 / 255.0
 L_DIR = np.array([-0.45, 0.6, -0.55])         # light travel direction (towards +Y, down, to the left)

@@ -3,8 +3,7 @@ is named once per render in the log (and listed by the Stats panel), and EEVEE's
 same view layer is contained in what we write plus what we name."""
 from __future__ import annotations
 
-import compositing_scene as S
-
+from support import compositing_scene as S
 from tools import render_capture
 
 #: what a compositor enables (issue 36): Blender's switches and one AOV

@@ -2,10 +2,10 @@
 the engine's GPU context).  Each test fails if the feature behind it is removed."""
 from __future__ import annotations
 
-import mtoon_testlib as T
 import numpy as np
 
 from conftest import ARTIFACTS, save_png
+from support import mtoon_testlib as T
 
 PLANE_XZ = [(-1, 0, -1), (1, 0, -1), (1, 0, 1), (-1, 0, 1)]   # faces -Y (towards the camera)
 

@@ -9,9 +9,9 @@ import math
 import bpy
 import numpy as np
 import pytest
-from two_bone_rig import bend, two_bone_rig
 
 from conftest import ARTIFACTS, add_camera, add_mesh_object, add_sun, save_png
+from support.two_bone_rig import bend, two_bone_rig
 
 GROUND_SHADE = (0.1, 0.2, 0.6)
 OUTLINE = (0.0, 1.0, 0.0)

@@ -2,11 +2,11 @@
 multilayer EXR, against EEVEE's on the compositing scene."""
 from __future__ import annotations
 
-import compositing_scene as S
 import numpy as np
-from exr_read import layer_pass
 
 import conftest as C
+from support import compositing_scene as S
+from support.exr_read import layer_pass
 from test_compositing import _interior
 
 

@@ -4,11 +4,11 @@ files Blender writes, compared with the full render, EEVEE and Workbench on the 
 from __future__ import annotations
 
 import bpy
-import compositing_scene as S
 import numpy as np
-from exr_read import read_exr
 
 import conftest as C
+from support import compositing_scene as S
+from support.exr_read import read_exr
 
 
 def _region(scene, bx=(0.253, 0.757), by=(0.3, 0.9)):

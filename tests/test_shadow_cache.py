@@ -12,9 +12,9 @@ import math
 
 import bpy
 import numpy as np
-from two_bone_rig import bend, two_bone_rig
 
 import conftest as C
+from support.two_bone_rig import bend, two_bone_rig
 
 
 def _scene(scene):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 
 import bpy
-import mtoon_testlib as T
 import numpy as np
 import pytest
 
 import conftest as C
+from support import mtoon_testlib as T
 
 
 def _demo_scene(ground_scale=1.0, percentage=50):

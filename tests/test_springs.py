@@ -8,8 +8,8 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-import springs_builder as B
 
+from support import springs_builder as B
 from support.vrm_addon import ADDON_DIR, disable_vrm_addon
 from test_vrm_expressions import GODETTE, needs_godette
 

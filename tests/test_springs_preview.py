@@ -7,9 +7,9 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-import springs_builder as B
 
 from stylized_renderer.engine.features.preview import control as preview
+from support import springs_builder as B
 from support.vrm_addon import ADDON_DIR, disable_vrm_addon
 from test_vrm_preview_channels import clocked_session
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
-import springs_builder as B
 
 import conftest as C
+from support import springs_builder as B
 from support.vrm_addon import ADDON_DIR, disable_vrm_addon
 
 ART = C.ARTIFACTS / "springs"

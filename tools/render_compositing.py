@@ -36,9 +36,8 @@ def main(argv=None):
 
     ext = _bootstrap.load(register=False)
     ext.register()
-    from exr_read import layer_pass, read_exr, read_exr_header
-
     from demo.character import build_demo_scene
+    from support.exr_read import layer_pass, read_exr, read_exr_header
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene

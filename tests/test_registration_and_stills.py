@@ -245,6 +245,6 @@ def test_package_zip_contents_and_install(tmp_path):
         assert top not in {"tests", "tools", "demo", ".venv", ".git", ".ci", "out", "dist", "docs"}, n
         assert "__pycache__" not in n and not n.endswith(".pyc"), n
     # install and enable it with Blender's own extension operators, in a clean process
-    proc = subprocess.run([sys.executable, str(root / "tests" / "install_check.py"), "--", str(zips[0])],
+    proc = subprocess.run([sys.executable, str(root / "tests" / "support" / "install_check.py"), "--", str(zips[0])],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert "RESULT OK" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -10,10 +10,10 @@ import math
 import bpy
 import numpy as np
 import pytest
-from mtoon_testlib import float_image
 
 from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
 from stylized_renderer.engine.gpu.passes import mtoon_shaders
+from support.mtoon_testlib import float_image
 from tools import (
     render_capture,  # noqa: E402  (F12 results: the hook the tests install)
     scenes,

@@ -15,7 +15,7 @@ import pytest
 from conftest import add_camera, add_sun, cube_geometry, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.blender.importer import scene as importer_scene
-from test_trust import _edit_positions, _skinned_grid, mask_of, render_animation
+from test_edits_between_renders import _edit_positions, _skinned_grid, mask_of, render_animation
 from tools.render_capture import LAST_RENDER as last_render
 
 

@@ -1,15 +1,15 @@
 """The small scene of the compositing tests (issue 26/27): a sphere, a cube and a ground plane
 under a sun and a bright world, seen by a perspective camera; helpers to render it with any
-engine into a written EXR and read that file back (tests/exr_read.py)."""
+engine into a written EXR and read that file back (tests/support/exr_read.py)."""
 from __future__ import annotations
 
 import math
 
 import bpy
 import numpy as np
-from exr_read import layer_pass, read_exr
 
 import conftest as C
+from support.exr_read import layer_pass, read_exr
 
 W, H = 96, 72
 
@@ -57,7 +57,7 @@ def exr_settings(scene, path, multilayer=True):
             imf.media_type = "IMAGE"
         imf.file_format = "OPEN_EXR"
     if hasattr(imf, "use_exr_interleave"):
-        imf.use_exr_interleave = True      # one part: what tests/exr_read.py reads
+        imf.use_exr_interleave = True      # one part: what tests/support/exr_read.py reads
     imf.exr_codec = "NONE"
     imf.color_depth = "32"
     scene.render.filepath = str(path)

@@ -16,8 +16,8 @@ import pytest
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.blender.importer import skin
-from test_resync_fast_path import _animated_grid
-from test_trust import _edit_weights, _skinned_grid, mask_of, render_animation
+from test_animation_render_resync import _animated_grid
+from test_edits_between_renders import _edit_weights, _skinned_grid, mask_of, render_animation
 from tools.render_capture import LAST_RENDER as last_render
 
 HANDLER = "stylized_edit_signals"
