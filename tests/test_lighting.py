@@ -313,3 +313,34 @@ def test_shadow_pass_holds_every_shadowed_lamp(empty_scene, tmp_path):
 
 def _lum(img):
     return img[..., :3] @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def test_viewport_links_lamps_and_drops_negative_ones(empty_scene, view_session):
+    """The viewport draw path: the linked red lamp leaves the ground untouched and a sun at -5
+    writes no negative pixel (before: -3.46 in the viewport), as F12."""
+    from stylized_renderer.engine.blender.render_engine import draw_view
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.util import texture_to_numpy
+
+    scene = empty_scene
+    ground, ball = _stage(scene)
+    _lamp(scene, "SUN", 1.0, (0, 0, 5), name="Key")
+    _lamp(scene, "SUN", -5.0, (0, 0, 5), rotation=(math.radians(-20), 0, 0), name="Negative")
+    red = _lamp(scene, "POINT", 300.0, (1.2, -0.8, 1.2), color=(1.0, 0.0, 0.0), name="Rim")
+    coll = bpy.data.collections.new("RimReceivers")
+    coll.objects.link(ball)
+    red.light_linking.receiver_collection = coll
+    dg = bpy.context.evaluated_depsgraph_get()
+    view_session.sync(dg)
+    ce = scene.camera.evaluated_get(dg)
+    window = np.array(ce.calc_matrix_camera(dg, x=W, y=H))
+    view = np.linalg.inv(np.array(ce.matrix_world))
+    vp = gpu_util.run_in_gpu_context(
+        lambda: texture_to_numpy(draw_view(view_session, dg, view, window, False, W, H), W, H)).copy()
+    f12 = C.render_scene(scene).copy()
+    on_ground = ~_ball_mask(scene, margin=3.0)
+    on_ball = _ball_mask(scene, margin=-2.0)
+    print(f"viewport: min {vp.min():.3f}, red excess ground {_red_excess(vp, on_ground):.3f} "
+          f"ball {_red_excess(vp, on_ball):.3f}; F12 ball {_red_excess(f12, on_ball):.3f}")
+    assert vp.min() >= 0.0 and np.isfinite(vp).all()
+    assert _red_excess(vp, on_ground) < 0.02 and _red_excess(vp, on_ball) > 0.3
