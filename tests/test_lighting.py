@@ -344,3 +344,23 @@ def test_viewport_links_lamps_and_drops_negative_ones(empty_scene, view_session)
           f"ball {_red_excess(vp, on_ball):.3f}; F12 ball {_red_excess(f12, on_ball):.3f}")
     assert vp.min() >= 0.0 and np.isfinite(vp).all()
     assert _red_excess(vp, on_ground) < 0.02 and _red_excess(vp, on_ball) > 0.3
+
+
+def test_lamps_over_the_budget_are_named_once(empty_scene):
+    """40 point lamps over one spot at Lamps per Pixel 32: the 8 weakest are left out there, and the
+    render log names them in one line (the Stats panel reads the same list)."""
+    from tools import render_capture
+
+    scene = empty_scene
+    _stage(scene)
+    for k in range(40):
+        _lamp(scene, "POINT", 20.0 + k, (0.05 * (k % 7), 0.05 * (k // 7), 1.5), name=f"Bulb{k:02d}")
+    scene.stylized.max_lights = 32
+    C.render_scene(scene)
+    lines = [l for l in render_capture.LAST_RENDER["log"] if "Lamps per Pixel" in l]
+    print(lines)
+    assert len(lines) == 1
+    assert all(f"'Bulb{k:02d}'" in lines[0] for k in range(8)) and "'Bulb08'" not in lines[0]
+    scene.stylized.max_lights = 64
+    C.render_scene(scene)
+    assert not [l for l in render_capture.LAST_RENDER["log"] if "Lamps per Pixel" in l]
