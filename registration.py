@@ -68,6 +68,8 @@ def _submodules():
     mods.append(materials)
     from .engine.features import expressions  # Scene.stylized_expressions
     mods.append(expressions)
+    from .engine.features import preview as preview_feature  # Scene.stylized_preview
+    mods.append(preview_feature)
     mods.append(operators)
     mods.append(panels)
     from .engine.features.preview import (

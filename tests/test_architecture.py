@@ -51,7 +51,7 @@ REGISTRATION = {
         "the preview states and bakes, the last viewport session), made by register() and deleted by "
         "unregister(): the registered engine class is the add-on's registration object, which Blender "
         "holds while the add-on is enabled",
-    ("operators.preview_ops", "_CLIP_ITEMS"): "an EnumProperty items callback's strings: Blender needs Python "
+    ("engine.features.preview.properties", "_CLIP_ITEMS"): "an EnumProperty items callback's strings: Blender needs Python "
                                               "to keep them referenced (bpy.props.EnumProperty docs)",
 }
 

@@ -185,9 +185,9 @@ def test_crowd_turned_on_while_playing_keeps_the_time(empty_scene, view):
 
 
 def test_crowd_property_tooltip_and_undo(empty_scene, view):
-    from stylized_renderer.operators import preview_ops
+    from stylized_renderer.engine.features.preview import properties as preview_props
 
-    prop = preview_ops.StylizedPreviewProps.bl_rna.properties["crowd"]
+    prop = preview_props.StylizedPreviewProps.bl_rna.properties["crowd"]
     assert prop.description == ("Play the clip on every armature that shares this armature's skeleton "
                                 "(linked duplicates), in one batched update")
     assert not prop.is_skip_save

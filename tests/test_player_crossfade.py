@@ -275,9 +275,9 @@ def test_fade_and_in_place_commands_and_properties(rig_runtime):
     st.push("fade", -2.0)
     drain(st, rt, clips)
     assert "crossfade" in st.last_error and rt.player.crossfade == 0.75
-    from stylized_renderer.operators import preview_ops
+    from stylized_renderer.engine.features.preview import properties as preview_props
 
-    rna = preview_ops.StylizedPreviewProps.bl_rna
+    rna = preview_props.StylizedPreviewProps.bl_rna
     for name in ("fade", "in_place"):
         assert rna.properties[name].description
     assert rna.properties["fade"].hard_min == 0.0

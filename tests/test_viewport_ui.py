@@ -171,12 +171,13 @@ def test_panels_registered_in_sidebar(ext):
 
 def test_every_property_has_a_tooltip(ext):
     from stylized_renderer.engine.features.expressions import properties as expr_props
+    from stylized_renderer.engine.features.preview import properties as preview_props
     from stylized_renderer.operators import expressions_ops, preview_ops
 
-    rnas = [c.bl_rna for c in (preview_ops.StylizedPreviewProps, expr_props.StylizedExpressionItem,
+    rnas = [c.bl_rna for c in (preview_props.StylizedPreviewProps, expr_props.StylizedExpressionItem,
                                expr_props.StylizedExpressionProps)]
     rnas += [getattr(bpy.ops.stylized, c.bl_idname.split(".")[1]).get_rna_type()
-             for c in (*preview_ops.classes[1:], *expressions_ops.classes)]
+             for c in (*preview_ops.classes, *expressions_ops.classes)]
     for rna in rnas:
         for p in rna.properties:
             if p.identifier in ("rna_type", "name"):
