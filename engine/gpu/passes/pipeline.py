@@ -379,9 +379,9 @@ class FramePipeline:
         if not reuse:     # the static depth caches' work this frame (shadow_cache.py)
             drawn = [p.depth_cache.stats for p, on in ((self.shadow, shadows_on), (self.local_shadow, local_on))
                      if on and p.depth_cache is not None]
-            for k in ("static_tiles_drawn", "static_draws", "moving_draws"):
+            for k in ("static_tiles_drawn", "static_draws", "moving_draws", "bypassed"):
                 if drawn:
-                    self.stats["shadow_" + k] = sum(int(d[k]) for d in drawn)
+                    self.stats["shadow_" + k] = sum(int(d.get(k, 0)) for d in drawn)
                 else:
                     self.stats.pop("shadow_" + k, None)
         t0 = self._flush("shadow_ms", t0, (self.shadow._fb if shadows_on else self.local_shadow._fb)

@@ -16,7 +16,9 @@ layers:
   writing ``gl_FragDepth``).  Depth testing keeps the nearest surface whatever the order, so the
   atlas is the one drawing every caster at once would give, bit for bit.
 
-A frame without a moving caster in any tile samples the cache's atlas directly (no copy).  The
+A frame without a moving caster in any tile samples the cache's atlas directly (no copy).  A
+frame whose static casters are few triangles for the atlas's size (``worth_it``: the copy would
+cost more than drawing them) draws every caster directly, as before the cache.  The
 objects a key names by ``id`` (batches, material blocks, textures) are referenced by the cache,
 so an id cannot be reused by a new object while its key is kept.  Owned by a ShadowPass
 (``depth_cache``), freed with it; ``stats`` counts the last frame's work.
@@ -26,6 +28,12 @@ from __future__ import annotations
 import numpy as np
 
 from .shadow import draw_tiles
+
+#: ``StaticDepthCache.worth_it``: static triangles per atlas texel from which the cache pays.  On
+#: llvmpipe a full-screen depth copy costs about as much as drawing 1 triangle per 16 texels (a
+#: depth-only triangle of a few texels); the demo (a 512-triangle ground, 3 cascades on a 3072 x
+#: 1024 atlas: 0.0005) draws directly, the set's terrain (2,000,000 triangles in ~20 tiles) keeps.
+MIN_TRIANGLES_PER_TEXEL = 1.0 / 16.0
 
 _COPY_FRAGMENT = """
 void main()
@@ -73,6 +81,9 @@ class StaticDepthCache:
         self._refs = {}               # (x, y, size) -> objects its key names by id (kept alive)
         self._worlds = {}             # item_identity -> world matrices' bytes of the last frame
         self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "copied": False}
+        # below this many static triangles drawn per atlas texel the atlas is drawn directly
+        # (``worth_it``); 0 always keeps the static depth
+        self.min_triangles_per_texel = MIN_TRIANGLES_PER_TEXEL
 
     @property
     def texture(self):
@@ -129,8 +140,13 @@ class StaticDepthCache:
         size, index, caster indices, (4,4) projection) per tile; ``material_key(name)``: what the
         material's shadow draw reads (its block's bytes, then its textures: objects, compared by
         identity and held); ``mspec(name)``: its material_spec.  Returns (the atlas to sample, the caster draws made)."""
-        self._ensure(size)
         static = self._static(casters, instances, mspec)
+        if not self.worth_it(tiles, casters, static, size):
+            # little static geometry: drawing it costs less than copying the kept depth
+            self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "copied": False,
+                          "bypassed": True}
+            return None, draw_tiles(fb, [t[:5] for t in tiles], casters, instances, shader_for, bind_material)
+        self._ensure(size)
         stale, moving_tiles = [], []
         keys, refs = {}, {}
         for x, y, sz, index, idx, matrix in tiles:
@@ -166,6 +182,18 @@ class StaticDepthCache:
         self.stats = {"static_tiles_drawn": len(stale), "static_draws": static_draws,
                       "moving_draws": moving_draws, "copied": copied}
         return (None if copied else self._depth), static_draws + moving_draws
+
+    def worth_it(self, tiles, casters, static, size) -> bool:
+        """Whether keeping the static depth pays: the static casters' triangles the tiles would
+        draw (each tile counts its own) are at least ``min_triangles_per_texel`` x the atlas's
+        texels (the copy draws every texel once).  A character on a small ground is drawn
+        directly, as before the cache."""
+        if self.min_triangles_per_texel <= 0.0:
+            return True
+        tris = np.fromiter((float(getattr(it.stream, "triangle_count", 0) or 0) if static[k] else 0.0
+                            for k, it in enumerate(casters)), np.float64, len(casters))
+        drawn = sum(float(tris[np.asarray(t[4], np.intp)].sum()) for t in tiles if len(t[4]))
+        return drawn >= self.min_triangles_per_texel * float(size[0]) * float(size[1])
 
     def _fullscreen(self, mode: float, src=None) -> None:
         import gpu
