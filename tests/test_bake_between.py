@@ -2,8 +2,8 @@
 tools/check_deform.py player mode compares the preview of baked clips with Blender's evaluation at
 0.25, 0.5 and 0.75 past a few frames and fails above 1e-3 of the object size ("baked-between");
 the bake interpolates each bone's parent-relative matrix by translation lerp, rotation slerp and
-stretch lerp (bake_tables) and adds sub-frame samples where that is not close to Blender
-(bake_adaptive).  Negative controls: a matrix lerp, and no sub-frame samples on a fast IK rig."""
+stretch lerp (bake/tables.py) and adds sub-frame samples where that is not close to Blender
+(bake/adaptive.py).  Negative controls: a matrix lerp, and no sub-frame samples on a fast IK rig."""
 from __future__ import annotations
 
 import math

@@ -35,13 +35,13 @@ def test_bake_quiets_the_bodies_only_and_restores_them(empty_scene, bakes, monke
 
     arm, body, act, anchor = _anchor_rig()
     seen = []
-    run = bake_record._Evaluator.run
+    run = bake_record.Evaluator.run
 
     def spy(self, *a, **k):
         seen.append((tuple(m.show_viewport for m in body.modifiers), tuple(m.show_viewport for m in anchor.modifiers)))
         return run(self, *a, **k)
 
-    monkeypatch.setattr(bake_record._Evaluator, "run", spy)
+    monkeypatch.setattr(bake_record.Evaluator, "run", spy)
     b = bakes.cache.ensure(arm, act.name)
     assert b is not None and seen
     assert all(bm == (False,) and am == (True,) for bm, am in seen), seen

@@ -27,7 +27,7 @@ import sys
 import numpy as np
 
 TOL = 1e-4
-BAKED_TOL = 1e-3      # objects deformed by a Scene bake (importer.bake_scene), at any frame
+BAKED_TOL = 1e-3      # objects deformed by a Scene bake (engine/blender/bake/scene.py), at any frame
 FRACTIONS = (0.0, 0.25, 0.5, 0.8)
 
 

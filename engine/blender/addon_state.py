@@ -7,8 +7,8 @@ add-on is enabled); ``unregister()`` frees it.  It owns
 * ``final_sessions``: the F12 session kept between the renders of the last rendered scene
   (``FinalSessionKeeper``; see render_engine.py for why F12 shares one);
 * ``previews``: the viewport preview's state of each scene (``preview.driver.PreviewStates``),
-  which the UI (operators, panels, handlers) reaches through ``preview.py``;
-* ``bakes``: the preview's bakes (``importer.bake.BakeCache``) that the operators make and the
+  which the UI (operators, panels, handlers) reaches through ``features/preview/control.py``;
+* ``bakes``: the preview's bakes (``bake/cache.py: BakeCache``) that the operators make and the
   viewport sessions it makes play (a session made without the add-on has its own);
 * the most recent viewport session (weakly: the Stats panel reads it).
 """

@@ -1,5 +1,5 @@
 """What a frame reads from the scene besides the objects: the world colour, the lamps (in
-Blender's units) and the render settings (``FrameSettings``).  Split out of ``session.py``."""
+Blender's units) and the render settings (``FrameSettings``)."""
 from __future__ import annotations
 
 import numpy as np

@@ -27,7 +27,7 @@ from ..core.runtime.mesh_instance import pack_morph_entries, pack_morph_span
 from .layout import MORPH_TEX_WIDTH, vertex_format
 from .palette_textures import (
     GpuPaletteBuffer,
-    _SliceSource,
+    SliceSource,
     float_texture,
     identity_texture,
     matrix_rows,
@@ -181,7 +181,7 @@ class GpuBackend(RuntimeBackend):
         self._last_weights = None   # (frozen weights, their texture): the primitives sharing them
         self._last_digest = None    # (arrays, digest) of the last rebuilt stream hashed
         self._live_ok = {}   # primitive's morph key -> (its live targets, the last frozen weights that fit them)
-        self._slices = None      # (handles, slices, _SliceSource) of the last batched palette upload
+        self._slices = None      # (handles, slices, SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
         self.palette_uploads = 0
@@ -220,7 +220,7 @@ class GpuBackend(RuntimeBackend):
         if hit is not None and hit[0] is handles and hit[1] is slices and hit[2].intact:
             src = hit[2]
         else:
-            src = _SliceSource()
+            src = SliceSource()
             ok = []
             for h, (a, b) in zip(handles, slices):
                 if h is None or h.joint_count <= 0 or b - a != h.joint_count:

@@ -1,6 +1,6 @@
 """The GPU side's textures that are not vertex streams: skinning palettes (``GpuPaletteBuffer``:
 rows kept on the CPU, the RGBA32F texture made on first draw), matrix rows, float textures for
-morph data and the one-joint identity palette.  Split out of ``gpu_backend.py``."""
+morph data and the one-joint identity palette."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +29,7 @@ def matrices_to_texture(matrices: np.ndarray):
     return rows_texture(matrix_rows(matrices))
 
 
-class _SliceSource:
+class SliceSource:
     """The one texel array of a batched palette upload (``upload_palette_slices``) that its
     buffers view, each its rows; ``version`` counts the uploads, ``intact`` turns False when a
     buffer leaves it (uploaded or released alone), so the next batch call re-attaches them."""
@@ -47,7 +47,7 @@ class _SliceSource:
 class GpuPaletteBuffer:
     """A palette's GPU storage.  An upload keeps the texels in ``rows`` ((J*16,) float32,
     column-major per joint; after a batched palette update a view of the batch's one texel
-    array, no copy: the buffer reads it from the batch's ``_SliceSource``, so a batched upload
+    array, no copy: the buffer reads it from the batch's ``SliceSource``, so a batched upload
     makes no per-buffer step) and drops the texture: ``palette_texture`` makes the RGBA32F
     texture on the first draw of the palette alone, and instanced draws put the palettes of many
     instances into one texture (engine/gpu/passes/instancing.py), so a crowd drawn grouped makes no
@@ -68,7 +68,7 @@ class GpuPaletteBuffer:
     def valid(self) -> bool:
         return self.joint_count > 0
 
-    def _attach(self, src: _SliceSource, a: int, b: int) -> None:
+    def _attach(self, src: SliceSource, a: int, b: int) -> None:
         self._detach()
         self._src = (src, a, b)
         self._base = src.version

@@ -1,6 +1,6 @@
 """A bake bound to one scene asset: the player's clip and the exact matrices it does not carry
-(``baked_clip``, ``BakedPose``).  numpy only.  Split out of ``bake.py``; issue 22 item 2: the
-bake is interpolated between its samples in a space that does not shrink (``bake_tables``)."""
+(``baked_clip``, ``BakedPose``).  numpy only.  Issue 22 item 2: the
+bake is interpolated between its samples in a space that does not shrink (``bake/tables.py``)."""
 from __future__ import annotations
 
 import bisect

@@ -20,9 +20,8 @@ constraint settings, drivers, constraint/driver target transforms, the armature'
 the action's keys).  Lookups are free while nothing was marked dirty (``StylizedSession.sync``
 marks it on armature/object/action updates); the next lookup then re-checks the signature once.
 
-The code lives in sibling modules (``bake_reasons``, ``bake_isolate``, ``bake_signature``,
-``bake_record``, ``bake_adaptive``, ``bake_tables``, ``baked_pose``); this module keeps their names
-and the cache.  bpy is used here (an importer-layer module); ``baked_clip``/``BakedPose`` are numpy only.
+The code lives in sibling modules (``reasons``, ``isolate``, ``signature``, ``record``,
+``adaptive``, ``tables``, ``baked_pose``); this module keeps the cache.  bpy is used here (an importer-layer module); ``baked_clip``/``BakedPose`` are numpy only.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Isolation: Blender evaluating one action alone (shared with tools/check_deform.py), and the
-values an action writes (saved and restored around a bake).  Split out of ``bake.py``."""
+values an action writes (saved and restored around a bake)."""
 from __future__ import annotations
 
 from ..importer import actions as _actions

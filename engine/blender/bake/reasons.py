@@ -1,5 +1,5 @@
 """Why a rig needs Blender's evaluation for the preview (``bake.bake_reasons``), and
-``BakeError``.  Split out of ``bake.py``."""
+``BakeError``."""
 from __future__ import annotations
 
 from typing import List

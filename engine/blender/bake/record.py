@@ -1,5 +1,5 @@
 """The bake: Blender's evaluation of one action on one armature, per sampled frame
-(``bake.bake_action``).  Split out of ``bake.py``."""
+(``bake.bake_action``)."""
 from __future__ import annotations
 
 import contextlib
@@ -23,14 +23,14 @@ from .isolate import (
 )
 from .mesh_anchors import mesh_anchors, segment_sizes
 from .reasons import BakeError, bake_reasons, weighted_bbones
-from .signature import _bulk, bake_signature
+from .signature import bake_signature, read_bulk
 from .tables import MatrixTable, chain, levels
 
 
 @dataclass
 class Bake:
     """Blender's evaluation of one action on one armature, per sample (name-keyed, so it is
-    independent of any scene asset's node order), stored compactly (``bake_tables.MatrixTable``:
+    independent of any scene asset's node order), stored compactly (``tables.MatrixTable``:
     float32 translation / rotation / stretch, matrices that never change once).
 
     ``locals``: every bone's pose relative to its Blender parent bone (armature space for root
@@ -171,7 +171,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     if not (np.isfinite(frames).all() and frames.size):
         raise BakeError(f"cannot bake action '{action.name}': its frame range {tuple(action.frame_range)} is not finite")
     for fc in _actions.slot_fcurves(action, slot):
-        co = _bulk(fc.keyframe_points, "co", 2)
+        co = read_bulk(fc.keyframe_points, "co", 2)
         if not np.isfinite(co).all():
             raise BakeError(f"cannot bake action '{action.name}' on '{armature.name}': curve "
                             f"{fc.data_path}[{fc.array_index}] has a non-finite key")
@@ -188,7 +188,7 @@ def bake_action(armature, action, slot=None, clip_name: Optional[str] = None, sc
     ad = armature.animation_data
     if ad is not None and ad.action is not None and ad.action != action:
         written += written_values(armature, ad.action, getattr(ad, "action_slot", None))
-    ev = _Evaluator(armature, names, bent, obj_chan and armature.parent is not None)
+    ev = Evaluator(armature, names, bent, obj_chan and armature.parent is not None)
     label = f"baking action '{action.name}' on '{armature.name}'"
 
     def restore():
@@ -251,8 +251,8 @@ def record_in(scene, ev, frames, parents, lengths, size: float, label: str, prog
 
 def record(ev, scene, frames: np.ndarray, parents, plan, lengths, size: float, label: str, progress=None,
            knots=None):
-    """Blender's pose (``_Evaluator``) at ``frames`` and the adaptive bake's sub-frame samples
-    (``bake_adaptive.Refiner``): (samples {frame: evaluation}, the refiner).  ``knots(first)``:
+    """Blender's pose (``Evaluator``) at ``frames`` and the adaptive bake's sub-frame samples
+    (``adaptive.Refiner``): (samples {frame: evaluation}, the refiner).  ``knots(first)``:
     (F,) bool, the samples at a source key (no tangent is read across one), or None.  The caller
     sets the scene up (isolation) and restores it."""
     samples = ev.run(scene, frames.tolist(), progress, int(frames.size))
@@ -288,7 +288,7 @@ def tables(ev, rec, parents, label: str):
 def _key_samples(action, slot, frames) -> np.ndarray:
     """(F,) bool: the samples at a key of the action's curves (where keyed motion may change its
     acceleration: ``bake_interp`` reads no tangent across one)."""
-    keys = [_bulk(fc.keyframe_points, "co", 2)[:, 0] for fc in _actions.slot_fcurves(action, slot)]
+    keys = [read_bulk(fc.keyframe_points, "co", 2)[:, 0] for fc in _actions.slot_fcurves(action, slot)]
     fr = np.asarray(frames, np.float64)
     if not keys:
         return np.zeros(fr.size, bool)
@@ -306,7 +306,7 @@ def _check_finite(pose: np.ndarray, order, names, label: str) -> None:
         raise BakeError(f"{label}: bone '{names[b]}' has a non-finite pose at frame {order[f]:g}")
 
 
-class _Evaluator:
+class Evaluator:
     """Reads Blender's evaluated pose of one armature at given frames (bake time)."""
 
     def __init__(self, armature, names, bent, with_parent: bool):

@@ -28,7 +28,7 @@ import numpy as np
 from ..importer import actions as _actions
 from . import adaptive as _adaptive
 from .reasons import BakeError, bake_reasons, weighted_bbones
-from .record import Bake, _Evaluator, bone_parents, record_in, tables
+from .record import Bake, Evaluator, bone_parents, record_in, tables
 from .scene_keys import KeyBake, bake_keys, driven_keys, key_users, keys_signature  # noqa: F401 (key_users: the preview's)
 from .signature import rig_signature
 
@@ -138,7 +138,7 @@ def bake_in_scene(armature, scene, frames: np.ndarray, progress: Optional[Callab
     t0 = time.perf_counter()
     names, parents = bone_parents(armature)
     lengths, size = _adaptive.rig_extent(armature)
-    ev = _Evaluator(armature, names, weighted_bbones(armature), False)
+    ev = Evaluator(armature, names, weighted_bbones(armature), False)
     label = f"baking the scene's timeline on '{armature.name}'"
     # every sample a knot: the timeline's motion changes at NLA strip edges and blends the bake does
     # not know, so no tangent reads across a sample (translation lerp, rotation slerp between them)

@@ -151,9 +151,9 @@ def keys_signature(scene, need: Dict[str, List[str]]) -> tuple:
     """What the key bakes depend on besides the animation (``bake.scene.signature``): the drivers."""
     import bpy
 
-    from .signature import _driver_signature
+    from .signature import driver_signature
 
-    return tuple((k, tuple(b), _driver_signature(bpy.data.shape_keys[k].animation_data, False))
+    return tuple((k, tuple(b), driver_signature(bpy.data.shape_keys[k].animation_data, False))
                  for k, b in sorted(need.items()))
 
 

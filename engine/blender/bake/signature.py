@@ -1,5 +1,5 @@
 """Signatures of a rig and an action: what Blender's evaluation of a bake depends on
-(``bake.BakeCache`` re-bakes when they change).  Split out of ``bake.py``."""
+(``bake.BakeCache`` re-bakes when they change)."""
 from __future__ import annotations
 
 import zlib
@@ -42,7 +42,7 @@ def _crc(a) -> int:
     return zlib.crc32(np.ascontiguousarray(a).tobytes())
 
 
-def _bulk(coll, prop: str, width: int, dtype=np.float32) -> np.ndarray:
+def read_bulk(coll, prop: str, width: int, dtype=np.float32) -> np.ndarray:
     n = len(coll)
     buf = np.empty(n * width, dtype)
     if n:
@@ -65,7 +65,7 @@ def _matrix_of(ob) -> tuple:
     return tuple(np.asarray(ob.matrix_world, np.float64).ravel().round(9).tolist()) if ob is not None else ()
 
 
-def _driver_signature(ad, values: bool = True) -> tuple:
+def driver_signature(ad, values: bool = True) -> tuple:
     """Every driver of ``ad``: its expression, variables and targets, and (``values``) the current
     values of its targets (they change with the frame when the targets are animated)."""
     out = []
@@ -92,7 +92,7 @@ def _driver_signature(ad, values: bool = True) -> tuple:
                 tg.append((getattr(idb, "name_full", None), t.data_path, t.bone_target, t.transform_type,
                            t.transform_space, t.rotation_mode, val))
             vars_.append((v.name, v.type, tuple(tg)))
-        kp = _bulk(fc.keyframe_points, "co", 2)
+        kp = read_bulk(fc.keyframe_points, "co", 2)
         out.append((fc.data_path, fc.array_index, fc.mute, d.type, d.expression, d.use_self, tuple(vars_),
                     _crc(kp), tuple(_rna_values(m) for m in fc.modifiers)))
     return tuple(out)
@@ -123,7 +123,7 @@ def rig_signature(armature, action=None, slot=None, keyed=None, static: bool = F
     pose_parts = []
     for prop, width in _POSE_PROPS:
         try:
-            vals = _bulk(pbs, prop, width).reshape(len(pbs), width).copy()
+            vals = read_bulk(pbs, prop, width).reshape(len(pbs), width).copy()
         except Exception:
             continue
         for k, name in enumerate(names):
@@ -166,13 +166,13 @@ def rig_signature(armature, action=None, slot=None, keyed=None, static: bool = F
 
     target_mats = tuple((n, () if static else _matrix_of(bpy.data.objects.get(n))) for n in sorted(targets))
     arm_custom = tuple((k, str(arm[k])) for k in arm.keys())
-    rest = _bulk(bones, "matrix_local", 16)
+    rest = read_bulk(bones, "matrix_local", 16)
     flags = tuple((b.name, b.parent.name if b.parent else None, b.use_deform, b.bbone_segments,
                    b.use_inherit_rotation, b.inherit_scale, b.use_local_location, b.use_connect)
                   for b in bones)
     return (arm.name, arm.as_pointer(), arm.data.as_pointer(), _crc(rest), flags, tuple(pose_parts), modes,
             tuple(custom), arm_custom, tuple(cons), tuple(obj_cons), target_mats,
-            _driver_signature(arm.animation_data, not static), _driver_signature(arm.data.animation_data, not static),
+            driver_signature(arm.animation_data, not static), driver_signature(arm.data.animation_data, not static),
             () if static else _matrix_of(arm), arm.parent.name if arm.parent else None, arm.parent_type, arm.parent_bone)
 
 

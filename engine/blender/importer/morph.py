@@ -170,7 +170,7 @@ class NormalDeltaSolver:
         position deltas; ``moved_v`` (nv,) bool marks vertices with a nonzero delta."""
         d = vertex_deltas
         if moved_v is None:
-            moved_v = _any3(d != 0.0)
+            moved_v = any3(d != 0.0)
         empty = (np.zeros(0, np.int64), np.zeros((0, 3)))
         mv = np.flatnonzero(moved_v)
         if self.lv.size == 0 or mv.size == 0 or self.ngroups == 0:
@@ -190,7 +190,7 @@ class NormalDeltaSolver:
         ug, li = unique_inverse(cg, self.ngroups)
         gs = self.gsum0[ug] + _accumulate(li.ravel(), diff, ug.size)
         gd = _normalize(gs) - _normalize(self.gsum0[ug])      # row-wise: the base normals of those groups
-        nz = _any3(gd != 0.0)
+        nz = any3(gd != 0.0)
         ug, gd = ug[nz], gd[nz]
         if ug.size == 0:
             return empty
@@ -204,7 +204,7 @@ class NormalDeltaSolver:
         return ids[order].astype(np.int64), vals[order]
 
 
-def _any3(m: np.ndarray) -> np.ndarray:
+def any3(m: np.ndarray) -> np.ndarray:
     return m[:, 0] | m[:, 1] | m[:, 2]
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from ...core.assets import AssetError, MorphTargetAsset
 from . import skin as _skin
 from .mesh import corner_verts
-from .morph import NormalDeltaSolver, TangentDeltaSolver, _any3, fallback_key_name, sorted_unique
+from .morph import NormalDeltaSolver, TangentDeltaSolver, any3, fallback_key_name, sorted_unique
 
 _EMPTY_I = np.zeros(0, np.int64)
 
@@ -161,9 +161,9 @@ def _target(p, lmap, tsolver, d, moved, n_ids, n_d) -> tuple:
         if tan_ids.size:
             trow[np.searchsorted(ids, tan_ids)] = tan
     # rows whose float32 deltas are all zero are not stored (as the dense form reduced them)
-    keep = _any3(prow != 0.0) | _any3(nrow != 0.0)
+    keep = any3(prow != 0.0) | any3(nrow != 0.0)
     if trow is not None:
-        keep |= _any3(trow != 0.0)
+        keep |= any3(trow != 0.0)
     if not keep.all():
         ids, prow, nrow = ids[keep], prow[keep], nrow[keep]
         trow = trow[keep] if trow is not None else None

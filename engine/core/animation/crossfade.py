@@ -9,7 +9,7 @@ import numpy as np
 from .mixer import TRSMixer
 
 
-class _Fade:
+class FadeState:
     """A crossfade in progress: the outgoing side and the elapsed clip time."""
 
     def __init__(self, source, duration: float):
@@ -33,7 +33,7 @@ class _Fade:
     def advance(self, step: float) -> None:
         self.elapsed += max(float(step), 0.0)
         src = self.source
-        if isinstance(src, _Frozen) is False and step > 0.0:
+        if isinstance(src, Frozen) is False and step > 0.0:
             d = src.duration
             t = src._current_time + step
             src._current_time = (math.fmod(t, d) if d > 0.0 else 0.0) if src._looping else min(t, d)
@@ -78,7 +78,7 @@ class _Fade:
         return self._union
 
 
-class _Frozen:
+class Frozen:
     """The pose of a moment (an interrupted fade), as the outgoing side of a new fade: its blended
     TRS and its morph sides as they were (unblended: the new fade scales their weights)."""
 

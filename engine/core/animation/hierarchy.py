@@ -28,13 +28,13 @@ def next_version(v: int) -> int:
     return v
 
 
-def _ro_view(a: np.ndarray) -> np.ndarray:
+def readonly_view(a: np.ndarray) -> np.ndarray:
     v = a.view()
     v.flags.writeable = False
     return v
 
 
-def _safe_inv(m: np.ndarray) -> np.ndarray:   # a singular parent: affine pseudo-inverse
+def safe_inverse(m: np.ndarray) -> np.ndarray:   # a singular parent: affine pseudo-inverse
     return affine_inv(m)
 
 
@@ -162,14 +162,14 @@ class WorldHierarchy:
         """The node's world matrix, or None while the pose is dirty (or the index is invalid)."""
         if self._dirty or self._scene is None or not (0 <= int(node) < self._n):
             return None
-        return _ro_view(self._world[int(node)])
+        return readonly_view(self._world[int(node)])
 
     @property
     def world_matrices(self) -> Optional[np.ndarray]:
         """(N,4,4) world matrices, or None while dirty."""
         if self._dirty or self._scene is None:
             return None
-        return _ro_view(self._world)
+        return readonly_view(self._world)
 
     # ---------------------------------------------------------------- hierarchy
     def _build_plan(self):

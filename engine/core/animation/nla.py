@@ -137,7 +137,7 @@ class Stack:
         return hit[1], hit[2]
 
 
-def _normalize(q: np.ndarray) -> np.ndarray:
+def unit_quats(q: np.ndarray) -> np.ndarray:
     """Unit rows of (N, 4) ``q``; a zero row becomes the identity."""
     n = np.sqrt(np.einsum("ij,ij->i", q, q))
     if n.all():

@@ -55,9 +55,9 @@ from .nla import (
     REPLACE,
     SUBTRACT,
     Stack,
-    _normalize,
     qmul,
     qpow,
+    unit_quats,
 )
 
 _FLT_EPS = float(np.finfo(np.float32).eps)
@@ -437,4 +437,4 @@ def _blend(g: _Group, snap, pool, active, infl, defaults) -> None:
     hit = quat.select(active, infl)
     if hit is not None:
         blocks, vidx, w = hit
-        snap[blocks] = qmul(_normalize(snap[blocks]), qpow(pool[vidx], w))
+        snap[blocks] = qmul(unit_quats(snap[blocks]), qpow(pool[vidx], w))

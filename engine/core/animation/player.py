@@ -27,7 +27,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-from .crossfade import _Fade, _Frozen
+from .crossfade import FadeState, Frozen
 from .curve_clip import CurveTracks
 from .mixer import TRSMixer
 from .root_motion import RootMotion
@@ -74,7 +74,7 @@ class AnimationPlayer(RootMotion):
         self._bind_rows = None         # (scene, (T, Q, S) bind values of _nodes) for a weight below 1
         # crossfade
         self._fade_duration = 0.0
-        self._fade = None              # _Fade while blending, else None
+        self._fade = None              # FadeState while blending, else None
         # root motion
         self._in_place = False
         self._root_slot = -1           # slot of the clip's root node in _nodes (translation track)
@@ -96,7 +96,7 @@ class AnimationPlayer(RootMotion):
         self._crowd_count = 0
         self._flatten(clip)
         if source is not None:
-            self._fade = _Fade(source, self._fade_duration)
+            self._fade = FadeState(source, self._fade_duration)
             self._union_morph_keys(source)
             self._reset_pose_on_next_sample = False
         else:
@@ -166,7 +166,7 @@ class AnimationPlayer(RootMotion):
         pose of this moment frozen when a fade is interrupted."""
         if self._fade is not None:
             last = self._fade.last        # (nodes, T, Q, S) of the last blended sample
-            return _Frozen(last[0] if last is not None else np.zeros(0, np.int64),
+            return Frozen(last[0] if last is not None else np.zeros(0, np.int64),
                            last[1:] if last is not None else None, self._morph_sides)
         other = AnimationPlayer()
         other._flatten(self._clip)
@@ -590,5 +590,5 @@ class AnimationPlayer(RootMotion):
 
     # ---------------------------------------------------------------- crossfade
     def _apply_fade(self, scene, pose) -> bool:
-        """The crossfade through the mixer (crossfade._Fade.apply)."""
+        """The crossfade through the mixer (crossfade.FadeState.apply)."""
         return self._fade.apply(self, scene, pose)

@@ -22,9 +22,9 @@ import numpy as np
 
 from ..assets.types import NODE_BONE
 from . import inherit as _inh
-from .hierarchy import RESOLVED, RESOLVING, UNRESOLVED, WorldHierarchy, _ro_view, _safe_inv, next_version  # noqa: F401
+from .hierarchy import RESOLVED, RESOLVING, UNRESOLVED, WorldHierarchy, next_version, readonly_view, safe_inverse  # noqa: F401
 from .sampling import decompose_matrices, normalize_quaternions
-from .trs import _QA, _QB, _QFORM, compose_pre_trs, compose_trs_fast, pre_rotation_forms  # noqa: F401
+from .trs import QUAT_PAIR_A, QUAT_PAIR_B, QUAT_PAIR_FORM, compose_pre_trs, compose_trs_fast, pre_rotation_forms  # noqa: F401
 
 
 class LocalTransform(NamedTuple):
@@ -194,7 +194,7 @@ class ScenePose(WorldHierarchy):
 
     @property
     def resolution_states(self) -> np.ndarray:
-        return _ro_view(self._resolution_states)
+        return readonly_view(self._resolution_states)
 
     # ---------------------------------------------------------------- writes
     def _valid_nodes(self, nodes) -> Optional[np.ndarray]:
@@ -299,7 +299,7 @@ class ScenePose(WorldHierarchy):
             self.write_sampled(nodes, q_nodes=nodes, q=q)
             return
         self._q[nodes] = q
-        r = np.dot(q.take(_QA, axis=1) * q.take(_QB, axis=1), _QFORM).reshape(-1, 3, 3)
+        r = np.dot(q.take(QUAT_PAIR_A, axis=1) * q.take(QUAT_PAIR_B, axis=1), QUAT_PAIR_FORM).reshape(-1, 3, 3)
         r *= self._s[nodes][:, None, :]
         self._local[nodes, :3, :3] = np.matmul(self._pre[nodes, :3, :3], r)
         self._dirty = True
@@ -399,7 +399,7 @@ class ScenePose(WorldHierarchy):
 
     @property
     def local_matrices(self) -> np.ndarray:
-        return _ro_view(self._local)
+        return readonly_view(self._local)
 
     def basis_from_worlds(self, worlds: np.ndarray):
         """The TRS basis per node that reproduces ``worlds`` (N,4,4, every node's world matrix,
@@ -434,7 +434,7 @@ class ScenePose(WorldHierarchy):
                 self._pre_inv = np.linalg.inv(self._pre)
             except np.linalg.LinAlgError:
                 self._pre_inv = np.linalg.pinv(self._pre)
-        inv_ext = _safe_inv(ext)
+        inv_ext = safe_inverse(ext)
         basis = self._pre_inv @ inv_ext[par] @ w
         s = np.flatnonzero(self._special)
         if s.size:

@@ -32,18 +32,18 @@ from ..finite import affine_inv
 from .spring_collide import collide, collide_spheres, quick_plan
 from .spring_rig import TINY, SpringRig, SpringState, mat3_to_quat, quat_to_mat3
 from .spring_rig import ein as _ein
-from .trs import _QA, _QB, _QFORM
+from .trs import QUAT_PAIR_A, QUAT_PAIR_B, QUAT_PAIR_FORM
 
-_LC27 = np.zeros(27)                   # det(m) = (m0 x m1 x m2 outer product) . Levi-Civita
+_LEVI_CIVITA = np.zeros(27)                   # det(m) = (m0 x m1 x m2 outer product) . Levi-Civita
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-    _LC27[9 * _i + 3 * _j + _k], _LC27[9 * _i + 3 * _k + _j] = 1.0, -1.0
+    _LEVI_CIVITA[9 * _i + 3 * _j + _k], _LEVI_CIVITA[9 * _i + 3 * _k + _j] = 1.0, -1.0
 del _i, _j, _k
 
 
 def _det3(b3):
     """det of (n,3,3) (rows' triple product), 3 calls."""
     o = b3[:, 0, :, None] * b3[:, 1, None, :]
-    return np.dot((o[:, :, :, None] * b3[:, 2, None, None, :]).reshape(-1, 27), _LC27)
+    return np.dot((o[:, :, :, None] * b3[:, 2, None, None, :]).reshape(-1, 27), _LEVI_CIVITA)
 
 
 class Frame:
@@ -223,7 +223,7 @@ def _rotation(rig, k, n, E, u):
 def _next_level(p, k, m, B3, head, S, rot):
     """B3 and head of level k+1 for rows [:m]: B @ diag(1/S) R diag(S) @ Rh^-1 Rt (H:665-678)."""
     r = rot[:m]
-    R = np.dot(r.take(_QA, axis=1) * r.take(_QB, axis=1), _QFORM).reshape(m, 3, 3)
+    R = np.dot(r.take(QUAT_PAIR_A, axis=1) * r.take(QUAT_PAIR_B, axis=1), QUAT_PAIR_FORM).reshape(m, 3, 3)
     s = S[:m]
     R *= s[:, None, :]
     R /= s[:, :, None]

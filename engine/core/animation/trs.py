@@ -29,9 +29,9 @@ def _quadratic_form() -> np.ndarray:
     return np.array([a for a, _ in pairs]), np.array([b for _, b in pairs]), form
 
 
-_QA, _QB, _QFORM = _quadratic_form()
-_S9 = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
-_S12 = np.array([0, 1, 2, 3] * 3)    # (s, 1) per column of a 3x4 block
+QUAT_PAIR_A, QUAT_PAIR_B, QUAT_PAIR_FORM = _quadratic_form()
+_COLUMN_OF_ENTRY = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
+_COLUMN_OF_ENTRY_3X4 = np.array([0, 1, 2, 3] * 3)    # (s, 1) per column of a 3x4 block
 
 
 def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -41,10 +41,10 @@ def compose_trs_fast(t: np.ndarray, q: np.ndarray, s: np.ndarray, out: Optional[
     if out is None:
         out = np.zeros((n, 4, 4))
         out[:, 3, 3] = 1.0
-    qq = np.take(q, _QA, axis=1)
-    qq *= np.take(q, _QB, axis=1)
-    r = np.dot(qq, _QFORM)
-    r *= np.take(s, _S9, axis=1)
+    qq = np.take(q, QUAT_PAIR_A, axis=1)
+    qq *= np.take(q, QUAT_PAIR_B, axis=1)
+    r = np.dot(qq, QUAT_PAIR_FORM)
+    r *= np.take(s, _COLUMN_OF_ENTRY, axis=1)
     out[:, :3, :3] = r.reshape(n, 3, 3)
     out[:, :3, 3] = t
     return out
@@ -59,7 +59,7 @@ def pre_rotation_forms(pre: np.ndarray) -> np.ndarray:
     n = pre.shape[0]
     p3 = pre[:, :3, :3]
     f = np.zeros((n, 14, 3, 4))
-    f[:, :10, :, :3] = np.einsum("nij,kjl->nkil", p3, _QFORM.reshape(10, 3, 3))
+    f[:, :10, :, :3] = np.einsum("nij,kjl->nkil", p3, QUAT_PAIR_FORM.reshape(10, 3, 3))
     f[:, 10:13, :, 3] = p3.transpose(0, 2, 1)      # row 10 + j, entry (i, 3): pre3[i, j]
     f[:, 13, :, 3] = pre[:, :3, 3]
     return f.reshape(n, 14, 12)
@@ -73,14 +73,14 @@ def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.nda
     rotation block are scaled.  ``bottom=False``: ``out``'s last rows already equal pre's."""
     n = q.shape[0]
     x = np.empty((n, 1, 14))
-    np.multiply(np.take(q, _QA, axis=1), np.take(q, _QB, axis=1), out=x[:, 0, :10])
+    np.multiply(np.take(q, QUAT_PAIR_A, axis=1), np.take(q, QUAT_PAIR_B, axis=1), out=x[:, 0, :10])
     x[:, 0, 10:13] = t
     x[:, 0, 13] = 1.0
     top = np.matmul(x, forms).reshape(n, 12)     # contiguous: numpy's strided loops are slow
     if s is not None:
         s4 = np.ones((n, 4))
         s4[:, :3] = s
-        top *= np.take(s4, _S12, axis=1)           # column l of the rotation block times s[l]
+        top *= np.take(s4, _COLUMN_OF_ENTRY_3X4, axis=1)           # column l of the rotation block times s[l]
     out[:, :3] = top.reshape(n, 3, 4)
     if bottom:
         out[:, 3] = pre[:, 3]

@@ -1,5 +1,5 @@
 """Animation assets: node TRS channels, morph weight channels and the clips that hold them
-(immutable, numpy-backed, bpy-free; split out of ``types.py``)."""
+(immutable, numpy-backed, bpy-free)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,6 +1,6 @@
 """The small GPU-resource interface the runtime core talks to (no bpy, no gpu here).
 
-``RuntimeBackend`` is implemented by the GPU backend (``gpu_backend.py``, palette texture or
+``RuntimeBackend`` is implemented by the GPU backend (``engine/gpu/backend.py``, palette texture or
 storage buffer, GPUVertBuf/GPUBatch streams) and by ``CpuBackend`` below (arrays + counters, with
 switchable failures) for tests and CPU-only tools.
 

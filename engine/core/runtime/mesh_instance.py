@@ -29,7 +29,7 @@ import numpy as np
 from ..animation.morph import MorphState, is_frozen
 from ..assets.types import Bounds, bounds_of
 from ..finite import DRAW_LIMIT
-from .morph_table import _TargetData, morph_table, pack_morph_entries, pack_morph_span, touched_rows  # noqa: F401
+from .morph_table import TargetData, morph_table, pack_morph_entries, pack_morph_span, touched_rows  # noqa: F401
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
 DEGENERATE_LENGTH = 1e-8
@@ -84,7 +84,7 @@ class RuntimeMesh:
             return self.streams[primitive_index]
         return None
 
-    def morph_table(self, primitive_index: int) -> List[_TargetData]:
+    def morph_table(self, primitive_index: int) -> List[TargetData]:
         """The shared per-target runtime data of one primitive (made once, for all instances)."""
         table = self._tables.get(primitive_index)
         if table is None:
@@ -176,7 +176,7 @@ class PrimitiveInstance:
         self.maximum_position_delta = 0.0
         self.applied_morph_version = 0
         self.muted = np.zeros(0, dtype=bool)
-        self._targets: List[_TargetData] = []
+        self._targets: List[TargetData] = []
         self.shader_morph = False        # the current stream composes deltas in the shader
         self.shader_unavailable = False  # the backend could not hold this primitive's deltas
         self.changes = 0                 # version changes since the weights last held still
@@ -187,7 +187,7 @@ class PrimitiveInstance:
     def has_morphs(self) -> bool:
         return self.morph_state is not None
 
-    def prepare(self, table: Optional[List[_TargetData]] = None, epoch=None, shared_bounds=None,
+    def prepare(self, table: Optional[List[TargetData]] = None, epoch=None, shared_bounds=None,
                 states: Optional[dict] = None) -> None:
         """MorphState and target data (``table``: shared ``RuntimeMesh.morph_table``, else made here;
         ``epoch``: the runtime's ``MorphEpoch`` the state bumps; ``shared_bounds``: the runtime's

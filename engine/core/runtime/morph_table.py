@@ -102,7 +102,7 @@ def pack_morph_span(primitive, smooth, live=None) -> np.ndarray:
     return span
 
 
-class _TargetData:
+class TargetData:
     """What the runtime needs of one target beyond the asset: references to the asset's sparse
     rows (no copy), the extremes of its position deltas (conservative bounds in shader mode) and
     the outline's smooth-normal deltas (``smooth_normal_deltas``: rows ``snr_rows``, (R,3)
@@ -148,9 +148,9 @@ _ROW_NAMES = ("idx", "pos", "nrm", "tan", "snr_rows", "snr", "snr_on_normals")
 _EXTREME_NAMES = ("dmin", "dmax", "max_length")
 
 
-def morph_table(primitive, smooth=None) -> List[_TargetData]:
-    """One _TargetData per morph target of ``primitive`` (init time, a loop over targets);
+def morph_table(primitive, smooth=None) -> List[TargetData]:
+    """One TargetData per morph target of ``primitive`` (init time, a loop over targets);
     ``smooth``: its ``SmoothNormalDeltas`` (or the list ``smooth_normal_deltas`` gives) when
     already made."""
     snor = SmoothNormalDeltas(primitive) if smooth is None else smooth
-    return [_TargetData(t, snor, i) for i, t in enumerate(primitive.morph_targets)]
+    return [TargetData(t, snor, i) for i, t in enumerate(primitive.morph_targets)]

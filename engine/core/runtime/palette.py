@@ -16,7 +16,7 @@ from ..assets.types import Bounds, SkinAsset
 from ..finite import affine_solve, object_inv
 from . import dquat as _dquat
 from .bbones import BBoneInputs
-from .palette_batch import _PaletteBatch
+from .palette_batch import PaletteBatch
 
 # bytes of one mat4; the seed checks jointCount * sizeof(mat4) for overflow
 MATRIX_BYTES = 64
@@ -29,12 +29,12 @@ _EMPTY_BOUNDS = Bounds.empty()
 
 class SkinningPalette:
     """One skin's palette: the last computed (and uploaded) matrices, their local bounds and the
-    upload flag.  While a batched update (``_PaletteBatch``) computes it, those are read from
+    upload flag.  While a batched update (``PaletteBatch``) computes it, those are read from
     the batch's arrays (``_view``: (batch, slot)), so a frame makes no per-palette Python step;
     any other write takes the palette's own copies back first (``_detach``)."""
 
     def __init__(self):
-        self._view = None             # (batch, slot) while a _PaletteBatch holds the results
+        self._view = None             # (batch, slot) while a PaletteBatch holds the results
         self._matrices = np.zeros((0, 4, 4), dtype=np.float32)
         self._bounds = Bounds.empty()
         self._uploaded = False
@@ -308,7 +308,7 @@ def _bind_worlds(scene) -> np.ndarray:
 
 class SkinningPaletteSet(BBoneInputs):
     """Every palette group of a scene: the linear-blend ones computed in one batched step
-    (palette_batch._PaletteBatch), Preserve Volume ones group by group (dquat.py).  The pose
+    (palette_batch.PaletteBatch), Preserve Volume ones group by group (dquat.py).  The pose
     source's other per-frame inputs (B-Bone segments, a bake's joints) come through the
     ``BBoneInputs`` API (bbones.py)."""
 
@@ -323,7 +323,7 @@ class SkinningPaletteSet(BBoneInputs):
         self.last_pose_version = 0
         self.last_error: Optional[str] = None
         self._scene = None
-        self._batch: Optional[_PaletteBatch] = None
+        self._batch: Optional[PaletteBatch] = None
         self._dq_groups: List[SkinningPaletteGroup] = []
 
     # ---------------------------------------------------------------- lifecycle
@@ -373,7 +373,7 @@ class SkinningPaletteSet(BBoneInputs):
         self.palette_groups = groups
         self._dq_groups = [g for g in groups if g.dq]            # Preserve Volume: per group
         linear = [g for g in groups if not g.dq]
-        self._batch = _PaletteBatch(linear, self.zero_singular_inverse) if linear else None
+        self._batch = PaletteBatch(linear, self.zero_singular_inverse) if linear else None
         self.palette_count = len(groups)
         self.joint_matrix_count = int(sum(g.skin.joint_count for g in groups))
         self._scene = scene
@@ -398,7 +398,7 @@ class SkinningPaletteSet(BBoneInputs):
     def texel_rows(self):
         """Every palette of the last batched update in one float32 array and where each starts:
         ``(rows (T*16,), {id(palette): first row})``, row j holding the 4 columns of a skin
-        matrix (the layout of a palette texture, ``gpu_backend.matrix_rows``).  For a pass that
+        matrix (the layout of a palette texture, ``gpu/palette_textures.py: matrix_rows``).  For a pass that
         draws many palettes from one texture (grouped draws) without concatenating them again.
         None before the first update or after a per-group (fallback) update."""
         b = self._batch

@@ -10,7 +10,7 @@ from ..assets.types import Bounds, bounds_of
 from ..finite import affine_solve, object_inv
 
 
-class _PaletteBatch:
+class PaletteBatch:
     """Every group of a SkinningPaletteSet computed in one vectorised step (the per-frame path).
 
     The joints of all groups are concatenated (T rows, group ``g`` at ``offsets[g]``), and the

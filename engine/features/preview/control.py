@@ -1,6 +1,6 @@
 """The viewport preview's entry points for the UI (operators, panels, Blender's handlers).
 
-The state itself and its per-frame drain are in ``preview_state.py`` (re-exported here); the
+The state itself and its per-frame drain are in ``state.py``; the
 per-scene states belong to the add-on's ``AddonState`` (``addon_state.py``: made by
 ``register()``, held by the registered engine class), which the functions below reach through
 ``render_engine.addon_state()``.  Without the add-on registered, ``get_state`` makes a state that
@@ -33,7 +33,7 @@ def _states() -> PreviewStates:
 
 
 def bake_cache():
-    """The add-on's preview bakes (``importer.bake.BakeCache``: what the operators bake and the
+    """The add-on's preview bakes (``engine/blender/bake/cache.py: BakeCache``: what the operators bake and the
     viewport sessions play), or None when the add-on is not registered."""
     a = _addon()
     return a.bakes if a is not None else None

@@ -11,7 +11,7 @@ spring bones hook into (``SceneRuntime.update_timeline``).
 
 Armatures only Blender can evaluate (bone constraints, IK, drivers on their bones or data,
 weighted B-Bones) and shape keys whose values drivers set (``bake.scene_keys``) are baked through
-Blender when Play starts (``importer.bake_scene``: the scene's
+Blender when Play starts (``blender/bake/scene.py``: the scene's
 range as the timeline shows it, NLA included, adaptive sub-frame samples) and their bones drawn
 from the bake (``preview_scene_bake``); the panel names them, why, and the bake's figures.
 VRM expression previews keyed on an armature's data (with or without the VRM Add-on) are
@@ -44,7 +44,7 @@ def needs_blender(scene) -> List[str]:
     whose motion needs Blender's evaluation in a way a bake of its bones does not cover (object
     constraints, drivers on object transforms, on a mesh's data or shape keys), naming it and
     what drives it.  Empty when it can.  Bone constraints, IK and drivers on an armature's bones
-    or data are baked (``importer.bake_scene``)."""
+    or data are baked (``blender/bake/scene.py``)."""
     out = []
     for ob in scene.objects:
         why = []

@@ -1,4 +1,4 @@
-"""Scene playback's baked armatures (``importer.bake_scene``): what decides whether a scene can be
+"""Scene playback's baked armatures (``blender/bake/scene.py``): what decides whether a scene can be
 played (its bakes are current), and the per-frame source that poses a baked armature's bones
 from its bake at the shown scene time (``SceneBakeFeed``)."""
 from __future__ import annotations

@@ -58,7 +58,7 @@ class PreviewState:
     scene_mode: bool = False                  # Scene: every animated object plays (engine/features/preview/scene.py)
     scene_frame: float = 0.0                  # Scene: the scene time shown (frames, fractional)
     scene_notes: list = field(default_factory=list)   # Scene: what the playback does not evaluate
-    scene_bakes: object = field(default=None, repr=False, compare=False)   # Scene: importer.bake_scene.SceneBakes
+    scene_bakes: object = field(default=None, repr=False, compare=False)   # Scene: blender/bake/scene.py SceneBakes
     _crowd_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
     _conflict_cache: tuple = field(default=(None, None, None), repr=False, compare=False)
 

@@ -20,15 +20,15 @@ from ...core.animation.spring_rig import (
     SpringSpec,
 )
 from ...core.finite import affine_inv
-from ..vrm.expressions import _g, extension_props  # one reader of the add-on's ID properties
+from ..vrm.read import extension_props, idprop  # one reader of the add-on's ID properties
 
 
 def spring_data(arm_obj):
     """The ``spring_bone1`` property group of an armature object, or None."""
     data = getattr(arm_obj, "data", None)
     ext = extension_props(data) if data is not None else None
-    sb = _g(ext, "spring_bone1") if ext is not None else None
-    if sb is None or not (len(_g(sb, "springs", [])) or len(_g(sb, "colliders", []))):
+    sb = idprop(ext, "spring_bone1") if ext is not None else None
+    if sb is None or not (len(idprop(sb, "springs", [])) or len(idprop(sb, "colliders", []))):
         return None
     return sb
 
@@ -37,8 +37,8 @@ def vrm0_data(arm_obj):
     """VRM 0.x ``secondary_animation`` with bone groups (used when there is no spring_bone1 copy)."""
     data = getattr(arm_obj, "data", None)
     ext = extension_props(data) if data is not None else None
-    sa = _g(_g(ext, "vrm0", {}), "secondary_animation") if ext is not None else None
-    if sa is None or not len(_g(sa, "bone_groups", [])):
+    sa = idprop(idprop(ext, "vrm0", {}), "secondary_animation") if ext is not None else None
+    if sa is None or not len(idprop(sa, "bone_groups", [])):
         return None
     return sa
 
@@ -47,7 +47,7 @@ def has_springs(arm_obj) -> bool:
     if getattr(arm_obj, "type", "") != "ARMATURE":
         return False
     sb = spring_data(arm_obj)
-    return bool(len(_g(sb, "springs", []))) if sb is not None else vrm0_data(arm_obj) is not None
+    return bool(len(idprop(sb, "springs", []))) if sb is not None else vrm0_data(arm_obj) is not None
 
 
 def _vrm0_springs(arm_obj, sa, by_uuid, node_of_bone):
@@ -57,14 +57,14 @@ def _vrm0_springs(arm_obj, sa, by_uuid, node_of_bone):
     from collections import deque
 
     colliders, groups = [], {}
-    for grp in _g(sa, "collider_groups", []):
-        uuid = str(_g(grp, "uuid", ""))
+    for grp in idprop(sa, "collider_groups", []):
+        uuid = str(idprop(grp, "uuid", ""))
         if not uuid:
             continue
-        bone = _bone_name(_g(grp, "node"), by_uuid)
+        bone = _bone_name(idprop(grp, "node"), by_uuid)
         ids = []
-        for c in _g(grp, "colliders", []):
-            ob = _g(c, "bpy_object")
+        for c in idprop(grp, "colliders", []):
+            ob = idprop(c, "bpy_object")
             if ob is None:
                 continue
             if bone and arm_obj.pose.bones.get(bone) is not None:
@@ -75,9 +75,9 @@ def _vrm0_springs(arm_obj, sa, by_uuid, node_of_bone):
         groups[uuid] = ids
     bones = arm_obj.data.bones
     assigned, springs = set(), []
-    for bg in _g(sa, "bone_groups", []):
+    for bg in idprop(sa, "bone_groups", []):
         roots = []
-        for ref in _g(bg, "bones", []):
+        for ref in idprop(bg, "bones", []):
             b = bones.get(_bone_name(ref, by_uuid) or "")
             if b is None or b.name in assigned:
                 continue
@@ -104,15 +104,15 @@ def _vrm0_springs(arm_obj, sa, by_uuid, node_of_bone):
                 kids = deque(first.children)
             chains.append(chain)
         assigned.update(n for c in chains for n in c)
-        center = _bone_name(_g(bg, "center"), by_uuid)
-        cols = [i for g in _g(bg, "collider_groups", []) for i in groups.get(str(_g(g, "collider_group_uuid", "")), [])]
-        gdir = tuple(float(x) for x in _g(bg, "gravity_dir", (0.0, 0.0, 0.0)))
+        center = _bone_name(idprop(bg, "center"), by_uuid)
+        cols = [i for g in idprop(bg, "collider_groups", []) for i in groups.get(str(idprop(g, "collider_group_uuid", "")), [])]
+        gdir = tuple(float(x) for x in idprop(bg, "gravity_dir", (0.0, 0.0, 0.0)))
         for chain in chains:
-            joints = [JointSpec(node=node_of_bone(n), stiffness=float(_g(bg, "stiffiness", 0.0)),
-                                drag_force=float(_g(bg, "drag_force", 0.0)),
-                                gravity_power=float(_g(bg, "gravity_power", 0.0)), gravity_dir=gdir,
-                                hit_radius=float(_g(bg, "hit_radius", 0.0))) for n in chain]
-            springs.append(SpringSpec(name=str(_g(bg, "comment", "")) or "Spring", joints=joints, colliders=cols,
+            joints = [JointSpec(node=node_of_bone(n), stiffness=float(idprop(bg, "stiffiness", 0.0)),
+                                drag_force=float(idprop(bg, "drag_force", 0.0)),
+                                gravity_power=float(idprop(bg, "gravity_power", 0.0)), gravity_dir=gdir,
+                                hit_radius=float(idprop(bg, "hit_radius", 0.0))) for n in chain]
+            springs.append(SpringSpec(name=str(idprop(bg, "comment", "")) or "Spring", joints=joints, colliders=cols,
                                       center_node=node_of_bone(center) if center else -1))
     return springs, colliders
 
@@ -121,7 +121,7 @@ def _bone_by_uuid(arm_obj) -> dict:
     out = {}
     for b in arm_obj.data.bones:
         e = extension_props(b)
-        u = _g(e, "uuid", "") if e is not None else ""
+        u = idprop(e, "uuid", "") if e is not None else ""
         if u:
             out[str(u)] = b.name
     return out
@@ -130,7 +130,7 @@ def _bone_by_uuid(arm_obj) -> dict:
 def _bone_name(node_group, by_uuid) -> str:
     if node_group is None:
         return ""
-    return by_uuid.get(str(_g(node_group, "bone_uuid", "")), "")
+    return by_uuid.get(str(idprop(node_group, "bone_uuid", "")), "")
 
 
 def _local(arm_obj, bone_name: str, world) -> np.ndarray:
@@ -143,19 +143,19 @@ def _local(arm_obj, bone_name: str, world) -> np.ndarray:
 
 
 def _read_collider(arm_obj, col, by_uuid, node_of_bone, warn) -> Optional[ColliderSpec]:
-    bone = _bone_name(_g(col, "node"), by_uuid)
+    bone = _bone_name(idprop(col, "node"), by_uuid)
     if not bone or arm_obj.pose.bones.get(bone) is None:
         return None
-    ob = _g(col, "bpy_object")
-    kind = CAPSULE if int(_g(col, "shape_type", 0)) == 1 else SPHERE
-    ext = _g(_g(col, "extensions", {}), "vrmc_spring_bone_extended_collider", {})
-    shape = _g(ext, "shape", {})
-    if bool(_g(ext, "enabled", False)):
-        et = int(_g(ext, "shape_type", 0))
+    ob = idprop(col, "bpy_object")
+    kind = CAPSULE if int(idprop(col, "shape_type", 0)) == 1 else SPHERE
+    ext = idprop(idprop(col, "extensions", {}), "vrmc_spring_bone_extended_collider", {})
+    shape = idprop(ext, "shape", {})
+    if bool(idprop(ext, "enabled", False)):
+        et = int(idprop(ext, "shape_type", 0))
         if et == 0:
-            kind = INSIDE_SPHERE if bool(_g(_g(shape, "sphere", {}), "inside", False)) else SPHERE
+            kind = INSIDE_SPHERE if bool(idprop(idprop(shape, "sphere", {}), "inside", False)) else SPHERE
         elif et == 1:
-            kind = INSIDE_CAPSULE if bool(_g(_g(shape, "capsule", {}), "inside", False)) else CAPSULE
+            kind = INSIDE_CAPSULE if bool(idprop(idprop(shape, "capsule", {}), "inside", False)) else CAPSULE
         else:
             kind = PLANE
     if ob is None:
@@ -193,7 +193,7 @@ def read_character(arm_obj, node_of_bone: Callable[[str], int], armature_node: i
     """The springs of one armature object as a bpy-free CharacterSpec (nodes via ``node_of_bone``);
     None when it has none.  Problems (a joint whose bone is missing...) go to ``warn``."""
     sb = spring_data(arm_obj)
-    sa = vrm0_data(arm_obj) if sb is None or not len(_g(sb, "springs", [])) else None
+    sa = vrm0_data(arm_obj) if sb is None or not len(idprop(sb, "springs", [])) else None
     if sb is None and sa is None:
         return None
     by_uuid = _bone_by_uuid(arm_obj)
@@ -202,8 +202,8 @@ def read_character(arm_obj, node_of_bone: Callable[[str], int], armature_node: i
         return _character(arm_obj, node_of_bone, armature_node, springs, colliders)
     colliders: List[ColliderSpec] = []
     col_index = {}
-    for col in _g(sb, "colliders", []):
-        uuid = str(_g(col, "uuid", ""))
+    for col in idprop(sb, "colliders", []):
+        uuid = str(idprop(col, "uuid", ""))
         if not uuid:
             continue
         spec = _read_collider(arm_obj, col, by_uuid, node_of_bone, warn)
@@ -212,29 +212,29 @@ def read_character(arm_obj, node_of_bone: Callable[[str], int], armature_node: i
         col_index[uuid] = len(colliders)
         colliders.append(spec)
     groups = {}
-    for grp in _g(sb, "collider_groups", []):
-        ids = [col_index[str(_g(c, "collider_uuid", ""))] for c in _g(grp, "colliders", [])
-               if str(_g(c, "collider_uuid", "")) in col_index]
+    for grp in idprop(sb, "collider_groups", []):
+        ids = [col_index[str(idprop(c, "collider_uuid", ""))] for c in idprop(grp, "colliders", [])
+               if str(idprop(c, "collider_uuid", "")) in col_index]
         if ids:
-            groups[str(_g(grp, "uuid", ""))] = ids
+            groups[str(idprop(grp, "uuid", ""))] = ids
     springs: List[SpringSpec] = []
-    for i, sp in enumerate(_g(sb, "springs", [])):
-        name = str(_g(sp, "vrm_name", "")) or f"spring {i}"
+    for i, sp in enumerate(idprop(sb, "springs", [])):
+        name = str(idprop(sp, "vrm_name", "")) or f"spring {i}"
         joints = []
-        for j in _g(sp, "joints", []):
-            bone = _bone_name(_g(j, "node"), by_uuid)
+        for j in idprop(sp, "joints", []):
+            bone = _bone_name(idprop(j, "node"), by_uuid)
             node = node_of_bone(bone) if bone else -1
             if node < 0:
                 warn(f"spring '{name}' of '{arm_obj.name}': a joint names no bone of the armature (skipped)")
-            joints.append(JointSpec(node=node, stiffness=float(_g(j, "stiffness", 1.0)),
-                                    drag_force=float(_g(j, "drag_force", 0.5)),
-                                    gravity_power=float(_g(j, "gravity_power", 0.0)),
-                                    gravity_dir=tuple(float(x) for x in _g(j, "gravity_dir", (0.0, 0.0, -1.0))),
-                                    hit_radius=float(_g(j, "hit_radius", 0.0))))
+            joints.append(JointSpec(node=node, stiffness=float(idprop(j, "stiffness", 1.0)),
+                                    drag_force=float(idprop(j, "drag_force", 0.5)),
+                                    gravity_power=float(idprop(j, "gravity_power", 0.0)),
+                                    gravity_dir=tuple(float(x) for x in idprop(j, "gravity_dir", (0.0, 0.0, -1.0))),
+                                    hit_radius=float(idprop(j, "hit_radius", 0.0))))
         cols = []
-        for g in _g(sp, "collider_groups", []):
-            cols += groups.get(str(_g(g, "collider_group_uuid", "")), [])
-        center = _bone_name(_g(sp, "center"), by_uuid)
+        for g in idprop(sp, "collider_groups", []):
+            cols += groups.get(str(idprop(g, "collider_group_uuid", "")), [])
+        center = _bone_name(idprop(sp, "center"), by_uuid)
         springs.append(SpringSpec(name=name, joints=joints, colliders=cols,
                                   center_node=node_of_bone(center) if center else -1))
     return _character(arm_obj, node_of_bone, armature_node, springs, colliders)

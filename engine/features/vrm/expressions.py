@@ -1,6 +1,6 @@
 """VRM expressions as a source of morph weights (and material colour / UV binds).
 
-The rules and tables are in ``vrm_rules.py``, the reading of the add-on's data in ``vrm_read.py``
+The rules and tables are in ``rules.py``, the reading of the add-on's data in ``read.py``
 (both re-exported here); this module flattens an avatar (``ExpressionSet``), binds it to the
 runtime's morph slots (``VrmMorphSource``) and materials (``MaterialBinds``) and writes previews.
 
@@ -49,17 +49,17 @@ import numpy as np
 
 from .read import (
     Expression,
-    _check_binds,
-    _containers,
-    _g,
-    _list,
-    _num,
-    _read_v0_group,
-    _read_v1_expression,
-    _spec_version,
     addon_registered,
+    as_float,
+    check_binds,
+    expression_containers,
     extension_props,
     group_at,
+    idprop,
+    prop_list,
+    read_v0_group,
+    read_v1_expression,
+    spec_version,
 )
 
 # (re-exported: the VRM names stay reachable as vrm_expressions.X)
@@ -118,46 +118,46 @@ class ExpressionSet:
         ext = extension_props(data)
         if ext is None:
             return None
-        spec = _spec_version(ext)
+        spec = spec_version(ext)
         problems: list = []
         exprs: List[Expression] = []
         if spec == SPEC_VRM0:
-            master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
-            groups = _list(master, "blend_shape_groups") if master is not None else []
+            master = idprop(idprop(ext, "vrm0", None) or {}, "blend_shape_master", None)
+            groups = prop_list(master, "blend_shape_groups") if master is not None else []
             for i, grp in enumerate(groups):
-                exprs.append(_read_v0_group(i, grp, problems))
+                exprs.append(read_v0_group(i, grp, problems))
             if not exprs:
                 return None
         elif spec == SPEC_VRM1:
-            ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
+            ex = idprop(idprop(ext, "vrm1", None) or {}, "expressions", None)
             if ex is None:
                 return None
-            preset = _g(ex, "preset", None)
+            preset = idprop(ex, "preset", None)
             for name, key in PRESETS:
-                grp = _g(preset, key, None) if preset is not None else None
-                exprs.append(_read_v1_expression(name, name, grp if grp is not None else {}, ("preset", key),
+                grp = idprop(preset, key, None) if preset is not None else None
+                exprs.append(read_v1_expression(name, name, grp if grp is not None else {}, ("preset", key),
                                                  f"{EXT}.vrm1.expressions.preset.{key}.preview", problems))
-            for i, grp in enumerate(_list(ex, "custom")):
-                nm = str(_g(grp, "custom_name", "") or _g(grp, "name", "") or f"custom {i}")
-                exprs.append(_read_v1_expression(nm, None, grp, ("custom", i),
+            for i, grp in enumerate(prop_list(ex, "custom")):
+                nm = str(idprop(grp, "custom_name", "") or idprop(grp, "name", "") or f"custom {i}")
+                exprs.append(read_v1_expression(nm, None, grp, ("custom", i),
                                                  f"{EXT}.vrm1.expressions.custom[{i}].preview", problems))
             if not any(e.is_bound for e in exprs):
                 return None
         else:
             return None
-        _check_binds(armature_obj.name, exprs, problems)
+        check_binds(armature_obj.name, exprs, problems)
         return cls(armature_obj.name, spec, exprs, problems)
 
     # -------------------------------------------------------------------------------- per frame
     def _groups(self, ext):
         """The IDProperty groups of the expressions (parallel to ``expressions``; None if gone)."""
-        c = _containers(ext)
+        c = expression_containers(ext)
         return [group_at(ext, e.location, c) for e in self.expressions]
 
     def stored_values(self, armature_data) -> np.ndarray:
         """The previews stored on ``armature_data`` (original or evaluated), 0 where unset."""
         groups = self._groups(extension_props(armature_data))
-        return np.array([_num(_g(g, "preview", 0.0)) if g is not None else 0.0 for g in groups], np.float64)
+        return np.array([as_float(idprop(g, "preview", 0.0)) if g is not None else 0.0 for g in groups], np.float64)
 
     def animated_values(self, armature_data, frame: float, values: np.ndarray) -> np.ndarray:
         """``values`` with every preview that the armature data's action animates evaluated at
@@ -440,7 +440,7 @@ def get_preview(armature_obj, expr: Expression) -> float:
     if owner is not None:
         return float(owner.preview)
     grp = group_at(extension_props(armature_obj.data), expr.location)
-    return _num(_g(grp, "preview", 0.0)) if grp is not None else 0.0
+    return as_float(idprop(grp, "preview", 0.0)) if grp is not None else 0.0
 
 
 def set_preview(armature_obj, expr: Expression, value: float) -> None:

@@ -1,18 +1,18 @@
 """The VRM Add-on's expression data read from the ID properties it leaves in the .blend (with or
-without the add-on installed): ``Expression`` and the VRM 1.0 / 0.x readers (split out of
-``vrm_expressions.py``, which flattens them into an ``ExpressionSet``)."""
+without the add-on installed): ``Expression`` and the VRM 1.0 / 0.x readers (``expressions.py``
+flattens them into an ``ExpressionSet``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from .rules import (
-    _PRESET_PROPS,
     CAT_NONE,
     COLOR_BIND_TYPES,
     EXT,
     OVERRIDE_NAMES,
     PRESET_CATEGORY,
+    PRESET_PROPS,
     SPEC_VRM0,
     SPEC_VRM1,
     VRM0_MATERIAL_PROPERTIES,
@@ -52,7 +52,7 @@ def addon_registered() -> bool:
     return hasattr(bpy.types.Armature, EXT)
 
 
-def _g(group, key, default=None):
+def idprop(group, key, default=None):
     try:
         v = group.get(key, default)
     except Exception:
@@ -60,8 +60,8 @@ def _g(group, key, default=None):
     return default if v is None else v
 
 
-def _list(group, key) -> list:
-    v = _g(group, key, None)
+def prop_list(group, key) -> list:
+    v = idprop(group, key, None)
     if v is None:
         return []
     try:
@@ -70,7 +70,7 @@ def _list(group, key) -> list:
         return []
 
 
-def _num(v, default=0.0) -> float:
+def as_float(v, default=0.0) -> float:
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -78,8 +78,8 @@ def _num(v, default=0.0) -> float:
     return f
 
 
-def _spec_version(ext) -> str:
-    v = _g(ext, "spec_version", 1)      # the add-on's default is VRM 1.0 (enum value 1)
+def spec_version(ext) -> str:
+    v = idprop(ext, "spec_version", 1)      # the add-on's default is VRM 1.0 (enum value 1)
     if isinstance(v, str):
         return SPEC_VRM0 if v.startswith("0") else SPEC_VRM1 if v.startswith("1") else str(v)
     return {0: SPEC_VRM0, 1: SPEC_VRM1}.get(int(v), str(v))
@@ -89,11 +89,11 @@ def _mesh_object_name(node) -> str:
     """MeshObjectPropertyGroup -> object name (its pointer, else the saved name)."""
     if node is None:
         return ""
-    ob = _g(node, "bpy_object", None)
+    ob = idprop(node, "bpy_object", None)
     name = getattr(ob, "name", None) if ob is not None else None
     if name:
         return str(name)
-    return str(_g(node, "saved_mesh_object_name_to_restore", "") or "")
+    return str(idprop(node, "saved_mesh_object_name_to_restore", "") or "")
 
 
 def _material_name(mat) -> str:
@@ -139,12 +139,12 @@ class Expression:
         return bool(self.morph_binds or self.color_binds or self.uv_binds)
 
 
-def _read_v1_expression(name, preset, grp, location, data_path, problems) -> Expression:
+def read_v1_expression(name, preset, grp, location, data_path, problems) -> Expression:
     e = Expression(name=name, preset=preset, location=location, data_path=data_path)
-    e.is_binary = bool(_g(grp, "is_binary", False))
+    e.is_binary = bool(idprop(grp, "is_binary", False))
     ovs = []
     for key in ("override_blink", "override_look_at", "override_mouth"):
-        v = _g(grp, key, 0)
+        v = idprop(grp, key, 0)
         if isinstance(v, str):
             v = OVERRIDE_NAMES.index(v) if v in OVERRIDE_NAMES else 0
         v = int(v)
@@ -153,19 +153,19 @@ def _read_v1_expression(name, preset, grp, location, data_path, problems) -> Exp
             v = 0
         ovs.append(v)
     e.overrides = tuple(ovs)
-    _read_morph_binds(e, _list(grp, "morph_target_binds"), "node")
-    for b in _list(grp, "material_color_binds"):
-        mat = _material_name(_g(b, "material", None))
-        raw = _g(b, "type", 0)
+    _read_morph_binds(e, prop_list(grp, "morph_target_binds"), "node")
+    for b in prop_list(grp, "material_color_binds"):
+        mat = _material_name(idprop(b, "material", None))
+        raw = idprop(b, "type", 0)
         t = raw if isinstance(raw, str) else COLOR_BIND_TYPES.get(int(raw))
-        tv = [_num(x) for x in _list(b, "target_value")] or [0.0, 0.0, 0.0, 1.0]
+        tv = [as_float(x) for x in prop_list(b, "target_value")] or [0.0, 0.0, 0.0, 1.0]
         tv = (tv + [0.0, 0.0, 0.0, 1.0][len(tv):])[:4]
         if mat and t:
             e.color_binds.append((mat, t, tuple(tv)))
-    for b in _list(grp, "texture_transform_binds"):
-        mat = _material_name(_g(b, "material", None))
-        sc = [_num(x, 1.0) for x in _list(b, "scale")] or [1.0, 1.0]
-        of = [_num(x) for x in _list(b, "offset")] or [0.0, 0.0]
+    for b in prop_list(grp, "texture_transform_binds"):
+        mat = _material_name(idprop(b, "material", None))
+        sc = [as_float(x, 1.0) for x in prop_list(b, "scale")] or [1.0, 1.0]
+        of = [as_float(x) for x in prop_list(b, "offset")] or [0.0, 0.0]
         if mat:
             e.uv_binds.append((mat, tuple((sc + [1.0, 1.0])[:2]), tuple((of + [0.0, 0.0])[:2])))
     return e
@@ -175,26 +175,26 @@ def _read_morph_binds(e: Expression, binds, mesh_key: str) -> None:
     """The shape-key binds of an expression (VRM 1.0 ``morph_target_binds`` name their mesh
     ``node``, VRM 0.x ``binds`` ``mesh``): (mesh object, key name, weight) into ``e.morph_binds``."""
     for b in binds:
-        mesh = _mesh_object_name(_g(b, mesh_key, None))
-        key = str(_g(b, "index", "") or "")
-        w = _num(_g(b, "weight", 1.0), 1.0)
+        mesh = _mesh_object_name(idprop(b, mesh_key, None))
+        key = str(idprop(b, "index", "") or "")
+        w = as_float(idprop(b, "weight", 1.0), 1.0)
         if mesh and key:
             e.morph_binds.append((mesh, key, w))
 
 
-def _read_v0_group(i, grp, problems) -> Expression:
-    pn = _g(grp, "preset_name", 0)
+def read_v0_group(i, grp, problems) -> Expression:
+    pn = idprop(grp, "preset_name", 0)
     preset = VRM0_PRESETS.get(int(pn)) if not isinstance(pn, str) else None
-    name = str(_g(grp, "name", "") or "") or (preset or f"group {i}")
+    name = str(idprop(grp, "name", "") or "") or (preset or f"group {i}")
     e = Expression(name=name, preset=preset, location=("vrm0", i),
                    data_path=f"{EXT}.vrm0.blend_shape_master.blend_shape_groups[{i}].preview")
-    e.is_binary = bool(_g(grp, "is_binary", False))
-    _read_morph_binds(e, _list(grp, "binds"), "mesh")
-    for b in _list(grp, "material_values"):
-        mat = _material_name(_g(b, "material", None))
-        prop = str(_g(b, "property_name", "") or "")
+    e.is_binary = bool(idprop(grp, "is_binary", False))
+    _read_morph_binds(e, prop_list(grp, "binds"), "mesh")
+    for b in prop_list(grp, "material_values"):
+        mat = _material_name(idprop(b, "material", None))
+        prop = str(idprop(b, "property_name", "") or "")
         kind = VRM0_MATERIAL_PROPERTIES.get(prop)
-        tv = [_num(_g(x, "value", 0.0)) for x in _list(b, "target_value")]
+        tv = [as_float(idprop(x, "value", 0.0)) for x in prop_list(b, "target_value")]
         if not mat or kind is None:
             if mat and prop:
                 problems.append(f"blend shape group '{name}': material value '{prop}' of '{mat}' is not applied")
@@ -209,21 +209,21 @@ def _read_v0_group(i, grp, problems) -> Expression:
     return e
 
 
-def _containers(ext) -> dict:
+def expression_containers(ext) -> dict:
     """The add-on's expression containers of ``ext``: VRM 0.x groups, VRM 1.0 presets and custom."""
     out = {"vrm0": [], "preset": None, "custom": []}
     if ext is None:
         return out
-    master = _g(_g(ext, "vrm0", None) or {}, "blend_shape_master", None)
-    out["vrm0"] = _list(master, "blend_shape_groups") if master is not None else []
-    ex = _g(_g(ext, "vrm1", None) or {}, "expressions", None)
+    master = idprop(idprop(ext, "vrm0", None) or {}, "blend_shape_master", None)
+    out["vrm0"] = prop_list(master, "blend_shape_groups") if master is not None else []
+    ex = idprop(idprop(ext, "vrm1", None) or {}, "expressions", None)
     if ex is not None:
-        out["preset"] = _g(ex, "preset", None)
-        out["custom"] = _list(ex, "custom")
+        out["preset"] = idprop(ex, "preset", None)
+        out["custom"] = prop_list(ex, "custom")
     return out
 
 
-def _check_binds(armature_name: str, exprs, problems: list) -> None:
+def check_binds(armature_name: str, exprs, problems: list) -> None:
     """Messages for binds that point at nothing (a missing mesh object, shape key or material)."""
     import bpy
 
@@ -245,13 +245,13 @@ def _check_binds(armature_name: str, exprs, problems: list) -> None:
 
 def group_at(ext, location, containers=None):
     """The IDPropertyGroup of the expression at ``location`` in the add-on data ``ext`` (or None);
-    ``containers`` (from ``_containers``) saves walking the data again for each expression."""
+    ``containers`` (from ``expression_containers``) saves walking the data again for each expression."""
     if ext is None or not location:
         return None
-    c = containers if containers is not None else _containers(ext)
+    c = containers if containers is not None else expression_containers(ext)
     kind, key = location
     if kind == "preset":
-        return _g(c["preset"], key, None) if c["preset"] is not None else None
+        return idprop(c["preset"], key, None) if c["preset"] is not None else None
     seq = c["vrm0"] if kind == "vrm0" else c["custom"]
     return seq[key] if 0 <= key < len(seq) else None
 
@@ -264,9 +264,9 @@ def preview_path_problem(armature_data, data_path: str) -> Optional[str]:
     if loc is None:
         return f"'{data_path}' is not a VRM expression preview"
     kind, key = loc
-    c = _containers(extension_props(armature_data))
+    c = expression_containers(extension_props(armature_data))
     if kind == "preset":
-        if key in _PRESET_PROPS:
+        if key in PRESET_PROPS:
             return None
         return f"VRM 1.0 preset '{key}' does not exist"
     seq = c["vrm0"] if kind == "vrm0" else c["custom"]

@@ -1,5 +1,4 @@
-"""The VRM 1.0 expression rules and the add-on's enum tables (numpy only; split out of
-``vrm_expressions.py``).
+"""The VRM 1.0 expression rules and the add-on's enum tables (numpy only).
 
 ``evaluate`` applies the rules vectorised:
 
@@ -54,7 +53,7 @@ SPEC_VRM0, SPEC_VRM1 = "0.x", "1.0"
 # CHANNEL_PREFIX, RE_PREVIEW_PATH: the importer's names, read here)
 from ...blender.importer.vrm_paths import CHANNEL_PREFIX, EXT, RE_PREVIEW_PATH, channel_key_for_path, location_of_path  # noqa: E402,F401
 
-_PRESET_PROPS = frozenset(k for _p, k in PRESETS)
+PRESET_PROPS = frozenset(k for _p, k in PRESETS)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ The palette texture is made from the texel rows of the frame's batched palette u
 are (``SkinningPaletteSet.texel_rows``, passed as ``palette_rows``: every palette's uploaded rows
 are a view of them), not from a concatenation; without them, or for palettes outside them (a
 per-group update), the drawn palettes are concatenated.  Palettes drawn alone make their own
-texture on first use (``gpu_backend.palette_texture``); grouped ones make none.
+texture on first use (``palette_textures.palette_texture``); grouped ones make none.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .lights import mtoon_light_colors, shading_lights
-from .shadow import ShadowPass, _boxes, light_rotation
+from .shadow import ShadowPass, caster_boxes, light_rotation
 
 MAX_LOCAL_SHADOWS = 4
 CUBE_FACES = 6
@@ -142,8 +142,8 @@ def fit_local(lights, indices, receivers, casters, resolution: int = 2048) -> Lo
         return None
     tile = tile_size(resolution)
     widen = tile / max(tile - 2 * MARGIN_TEXELS, 1)
-    cbox, cvalid = _boxes(casters)
-    rbox, rvalid = _boxes(receivers)
+    cbox, cvalid = caster_boxes(casters)
+    rbox, rvalid = caster_boxes(receivers)
     boxes = np.concatenate([cbox[cvalid], rbox[rvalid]])
     boxes = boxes[np.all(np.abs(boxes) < 1e7, axis=(1, 2))]
     fit = LocalFit([], [], [], [], [], tile=tile)

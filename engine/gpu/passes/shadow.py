@@ -95,7 +95,7 @@ def _round_down(x: float) -> float:
     return float(2.0 ** (np.floor(np.log2(max(x, 1e-6)) * _QUANT) / _QUANT))
 
 
-def _boxes(items):
+def caster_boxes(items):
     """(K,2,3) min/max of the items' world bounds and a (K,) mask of the valid (finite) ones."""
     k = len(items)
     box = np.full((k, 2, 3), np.nan)
@@ -166,7 +166,7 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
     # the view depth range that holds visible geometry (huge / non-finite boxes cannot widen it
     # beyond the clip range and the shadow distance)
     near, far = n_cam, far_limit
-    rbox, rvalid = _boxes(receivers)
+    rbox, rvalid = caster_boxes(receivers)
     if rvalid.any():
         corners = _box_corners(rbox[rvalid])                       # (K,8,3)
         depth = -(corners @ view[2, :3] + view[2, 3])              # (K,8)
@@ -215,7 +215,7 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
         return v @ cam_world[:3, :3].T + cam_world[:3, 3]
 
     R = light_rotation(direction)
-    cbox, cvalid = _boxes(casters)
+    cbox, cvalid = caster_boxes(casters)
     if len(casters):
         lc = _box_corners(np.where(cvalid[:, None, None], cbox, 0.0)) @ R.T      # (K,8,3) light space
         clo, chi = lc.min(1), lc.max(1)
