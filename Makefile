@@ -34,6 +34,11 @@ lint: setup
 test: setup lint
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
+# the bpy-free core tests alone (tests/core: numpy only, seconds); tests/conftest.py, which starts
+# Blender, is not loaded, and tests/core/conftest.py makes any import of bpy fail
+test-core: setup
+	$(PY) -m pytest tests/core --confcutdir=tests/core $(PYTEST_ARGS)
+
 # The whole suite on every version in BLENDER_VERSIONS, one after the other, each in its own
 # environment. Ends with one line per version made from pytest's own closing line, e.g.
 # "blender 5.2.3: 252 passed", and a total; exits non-zero when any version failed, ran no test,

@@ -236,8 +236,8 @@ def test_player_clip_matches_blender(rig):
 
 
 def test_unknown_mode_is_rejected_with_the_bone_name():
-    import test_runtime_rigs as R
     from stylized_renderer.engine.core.assets import NODE_BONE, SceneAsset, SceneNodeAsset
+    from support import rigs as R
 
     good = R.skinned_arm_scene()
     nodes = list(good.nodes)

@@ -108,9 +108,9 @@ def test_a_primitives_live_target_check_keeps_one_slot(empty_scene):
     the other (each then animated a frame, refreshed in place) leave one slot, and every frame
     draws the state's weights.  Before: one entry per live-target array ever seen, kept (with the
     array) until the backend was released."""
-    import test_runtime_mesh_instance as M
     from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.backend import GpuBackend
+    from support import morph_meshes as M
 
     n = 6
     deltas = []

@@ -6,12 +6,12 @@ import bpy
 import numpy as np
 import pytest
 
-import test_runtime_rigs as R
 from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose, slerp
 from stylized_renderer.engine.core.animation.mixer import MorphMixer
 from stylized_renderer.engine.core.assets import MorphWeightChannelAsset, NodeAnimationChannelAsset
 from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.features.preview.state import DEFAULT_FADE, apply_commands
+from support import rigs as R
 
 ZA = [0.0, 0.0, 1.0]
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import test_runtime_rigs as R  # noqa: F401  (package registration)
 from stylized_renderer.engine.core.animation import MorphState
 from stylized_renderer.engine.core.assets import MorphTargetAsset
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import test_runtime_mesh_instance as M
 from stylized_renderer.engine.core.runtime.backend import CpuBackend, CpuMorphStream
 from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
+from support import morph_meshes as M
 
 UP, RIGHT, target = M.UP, M.RIGHT, M.target
 

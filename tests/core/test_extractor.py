@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import test_runtime_rigs as R
 from stylized_renderer.engine.core.assets import MeshAsset, MorphTargetAsset, SceneAsset
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.world import ExtractionError, RenderExtractor, SceneRuntime, frustum_planes
+from support import rigs as R
 
 UP = np.tile([0.0, 0.0, 1.0], (4, 1))
 

@@ -8,7 +8,7 @@ import pathlib
 
 import numpy as np
 
-_path = pathlib.Path(__file__).resolve().parents[1] / "engine" / "core" / "compositing" / "cryptomatte.py"
+_path = pathlib.Path(__file__).resolve().parents[2] / "engine" / "core" / "compositing" / "cryptomatte.py"
 _spec = importlib.util.spec_from_file_location("cm_kernel", _path)
 cm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cm)

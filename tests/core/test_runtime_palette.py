@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import test_runtime_rigs as R
 from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose
 from stylized_renderer.engine.core.assets import MeshAsset, SceneAsset
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.runtime.palette import SkinningPalette, SkinningPaletteSet
+from support import rigs as R
 
 
 def build(scene=None, backend=None):

@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
-import test_runtime_rigs as R
 from stylized_renderer.engine.blender.importer.rotation import quat_mul
 from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose, TrackSet, slerp
 from stylized_renderer.engine.core.assets import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
 from stylized_renderer.engine.core.assets.types import compose_trs
+from support import rigs as R
 
 
 def setup(channels, duration=2.0, morph_channels=()):

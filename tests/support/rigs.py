@@ -1,24 +1,12 @@
-"""Synthetic rigs (built by hand with the asset types) shared by the runtime-core tests.
-
-Other test files import this module as ``test_runtime_rigs`` (pytest puts tests/ on sys.path).
-"""
+"""Synthetic rigs (built by hand with the asset types) shared by the runtime-core tests
+(``from support import rigs as R``).  bpy-free: tests/core/ imports it without Blender."""
 from __future__ import annotations
 
-import ast
-import importlib.util
 import pathlib
-import sys
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(pathlib.Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-if "stylized_renderer" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("stylized_renderer", ROOT / "__init__.py",
-                                                   submodule_search_locations=[str(ROOT)])
-    _m = importlib.util.module_from_spec(_spec)
-    sys.modules["stylized_renderer"] = _m   # do NOT exec __init__ (it needs bpy)
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 from stylized_renderer.engine.core.assets import (
     NODE_BONE,
@@ -114,33 +102,3 @@ def vec_channel(node_index, times, values, kind="translation"):
 
 def clip(channels=(), duration=1.0, morph_channels=(), name="clip"):
     return AnimationClipAsset(name=name, duration_seconds=duration, channels=channels, morph_channels=morph_channels)
-
-
-def runtime_sources():
-    """Source files of the runtime core (must not import bpy or gpu)."""
-    return sorted((ROOT / "engine" / "core").rglob("*.py"))
-
-
-def imported_modules(path):
-    tree = ast.parse(pathlib.Path(path).read_text())
-    mods = set()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Import):
-            mods.update(a.name.split(".")[0] for a in n.names)
-        elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
-            mods.add(n.module.split(".")[0])
-    return mods
-
-
-# --------------------------------------------------------------------------- sanity of the rigs
-def test_rigs_are_valid():
-    assert skinned_arm_scene().is_valid()
-    assert skinned_arm_scene(morph=True).is_valid()
-
-
-def test_runtime_core_imports_neither_bpy_nor_gpu():
-    files = runtime_sources()
-    assert len(files) >= 8
-    for f in files:
-        mods = imported_modules(f)
-        assert "bpy" not in mods and "gpu" not in mods and "mathutils" not in mods, f

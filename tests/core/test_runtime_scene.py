@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import test_runtime_rigs as R
 from stylized_renderer.engine.core.assets import MorphWeightChannelAsset
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.world import SceneRuntime
+from support import rigs as R
 
 
 def runtime(scene=None):

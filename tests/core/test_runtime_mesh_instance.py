@@ -3,51 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import test_runtime_rigs as R
-from stylized_renderer.engine.core.assets import MeshAsset, MorphTargetAsset
+from stylized_renderer.engine.core.assets import MeshAsset
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
-
-
-def target(name, pos, nrm=None, tan=None, lo=0.0, hi=1.0, mute=False):
-    return MorphTargetAsset(name, position_deltas=np.asarray(pos, float), normal_deltas=None if nrm is None else
-                            np.asarray(nrm, float), tangent_deltas=None if tan is None else np.asarray(tan, float),
-                            weight_min=lo, weight_max=hi, mute=mute, key_name=name)
-
-
-def mesh_with(targets, static_second=True):
-    prims = [R.quad_primitive(0, "Face", morphs=tuple(targets))]
-    if static_second:
-        prims.append(R.quad_primitive(1, "Cloth", offset=(0, 0, 1)))
-    return MeshAsset("Head", "HeadMesh", prims)
-
-
-def build(targets, backend=None):
-    be = backend or CpuBackend()
-    mesh = mesh_with(targets)
-    rm = RuntimeMesh()
-    assert rm.initialize(mesh, be)
-    inst = RuntimeMeshInstance()
-    assert inst.initialize(mesh, rm, be)
-    return mesh, rm, inst, be
-
-
-def instances(mesh, n=1, policy="auto", epoch=None):
-    """``n`` instances of ``mesh`` (linked duplicates) on one RuntimeMesh and CPU backend."""
-    be = CpuBackend()
-    rm = RuntimeMesh()
-    assert rm.initialize(mesh, be)
-    out = []
-    for _ in range(n):
-        inst = RuntimeMeshInstance()
-        inst.morph_policy = policy
-        assert inst.initialize(mesh, rm, be, epoch)
-        out.append(inst)
-    return out
-
-
-UP = np.tile([0.0, 0.0, 1.0], (4, 1))
-RIGHT = np.array([[1.0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]])
+from support import rigs as R
+from support.morph_meshes import RIGHT, UP, build, instances, mesh_with, target
 
 
 def test_runtime_mesh_has_one_stream_per_primitive():

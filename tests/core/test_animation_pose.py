@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import test_runtime_rigs as R
 from stylized_renderer.engine.core.animation import RESOLVED, RESOLVING, ScenePose
 from stylized_renderer.engine.core.animation.pose import next_version
 from stylized_renderer.engine.core.assets import SceneAsset
+from support import rigs as R
 
 
 def make_pose(scene=None):

@@ -1,0 +1,1 @@
+"""The bpy-free core tests (make test-core)."""
