@@ -284,7 +284,7 @@ def main(argv=None):
     med = {e: {k: statistics.median(r[k] for r in runs[e]) for k in ("first_s", "second_s", "edit_s", "peak_mb",
                                                                         "growth_mb")} for e in engines}
     s, w = med["STYLIZED"], med["BLENDER_WORKBENCH"]
-    print(f"bench-set: scale={a.scale} first_ratio={s['first_s'] / w['first_s']:.2f} "
+    print(f"bench-set: set={a.file or a.scale} first_ratio={s['first_s'] / w['first_s']:.2f} "
           f"second_ratio={s['second_s'] / w['second_s']:.2f} edit_ratio={s['edit_s'] / w['edit_s']:.2f} "
           f"memory_ratio={s['peak_mb'] / w['peak_mb']:.2f} growth_mb={s['growth_mb']:.1f} "
           f"wb_growth_mb={w['growth_mb']:.1f} load={os.getloadavg()[0]:.1f}")
