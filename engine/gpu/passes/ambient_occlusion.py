@@ -14,10 +14,17 @@ from .common import FullscreenPass, fullscreen_shader, gl_matrix
 COUNT = 12
 
 _BODY = """
+/* view-space point of pixel q at depth d, through the projection's terms (as
+ * render_passes._view_points: perspective or, params.y = 1, orthographic) */
 vec3 view_pos(ivec2 q, float d, vec2 size)
 {
-  vec4 v = inv_proj * vec4((vec2(q) + 0.5) / size * 2.0 - 1.0, d * 2.0 - 1.0, 1.0);
-  return v.xyz / v.w;
+  vec2 ndc = (vec2(q) + 0.5) / size * 2.0 - 1.0;
+  float nz = d * 2.0 - 1.0;
+  if (params.y > 0.5) {
+    return vec3((ndc.x - proj[3][0]) / proj[0][0], (ndc.y - proj[3][1]) / proj[1][1], (nz - proj[3][2]) / proj[2][2]);
+  }
+  float z = -proj[3][2] / (nz + proj[2][2]);
+  return vec3(-z * (ndc.x + proj[2][0]) / proj[0][0], -z * (ndc.y + proj[2][1]) / proj[1][1], z);
 }
 
 float view_z(ivec2 q, vec2 size)
@@ -37,7 +44,8 @@ void main()
     return;
   }
   vec3 P = view_pos(p, d, size);
-  vec3 N = normalize(mat3(view) * texelFetch(aux, p, 0).xyz);
+  vec3 n = texelFetch(aux, p, 0).xyz;      /* world normal -> view (the view matrix's rows) */
+  vec3 N = normalize(vec3(dot(view_r0.xyz, n), dot(view_r1.xyz, n), dot(view_r2.xyz, n)));
   vec3 a = (abs(N.x) < 0.9) ? vec3(1.0, 0.0, 0.0) : vec3(0.0, 1.0, 0.0);
   vec3 T = normalize(cross(a, N));
   vec3 B = cross(N, T);
@@ -72,8 +80,8 @@ def _shader(cache):
         head = f"#define COUNT {COUNT}\nconst vec4 hemi[{COUNT}] = vec4[{COUNT}](\n{consts});\n"
         return fullscreen_shader("stylized_ambient_occlusion", head + _BODY,
                                  samplers=(("FLOAT_2D", "depth"), ("FLOAT_2D", "aux")),
-                                 push_constants=(("MAT4", "proj"), ("MAT4", "inv_proj"), ("MAT4", "view"),
-                                                 ("VEC4", "params")))
+                                 push_constants=(("MAT4", "proj"), ("VEC4", "view_r0"), ("VEC4", "view_r1"),
+                                                 ("VEC4", "view_r2"), ("VEC4", "params")))   # (128 bytes)
     return cache.shader("ambient_occlusion", make)
 
 
@@ -82,8 +90,9 @@ class AmbientOcclusionPass(FullscreenPass):
         """The AO texture (RGBA32F: AO, AO, AO, 1; 0 on the background) of the frame just drawn."""
         s = frame.settings
         p = np.asarray(frame.camera.projection, np.float64)
+        view = np.asarray(frame.camera.view, np.float64)
         return self.draw(s.width, s.height, _shader(self.cache),
                          samplers=(("depth", depth), ("aux", aux)),
-                         floats=(("proj", gl_matrix(p)), ("inv_proj", gl_matrix(np.linalg.inv(p))),
-                                 ("view", gl_matrix(frame.camera.view)),
-                                 ("params", (max(float(distance), 1e-6), 0.0, 0.0, 0.0))))
+                         floats=(("proj", gl_matrix(p)),) + tuple(
+                             (f"view_r{i}", tuple(float(v) for v in view[i])) for i in range(3)) + (
+                             ("params", (max(float(distance), 1e-6), 1.0 if frame.camera.is_ortho else 0.0, 0.0, 0.0)),))
