@@ -16,7 +16,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .ONESHELL:
 
-.PHONY: setup setup-all lint test test-core test-all demo bench package clean
+.PHONY: setup setup-all lint test test-core test-all test-gui bench-gui demo bench package clean
 
 setup:
 	@bash tools/setup_env.sh $(BLENDER)
@@ -90,6 +90,19 @@ test-all:
 	[ "$$ts" = 0 ] || total="$$total, $$ts skipped"
 	echo "$$total"
 	exit $$status
+
+# GUI journeys in a real Blender window: Debian's blender in a cached Debian root (built once by
+# tools/gui/build_root.sh under /var/cache/stylized-gui, nothing installed into the host's own
+# system; needs root), under Xvfb on the OpenGL and Vulkan backends, with the extension installed
+# from the `make package` zip. Screenshots and results: out/gui/. GUI_BACKENDS="opengl vulkan".
+GUI_BACKENDS ?= opengl vulkan
+test-gui: setup
+	PY=$(PY) bash tools/gui/run.sh $(GUI_BACKENDS)
+
+# Viewport redraw rates in one window (timeline playback: Stylized, EEVEE, Workbench; the preview's
+# Play) on each backend, in the same GUI root: tools/gui/bench.py; results in out/gui-bench/.
+bench-gui: setup
+	PY=$(PY) GUI_SCRIPT=tools/gui/bench.py bash tools/gui/run.sh $(GUI_BACKENDS)
 
 demo: setup
 	$(PY) tools/render_demo.py --out out/demo

@@ -21,7 +21,10 @@ class STYLIZED_PT_viewport_animation(SidebarPanel, bpy.types.Panel):
         scene = context.scene
         arm = armature_of(getattr(context, "active_object", None))
         if arm is None:
-            layout.label(text="Select an armature or a mesh it deforms", icon="INFO")
+            # short lines: the default sidebar width cuts a label at ~40 characters
+            col = layout.column(align=True)
+            col.label(text="Select an armature", icon="INFO")
+            col.label(text="or a mesh it deforms", icon="BLANK1")
             st = preview.peek_state(scene)
             if st is not None and st.last_error:
                 layout.label(text=st.last_error, icon="ERROR")
@@ -102,7 +105,11 @@ class STYLIZED_PT_viewport_scene(SidebarPanel, bpy.types.Panel):
             for note in st.scene_notes[:4]:
                 layout.label(text=note, icon="INFO")
         else:
-            layout.label(text="Every animated object from the current frame, as the timeline plays it")
+            # short lines: the default sidebar width cut the one long label in the middle
+            col = layout.column(align=True)
+            col.label(text="Every animated object plays")
+            col.label(text="from the current frame,")
+            col.label(text="as the timeline plays it")
 
 
 classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_scene)

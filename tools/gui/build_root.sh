@@ -18,7 +18,11 @@ set -euo pipefail
 ROOT=${STYLIZED_GUI_ROOT:-/var/cache/stylized-gui/root}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CACHE=$(dirname "$ROOT")
-PACKAGES="blender xvfb xauth xdotool imagemagick x11-utils mesa-vulkan-drivers libgl1-mesa-dri libegl-mesa0 fonts-dejavu-core procps python3-numpy"
+# x11-xserver-utils: xmodmap (tools/gui/harness.py maps keycode 96 to plain F12: xdotool otherwise
+# presses Alt with it under Xvfb, and Blender runs Alt+F12, "render the sequencer scene")
+# python3-cattr (cattrs), python3-zstandard, python3-requests: what Blender's own extension manager imports (Debian's blender
+# does not depend on them; without cattrs `blender --command extension` fails to register)
+PACKAGES="blender xvfb xauth xdotool imagemagick x11-utils mesa-vulkan-drivers libgl1-mesa-dri libegl-mesa0 fonts-dejavu-core procps x11-xserver-utils python3-numpy python3-cattr python3-zstandard python3-requests"
 STAMP_TEXT="sid: $PACKAGES"
 STAMP="$ROOT/.stylized-gui-ready"
 
@@ -47,6 +51,25 @@ if [ ! -x "$DB/usr/sbin/debootstrap" ]; then
     rm -rf "$tmp"
 fi
 
+APT=(apt-get -o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -o Dpkg::Use-Pty=0 -y -q)
+in_root() { unshare --mount --propagation private -- sh -c \
+    'mount -t proc proc "$0/proc" && mount --rbind /dev "$0/dev" && mount --rbind /sys "$0/sys" && exec chroot "$0" "$@"' \
+    "$PARTIAL" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+
+# a finished root built with another package list: add what is missing in place
+if [ -f "$STAMP" ]; then
+    mv "$ROOT" "$PARTIAL"
+    # shellcheck disable=SC2086
+    if in_root "${APT[@]}" update >>"$LOG" 2>&1 && in_root "${APT[@]}" install $PACKAGES >>"$LOG" 2>&1; then
+        in_root apt-get clean >>"$LOG" 2>&1 || true
+        mv "$PARTIAL" "$ROOT"
+        printf '%s' "$STAMP_TEXT" >"$STAMP"
+        echo "build_root: updated: $ROOT"
+        exit 0
+    fi
+    echo "build_root: updating the root failed (see $LOG); building it anew" >&2
+fi
+
 rm -rf "$PARTIAL"
 if ! DEBOOTSTRAP_DIR="$DB/usr/share/debootstrap" "$DB/usr/sbin/debootstrap" \
         --variant=minbase --components=main sid "$PARTIAL" "$MIRROR" >>"$LOG" 2>&1; then
@@ -57,10 +80,6 @@ fi
 cp /etc/resolv.conf "$PARTIAL/etc/resolv.conf" 2>/dev/null || true
 # no daemons started inside the root while packages install
 printf '#!/bin/sh\nexit 101\n' >"$PARTIAL/usr/sbin/policy-rc.d"; chmod +x "$PARTIAL/usr/sbin/policy-rc.d"
-APT=(apt-get -o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -o Dpkg::Use-Pty=0 -y -q)
-in_root() { unshare --mount --propagation private -- sh -c \
-    'mount -t proc proc "$0/proc" && mount --rbind /dev "$0/dev" && mount --rbind /sys "$0/sys" && exec chroot "$0" "$@"' \
-    "$PARTIAL" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 if ! in_root "${APT[@]}" update >>"$LOG" 2>&1; then
     echo "build_root: apt-get update inside the root failed (see $LOG)" >&2
     rm -rf "$PARTIAL"; exit 1

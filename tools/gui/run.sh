@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# make test-gui: the GUI journeys (tools/gui/journeys.py) in Debian's blender under Xvfb, on the
+# OpenGL (llvmpipe) and Vulkan (lavapipe) backends, with the extension installed from the
+# `make package` zip. Screenshots and results: out/gui/. Exit status: non-zero when a journey
+# failed; 0 with one line when Debian's blender package cannot be installed here at all.
+# Usage: tools/gui/run.sh [opengl] [vulkan]      (default: both)   Env: GUI_JOURNEYS=name,name
+#        GUI_SCRIPT=tools/gui/bench.py tools/gui/run.sh     (make bench-gui: redraw rates instead)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PY:-.venv/bin/python}
+backends=("$@"); [ ${#backends[@]} -gt 0 ] || backends=(opengl vulkan)
+bash tools/gui/build_root.sh
+rc=$?
+if [ "$rc" != 0 ]; then
+    echo "test-gui: not run: Debian's blender package could not be installed in the GUI root (tools/gui/build_root.sh exit $rc)"
+    exit 0
+fi
+out=out/gui; [ -n "${GUI_SCRIPT:-}" ] && out=out/gui-bench
+rm -rf "$out"; mkdir -p "$out"
+zip=$("$PY" tools/package.py --out "$out/dist" | sed -n 's/^package: wrote //p')
+[ -n "$zip" ] || { echo "test-gui: make package wrote no zip"; exit 1; }
+zip_in_root="/repo/${zip#"$PWD"/}"
+script=${GUI_SCRIPT:-tools/gui/journeys.py}
+status=0
+for b in "${backends[@]}"; do
+    t0=$SECONDS
+    if [ "$script" = tools/gui/bench.py ]; then
+        timeout -k 10 420 tools/gui/in_root.sh tools/gui/session.sh "$b" "$zip_in_root" "$script" --out /repo/$out \
+            >"$out/$b-bench.log" 2>&1
+        grep '^bench-gui:' "$out/$b-bench.log" || { echo "bench-gui: $b: no result; log: $out/$b-bench.log"; status=1; }
+        continue
+    fi
+    timeout -k 10 420 tools/gui/in_root.sh tools/gui/session.sh "$b" "$zip_in_root" "$script" \
+        --out /repo/$out ${GUI_JOURNEYS:+--only "$GUI_JOURNEYS"} >"$out/$b.log" 2>&1
+    brc=$?
+    res="$out/$b-results.json"
+    if [ ! -f "$res" ]; then
+        echo "test-gui: $b: no results (exit $brc); log: $out/$b.log"; tail -n 20 "$out/$b.log"; status=1; continue
+    fi
+    "$PY" - "$res" "$b" "$((SECONDS - t0))" <<'PYEOF' || status=1
+import json, sys
+res = json.load(open(sys.argv[1])); backend, secs = sys.argv[2], sys.argv[3]
+bad = [r for r in res if not r["passed"]]
+for r in res:
+    print(f"test-gui: {backend}: {r['journey']}: {'passed' if r['passed'] else 'FAILED: ' + r['error'].splitlines()[0]} "
+          f"({r['seconds']} s, {len(r['screenshots'])} screenshots)")
+print(f"test-gui: {backend}: {len(res) - len(bad)} of {len(res)} journeys passed in {secs} s")
+sys.exit(1 if bad or not res else 0)
+PYEOF
+done
+exit $status
