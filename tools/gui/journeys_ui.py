@@ -86,7 +86,7 @@ def j_stylized_tab(h: H.Harness):
 
     # Time: drag the slider to the right
     tx, ty, _ = found["time"]
-    yield from h.drag(tx, ty, tx + 25, ty, settle=0.8)
+    yield from h.drag(tx, ty, tx + 8, ty, steps=4, settle=0.8)
     h.check(0.05 < props.time < 1.9, f"Time slider dragged: preview time {props.time:.2f} s")
     yield from h.settled("tab-scrubbed", view)
     scrubbed = h._settled

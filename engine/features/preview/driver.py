@@ -164,6 +164,7 @@ class PreviewStates:
     def __init__(self):
         self.states: Dict[tuple, _preview.PreviewState] = {}
         self.suspended = 0        # >0 while frame changes are a bake's / a check's, not the user's
+        self.sidebar_redrawn_at = 0.0   # time.monotonic() when the redraw timer last tagged the sidebars
 
     def get(self, scene, context_object=None) -> _preview.PreviewState:
         """The PreviewState of ``scene`` (created on demand: armature of ``context_object`` or the
