@@ -22,8 +22,8 @@ from journeys_ui import j_expressions, j_rendered_view, j_stylized_tab  # noqa: 
 
 JOURNEYS = {
     "rendered_view": j_rendered_view,
+    "expressions": j_expressions,      # before stylized_tab: after the preview ran, redo is lost (docs/gui-tests.md)
     "stylized_tab": j_stylized_tab,
-    "expressions": j_expressions,
     "render": j_render,
     "viewports": j_viewports,
     "extension_cycle": j_extension_cycle,

@@ -52,7 +52,7 @@ def j_stylized_tab(h: H.Harness):
     h.check(set(found) == set(wanted), f"found the Play, Time, Scene and Play on All Characters buttons: {sorted(found)}")
     vx0, vy0, vx1, vy1 = screen_rect(region(area))
     ux0, _uy0, ux1, _uy1 = screen_rect(ui)
-    view = (vx0, vy0, ux0, vy1)                                 # the viewport left of the sidebar
+    view = (vx0 + 60, vy0 + 60, ux0 - 60, vy1 - 70)   # the picture, not the header text, toolbar, gizmos or the redo panel
     px, py, _ = found["play"]
     row_w = ux1 - ux0
 
@@ -161,7 +161,7 @@ def j_expressions(h: H.Harness):
     value = lambda: eval(path, {"bpy": bpy})  # noqa: E731  (the path Blender copied for that slider)
     ux0, _uy0, ux1, _uy1 = screen_rect(ui)
     vx0, vy0, _vx1, vy1 = screen_rect(region(area))
-    view = (vx0, vy0, ux0, vy1)
+    view = (vx0 + 60, vy0 + 60, ux0 - 60, vy1 - 70)   # the picture, not the header text, toolbar, gizmos or the redo panel
     kx = None
     for dx in (36, 42, 48, 54, 60, 30):                 # left of the category tabs
         yield from h.probe(ux1 - dx, sy)
@@ -183,18 +183,21 @@ def j_expressions(h: H.Harness):
     key_id = bpy.data.objects["DemoFace"].data.shape_keys
     yield from h.click(kx, sy, settle=0.5)
     h.check(any("surprised" in p for p in fcurve_paths(key_id)), "the keyframe button keyed 'surprised'")
-    yield from h.click(rx, ry, settle=0.6)
+    yield from h.click(rx, ry, settle=0.3)
+    yield from wait_until(lambda: value() == 0.0, 6.0)
     h.check(value() == 0.0, f"Reset All: 'surprised' is {value():.2f}")
     yield from h.settled("expr-reset", view)
     reset = h._settled
     h.check(changed_share(dragged, reset) > 0.0005, "Reset All: the face in the viewport goes back")
     yield from h.move((vx0 + ux0) // 2, (vy0 + vy1) // 2)
-    yield from h.key("ctrl+z", settle=0.8)
+    yield from h.key("ctrl+z", settle=0.3)
+    yield from wait_until(lambda: abs(value() - v1) < 1e-4, 6.0)
     h.check(abs(value() - v1) < 1e-4, f"Ctrl+Z undid Reset All: 'surprised' is {value():.2f} again")
     yield from h.settled("expr-undo", view)
     undone = h._settled
     h.check(changed_share(dragged, undone) < 0.0005, "Ctrl+Z: the viewport shows the raised expression again")
-    yield from h.key("ctrl+shift+z", settle=0.8)
+    yield from h.key("ctrl+shift+z", settle=0.3)
+    yield from wait_until(lambda: value() == 0.0, 6.0)
     h.check(value() == 0.0, f"Ctrl+Shift+Z redid Reset All: 'surprised' is {value():.2f}")
     yield from h.settled("expr-redo", view)
     redone = h._settled

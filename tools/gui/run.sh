@@ -25,12 +25,12 @@ status=0
 for b in "${backends[@]}"; do
     t0=$SECONDS
     if [ "$script" = tools/gui/bench.py ]; then
-        timeout -k 10 420 tools/gui/in_root.sh tools/gui/session.sh "$b" "$zip_in_root" "$script" --out /repo/$out \
+        timeout -k 10 900 tools/gui/in_root.sh tools/gui/session.sh "$b" "$zip_in_root" "$script" --out /repo/$out \
             >"$out/$b-bench.log" 2>&1
         grep '^bench-gui:' "$out/$b-bench.log" || { echo "bench-gui: $b: no result; log: $out/$b-bench.log"; status=1; }
         continue
     fi
-    timeout -k 10 420 tools/gui/in_root.sh tools/gui/session.sh "$b" "$zip_in_root" "$script" \
+    timeout -k 10 900 tools/gui/in_root.sh tools/gui/session.sh "$b" "$zip_in_root" "$script" \
         --out /repo/$out ${GUI_JOURNEYS:+--only "$GUI_JOURNEYS"} >"$out/$b.log" 2>&1
     brc=$?
     res="$out/$b-results.json"
