@@ -50,6 +50,7 @@ def main(argv=None) -> int:
     scene, script, exit_code, rest = parse(argv)
     sys.path.insert(0, str(ROOT))
     import bpy
+
     from tools import _bootstrap
 
     _bootstrap.load(register=True)

@@ -7,10 +7,17 @@ import bpy
 
 sys.path.insert(0, "/repo/tools/gui")
 import harness as H  # noqa: E402
+from common import (  # noqa: E402
+    DEMO_COLOURS,
+    changed_share,
+    colour_share,
+    main_view,
+    open_stylized_tab,
+    preview_state,
+    viewport_session,
+    wait_until,
+)
 from harness import region, screen_rect  # noqa: E402
-from common import (DEMO_COLOURS, changed_share, colour_share, main_view, open_stylized_tab,  # noqa: E402
-                    preview_state, viewport_session, wait_until)
-
 
 # ------------------------------------------------------------------------------------------------
 # 1. open a scene, Rendered view through the camera
