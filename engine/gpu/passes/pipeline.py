@@ -62,6 +62,7 @@ from .post import PostProcessPass
 from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .shadow_cache import StaticDepthCache
+from .shadow_softness import frame_soft, link_local_casters, soft_shadows, sun_softness
 from .textures import TextureCache
 
 
@@ -111,8 +112,7 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None)
         d[t + 4:t + 4 + n] = fit.blend
         d[t + 8:t + 8 + n] = fit.texel
         d[t + 12:t + 15] = (n, atlas_layout(n)[0], fit.near)
-        if soft_shadows(s):         # the sun's Angle: penumbra per metre of blocker-receiver gap
-            d[t + 15] = 2.0 * np.tan(0.5 * min(float(getattr(lights[shadow_index], "sun_angle", 0.0)), 3.1))
+        d[t + 15] = sun_softness(s, lights[shadow_index], fit)   # penumbra per metre of gap (0: hard)
     lo = c0 + 64 + 16
     if local is not None:
         loc = pack_local(local)
@@ -155,24 +155,6 @@ def _sync(fb, depth=False) -> None:
             fb.read_depth(0, 0, 1, 1)
         else:
             fb.read_color(0, 0, 1, 1, 4, 0, "FLOAT")
-
-
-def soft_shadows(settings) -> bool:
-    return bool(getattr(settings, "soft_shadows", True))
-
-
-def link_local_casters(fit, lights, casters) -> None:
-    """Shadow Linking of the local lamps: each face of ``fit`` keeps the casters its lamp's blocker
-    collection lets block it (engine/gpu/passes/lamp_links.py)."""
-    for j, li in enumerate(fit.lights):
-        allowed = blocks(lights[li], casters)
-        if allowed is casters:
-            continue
-        ok = np.zeros(len(casters), bool)
-        keep = {id(it) for it in allowed}
-        ok[[k for k, it in enumerate(casters) if id(it) in keep]] = True
-        for slot in range(fit.first[j], fit.first[j] + fit.faces[j]):
-            fit.casters[slot] = fit.casters[slot][ok[fit.casters[slot]]]
 
 
 class FramePipeline:
@@ -360,7 +342,8 @@ class FramePipeline:
         self._frame_spec = frame_spec(lamps.suns, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
                                       self.shadow.fit_result.count if shadows_on else 0,
                                       self.local_shadow.count if local_on else 0, lamps.clusters is not None,
-                                      soft_shadows(s))
+                                      frame_soft(s, lights, sun_i, self.shadow.fit_result if shadows_on else None,
+                                                 lfit))
         inst = self._instances
         if shadows_on and not reuse:
             self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
