@@ -134,3 +134,36 @@ def test_skinned_and_morphed_character_parts_get_their_own_ids(ext, tmp_path):
         iou = S.coverage_iou(m > 0.5, index == i)
         print(f"{name}: matte IoU {iou:.3f} with the Object Index pass")
         assert iou >= 0.9, (name, iou)
+
+
+def test_compositor_cryptomatte_node_picks_the_matte_by_name(empty_scene, tmp_path):
+    """Blender's own Cryptomatte node (source Render, matte "Ball") reads our layers and metadata:
+    its matte, written through the compositor, is the ball's matte decoded from our file."""
+    scene = empty_scene
+    _scene(scene)
+    layer_file = S.render_exr(scene, tmp_path / "layers.exr")
+    want = matte(layer_file, read_exr_header(tmp_path / "layers.exr"), "Object", "Ball")
+    if hasattr(scene, "compositing_node_group"):            # Blender 5.0+
+        tree = bpy.data.node_groups.new("Comp", "CompositorNodeTree")
+        scene.compositing_node_group = tree
+        tree.interface.new_socket("Image", in_out="OUTPUT", socket_type="NodeSocketColor")
+        out = tree.nodes.new("NodeGroupOutput").inputs[0]
+    else:
+        scene.use_nodes = True
+        scene.render.use_compositing = True
+        tree = scene.node_tree
+        for n in list(tree.nodes):
+            tree.nodes.remove(n)
+        out = tree.nodes.new("CompositorNodeComposite").inputs["Image"]
+    rl = tree.nodes.new("CompositorNodeRLayers")
+    node = tree.nodes.new("CompositorNodeCryptomatteV2")
+    node.source, node.scene = "RENDER", scene
+    node.layer_name = "ViewLayer.CryptoObject"
+    node.matte_id = "Ball"
+    tree.links.new(rl.outputs["Image"], node.inputs["Image"])
+    tree.links.new(node.outputs["Matte"], out)
+    comp = S.render_exr(scene, tmp_path / "comp.exr", multilayer=False)
+    got = comp["R"]
+    assert np.count_nonzero(got > 0.5) > 300
+    assert S.coverage_iou(got > 0.5, want > 0.5) >= 0.99
+    assert np.abs(got - want).max() < 1e-3                  # the same anti-aliased coverage
