@@ -27,7 +27,7 @@ from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_grouped_draws import _character_crowd, _pipeline
 from test_viewport_ui import Ctx, draw_panel
 from test_vrm_preview_channels import clocked_session
-from tools import bench_runtime, rigify_rig
+from tools import bench_common, rigify_rig
 
 TOL = 1e-4
 
@@ -278,7 +278,7 @@ def test_crowd_preview_pushes_shape_keys_only_when_they_change(empty_scene, view
 def test_baked_rig_refuses_crowd(empty_scene, view, bakes):
     scene = empty_scene
     arm, ob, act = rigify_rig.build_constraint_rig(scene)
-    dup = bench_runtime.duplicate_character(scene, arm, (ob,), (3.0, 0.0, 0.0))
+    dup = bench_common.duplicate_character(scene, arm, (ob,), (3.0, 0.0, 0.0))
     bpy.context.view_layer.update()
     bakes.cache.ensure(arm, act.name)
     st = preview.get_state(scene, arm)

@@ -14,7 +14,7 @@ from stylized_renderer.engine.blender import importer
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.runtime.palette import SkinningPalette
 from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
-from tools import bench_runtime, scenes
+from tools import bench_common, scenes
 
 COPIES = 6
 FRAMES = (4, 13)
@@ -27,7 +27,7 @@ def build_crowd(scene, n=COPIES):
     arm, body, hat, _ring = scenes.build_character(scene)
     names = [arm.name]
     for k in range(1, n):
-        a2 = bench_runtime.duplicate_character(scene, arm, (body, hat), (1.5 * k, 0.3 * k, 0.0))
+        a2 = bench_common.duplicate_character(scene, arm, (body, hat), (1.5 * k, 0.3 * k, 0.0))
         if k == 2:
             a2.rotation_euler = (0.0, 0.0, 0.7)
             a2.scale = (1.2, 1.2, 1.2)
@@ -210,14 +210,14 @@ def test_crowd_root_motion_in_place_matches_alone(empty_scene, in_place):
 
 
 def test_duplicate_character_keeps_bone_parents():
-    """bench_runtime.duplicate_character keeps a bone-parented part on its bone (parent type, bone
+    """bench_common.duplicate_character keeps a bone-parented part on its bone (parent type, bone
     and parent inverse), against Blender's evaluated world matrices of the original, per rig."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     arm, sword, gem = scenes.build_bone_parented_prop(scene)
     arm.pose.bones["Hand"].rotation_mode = "XYZ"
     arm.pose.bones["Hand"].rotation_euler = (0.4, -0.2, 0.6)
-    a2 = bench_runtime.duplicate_character(scene, arm, (sword, gem), (3.0, -1.0, 0.5))
+    a2 = bench_common.duplicate_character(scene, arm, (sword, gem), (3.0, -1.0, 0.5))
     bpy.context.view_layer.update()
     s2 = next(o for o in a2.children if o.data is sword.data)
     g2 = next(o for o in s2.children if o.data is gem.data)

@@ -26,11 +26,7 @@ def load(register: bool = True):
         sys.modules[PACKAGE] = mod
         spec.loader.exec_module(mod)
     from stylized_renderer.engine.blender.render_engine import StylizedRenderEngine as _engine
-
-    if __name__ == "_bootstrap":        # imported from tools/ on sys.path: its sibling, as the tool imports it
-        import render_capture
-    else:
-        from tools import render_capture
+    from tools import render_capture
     render_capture.install(_engine)     # tests and tools read final renders through LAST_RENDER
     if register:
         from stylized_renderer.engine.blender.render_engine import StylizedRenderEngine

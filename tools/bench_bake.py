@@ -55,9 +55,9 @@ import pathlib
 import statistics
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import _bootstrap  # noqa: E402
-from bench_runtime import median_ms as _median_ms  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from tools import _bootstrap  # noqa: E402
+from tools.bench_common import median_ms as _median_ms  # noqa: E402
 
 
 def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, keys=None) -> dict:

@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 
 
@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=8)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
-    from _bootstrap import load
+    from tools._bootstrap import load
 
     load()
     import bpy

@@ -44,8 +44,7 @@ if str(ROOT) not in sys.path:
 
 
 def _load():
-    sys.path.insert(0, str(ROOT / "tools"))
-    import _bootstrap
+    from tools import _bootstrap
 
     _bootstrap.load()          # registered: the F12 measurement renders with the engine
     from stylized_renderer.engine.blender import importer
@@ -150,9 +149,9 @@ def first_frames(path, path_on, runs):
 def _animation_check(scene, out_dir):
     """(check ratio, check ms, frame ms) of frames 2-4 of a Ctrl+F12, and an F12's check ms."""
     import bpy
-    from render_capture import LAST_RENDER as last_render
 
     from stylized_renderer.engine.blender import render_engine
+    from tools.render_capture import LAST_RENDER as last_render
 
     scene.render.engine = "STYLIZED"
     scene.frame_start, scene.frame_end = 1, 4

@@ -14,9 +14,11 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import _bootstrap  # noqa: E402
-import render_capture  # noqa: E402,F401  (F12 results: the hook _bootstrap installs)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from tools import (
+    _bootstrap,  # noqa: E402
+    render_capture,  # noqa: E402,F401  (F12 results: the hook _bootstrap installs)
+)
 
 SHADOWS = True
 

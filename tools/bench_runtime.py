@@ -60,22 +60,15 @@ import types
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import _bootstrap  # noqa: E402
-
-
-def median_ms(fn, n):
-    out = []
-    for i in range(n):
-        t = time.perf_counter()
-        fn(i)
-        out.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(out)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from tools import _bootstrap  # noqa: E402
+from tools.bench_common import build_crowd, median_ms  # noqa: E402
 
 
 def build(bones, vertices, shape_keys, active):
     import bpy
-    import scenes
+
+    from tools import scenes
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     info = scenes.build_heavy_rig(bones=bones, vertices=vertices, shape_keys=shape_keys, actions=1, frames=100)
@@ -170,49 +163,6 @@ def measure(bones=365, vertices=50000, shape_keys=50, active=5, frames=60, with_
 # ---------------------------------------------------------------------------------------------
 # crowd
 # ---------------------------------------------------------------------------------------------
-
-def build_crowd(n: int, spacing: float = 1.2) -> list:
-    """The demo character and n - 1 linked duplicates of it: copies of the rig object (sharing
-    its armature data and its action, so Blender evaluates every copy) and of the body, face
-    and wand objects (sharing their mesh data), each parented to (and deformed by) its own rig,
-    on a grid.  Returns the armature object names, the demo's first."""
-    import math
-
-    import bpy
-    import scenes
-
-    from demo.character import build_demo_scene
-
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    info = build_demo_scene()
-    scene = bpy.context.scene
-    scene.render.engine = "STYLIZED"
-    arm = info["armature"]
-    parts = [info["body"], info["face"], info["prop"]]
-    cols = max(1, int(math.ceil(math.sqrt(n))))
-    names = [arm.name]
-    for k in range(1, n):
-        loc = arm.location.copy()
-        loc.x += spacing * (k % cols)
-        loc.y += spacing * (k // cols)
-        names.append(duplicate_character(scene, arm, parts, loc).name)
-    scenes.finish()
-    return names
-
-
-def duplicate_character(scene, arm, parts, location):
-    """A copy of the rig object ``arm`` (sharing its armature data; its action stays assigned)
-    at ``location``, and linked duplicates of ``parts`` (sharing their mesh data) deformed by
-    the copy, linked to the scene's collection: parented to it as the originals are (bone
-    parents keep their bone and parent inverse), armature modifiers pointed at it, unparented
-    parts moved with it (tools/bench_render.duplicate_linked).  Returns the new rig object."""
-    from bench_render import duplicate_linked
-    from mathutils import Vector
-
-    a2, _objects = duplicate_linked(arm, Vector(location) - arm.location, parts=parts,
-                                    collection=scene.collection)
-    return a2
-
 
 def measure_crowd(n: int, frames: int = 40) -> dict:
     """Blender's ``scene.frame_set`` of an n-character crowd against the preview update of the
@@ -451,11 +401,11 @@ def main() -> int:
     args = ap.parse_args()
     _bootstrap.load()
     if args.springs:
-        import bench_springs
+        from tools import bench_springs
 
         return bench_springs.main()
     if args.scene:
-        import bench_scene
+        from tools import bench_scene
 
         bench_scene.print_scene(bench_scene.measure())
         return 0
@@ -492,10 +442,10 @@ def main() -> int:
     print_memory(measure_memory())
     print("crowd: N linked duplicates of the demo character playing its clip (preview update vs frame_set)")
     print_crowd([measure_crowd(n) for n in (1, 6, 36)])
-    import bench_scene  # the heavy rig + 5 characters with NLA stacks: Scene preview vs frame_set
+    from tools import bench_scene  # the heavy rig + 5 characters with NLA stacks: Scene preview vs frame_set
 
     bench_scene.print_scene(bench_scene.measure())
-    import bench_bake  # the Rigify character (tools/bench_bake.py): preview player vs frame_set, bake cost
+    from tools import bench_bake  # the Rigify character (tools/bench_bake.py): preview player vs frame_set, bake cost
 
     r = bench_bake.measure()
     print(f"bench-rigify: frame_set_ms={r['frame_set_ms']:.3f} player_ms={r['player_ms']:.3f} "

@@ -43,8 +43,9 @@ import time
 
 def build():
     import bpy
-    import scenes
-    from bench_runtime import build_crowd
+
+    from tools import scenes
+    from tools.bench_common import build_crowd
 
     names = build_crowd(5)
     before = set(bpy.data.actions)

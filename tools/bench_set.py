@@ -38,7 +38,6 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -79,10 +78,11 @@ def _grid_mesh(name, nx, ny, size, height):
 
 def build_set(scale: float = 1.0, width: int = 960, height: int = 540, samples: int = 8):
     """The set of the module docstring in a new scene; returns (scene, terrain object)."""
-    import _bootstrap
     import bmesh
     import bpy
     import numpy as np
+
+    from tools import _bootstrap
 
     _bootstrap.load()
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -169,8 +169,9 @@ def build_set(scale: float = 1.0, width: int = 960, height: int = 540, samples: 
 
 def run_engine(path: str, engine: str, rounds: int = EDIT_ROUNDS, profile: str = "") -> dict:
     """In this (fresh) process: open ``path`` and time the F12s of the module docstring."""
-    import _bootstrap
     import bpy
+
+    from tools import _bootstrap
 
     _bootstrap.load()
     bpy.ops.wm.open_mainfile(filepath=path)
@@ -197,7 +198,7 @@ def run_engine(path: str, engine: str, rounds: int = EDIT_ROUNDS, profile: str =
         import io
         import pstats
 
-        import render_capture
+        from tools import render_capture
 
         pr = cProfile.Profile()
         pr.enable()

@@ -63,9 +63,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import _bootstrap  # noqa: E402
-from gpu_readback import GpuReadback  # noqa: E402  (vertices read back through the drawing variants)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from tools import _bootstrap  # noqa: E402
+from tools.gpu_readback import GpuReadback  # noqa: E402  (vertices read back through the drawing variants)
 
 _bake = None     # engine.blender.bake.isolate, bound by Checker (after the extension is loaded)
 _actions = None  # engine.blender.importer.actions, likewise

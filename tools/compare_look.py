@@ -31,9 +31,11 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import _bootstrap  # noqa: E402
-import render_capture  # noqa: E402  (F12 results: the hook _bootstrap installs)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from tools import (
+    _bootstrap,  # noqa: E402
+    render_capture,  # noqa: E402  (F12 results: the hook _bootstrap installs)
+)
 
 
 def parse_args(argv=None):

@@ -28,11 +28,11 @@ def main(argv=None):
     p.add_argument("--out", default=str(ROOT / "docs" / "compositing.png"))
     p.add_argument("--resolution", default="480x360")
     args = p.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "tools"))
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(ROOT))
-    import _bootstrap
     import bpy
+
+    from tools import _bootstrap
 
     ext = _bootstrap.load(register=False)
     ext.register()

@@ -24,8 +24,9 @@ PACKAGE = "stylized_renderer"
 
 def load_extension():
     """Import the repository root as the package ``stylized_renderer`` (see tools/_bootstrap.py)."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import _bootstrap
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tools import _bootstrap
 
     return _bootstrap.load(register=False)
 
