@@ -13,7 +13,7 @@ import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from test_bbones import _run as _run_checks
-from tools import check_deform, scenes
+from tools import deform_checker, scenes
 
 
 def _run(capsys, frames="1-10", mode="player"):
@@ -69,8 +69,8 @@ def test_constraint_rig_preview_matches_timeline(crig, capsys):
     assert rc == 0, out
     assert int(f["baked"]) == 1 and int(f["skipped"]) == 0 and int(f["fallbacks"]) == 0, out
     assert int(f["frames"]) == 10, out
-    assert float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
-    assert "baked-between" in out and float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["max_rel_error"]) <= deform_checker.TOLERANCE, out
+    assert "baked-between" in out and float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
 
 
 def test_constraint_rig_without_bake_fails(crig, capsys, monkeypatch, bakes):
@@ -93,7 +93,7 @@ def test_constraint_rig_wrong_frame_bake_fails(crig, capsys, monkeypatch, bakes)
     monkeypatch.setattr(bakes, "bake_action", late)
     rc, out, f = _run(capsys)
     assert rc == 1 and int(f["baked"]) == 1, out
-    assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
+    assert float(f["max_rel_error"]) > deform_checker.TOLERANCE, out
 
 
 def _preview_session(arm, act, seek):
@@ -312,7 +312,7 @@ def test_rigify_preview_matches_timeline(rigify_scene, capsys, bakes):
     rc, out, f = _run(capsys, mode="both")
     assert rc == 0, out
     assert int(f["fallbacks"]) == 0 and int(f["skipped"]) == 0 and int(f["baked"]) == 1, out
-    assert float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(f["max_rel_error"]) <= deform_checker.TOLERANCE, out
     assert "player   RigifyBody" in out, out
 
 
@@ -323,7 +323,7 @@ def test_rigify_without_bbone_segments_fails(rigify_scene, capsys, monkeypatch, 
     monkeypatch.setattr(bake_record, "weighted_bbones", lambda arm: [])
     rc, out, f = _run(capsys)
     assert rc == 1 and int(f["baked"]) == 1, out
-    assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
+    assert float(f["max_rel_error"]) > deform_checker.TOLERANCE, out
 
 
 def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
@@ -334,7 +334,7 @@ def test_rigify_trs_only_fails(rigify_scene, capsys, monkeypatch, bakes):
     monkeypatch.setattr(preview_bakes.BakeFeed, "write", lambda self, t, player: True)
     rc, out, f = _run(capsys)
     assert rc == 1, out
-    assert float(f["max_rel_error"]) > check_deform.TOLERANCE, out
+    assert float(f["max_rel_error"]) > deform_checker.TOLERANCE, out
 
 
 def test_clip_choice_bakes(crig, bakes):
@@ -413,8 +413,8 @@ def test_substeps_keep_the_adaptive_bake(crig, capsys, bakes):
     rc, out, f = _run(capsys)
     assert rc == 0, out
     b = bakes.cache.lookup("CRig", "RigAction")[0]
-    assert b.frame_count - b.added == 19 and float(f["max_rel_error"]) <= check_deform.TOLERANCE
-    assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert b.frame_count - b.added == 19 and float(f["max_rel_error"]) <= deform_checker.TOLERANCE
+    assert float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
 
 
 def test_unknown_clip_is_reported_as_such(crig, bakes):

@@ -10,7 +10,7 @@ import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from support import fcurve_rigs
-from tools import check_deform, scenes
+from tools import deform_checker, scenes
 
 
 def _swinging_handle_rig(amp=0.3, step=3, parented=True):
@@ -47,7 +47,7 @@ def test_bbone_segments_exact_between_frames(empty_scene, capsys, bakes, parente
     rc, out, f = C.run_deform_check(capsys, "1-10", "player")
     assert rc == 0, out
     assert "baked-between SwingStrip" in out, out
-    assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
     b = bakes.cache.lookup(arm.name, "SwingAction")[0]
     assert b.added > 0, (b.frames, b.checked)
 
@@ -67,4 +67,4 @@ def test_bbone_segments_unmeasured_fail(empty_scene, capsys, bakes, monkeypatch)
     monkeypatch.setattr(bake_adaptive.Measure, "__init__", bones_only)
     rc, out, f = C.run_deform_check(capsys, "1-10", "player")
     assert rc == 1, out
-    assert float(f["baked_between_max_rel_error"]) > check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) > deform_checker.BETWEEN_TOLERANCE, out

@@ -14,7 +14,7 @@ import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from support import fcurve_rigs
-from tools import check_deform, rigify_rig, scenes
+from tools import deform_checker, rigify_rig, scenes
 
 
 def _run(capsys, frames="1-12"):
@@ -56,7 +56,7 @@ def test_constraint_rig_exact_between_frames(empty_scene, capsys, bakes):
     rc, out, f = _run(capsys, "1-10")
     assert rc == 0, out
     assert "baked-between CBody" in out, out
-    assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
     b = bakes.cache.lookup(arm.name, act.name)[0]
     assert b.added > 0 and b.checked >= b.added, (b.added, b.checked)
     # what the bake measured and left: the IK chain snapping straight within a few hundredths
@@ -73,8 +73,8 @@ def test_without_subframe_samples_a_fast_ik_rig_fails(empty_scene, capsys, bakes
     monkeypatch.setattr(bake_adaptive, "MAX_DEPTH", 0)
     rc, out, f = _run(capsys, "1-10")
     assert rc == 1, out
-    assert float(f["baked_between_max_rel_error"]) > check_deform.BETWEEN_TOLERANCE, out
-    assert float(f["max_rel_error"]) <= check_deform.TOLERANCE, out      # integer frames still exact
+    assert float(f["baked_between_max_rel_error"]) > deform_checker.BETWEEN_TOLERANCE, out
+    assert float(f["max_rel_error"]) <= deform_checker.TOLERANCE, out      # integer frames still exact
 
 
 def test_spinning_bone_exact_between_frames(empty_scene, capsys, bakes):
@@ -84,7 +84,7 @@ def test_spinning_bone_exact_between_frames(empty_scene, capsys, bakes):
     assert bakes.bake_reasons(arm)
     rc, out, f = _run(capsys)
     assert rc == 0, out
-    assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
     b = bakes.cache.lookup(arm.name, "SpinAction")[0]
     assert b.added == 0 and b.between_error <= 1e-4, (b.added, b.between_error)
 
@@ -101,7 +101,7 @@ def test_matrix_lerp_fails(empty_scene, capsys, bakes, monkeypatch):
     monkeypatch.setattr(bake_tables.MatrixTable, "at", lerp_at)
     rc, out, f = _run(capsys)
     assert rc == 1, out
-    assert float(f["baked_between_max_rel_error"]) > 5 * check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) > 5 * deform_checker.BETWEEN_TOLERANCE, out
 
 
 def test_sample_is_exact_at_the_samples_and_slerps_between(empty_scene, bakes):
@@ -159,7 +159,7 @@ def test_a_rolling_bone_is_measured_between_frames(empty_scene, capsys, bakes):
     rc, out, f = _run(capsys, "1-10")
     assert rc == 0, out
     assert "baked-between TwistStrip" in out, out
-    assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
     b = bakes.cache.lookup(arm.name, "TwistAction")[0]
     assert b.added > 0 and b.between_error > 0.0, (b.frames, b.checked, b.between_error)
 
@@ -177,11 +177,11 @@ def test_a_measured_interval_that_converges_slowly_is_measured_again(ext, capsys
     bpy.ops.wm.open_mainfile(filepath=str(MALE))
     for act in [a for a in bpy.data.actions if a.name != "Man_Death"]:
         bpy.data.actions.remove(act)
-    monkeypatch.setattr(check_deform, "BETWEEN_FRAMES", 60)
-    monkeypatch.setattr(check_deform, "BETWEEN_SUBFRAMES", (0.25, 0.75))
+    monkeypatch.setattr(deform_checker, "BETWEEN_FRAMES", 60)
+    monkeypatch.setattr(deform_checker, "BETWEEN_SUBFRAMES", (0.25, 0.75))
     rc, out, f = C.run_deform_check(capsys, mode="player", player_step=25)
     assert int(f["clips_checked"]) == 1 and int(f["baked"]) == 1, out
-    assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
     assert rc == 0, out
 
 
@@ -258,13 +258,13 @@ def test_stepped_keys_switch_where_blender_switches(empty_scene, capsys, bakes, 
     0.999 past the frames before the steps (3, 6, 9: 1/100 and 1/1000 of a frame before the
     switch) as well as at its usual fractions, all within 1e-3."""
     arm, _ob, act = _stepped_rig()
-    monkeypatch.setattr(check_deform, "BETWEEN_SUBFRAMES", (0.25, 0.5, 0.75, 0.99, 0.999))
+    monkeypatch.setattr(deform_checker, "BETWEEN_SUBFRAMES", (0.25, 0.5, 0.75, 0.99, 0.999))
     rc, out, f = _run(capsys, "1-10")
     assert rc == 0, out
     assert "baked-between CBody" in out, out
-    assert float(f["baked_between_max_rel_error"]) <= check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) <= deform_checker.BETWEEN_TOLERANCE, out
     b = bakes.cache.lookup(arm.name, act.name)[0]
-    assert b.between_error <= check_deform.BETWEEN_TOLERANCE, b.between_error
+    assert b.between_error <= deform_checker.BETWEEN_TOLERANCE, b.between_error
     # the steps checked: the frames compared lie just before a switch
     from stylized_renderer.engine.blender.bake import interp as bake_interp
 
@@ -278,8 +278,8 @@ def test_stepped_keys_lerped_at_the_step_fail(empty_scene, capsys, bakes, monkey
     from stylized_renderer.engine.blender.bake import interp as bake_interp
 
     _stepped_rig()
-    monkeypatch.setattr(check_deform, "BETWEEN_SUBFRAMES", (0.25, 0.5, 0.75, 0.99, 0.999))
+    monkeypatch.setattr(deform_checker, "BETWEEN_SUBFRAMES", (0.25, 0.5, 0.75, 0.99, 0.999))
     monkeypatch.setattr(bake_interp, "HOLD", bake_interp.LINEAR)
     rc, out, f = _run(capsys, "1-10")
     assert rc == 1, out
-    assert float(f["baked_between_max_rel_error"]) > check_deform.BETWEEN_TOLERANCE, out
+    assert float(f["baked_between_max_rel_error"]) > deform_checker.BETWEEN_TOLERANCE, out

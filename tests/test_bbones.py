@@ -7,7 +7,7 @@ import bpy
 import numpy as np
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
-from tools import check_deform, scenes
+from tools import deform_checker, scenes
 
 
 def build_bbone_rig(scene=None):
@@ -94,7 +94,7 @@ def test_bbones_timeline_match_blender(empty_scene, capsys, tmp_path):
     assert rc == 0, out
     assert "path=gpu" in out and int(fields["fallbacks"]) == 0, out
     assert int(fields["frames"]) == 10, out
-    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "bbones.blend"))
 
 
@@ -118,7 +118,7 @@ def test_wrong_bbone_blend_fails(empty_scene, capsys, monkeypatch):
     monkeypatch.setattr(skin, "split_bbone_weights", lower_only)
     rc, out, fields = _run(capsys, frames="4-10:3")
     assert "path=gpu" in out, out
-    assert rc == 1 and float(fields["max_rel_error"]) > check_deform.TOLERANCE, out
+    assert rc == 1 and float(fields["max_rel_error"]) > deform_checker.TOLERANCE, out
 
 
 def test_rest_segment_relation_without_segments(empty_scene, capsys, monkeypatch):
@@ -131,7 +131,7 @@ def test_rest_segment_relation_without_segments(empty_scene, capsys, monkeypatch
     monkeypatch.setattr(palette.SkinningPaletteSet, "set_bbone_segments", lambda self, p, r: True)
     rc, out, fields = _run(capsys, frames="4-10:3")
     assert "path=gpu" in out, out
-    assert rc == 1 and float(fields["max_rel_error"]) > check_deform.TOLERANCE, out
+    assert rc == 1 and float(fields["max_rel_error"]) > deform_checker.TOLERANCE, out
 
 
 def _timeline_runtime(frame=7):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import conftest as C
-from tools import check_deform, scenes
+from tools import check_deform, deform_checker, scenes
 
 TESTDATA_FILES = sorted(C.TESTDATA.glob("*.blend")) if C.TESTDATA.is_dir() else []
 
@@ -24,7 +24,7 @@ def test_check_deform_on_testdata(ext, capsys, path):
     bpy.ops.wm.open_mainfile(filepath=str(path))
     rc, out, fields = _run(capsys, frames=None)
     assert rc == 0, out
-    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
     drawable = any(len(o.data.polygons) for o in bpy.context.scene.objects if o.type == "MESH")
     # (32_weights_influence_4 holds only face-less single-vertex meshes: nothing is drawn)
     assert int(fields["objects"]) >= 1 or not drawable, out

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.blender import importer, render_engine
-from tools import check_deform, scenes
+from tools import deform_checker, scenes
 
 N = 30
 
@@ -51,7 +51,7 @@ def test_a_key_turned_on_between_frames_is_drawn_as_blender_draws_it(empty_scene
     scene = empty_scene
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
     arm, ob = _face(scene)
-    chk = check_deform.Checker(morph_policy=policy)
+    chk = deform_checker.Checker(morph_policy=policy)
     chk.run_timeline([1])
     s = chk.session
     imports = s.imports.import_count

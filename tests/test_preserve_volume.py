@@ -13,7 +13,7 @@ import numpy as np
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
 from tools import (
-    check_deform,
+    deform_checker,
     render_capture,  # noqa: E402  (F12 results: the hook the tests install)
     scenes,
 )
@@ -101,7 +101,7 @@ def test_preserve_volume_matches_blender(empty_scene, capsys):
     rc, out, fields = _run(capsys, mode="both")
     assert rc == 0, out
     assert "path=gpu" in out and int(fields["fallbacks"]) == 0 and int(fields["skipped"]) == 0, out
-    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
 
 
 def test_linear_blending_fails(empty_scene, capsys, monkeypatch):
@@ -119,7 +119,7 @@ def test_linear_blending_fails(empty_scene, capsys, monkeypatch):
     monkeypatch.setattr(palette.SkinningPaletteGroup, "__init__", linear)
     rc, out, fields = _run(capsys, frames="4-8:4")
     assert "path=gpu" in out, out
-    assert rc == 1 and float(fields["max_rel_error"]) > 100 * check_deform.TOLERANCE, out
+    assert rc == 1 and float(fields["max_rel_error"]) > 100 * deform_checker.TOLERANCE, out
 
 
 def _neck_width(px: np.ndarray) -> int:
@@ -169,7 +169,7 @@ def test_preserve_volume_bbones_and_object_transforms(empty_scene, capsys):
     rc, out, fields = _run(capsys, frames="1-10", mode="both")
     assert rc == 0, out
     assert "path=gpu" in out and int(fields["fallbacks"]) == 0 and int(fields["skipped"]) == 0, out
-    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
 
 
 def test_preserve_volume_many_influences(empty_scene, capsys):
@@ -190,7 +190,7 @@ def test_preserve_volume_many_influences(empty_scene, capsys):
     rc, out, fields = _run(capsys, frames="1-4", mode="timeline")
     assert rc == 0, out
     assert "path=gpu" in out and int(fields["fallbacks"]) == 0, out
-    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
 
 
 def test_preserve_volume_crowd_grouped_equals_single(empty_scene, monkeypatch):
@@ -246,7 +246,7 @@ def test_preserve_volume_with_shape_keys(empty_scene, capsys):
         rc, out, fields = C.run_deform_check(capsys, "1-8", "timeline", morph)
         assert rc == 0, (morph, out)
         assert "path=gpu" in out and int(fields["fallbacks"]) == 0 and int(fields["skipped"]) == 0, out
-        assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+        assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
         assert f"{morph}=0" not in out, out
 
 
@@ -315,7 +315,7 @@ def test_gram_schmidt_rotation_split_fails(empty_scene, capsys, monkeypatch):
     _build_sheared_arm()
     rc, out, fields = _run(capsys, frames="4-8:4")
     assert "path=gpu" in out, out
-    assert rc == 1 and float(fields["max_rel_error"]) > check_deform.TOLERANCE, out
+    assert rc == 1 and float(fields["max_rel_error"]) > deform_checker.TOLERANCE, out
 
 
 def test_preserve_volume_next_to_linear_mesh_baked(empty_scene, capsys):
@@ -335,7 +335,7 @@ def test_preserve_volume_next_to_linear_mesh_baked(empty_scene, capsys):
     rc, out, fields = _run(capsys, frames="1-10", mode="both")
     assert rc == 0, out
     assert int(fields["objects"]) == 2 and int(fields["fallbacks"]) == 0 and int(fields["baked"]) >= 1, out
-    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
 
 
 def test_player_check_restores_the_file_between_clips(empty_scene, capsys):
@@ -357,7 +357,7 @@ def test_player_check_restores_the_file_between_clips(empty_scene, capsys):
     scenes.finish()
     pose_before = [tuple(pb.matrix_basis.col[3]) + tuple(pb.rotation_euler) for pb in arm.pose.bones]
     rc, out, f = C.run_deform_check(capsys, "1-8", "player", "shader")
-    assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert rc == 0 and float(f["max_rel_error"]) <= deform_checker.TOLERANCE, out
     assert int(f["frames"]) == 16, out    # both clips checked
     assert arm.animation_data is None
     assert [tuple(pb.matrix_basis.col[3]) + tuple(pb.rotation_euler) for pb in arm.pose.bones] == pose_before

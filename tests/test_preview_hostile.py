@@ -20,6 +20,7 @@ import conftest as C
 from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.features.preview.state import compatible_clips_for
 from stylized_renderer.engine.gpu import util as gpu_util
+from tools import deform_checker
 
 
 class Viewport:
@@ -266,7 +267,6 @@ def test_check_deform_both_modes_pass_with_a_bone_parented_animated_mesh(charact
     """tools/check_deform.py --mode both: the player check after the timeline frames compares
     the clip's objects with Blender evaluating that clip alone, while every other object holds
     the pose Blender shows (issue 27: 'player error 4.0' where --mode player alone passed)."""
-    from tools import check_deform
 
     c = character
     add_wand_and_bystander(c)
@@ -274,7 +274,7 @@ def test_check_deform_both_modes_pass_with_a_bone_parented_animated_mesh(charact
     c.scene.frame_set(1)
     rc, out, f = C.run_deform_check(capsys, "1-20:6", "both", player_step=6)
     assert "player   Wand" in out and "player   Flag" in out, out
-    assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert rc == 0 and float(f["max_rel_error"]) <= deform_checker.TOLERANCE, out
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import conftest as C
-from tools import check_deform
+from tools import check_deform, deform_checker
 
 REAL = sorted((C.TESTDATA / "real").glob("*.blend")) + sorted((C.TESTDATA / "vrm").glob("*.blend")) \
     if C.TESTDATA.is_dir() else []
@@ -30,7 +30,7 @@ def _deform_check(capsys, path):
     out = capsys.readouterr().out
     f = _fields(out)
     assert rc == 0, out
-    assert float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(f["max_rel_error"]) <= deform_checker.TOLERANCE, out
     assert int(f["skipped"]) == 0, out                  # no clip skipped: NLA tracks are muted, not a reason
     assert "player " in out and "path=gpu" in out, out
     return out, f

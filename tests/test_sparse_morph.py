@@ -11,7 +11,7 @@ from stylized_renderer.engine.blender import importer
 from stylized_renderer.engine.blender.importer.morph import read_key_coords
 from stylized_renderer.engine.core.assets import AssetError, MorphTargetAsset
 from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
-from tools import check_deform, scenes
+from tools import check_deform, deform_checker, scenes
 
 N = 40          # 1600 vertices; each bump moves a patch of a few dozen
 
@@ -94,7 +94,7 @@ def test_sparse_morph_paths_match_blender(empty_scene, capsys, policy):
     paths = {k: int(v) for k, v in check_deform.summary_fields(out, "morph-paths:").items()}
     assert paths[policy] > 0, out
     fields = check_deform.summary_fields(out)
-    assert float(fields["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert float(fields["max_rel_error"]) <= deform_checker.TOLERANCE, out
 
 
 def test_dense_and_sparse_constructors_agree_and_bad_rows_are_named():

@@ -29,6 +29,7 @@ import pytest
 import conftest as C
 from stylized_renderer.engine.features.preview import control as preview
 from test_vrm_expressions import ANGRY, make_vrm1, needs_godette, open_godette
+from tools import deform_checker
 
 JOY, SORROW, FUN = 7, 9, 10          # Godette's blend-shape groups (Joy: oh 0.5, look_up 0.25; Fun: uu 0.5, look_up 0.25)
 FACE_KEYS = ("ah", "ih", "uu", "ee", "oh", "blink_left", "blink_right", "look_up", "look_down", "look_left",
@@ -475,7 +476,6 @@ def test_check_deform_player_mode_plays_the_face_slot(vrm_addon, capsys, monkeyp
     """tools/check_deform.py in player mode on a clip that keys an expression: Blender's side
     evaluates the action's ARMATURE slot on the armature data too (the add-on turns the preview
     into shape-key values), so the keyed face matches; without that slot the check fails."""
-    from tools import check_deform
 
     open_godette()
     arm = bpy.data.objects["Armature"]
@@ -486,10 +486,10 @@ def test_check_deform_player_mode_plays_the_face_slot(vrm_addon, capsys, monkeyp
         return rc, f, out
 
     rc, f, out = run()
-    assert rc == 0 and float(f["max_rel_error"]) <= check_deform.TOLERANCE, out
+    assert rc == 0 and float(f["max_rel_error"]) <= deform_checker.TOLERANCE, out
     assert "frames=4" in out, out                       # HappyClip, the only clip: 2 objects x 2 frames
     from stylized_renderer.engine.blender.bake import isolate as bake_isolate
 
     monkeypatch.setattr(bake_isolate, "_isolate_data_slot", lambda owner, action: None)
     rc, f, out = run()
-    assert rc != 0 and float(f["max_rel_error"]) > check_deform.TOLERANCE, out
+    assert rc != 0 and float(f["max_rel_error"]) > deform_checker.TOLERANCE, out

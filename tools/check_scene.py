@@ -143,7 +143,7 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
     from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.features.preview.control import PreviewState
     from stylized_renderer.engine.gpu import util as gpu_util
-    from tools import check_deform as cd
+    from tools import deform_checker as cd
 
     scene.render.engine = "STYLIZED"
     checker = cd.Checker()

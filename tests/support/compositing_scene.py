@@ -57,7 +57,7 @@ def exr_settings(scene, path, multilayer=True):
             imf.media_type = "IMAGE"
         imf.file_format = "OPEN_EXR"
     if hasattr(imf, "use_exr_interleave"):
-        imf.use_exr_interleave = True      # one part: what tests/support/exr_read.py reads
+        imf.use_exr_interleave = True      # one part (tests/support/exr_read.py reads single-part files)
     imf.exr_codec = "NONE"
     imf.color_depth = "32"
     scene.render.filepath = str(path)
