@@ -1,4 +1,4 @@
-"""Baked clips exact between frames (issue 22 items 2 and 3, engine/importer/bake_*.py):
+"""Baked clips exact between frames (issue 22 items 2 and 3, engine/blender/bake/):
 tools/check_deform.py player mode compares the preview of baked clips with Blender's evaluation at
 0.25, 0.5 and 0.75 past a few frames and fails above 1e-3 of the object size ("baked-between");
 the bake interpolates each bone's parent-relative matrix by translation lerp, rotation slerp and
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+from stylized_renderer.engine.blender.bake.baked_pose import baked_clip
 from support import fcurve_rigs
 from tools import deform_checker, rigify_rig, scenes
 
@@ -112,7 +113,7 @@ def test_sample_is_exact_at_the_samples_and_slerps_between(empty_scene, bakes):
     arm, _ob = _spin_rig()
     b = bakes.cache.ensure(arm, "SpinAction")
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
-    _clip, bp = bakes.baked_clip(b, asset)
+    _clip, bp = baked_clip(b, asset)
     spin = asset.node_index(arm.name, "spin")
     k = int(np.flatnonzero(bp.inner_nodes == spin)[0])
     fps = b.fps
@@ -195,7 +196,7 @@ def test_playing_makes_each_intervals_polynomial_once(empty_scene, bakes, monkey
     arm, _ob = _spin_rig()
     b = bakes.cache.ensure(arm, "SpinAction")
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
-    _clip, bp = bakes.baked_clip(b, asset)
+    _clip, bp = baked_clip(b, asset)
     times = (b.frames[:-1] + 0.37 * np.diff(b.frames) - b.frame_start) / b.fps
     assert times.size >= 10
     first = [bp.sample(t).locals.copy() for t in times]
@@ -229,7 +230,7 @@ def test_rigify_250_frame_bake_is_compact(rigify_250, ext, bakes):
     b = bakes.cache.ensure(rig, rig.animation_data.action.name)
     assert b.frame_count - b.added == 250
     assert b.nbytes < 20 * 2**20, b.nbytes / 2**20
-    _clip, bp = bakes.baked_clip(b, importer.import_scene(bpy.context.evaluated_depsgraph_get()))
+    _clip, bp = baked_clip(b, importer.import_scene(bpy.context.evaluated_depsgraph_get()))
     assert bp.table is b.locals and bp.bbone_table is b.bbone_table
     # played through every interval, the polynomials it keeps stay bounded (tables.COEF_BYTES)
     for t in (b.frames[:-1] + 0.5 * np.diff(b.frames) - b.frame_start) / b.fps:

@@ -28,10 +28,9 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..importer import actions as _actions
-from .baked_pose import BakedPose, BakedSample, baked_clip  # noqa: F401
-from .reasons import BakeError, bake_reasons, weighted_bbones  # noqa: F401
-from .record import Bake, bake_action, bake_frames  # noqa: F401
-from .signature import bake_signature, rig_signature  # noqa: F401
+from .reasons import BakeError, bake_reasons
+from .record import Bake, bake_action
+from .signature import bake_signature
 
 # ------------------------------------------------------------------------------------------------
 # the cache

@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...core.geometry import smooth_normals  # noqa: F401 (re-exported)
+from ...core.geometry import smooth_normals
 from .morph import sorted_unique, unique_inverse, unique_rows
 
 

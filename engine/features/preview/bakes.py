@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...blender.bake import cache as _bake
+from ...blender.bake.baked_pose import baked_clip
+from ...blender.bake.reasons import BakeError
 from ...core.animation.mixer import MatrixMixer
 from . import state as _preview
 
@@ -90,8 +91,8 @@ def baked_clips(driver, state, clips: dict):
     if hit is None or hit[0] is not b:
         template = clips.get(name)
         try:
-            clip, bbones = _bake.baked_clip(b, session.scene_asset, template)
-        except _bake.BakeError as ex:
+            clip, bbones = baked_clip(b, session.scene_asset, template)
+        except BakeError as ex:
             state.last_error = f"clip '{name}' needs a bake: {ex}"
             return None
         old = hit[1] if hit is not None else None

@@ -46,7 +46,7 @@ from .frame_lamps import FrameLamps
 from .gpu_cache import GpuCache
 from .instancing import FrameInstances
 from .lamp_links import blocks
-from .lights import LIGHT_KINDS, LIGHT_UNIT_SCALE, mtoon_light_colors, shading_lights  # noqa: F401 (re-exported)
+from .lights import LIGHT_KINDS, mtoon_light_colors, shading_lights
 from .local_shadows import CUBE_FACES, MAX_LOCAL_SHADOWS, LocalShadowPass, local_shadow_lamps, pack_local
 from .local_shadows import FLOATS as LOCAL_FLOATS
 from .mtoon_shaders import (
