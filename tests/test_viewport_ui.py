@@ -228,7 +228,13 @@ def test_transport_through_operators(character):
         assert bpy.ops.stylized.preview_play() == {"FINISHED"}
         assert st.playing and st.active
         assert preview.timers_active()             # redraw timer runs while playing
+        states = preview._states()
+        states.sidebar_redrawn_at = 0.0
         assert preview._redraw_tick() == pytest.approx(preview.REDRAW_INTERVAL)
+        sidebar_at = states.sidebar_redrawn_at     # the first tick redraws the sidebars too
+        assert sidebar_at > 0.0
+        assert preview._redraw_tick() == pytest.approx(preview.REDRAW_INTERVAL)
+        assert states.sidebar_redrawn_at == sidebar_at   # the next ones, within a second: the views only
         frames(st, rt, clips, 10)
         assert st.playing and st.time == pytest.approx(10 / 60.0)
         assert st.last_palette_uploads > 0

@@ -19,11 +19,15 @@ from .state import (
 )
 
 REDRAW_INTERVAL = 1.0 / 60.0
-# The sidebar (Time readout, Stats) follows the preview at 4 Hz. Timeline playback does not redraw
-# the 3D view's sidebar at all (Blender redraws only the main region of 3D views while it plays);
-# the preview used to redraw every region of the area on every tick, and a software-GL window spent
-# half its frame on the sidebar (make bench-gui: 3.7 preview redraws/s against 7.2 for playback).
-UI_REDRAW_INTERVAL = 0.25
+# The sidebar (Time readout, Stats) follows the preview once a second. Timeline playback does not
+# redraw the 3D view's sidebar at all (Blender redraws only the main region of 3D views while it
+# plays); the preview redrew every region of the area on every tick, and a software-GL window spent
+# most of its frame on the sidebar. make bench-gui (OpenGL/llvmpipe, 1600x900, sidebar open, at a
+# load of ~13 on 2 cores): preview Play 0.34 redraws/s against 0.96 for timeline playback; 0.98
+# with the sidebar closed; 0.54 with the sidebar at 4 Hz; at 1 Hz (now) 0.92 against 1.24 (1.53
+# against 1.67 with the sidebar closed). Slow frames under that load mean few frames a second:
+# unloaded, the issue counted 3.7 against 7.2.
+UI_REDRAW_INTERVAL = 1.0
 
 
 def _addon():
