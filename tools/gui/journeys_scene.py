@@ -18,6 +18,7 @@ from common import (  # noqa: E402
     main_view,
     other_windows,
     viewport_session,
+    wait_until,
 )
 from harness import region, screen_rect, view3d_areas, window  # noqa: E402
 
@@ -301,20 +302,30 @@ def j_vrm(h: H.Harness):
         o.select_set(o in meshes)
     space = area.spaces.active
     space.region_3d.view_perspective = "PERSP"
+    bpy.context.preferences.view.smooth_view = 0     # view_selected jumps (no animation after it)
     with H.override(area):
         bpy.ops.view3d.view_selected()
-    space.region_3d.view_distance *= 0.35        # closer: the face
     head = next((b for b in arm.data.bones if b.name.lower().endswith("head")), None)
     if head is not None:
         space.region_3d.view_location = arm.matrix_world @ head.head_local
+        space.region_3d.view_distance = 0.9
+    space.overlay.show_overlays = False
     area.tag_redraw()
     yield 4.0
     rect = screen_rect(region(area))
     yield from h.settled("vrm-neutral", rect)
     neutral = h._settled
+
+    def key_values():
+        return [kb.value for o in meshes if o.data.shape_keys for kb in o.data.shape_keys.key_blocks]
+
+    keys0 = key_values()
     groups = arm.data.vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups
     grp = groups[ANGRY]
     grp.preview = 1.0                            # the slider in the add-on's Blend Shape panel
+    area.tag_redraw()
+    yield from wait_until(lambda: key_values() != keys0, 6.0)
+    h.check(key_values() != keys0, f"the add-on applied its '{grp.name}' preview to the shape keys")
     area.tag_redraw()
     yield 1.0
     yield from h.settled("vrm-angry", rect)
