@@ -302,7 +302,7 @@ def collect_objects(view_layer) -> list:
     return list(include.values())
 
 
-def structure_key(objects) -> tuple:
+def structure_key(objects) -> Optional[tuple]:
     """What of ``objects`` (``collect_objects``) the node array of ``build_nodes`` depends on,
     read cheaply: each object's name, type, data, parent, parent type, parent bone and parent
     inverse, and each armature datablock's bones (names, parents, rest matrices, lengths,

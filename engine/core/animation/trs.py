@@ -8,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 
-def _quadratic_form() -> np.ndarray:
+def _quadratic_form() -> tuple:
     """(a, b, C): R.ravel() = (q[a] * q[b]) @ C (10 products, C (10, 9)) for a wxyz quaternion q,
     the homogeneous form R = (w^2 - v.v) I + 2 v v^T + 2 w [v]x of assets.types.quat_to_matrix."""
     c = np.zeros((4, 4, 3, 3))

@@ -59,7 +59,7 @@ def peek_state(scene) -> Optional[PreviewState]:
     return _states().peek(scene)
 
 
-def all_states() -> Dict[str, PreviewState]:
+def all_states() -> Dict[tuple, PreviewState]:
     return dict(_states().states)
 
 
