@@ -1,5 +1,6 @@
-"""Issue 36 item 3: the Position pass (world space, as EEVEE writes it) through F12 into a
-multilayer EXR, against EEVEE's on the compositing scene."""
+"""Issue 36 item 3: the Position (world space), Diffuse Color, Emission and Ambient Occlusion
+passes through F12 into a multilayer EXR, against EEVEE's on the compositing scene; the GPU AO
+pass against its numpy formula."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,9 +31,10 @@ def test_position_pass_matches_eevee(empty_scene, tmp_path):
     assert np.median(err) < 1e-3 * size and np.percentile(err, 95) < 1e-3 * size, np.percentile(err, [50, 95, 99])
 
 
-def test_diffuse_color_and_emission_match_eevee(empty_scene, tmp_path):
+def test_diffuse_color_emission_and_ao_match_eevee(empty_scene, tmp_path):
     """Diffuse Color holds each material's base colour, Emission its emissive colour x strength
-    (Principled materials read by the material reader), as in EEVEE's file."""
+    (Principled materials read by the material reader), as in EEVEE's file; the Ambient
+    Occlusion pass of the same render (``_check_ao``)."""
     import bpy
 
     scene = empty_scene
@@ -42,8 +44,11 @@ def test_diffuse_color_and_emission_match_eevee(empty_scene, tmp_path):
     bsdf.inputs["Emission Strength"].default_value = 2.0
     layer = scene.view_layers[0]
     layer.use_pass_diffuse_color = layer.use_pass_emit = True
+    layer.use_pass_ambient_occlusion = True         # (checked on the same files: one EEVEE render)
+    _ao_distance(scene, 0.6)
     ours = S.render_exr(scene, tmp_path / "ours.exr")
     eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=4)
+    _check_ao(scene, ours, eevee, tmp_path)
     names = [n for n in ("Diffuse Color", "DiffCol") if f"ViewLayer.{n}.R" in eevee]
     diff, emit = (names[0], "Emission" if names[0] == "Diffuse Color" else "Emit")
     d_o, d_e = layer_pass(ours, f"ViewLayer.{diff}", "RGB"), layer_pass(eevee, f"ViewLayer.{diff}", "RGB")
@@ -79,15 +84,10 @@ def _ao_distance(scene, d):
         scene.eevee.gtao_distance = d                          # 4.5
 
 
-def test_ambient_occlusion_pass_follows_eevee_and_the_ao_distance(empty_scene, tmp_path):
-    """Screen-space AO within the scene's AO distance: open ground ~1 and the creases where the
-    ball and the box meet the ground darker, in both engines; a shorter distance darkens less."""
-    scene = empty_scene
-    S.stage(scene)
-    scene.view_layers[0].use_pass_ambient_occlusion = True
-    _ao_distance(scene, 0.6)
-    ours = S.render_exr(scene, tmp_path / "ours.exr")
-    eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=4)
+def _check_ao(scene, ours, eevee, tmp_path):
+    """Screen-space AO within the scene's AO distance (0.6 here): open ground ~1 and the creases
+    where the ball and the box meet the ground darker, in both engines; a shorter distance darkens
+    less."""
     name = "Ambient Occlusion" if "ViewLayer.Ambient Occlusion.R" in eevee else "AO"
     a_o = layer_pass(ours, f"ViewLayer.{name}", "R")[..., 0]
     a_e = layer_pass(eevee, f"ViewLayer.{name}", "R")[..., 0]
