@@ -57,6 +57,7 @@ class AddonState:
         # a bake's frame changes are not the user scrubbing: they do not hand the preview back
         self.bakes = BakeCache(quiet=self.previews.handback_suspended)
         self._viewport = None
+        self.render_complete = None   # the engine's render_complete handler (render_engine.register)
 
     def note_viewport_session(self, session) -> None:
         """``session`` is the most recent viewport session (kept weakly)."""

@@ -11,6 +11,7 @@ import bpy
 import numpy as np
 
 from ..gpu.passes import render_passes
+from . import heap
 from .addon_state import AddonState, FinalSessionKeeper
 from .session import StylizedSession, camera_for_view, camera_from_matrices, camera_from_object
 
@@ -157,6 +158,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             # again (an engine kept with Persistent Data) verifies everything, as an F12 does.
             frame = (scene.frame_current, float(scene.frame_subframe))
             drawn_from = (depsgraph.as_pointer(), id(self.session))
+            imports = self.session.imports.import_count
             if (self._drawn_from is not None and self._drawn_from[:2] == drawn_from
                     and self._drawn_from[2] != frame and self.session is kept_final_session()):
                 self.session.sync_render_step(depsgraph)
@@ -169,6 +171,8 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             self.update_progress(0.4)
             self.update_stats("Stylized", "Drawing")
             pixels, result_ms = self._render_views(depsgraph, cam.evaluated_get(depsgraph), width, height)
+            if self.session.imports.import_count != imports:
+                self.session.imports.last_imported = True     # (collected after the render: heap.py)
         except Exception as ex:  # report, never leave a traceback as the only message
             self.report({"ERROR"}, f"Stylized render failed: {ex}")
             raise
@@ -335,6 +339,22 @@ def register() -> None:
     StylizedRenderEngine.addon = addon
     atexit.register(addon.free)       # released before Blender's own teardown (no leaked blocks)
     bpy.utils.register_class(StylizedRenderEngine)
+    addon.render_complete = _release_after_render
+    bpy.app.handlers.render_complete.append(_release_after_render)
+
+
+@bpy.app.handlers.persistent
+def _release_after_render(*_args) -> None:
+    """render_complete (Blender has freed the render's depsgraph): after one of our final renders
+    that imported, the replaced assets are collected and the freed memory goes back to the
+    system (heap.py)."""
+    keeper = _keeper()
+    s = keeper.session if keeper is not None else None
+    if s is not None and s.imports.last_imported:
+        t = time.perf_counter()
+        heap.release_freed()
+        s.imports.last_imported = False
+        s.stats["heap_release_ms"] = (time.perf_counter() - t) * 1e3
 
 
 def unregister() -> None:
@@ -343,6 +363,9 @@ def unregister() -> None:
 
     addon = addon_state()
     if addon is not None:
+        handler = getattr(addon, "render_complete", None)
+        if handler in bpy.app.handlers.render_complete:
+            bpy.app.handlers.render_complete.remove(handler)
         addon.free()
         atexit.unregister(addon.free)
         del StylizedRenderEngine.addon

@@ -18,6 +18,7 @@ class SyncState:
         self.need_import = True
         self.reimport_reasons = []           # why sync asked for the pending re-import (cleared by it)
         self.import_count = 0                # scene imports by this session (the Stats panel shows them)
+        self.last_imported = False           # a final render imported (render_engine's render_complete: heap.py)
         self.last_import_reason = ""
         self.import_error = None             # why the last import failed (everything drawn by the fallback)
         self.problems = []                   # the last import's problems (Stats panel, render log)
