@@ -13,9 +13,20 @@ import math
 
 import bpy
 import numpy as np
+import pytest
 
 import conftest as C
 from support.two_bone_rig import bend, two_bone_rig
+
+
+@pytest.fixture(autouse=True)
+def _free_kept_session():
+    """``_keep_all`` lowers the kept final session's threshold: free that session after each test
+    so no later test (another file's F12) renders with it."""
+    yield
+    from stylized_renderer.engine.blender import render_engine
+
+    render_engine.free_final_session()
 
 
 def _scene(scene):
