@@ -179,11 +179,4 @@ classes = (STYLIZED_OT_expression_set, STYLIZED_OT_expression_reset_all, STYLIZE
            STYLIZED_OT_vrm_expression_set, STYLIZED_OT_vrm_expression_keyframe)
 
 
-def register():
-    for c in classes:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(classes):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(classes)

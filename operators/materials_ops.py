@@ -96,11 +96,4 @@ class STYLIZED_OT_set_standard_view_transform(bpy.types.Operator):
 CLASSES = (STYLIZED_OT_convert_to_mtoon, STYLIZED_OT_set_standard_view_transform)
 
 
-def register():
-    for c in CLASSES:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(CLASSES):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

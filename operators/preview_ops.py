@@ -211,11 +211,4 @@ classes = (STYLIZED_OT_preview_play, STYLIZED_OT_preview_pause, STYLIZED_OT_prev
            STYLIZED_OT_preview_seek, STYLIZED_OT_preview_scene)
 
 
-def register():
-    for c in classes:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(classes):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(classes)

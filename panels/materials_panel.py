@@ -163,11 +163,4 @@ CLASSES = (STYLIZED_PT_material_mtoon, STYLIZED_PT_material_mtoon_lighting, STYL
            STYLIZED_PT_material_mtoon_uv_animation, STYLIZED_PT_material_mtoon_rendering)
 
 
-def register():
-    for c in CLASSES:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(CLASSES):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

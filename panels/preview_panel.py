@@ -115,11 +115,4 @@ class STYLIZED_PT_viewport_scene(SidebarPanel, bpy.types.Panel):
 classes = (STYLIZED_PT_viewport_animation, STYLIZED_PT_viewport_scene)
 
 
-def register():
-    for c in classes:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(classes):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -157,11 +157,4 @@ class STYLIZED_PT_viewport_stats(SidebarPanel, bpy.types.Panel):
 classes = (STYLIZED_PT_viewport_stats,)
 
 
-def register():
-    for c in classes:
-        bpy.utils.register_class(c)
-
-
-def unregister():
-    for c in reversed(classes):
-        bpy.utils.unregister_class(c)
+register, unregister = bpy.utils.register_classes_factory(classes)

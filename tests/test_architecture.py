@@ -58,7 +58,9 @@ REGISTRATION = {
 # Calls whose result is immutable (a module-level binding of one is a constant, not state).
 IMMUTABLE_CALLS = {"frozenset", "tuple", "str", "int", "float", "bool", "bytes", "range", "namedtuple",
                    "NamedTuple", "TypeVar", "compile", "Struct", "MappingProxyType", "object", "getLogger",
-                   "dtype", "Path", "join", "dirname", "abspath", "float32", "float64", "int32", "uint32"}
+                   "dtype", "Path", "join", "dirname", "abspath", "float32", "float64", "int32", "uint32",
+                   # bpy.utils.register_classes_factory: two functions over the module's class tuple
+                   "register_classes_factory"}
 # Methods that change the object they are called on.
 MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard",
             "popitem", "sort", "reverse", "fill", "put", "itemset", "resize"}
