@@ -11,6 +11,7 @@ import bpy
 import numpy as np
 
 import conftest as C
+from tools.bench_set import grid_mesh
 
 
 def _rss_mb() -> float:
@@ -21,20 +22,8 @@ def _rss_mb() -> float:
 
 
 def _grid(scene, n=500):
-    xs = np.linspace(-5.0, 5.0, n)
-    X, Y = np.meshgrid(xs, xs)
-    co = np.stack([X, Y, 0.1 * np.sin(X) * np.cos(Y)], -1).reshape(-1, 3).astype(np.float32)
-    i = np.arange(n * n).reshape(n, n)
-    quads = np.stack([i[:-1, :-1], i[:-1, 1:], i[1:, 1:], i[1:, :-1]], -1).reshape(-1, 4)
-    me = bpy.data.meshes.new("Grid")
-    me.vertices.add(len(co))
-    me.vertices.foreach_set("co", co.ravel())
-    me.loops.add(quads.size)
-    me.loops.foreach_set("vertex_index", quads.ravel().astype(np.int32))
-    me.polygons.add(len(quads))
-    me.polygons.foreach_set("loop_start", (np.arange(len(quads)) * 4).astype(np.int32))
-    me.update()
-    me.validate()                                  # (adds the edges)
+    """A 10 m grid of n x n vertices with a gentle wave, built in bulk as bench_set builds its terrain."""
+    me = grid_mesh("Grid", n, n, 10.0, lambda X, Y: 0.1 * np.sin(X) * np.cos(Y))
     ob = bpy.data.objects.new("Grid", me)
     scene.collection.objects.link(ob)
     return ob

@@ -53,7 +53,7 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _grid_mesh(name, nx, ny, size, height):
+def grid_mesh(name, nx, ny, size, height):
     """A grid mesh of nx x ny vertices, ``size`` metres a side, z = height(x, y), built in bulk."""
     import bpy
     import numpy as np
@@ -107,7 +107,7 @@ def build_set(scale: float = 1.0, width: int = 960, height: int = 540, samples: 
     mat_rock.diffuse_color = (0.5, 0.48, 0.45, 1.0)
     mat_prop = bpy.data.materials.new("SetProp")
     mat_prop.diffuse_color = (0.6, 0.35, 0.2, 1.0)
-    me = _grid_mesh("SetTerrain", side, side, 200.0, hills)
+    me = grid_mesh("SetTerrain", side, side, 200.0, hills)
     me.materials.append(mat_ground)
     terrain = bpy.data.objects.new("SetTerrain", me)
     scene.collection.objects.link(terrain)
