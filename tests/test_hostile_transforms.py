@@ -343,18 +343,15 @@ def preview_session(monkeypatch):
     yield from clocked_session(monkeypatch)
 
 
-@pytest.mark.parametrize("at_import", [True, False])
-def test_nan_prop_while_the_preview_plays(empty_scene, preview_session, at_import):
-    """The preview player: a prop with a NaN location (present at import, or set while the clip
-    plays) is skipped and named, the character keeps playing."""
+def _play_and_spoil(scene, preview_session, info, spoil, at_import):
+    """Play the demo's clip in the preview with ``spoil()`` applied before the import
+    (``at_import``) or while the clip plays (then synced as view_update syncs); returns the state
+    and the runtime after the spoiled frame."""
     from stylized_renderer.engine.features.preview import control as preview
 
-    scene = empty_scene
-    info = _demo(scene)
-    prop = _prop(scene)
-    if at_import:
-        prop.location.x = float("nan")
     arm = info["armature"]
+    if at_import:
+        spoil()
     st = preview.get_state(scene, arm)
     st.active = True
     st.push("clip", info["active_action"])
@@ -362,11 +359,24 @@ def test_nan_prop_while_the_preview_plays(empty_scene, preview_session, at_impor
     rt = preview_session.update(st)
     if not at_import:
         rt = preview_session.update(st, 0.1)
-        prop.location.x = float("nan")
+        spoil()
         scenes.finish()
         preview_session.session.sync(bpy.context.evaluated_depsgraph_get(), [])
         rt = preview_session.update(st, 0.1)
     assert st.playing
+    return st, rt
+
+
+@pytest.mark.parametrize("at_import", [True, False])
+def test_nan_prop_while_the_preview_plays(empty_scene, preview_session, at_import):
+    """The preview player: a prop with a NaN location (present at import, or set while the clip
+    plays) is skipped and named, the character keeps playing."""
+    scene = empty_scene
+    info = _demo(scene)
+    prop = _prop(scene)
+    arm = info["armature"]
+    st, rt = _play_and_spoil(scene, preview_session, info, lambda: setattr(prop.location, "x", float("nan")),
+                             at_import)
     hand = rt.scene.node_index(arm.name, "hand.R")
     before = np.array(rt.pose.world_matrices[hand])
     rt = preview_session.update(st, 0.3)
@@ -381,25 +391,12 @@ def test_nan_bone_while_the_preview_plays_skips_what_it_deforms_as_f12(empty_sce
     """Issue 38 item 4: the preview player skips the meshes a NaN bone deforms and names the bone,
     as F12 does (test_nan_bone_skips_the_meshes_it_deforms_and_names_the_bone); before, it drew
     them with the bone held at identity.  The rest keeps playing."""
-    from stylized_renderer.engine.features.preview import control as preview
-
     scene = empty_scene
     info = _demo(scene)
     arm = info["armature"]
-    if at_import:
-        arm.pose.bones["hand.R"].scale.x = float("nan")
-    st = preview.get_state(scene, arm)
-    st.active = True
-    st.push("clip", info["active_action"])
-    st.push("play")
-    rt = preview_session.update(st)
-    if not at_import:
-        rt = preview_session.update(st, 0.1)
-        arm.pose.bones["hand.R"].scale.x = float("nan")
-        scenes.finish()
-        preview_session.session.sync(bpy.context.evaluated_depsgraph_get(), [])
-        rt = preview_session.update(st, 0.1)
-    assert st.playing
+    hand_bone = arm.pose.bones["hand.R"]
+    st, rt = _play_and_spoil(scene, preview_session, info, lambda: setattr(hand_bone.scale, "x", float("nan")),
+                             at_import)
     head = rt.scene.node_index(arm.name, "head")
     before = np.array(rt.pose.world_matrices[head])
     rt = preview_session.update(st, 0.3)
