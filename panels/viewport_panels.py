@@ -150,7 +150,9 @@ class STYLIZED_PT_viewport_stats(SidebarPanel, bpy.types.Panel):
         _message_block(layout, "Problems", stats.get("problems"), "ERROR")
         # the view layer's passes an F12 would not write (engine/features/passes/inventory.py)
         vl = getattr(context, "view_layer", None)
-        missing = inventory.unwritten(vl, render_passes.requested(vl)) if vl is not None else ()
+        scene = getattr(context, "scene", None)
+        missing = (inventory.unwritten(vl, render_passes.requested(vl), getattr(scene, "render", None))
+                   if vl is not None else ())
         _message_block(layout, "Passes not written", missing, "RENDERLAYERS")
 
 

@@ -201,7 +201,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         passes = render_passes.requested(layer)
         # nothing silent: every enabled pass this render does not write, named once (log, Stats)
         self.session.stats["aov_losses"] = []
-        self.session.stats["unwritten_passes"] = self.session.passes.unwritten_line(layer, passes)
+        self.session.stats["unwritten_passes"] = self.session.passes.unwritten_line(layer, passes, rd)
         result = self.begin_result(0, 0, width, height, layer=layer.name)
         written, result_s = None, 0.0
         try:

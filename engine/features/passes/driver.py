@@ -38,6 +38,7 @@ class PassesDriver:
             stamp.update(ids.metadata(view_layer.name))
         return lines
 
-    def unwritten_line(self, view_layer, passes) -> str:
-        """One log line naming the enabled passes not written ("" when there are none)."""
-        return inventory.log_line(view_layer.name, inventory.unwritten(view_layer, passes))
+    def unwritten_line(self, view_layer, passes, render=None) -> str:
+        """One log line naming the enabled passes not written, and Motion Blur when ``render``
+        has it on ("" when there are none)."""
+        return inventory.log_line(view_layer.name, inventory.unwritten(view_layer, passes, render))

@@ -46,8 +46,13 @@ def _switches(group):
     return out
 
 
-def unwritten(view_layer, written) -> list:
-    """Labels of the passes ``view_layer`` enables that are not among ``written`` (see above)."""
+#: the label of Render > Motion Blur while it is on: not applied yet (frames are drawn sharp)
+MOTION_BLUR = "Motion Blur (render setting: frames drawn sharp)"
+
+
+def unwritten(view_layer, written, render=None) -> list:
+    """Labels of the passes ``view_layer`` enables that are not among ``written`` (see above),
+    and ``MOTION_BLUR`` when ``render`` (the scene's RenderSettings) has Motion Blur on."""
     written = set(written) | {"Combined"}
     out = []
     for group, prefix in ((view_layer, ""), (getattr(view_layer, "eevee", None), "EEVEE ")):
@@ -64,6 +69,8 @@ def unwritten(view_layer, written) -> list:
             out.append(f"AOV '{aov.name}'")
     for lg in getattr(view_layer, "lightgroups", ()) or ():
         out.append(f"Light Group '{lg.name}'")
+    if render is not None and getattr(render, "use_motion_blur", False):
+        out.append(MOTION_BLUR)
     return out
 
 
