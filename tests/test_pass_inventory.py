@@ -90,11 +90,11 @@ def test_stats_panel_lists_the_unwritten_passes(empty_scene):
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(empty_scene, None)).labels()
     head = [lab for lab in labels if lab.startswith("Passes not written")]
     assert head, labels
-    for want in ("Vector", "Shadow"):        # (not written yet; Shadow: Blender's, for every lamp, #35)
+    for want in ("Shadow",):                 # (not written yet; Shadow: Blender's, for every lamp, #35)
         assert want in labels, (want, labels)
     emit = layer.bl_rna.properties["use_pass_emit"].name            # "Emission" ("Emit" in 4.5)
     for written in ("Z", "Mist", "Normal", "Position", "Diffuse Color", emit, "Cryptomatte Object", "AOV 'myaov'",
-                    "Ambient Occlusion"):
+                    "Ambient Occlusion", "Vector"):
         assert written not in labels, (written, labels)
     for name in ENABLED:
         setattr(layer, name, False)

@@ -212,11 +212,16 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
             for view in views:
                 if len(views) > 1:
                     self.active_view_set(view)
-                camera = self._view_camera(depsgraph, cam_eval, width, height, len(views) > 1)
+                multiview = len(views) > 1
+                motion = None
+                if "Vector" in passes:      # the other instants first (engine/features/passes/vector.py)
+                    motion = self.session.passes.motion(self, self.session, depsgraph, lambda mv=multiview: self._view_camera(
+                        depsgraph, depsgraph.scene.camera.evaluated_get(depsgraph), width, height, mv))
+                camera = self._view_camera(depsgraph, cam_eval, width, height, multiview)
                 stamp = {}
                 images = self.session.render_layers(depsgraph, camera, width, height,
                                                     film_transparent=rd.film_transparent, passes=passes,
-                                                    stamp=stamp)
+                                                    stamp=stamp, motion=motion)
                 if stamp:       # Cryptomatte's metadata: into the final result, as Cycles writes it
                     final = self.get_result()
                     for field, value in stamp.items():

@@ -191,7 +191,9 @@ class StylizedSession:
         self._scene_reads = (key, list(items), lamps) if self.viewport else None
         return items, lamps
 
-    def _gpu_items(self, depsgraph) -> list:
+    def gpu_items(self, depsgraph) -> list:
+        """The runtime's items of the pose it holds now that the frame draws itself (visible
+        GPU-path objects; the Vector pass reads them at other instants too)."""
         if self.runtime is None:
             return []
         import bpy
@@ -215,7 +217,7 @@ class StylizedSession:
         t1 = time.perf_counter()
         self.update_and_report(depsgraph, preview_state)
         t2 = time.perf_counter()
-        gpu_items = self._gpu_items(depsgraph)
+        gpu_items = self.gpu_items(depsgraph)
         gpu_nodes = self.imports.gpu_nodes
         drawn = {it.object_name for it in gpu_items} | {self.scene_asset.nodes[n].object_name for n in gpu_nodes} \
             if self.scene_asset is not None else set()
@@ -297,11 +299,12 @@ class StylizedSession:
         return texture_to_numpy(tex, width, height)
 
     def render_layers(self, depsgraph, camera: CameraData, width: int, height: int,
-                      film_transparent: bool = False, passes=(), stamp=None) -> dict:
+                      film_transparent: bool = False, passes=(), stamp=None, motion=None) -> dict:
         """A final frame with its render passes: {"Combined": (H, W, 4), pass name: (H, W, C)}
         (engine/gpu/passes/render_passes.py); only the requested passes are read or drawn.
         Cryptomatte's ranked layers come under their own names (CryptoObject00, ...), and its
-        metadata (stamp fields) goes into ``stamp`` (a dict) when given."""
+        metadata (stamp fields) goes into ``stamp`` (a dict) when given.  ``motion``: the Vector
+        pass's capture of the other instants (engine/features/passes/vector.py), or None."""
         from ..gpu.util import texture_to_numpy
 
         out = {}
@@ -319,6 +322,8 @@ class StylizedSession:
                     ids[int(getattr(it, "object_id", 0))] = int(getattr(ob, "pass_index", 0))
             out.update(render_passes.read(self.pipeline, frame, passes, depsgraph.scene, ids,
                                           view_layer=depsgraph.view_layer))
+            if motion is not None:
+                out["Vector"] = motion.finish(self.pipeline, frame)
             return render_passes.averaged_sources(self.pipeline, out)   # averaged with the samples
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,

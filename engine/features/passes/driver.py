@@ -10,7 +10,7 @@ The driver keeps nothing between renders.
 """
 from __future__ import annotations
 
-from . import aov, cryptomatte, inventory
+from . import aov, cryptomatte, inventory, vector
 
 
 class PassesDriver:
@@ -37,6 +37,11 @@ class PassesDriver:
         if stamp is not None:
             stamp.update(ids.metadata(view_layer.name))
         return lines
+
+    def motion(self, engine, session, depsgraph, camera_at):
+        """The Vector pass's capture of the instants around the frame (``vector.MotionCapture``),
+        taken before the frame is drawn; ``camera_at()`` gives the view's camera at an instant."""
+        return vector.MotionCapture().capture(engine, session, depsgraph, camera_at)
 
     def unwritten_line(self, view_layer, passes, render=None) -> str:
         """One log line naming the enabled passes not written, and Motion Blur when ``render``

@@ -23,6 +23,7 @@ WRITTEN_BY = {
     "use_pass_position": ("Position",),
     "use_pass_diffuse_color": ("DiffCol",),
     "use_pass_emit": ("Emit",),
+    "use_pass_vector": ("Vector",),
     "use_pass_ambient_occlusion": ("AO",),
     "use_pass_object_index": ("IndexOB",),
     "use_pass_material_index": ("IndexMA",),

@@ -24,6 +24,8 @@ Rim        RGB       MToon's rim term (rim colour, matcap, rim lighting) added t
 DiffCol    RGB       Diffuse Color: the surface's base colour (texture x factor) as the material
                      reader resolves it; 0 on the background, an unlit surface and outlines
 Emit       RGB       Emission: the emissive colour (texture x factor; an unlit surface's colour)
+Vector     XYZW      motion to the previous / next frame in pixels, EEVEE's layout (written by
+                     engine/features/passes/vector.py from the exact state at frame -1 and +1)
 =========  ========  =====================================================================
 
 With Render Samples > 1, Normal, Mist and the toon passes are averaged over the samples as the
@@ -60,6 +62,7 @@ PASSES = {
     "IndexMA": (1, "X", "VALUE", "use_pass_material_index"),
     "DiffCol": (3, "RGB", "COLOR", "use_pass_diffuse_color"),
     "Emit": (3, "RGB", "COLOR", "use_pass_emit"),
+    "Vector": (4, "XYZW", "VECTOR", "use_pass_vector"),
     "Outline": (4, "RGBA", "COLOR", None),
     "Shadow": (1, "X", "VALUE", None),
     "Shade": (1, "X", "VALUE", None),
