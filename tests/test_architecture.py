@@ -66,14 +66,7 @@ MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "s
             "popitem", "sort", "reverse", "fill", "put", "itemset", "resize"}
 
 # Not reached yet: violation -> who owns the file / why it remains.  Only shrinks.
-KNOWN = {
-    "engine.blender.importer.animations (host) imports engine.features.vrm.read (feature)":
-        "split (#39): the importer checks a VRM expression preview curve against the avatar's expressions "
-        "(vrm.read.preview_path_problem); not reached: a check handed to import_scene by the session",
-    "engine.blender.sources.timeline (host) imports engine.features.vrm.expressions (feature)":
-        "split (#39): the timeline reader's VRM expression step (VrmMorphSource, the frame's material binds) "
-        "lives in the reader; not reached: a VRM driver the session hands the reader",
-}
+KNOWN: dict = {}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -254,9 +254,10 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
     keys["angled_eyebrows"].value = 0.0           # stale key value: ignored for a bound key
     keys["HideHairBalls"].value = 1.0              # a key no expression binds keeps its own value
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
     rt = _runtime_for_scene()
-    reader = TimelineReader(rt.scene, rt)
+    reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     names = rt.morph_key_names(node)
     w = dict(zip(names, reader.read_morph_weights(None)[node]))
@@ -270,8 +271,9 @@ def _runtime_for_scene():
     from stylized_renderer.engine.blender import importer
     from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
-    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get(), expression_check=VrmDriver.preview_problem)
     rt = SceneRuntime(asset, CpuBackend())
     assert rt.initialize(), rt.last_error
     return rt
@@ -315,13 +317,14 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
     ex = make_vrm1(arm)
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
     s = vx.expression_set_of(arm)
     assert s.spec == vx.SPEC_VRM1
     assert s.names[:18] == list(vrm_rules.PRESET_NAMES) and s.names[18:] == ["wink"]
     assert s.by_name("happy").overrides == (vrm_rules.OVERRIDE_BLOCK, vrm_rules.OVERRIDE_NONE, vrm_rules.OVERRIDE_BLEND)
     rt = _runtime_for_scene()
-    reader = TimelineReader(rt.scene, rt)
+    reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     names = rt.morph_key_names(node)
 
@@ -587,17 +590,18 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
     arm = bpy.data.objects["Armature"]
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
     groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
     groups[ANGRY]["binds"][0]["index"] = "no_such_key"
     groups[ANGRY]["preview"] = float("nan")
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
     rt = _runtime_for_scene()
-    reader = TimelineReader(rt.scene, rt)
+    reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     w = dict(zip(rt.morph_key_names(node), reader.read_morph_weights(None)[node]))
     assert w["oh"] == pytest.approx(0.5) and w["blink_left"] == 0.0        # NaN counts as 0
-    msgs = reader.vrm_problems
+    msgs = reader.expressions.problems
     assert "expression 'Angry' of 'Armature': shape key 'no_such_key' not found on mesh 'Face'" in msgs, msgs
     assert any(m.startswith("expression 'Angry' of 'Armature': value nan is not a finite number") for m in msgs)
     # the panel shows the data problem; a render still succeeds
@@ -613,17 +617,18 @@ def test_bind_edits_show_in_the_viewport_within_half_a_second(ext):
     arm = bpy.data.objects["Armature"]
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
     groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
     rt = _runtime_for_scene()
-    reader = TimelineReader(rt.scene, rt)
+    reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     names = rt.morph_key_names(node)
     w = dict(zip(names, reader.read_morph_weights(bpy.context.evaluated_depsgraph_get())[node]))
     assert w["oh"] == pytest.approx(0.5) and w["ee"] == 0.0
     groups[7]["binds"][0]["index"] = "ee"                    # edited in the add-on's panel
-    reader._vrm_checked -= 1.0                               # half a second later
+    reader.expressions.checked -= 1.0                               # half a second later
     w = dict(zip(names, reader.read_morph_weights(bpy.context.evaluated_depsgraph_get())[node]))
     assert w["ee"] == pytest.approx(0.5) and w["oh"] == 0.0
-    assert not reader.refresh_vrm()                          # up to date: nothing rebuilt
+    assert not reader.expressions.refresh()                          # up to date: nothing rebuilt

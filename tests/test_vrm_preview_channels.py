@@ -191,8 +191,9 @@ def test_preview_face_follows_the_clip_and_crossfades(vrm_addon, preview_session
 
     # the importer: the expression curve is a morph channel of the ARMATURE's node
     from stylized_renderer.engine.blender import importer
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
-    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get(), expression_check=VrmDriver.preview_problem)
     clip = {c.name: c for c in asset.animations}["HappyClip"]
     arm_node = asset.node_index("Armature", None)
     assert [(m.node_index, m.target_name) for m in clip.morph_channels] == [
@@ -379,6 +380,7 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     from stylized_renderer.engine.blender.importer.actions import slot_fcurves
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.features.vrm import expressions as vx
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
     from test_vrm_expressions import _runtime_for_scene
 
     s = vx.expression_set_of(arm)
@@ -395,7 +397,8 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     bad.keyframe_points.insert(1, 1.0)
     assert len(slot_fcurves(action, slot)) == 2
     action.name = "FaceOnly"
-    asset, problems = importer.import_scene_with_problems(bpy.context.evaluated_depsgraph_get())
+    asset, problems = importer.import_scene_with_problems(bpy.context.evaluated_depsgraph_get(),
+                                                          expression_check=VrmDriver.preview_problem)
     clip = {c.name: c for c in asset.animations if c.target_object == "Armature"}["FaceOnly"]
     assert not clip.channels                                 # a face clip: expressions only
     (ch,) = clip.morph_channels
@@ -416,7 +419,7 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     assert mix.apply(np.array([mix.key_count])) == pytest.approx([1.0])
     # a channel on the armature's node binds to no mesh: the runtime alone leaves the face as it is
     assert not any(face_weights(rt).values())
-    reader = TimelineReader(rt.scene, rt)
+    reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = rt.scene.node_index("Face", None)
     names = rt.morph_key_names(node)
     keys = [(ch.node_index, ch.target_name), (node, "angled_eyebrows")]
@@ -446,18 +449,20 @@ def test_vrm1_presets_and_custom_expressions_are_channels(vrm_addon):
     arm.data.animation_data.action = None
     from stylized_renderer.engine.blender import importer
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
+    from stylized_renderer.engine.features.vrm.driver import VrmDriver
     from test_vrm_expressions import _runtime_for_scene
 
-    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
+    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get(), expression_check=VrmDriver.preview_problem)
     clip = {c.name: c for c in asset.animations}["Vrm1Face"]
     names = sorted(m.target_name for m in clip.morph_channels)
     assert names == ["vrm:vrm1.expressions.custom[0]", "vrm:vrm1.expressions.preset.blink",
                      "vrm:vrm1.expressions.preset.happy"]
     action = bpy.data.actions["Vrm1Face"]
-    one = importer.import_action(action, asset, arm, bpy.context.scene)      # the public one-action path
+    one = importer.import_action(action, asset, arm, bpy.context.scene,       # the public one-action path
+                                 expression_check=VrmDriver.preview_problem)
     assert sorted(m.target_name for m in one.morph_channels) == names and not one.channels
     rt = _runtime_for_scene()
-    reader = TimelineReader(rt.scene, rt)
+    reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = rt.scene.node_index("Face", None)
     arm_node = rt.scene.node_index("Armature", None)
     keys = [(arm_node, n) for n in names]

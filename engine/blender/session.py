@@ -17,6 +17,7 @@ from ..features.materials.driver import MaterialsDriver
 from ..features.passes.driver import PassesDriver
 from ..features.preview.driver import PreviewDriver
 from ..features.springs.driver import SpringsDriver
+from ..features.vrm.driver import VrmDriver
 from ..gpu import backend as _gpu_backend  # noqa: F401,E402
 from ..gpu.passes import pipeline as _pipeline  # noqa: F401,E402
 from ..gpu.passes import render_passes
@@ -140,6 +141,21 @@ class StylizedSession:
         nodes, mats, weights = self.reader.read(depsgraph)
         return self.runtime.update_timeline(nodes, mats, weights, bbone_segments=self.reader.bbone_segments)
 
+    # the VRM feature's hooks (engine/features/vrm/driver.py): the importer's check of expression
+    # preview curves, and the expression step of each timeline reader the session makes
+    @staticmethod
+    def expression_check(armature_data, data_path: str):
+        """The importer's ``expression_check``: why a VRM expression preview curve animates nothing
+        on its armature, or None (``VrmDriver.preview_problem``)."""
+        return VrmDriver.preview_problem(armature_data, data_path)
+
+    def new_reader(self, asset, runtime):
+        """The timeline reader of a new runtime, with the VRM feature's expression step (one
+        ``VrmDriver`` per reader: its index arrays belong to the runtime's shape keys)."""
+        from .sources.timeline import TimelineReader
+
+        return TimelineReader(asset, runtime, expressions=VrmDriver())
+
     def import_clips(self, depsgraph) -> bool:
         """From now on import the scene's clips too (the preview player's): a viewport session
         imports them when a clip preview first draws, not for its first frames (a Rendered
@@ -163,6 +179,11 @@ class StylizedSession:
             self.update_error = f"{type(ex).__name__}: {ex}"
         if not ok and self.update_error is None:
             self.update_error = self.runtime.last_failure() or "the runtime update failed"
+
+    def _expressions(self, member: str, default):
+        """``member`` of the reader's expression step (the VRM feature's), or ``default``."""
+        hook = getattr(self.reader, "expressions", None)
+        return getattr(hook, member) if hook is not None else default
 
     # ------------------------------------------------------------------------------------------
     def _fallback_items(self, depsgraph, skip_objects: set, camera=None, height: int = 0) -> list:
@@ -227,7 +248,7 @@ class StylizedSession:
         settings = settings_from_scene(scene, width, height, film_transparent)
         settings.alpha_threshold = float(getattr(depsgraph.view_layer, "pass_alpha_threshold", 0.5))
         frame = FrameData(items=items, camera=camera, lights=lamps, settings=settings,
-                          materials=self.materials.frame(items, getattr(self.reader, "material_binds", None)),
+                          materials=self.materials.frame(items, self._expressions("material_binds", None)),
                           palette_rows=self.runtime.palette_set.texel_rows() if self.runtime is not None else None)
         settings.gpu_passes = render_passes.needs_gpu(passes, frame.materials)
         # holdouts, camera-hidden objects, material pass indices: a final render reads them every frame
@@ -250,7 +271,7 @@ class StylizedSession:
             active_target_count=rs.active_target_count if rs else 0,
             items=len(items), gpu_items=len(gpu_items), fallbacks=fallback_list,
             import_error=im.import_error, update_error=self.update_error,
-            problems=list(im.problems) + list(getattr(self.reader, "vrm_problems", None) or [])
+            problems=list(im.problems) + list(self._expressions("problems", []))
             + (self.runtime.skip_messages() if self.runtime is not None else [])
             + self.springs.report(self.runtime)
             + [skip_message(n, r) for n, r in sorted(self._fallback_skipped.items())],

@@ -249,7 +249,6 @@ def ensure_runtime(session, depsgraph) -> None:
     from ..core.assets import AssetError
     from ..core.world.scene_runtime import SceneRuntime
     from . import importer
-    from .sources.timeline import TimelineReader
 
     session.imports.need_import = False
     if session.assets.edits is not None:
@@ -262,7 +261,8 @@ def ensure_runtime(session, depsgraph) -> None:
     try:
         asset, problems = importer.import_scene_with_problems(depsgraph, cache=session.assets,
                                                               verify=session.imports.verify_imports,
-                                                              clips=session.imports.want_clips)
+                                                              clips=session.imports.want_clips,
+                                                              expression_check=session.expression_check)
     except AssetError as ex:
         asset, problems = None, []
         error = str(ex)
@@ -304,7 +304,7 @@ def ensure_runtime(session, depsgraph) -> None:
     session.assets.known.remember(asset, depsgraph.scene)
     session.imports.problems = list(problems)
     session.runtime = runtime
-    session.reader = TimelineReader(asset, runtime)
+    session.reader = session.new_reader(asset, runtime)
     for i, nd in enumerate(asset.nodes):
         mi = int(asset.mesh_indices[i])
         if mi < 0:

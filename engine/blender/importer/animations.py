@@ -32,21 +32,21 @@ def _expression_slot(action, obj):
     return named[0] if named else (cands[0] if len(cands) == 1 else None)
 
 
-def _expression_curves(action, obj, problems=None):
+def _expression_curves(action, obj, problems=None, check=None):
     """(slot, [(F-Curve, channel name)]) of the VRM expression previews ``action`` keys for the
-    armature ``obj`` (docs/vrm.md: they become clip channels on the armature's node).  A curve
-    naming an expression the avatar does not have is left out, with a message in ``problems``
-    (None: not reported).  ((None, []) for other objects.)"""
+    armature ``obj`` (docs/vrm.md: they become clip channels on the armature's node).  ``check``:
+    the caller's ``expression_check(armature data, data path) -> why or None`` (the session's is the
+    VRM feature's: engine/features/vrm/driver.py); a curve it finds naming an expression the avatar
+    does not have is left out, with a message in ``problems`` (None: not reported).  Without
+    ``check`` every preview curve is kept.  ((None, []) for other objects.)"""
     if obj.type != "ARMATURE":
         return None, []
     slot = _expression_slot(action, obj)
     if slot is None:
         return None, []
-    from ...features.vrm.read import preview_path_problem
-
     good = []
     for fc, key in _actions.expression_curves(action, slot):
-        why = preview_path_problem(obj.data, fc.data_path)
+        why = check(obj.data, fc.data_path) if check is not None else None
         if why is None:
             good.append((fc, key))
         elif problems is not None:
@@ -113,7 +113,9 @@ def _assigned_actions(anim_data) -> list:
     return out
 
 
-def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, problems: list) -> list:
+def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, problems: list,
+                      expression_check=None) -> list:
+    """The clips of ``objects``' actions (``expression_check``: see ``_expression_curves``)."""
     import bpy
     fps = _actions.scene_fps(scene)
     clips = []
@@ -142,8 +144,8 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
             if slot is None or action.name in seen:
                 continue
             seen.add(action.name)
-            attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems),
-                    not strict)
+            attempt(_clip_for_object, action, slot, fps, obj, nb, cache,
+                    _expression_curves(action, obj, problems, expression_check), not strict)
         if obj.type == "ARMATURE":
             bone_names = set(obj.data.bones.keys())
             other_rig = set()
@@ -165,8 +167,8 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
                                      f"'{obj.name}'")
                 # an animation pack made for a rig with extra bones: offered, as Blender plays it,
                 # the missing bones' channels ignored (the clip's notes name them)
-                attempt(_clip_for_object, action, slot, fps, obj, nb, cache, _expression_curves(action, obj, problems),
-                        True)
+                attempt(_clip_for_object, action, slot, fps, obj, nb, cache,
+                        _expression_curves(action, obj, problems, expression_check), True)
             # actions that key only the avatar's VRM expressions (its armature data): face clips
             dad = getattr(obj.data, "animation_data", None)
             assigned = [a for a, _s in _assigned_actions(dad)]
@@ -174,7 +176,7 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
                 if action.name in seen or action.name in other_rig:
                     continue
                 is_assigned = action in assigned
-                xslot, curves = _expression_curves(action, obj, problems if is_assigned else None)
+                xslot, curves = _expression_curves(action, obj, problems if is_assigned else None, expression_check)
                 if not curves:
                     continue
                 if not is_assigned and len(curves) != len(_actions.expression_curves(action, xslot)):
@@ -205,13 +207,14 @@ def import_animations(scene, objects, nb: NodeBuilder, strict: bool, cache, prob
     return clips
 
 
-def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=None):
+def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=None, expression_check=None):
     """Bake ``action`` for ``target_object`` (an object whose nodes are in ``scene_asset``).
 
     A Key action (slot id type KEY) becomes morph weight channels of the mesh object's node; for
     an armature, the VRM expression previews of the action's armature data slot (or of ``slot``
     when it is one) become morph channels of the armature's node (docs/vrm.md).
     Raises AssetError for a channel naming a missing bone / shape key or for non-finite keys.
+    ``expression_check``: see ``_expression_curves``.
     """
     fps = _actions.scene_fps(scene)
     obj = target_object
@@ -236,7 +239,7 @@ def import_action(action, scene_asset: SceneAsset, target_object, scene, slot=No
             expressions = (slot, _actions.expression_curves(action, slot))
             slot = None
         else:
-            expressions = _expression_curves(action, obj)
+            expressions = _expression_curves(action, obj, check=expression_check)
             slot = slot or _actions.pick_slot(action, "OBJECT", obj.animation_data, obj.name)
     else:
         slot = slot or _actions.pick_slot(action, "OBJECT", obj.animation_data, obj.name)

@@ -33,13 +33,17 @@ def resolve_scene(depsgraph_or_scene, view_layer=None):
 
 
 def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: bool = False,
-                               cache=None, verify: bool = True, clips: bool = True) -> Tuple[SceneAsset, List[str]]:
+                               cache=None, verify: bool = True, clips: bool = True,
+                               expression_check=None) -> Tuple[SceneAsset, List[str]]:
     """Import everything renderable in the view layer; returns the asset and the problems found
     with actions (clips that were not offered: missing bones/shape keys, non-finite keys).
 
     ``cache``: an AssetCache whose unchanged assets are reused (None: build everything);
     ``verify``: check each cached mesh's content fingerprint (see cache.py); ``clips=False``
-    imports no actions (final renders draw Blender's evaluated pose and need none).  The timings
+    imports no actions (final renders draw Blender's evaluated pose and need none);
+    ``expression_check``: why a VRM expression preview curve animates nothing on its armature, or
+    None (the session passes the VRM feature's, ``StylizedSession.expression_check``; without one
+    every preview curve is kept: animations.py ``_expression_curves``).  The timings
     of this import are on ``asset.import_stats`` (seconds)."""
     import bpy
 
@@ -68,7 +72,7 @@ def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: b
             meshes.append(asset)
     t2 = time.perf_counter()
     objs_by_node = [bpy.data.objects[nd["object_name"]] for nd in nb.nodes if nd["kind"] == NODE_OBJECT]
-    anims = import_animations(scene, objs_by_node, nb, strict, cache, problems) if clips else []
+    anims = import_animations(scene, objs_by_node, nb, strict, cache, problems, expression_check) if clips else []
     t3 = time.perf_counter()
     nodes = [SceneNodeAsset(**nd) for nd in nb.nodes]
     asset = SceneAsset(nodes, meshes, anims, name=scene.name)
@@ -81,11 +85,11 @@ def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: b
 
 
 def import_scene(depsgraph_or_scene, view_layer=None, *, strict: bool = False, cache=None,
-                 verify: bool = True, clips: bool = True) -> SceneAsset:
+                 verify: bool = True, clips: bool = True, expression_check=None) -> SceneAsset:
     """SceneAsset of the view layer (see import_scene_with_problems; problems are on
     ``asset.import_problems``)."""
     return import_scene_with_problems(depsgraph_or_scene, view_layer, strict=strict, cache=cache,
-                                      verify=verify, clips=clips)[0]
+                                      verify=verify, clips=clips, expression_check=expression_check)[0]
 
 
 def same_structure(a: SceneAsset, b: SceneAsset, compare_bind_pose: bool = True) -> bool:

@@ -5,28 +5,33 @@ transforms from the depsgraph, so NLA, drivers, constraints and IK are exact.  E
 in bulk (``foreach_get``) and converted with batched numpy; the Python loops here run over
 armatures and objects, never over joints, vertices or keys.
 
-Morph weights = the shape-key values, except where the character has VRM expressions
-(``engine/features/vrm/expressions.py``, docs/vrm.md): a key bound by any expression takes the expressions'
-result (``bind_matrix @ outputs``, from the previews at this frame) instead of its own value, which
-the VRM Add-on writes from those same previews (only in the viewport, and a frame late or not at
-all in F12 animations): counting both would double the expression.  Keys no expression binds keep
-their own values.  Colour / UV binds stay with the reader's frame (``material_binds``, applied
-by ``engine.features.vrm.binds``).  In the preview player, the expressions the playing clip
-keys (its ``vrm:`` channels on the armature's node, docs/vrm.md) take the player's values instead
-of the stored previews
-(``read_morph_weights(expression_values=...)``).
+Morph weights = the shape-key values, except where a feature's expression step replaces some of them.
+The reader's ``expressions`` hook does this; the session hands it the VRM feature's ``VrmDriver``
+(``engine/features/vrm/driver.py``, docs/vrm.md). A key bound by any VRM expression takes the
+expressions' result (``bind_matrix @ outputs``, from the previews at this frame) instead of its own
+value. The VRM Add-on writes that value from the same previews (only in the viewport, and a frame
+late or not at all in F12 animations), so counting both would double the expression. Keys no
+expression binds keep their own values. Colour / UV binds stay with the hook's frame
+(``material_binds``). In the preview player, the expressions the playing clip keys (its ``vrm:``
+channels on the armature's node, docs/vrm.md) take the player's values instead of the stored
+previews (``read_morph_weights(expression_values=...)``).
+
+The ``expressions`` hook (None: shape-key values only) has four members:
+
+* ``bind(scene, armature names, {mesh node: (object name, key names)})``, called when the morphs are bound;
+* ``apply(weights, muted, depsgraph, expression_values) -> bool``, the last step of every
+  ``read_morph_weights``: it writes the bound keys into ``weights`` (copying an array before
+  writing) and returns whether they may have changed;
+* ``material_binds`` (this frame's) and ``problems`` (messages for the Stats panel).
 """
 from __future__ import annotations
 
-import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 
 from ...core.assets import NODE_BONE, NODE_OBJECT, SceneAsset
 from ...core.finite import affine_inv, undrawable
-
-VRM_REFRESH_SECONDS = 0.5   # the viewport re-reads the avatars' expression binds this often
 
 
 class _ArmatureBinding:
@@ -41,27 +46,23 @@ class _ArmatureBinding:
 
 class TimelineReader:
     """Reads the evaluated state for one SceneAsset.  Built once per asset (the bindings are
-    name look-ups); ``read`` runs per frame."""
+    name look-ups); ``read`` runs per frame.  ``expressions``: the expression step (see the
+    module's docstring; the session gives the VRM feature's)."""
 
-    def __init__(self, scene: SceneAsset, runtime=None):
+    def __init__(self, scene: SceneAsset, runtime=None, expressions=None):
         import bpy
 
         self.scene = scene
         self.armatures: List[_ArmatureBinding] = []
         self.object_nodes: List[Tuple[int, str]] = []
         self.morph_bindings: List[Tuple[int, str, np.ndarray]] = []   # (node, mesh object, key-block index per name)
-        self.vrm = None              # VrmMorphSource when an armature carries VRM expressions
-        self.material_binds = {}     # this frame's VRM colour / UV binds (materials.vrm_binds.apply)
-        self._vrm_mesh_keys = {}
-        self._vrm_checked = time.monotonic()
+        self.expressions = expressions   # the expression step (module docstring), or None
         self._key_reads = {}           # read_morph_weights: key name -> (values, mute, processed) last read
         self._node_weights = {}        # read_morph_weights: node -> (processed read, idx, weights, muted)
         self._last_weights = None      # read_morph_weights: (bindings, key names, reads, result, muted)
         self.weights_version = 0       # bumped when read_morph_weights' result may differ from the last
         self._key_map = None           # read_morph_weights (crowds): (bindings, sync token, object names, key names, distinct)
         self.sync_token = 0            # the owner bumps it on every depsgraph update it hears of (session.sync)
-        self.vrm_error = None        # why the VRM expressions could not be evaluated (last frame)
-        self._vrm_channel_cache = None   # (player keys, source, channel positions, expression columns)
         self._undrawable = None        # (sync token, undrawable_objects result)
         parents = scene.parents
         seen_arm = set()
@@ -123,38 +124,10 @@ class TimelineReader:
             lookup = {n: k for k, n in enumerate(kb_names)}
             idx = np.array([lookup.get(n, -1) for n in names], np.int64)
             self.morph_bindings.append((node, ob.name, idx))
-        self.bind_vrm(runtime)
-
-    @property
-    def vrm_problems(self) -> list:
-        """Messages about the avatars' VRM data: binds to missing meshes/keys/materials, non-finite
-        previews of the last frame, an evaluation failure (each names the expression and armature)."""
-        if self.vrm is None:
-            return []
-        out = list(self.vrm.problems) + list(self.vrm.frame_problems)
-        if self.vrm_error:
-            out.append(self.vrm_error)
-        return out
-
-    def bind_vrm(self, runtime) -> None:
-        """Read the avatars' VRM expressions once (index arrays for the per-frame product)."""
-        from ...features.vrm import expressions as vrm_expressions
-
-        self._vrm_mesh_keys = {node: (ob_name, list(runtime.morph_key_names(node)))
-                               for node, ob_name, _ in self.morph_bindings}
-        self.vrm = vrm_expressions.build_source([a.object_name for a in self.armatures], self._vrm_mesh_keys)
-
-    def refresh_vrm(self) -> bool:
-        """Rebuild the VRM index arrays when the avatars' expressions, rules or binds changed (an
-        edit in the VRM Add-on's panel); True when rebuilt.  Costs one read of the add-on data."""
-        from ...features.vrm import expressions as vrm_expressions
-
-        sets = vrm_expressions.expression_sets([a.object_name for a in self.armatures])
-        sig = vrm_expressions.sets_signature(sets)
-        if sig == (getattr(self.vrm, "signature", None) if self.vrm is not None else ()):
-            return False
-        self.vrm = vrm_expressions.build_source([], self._vrm_mesh_keys, sets=sets)
-        return True
+        if self.expressions is not None:
+            self.expressions.bind(self.scene, [a.object_name for a in self.armatures],
+                                  {node: (ob_name, list(runtime.morph_key_names(node)))
+                                   for node, ob_name, _ in self.morph_bindings})
 
     def bind_bbones(self, runtime) -> None:
         """The weighted B-Bones the palettes use (``SkinningPaletteSet.bbone_nodes``): which
@@ -374,68 +347,6 @@ class TimelineReader:
                 nodes[node] = (hit, idx, w, m)
             self._last_weights = (bindings, names, blocks, dict(out), muted)
             self.weights_version += 1
-        if depsgraph is None or getattr(depsgraph, "mode", "RENDER") != "RENDER":
-            now = time.monotonic()
-            if now - self._vrm_checked >= VRM_REFRESH_SECONDS:
-                self._vrm_checked = now
-                self.refresh_vrm()   # viewport: binds edited in the add-on's panel show within 0.5 s
-        else:
-            # final renders: every frame (about 0.1 ms on a 17-expression avatar), so a render
-            # session kept between F12s never draws expressions, rules or binds edited since
-            self.refresh_vrm()
-        if self.vrm is not None:
+        if self.expressions is not None and self.expressions.apply(out, muted, depsgraph, expression_values):
             self.weights_version += 1            # the expressions may move every frame
-            for node in self.vrm.bound:
-                if node in out:
-                    out[node] = out[node].copy()     # written below; the cached array stays as read
-            self._apply_vrm(out, muted, depsgraph, expression_values)
-        else:
-            self.material_binds = {}
         return out
-
-    def player_expression_values(self, expression_values) -> Optional[Tuple[np.ndarray, object]]:
-        """(expression columns, raw values) of the channels ``(keys, values)`` that carry VRM
-        expression previews (``values``: an array, or ``fill(original)`` of the previews those
-        columns hold: see ``read_morph_weights``); None when there are none.  The channel ->
-        column look-up is made once per key list and source, then reused: per frame this is one
-        fancy index."""
-        if expression_values is None or self.vrm is None:
-            return None
-        keys, values = expression_values
-        cache = self._vrm_channel_cache
-        if cache is None or cache[1] is not self.vrm or not (cache[0] is keys or cache[0] == keys):
-            nodes = {s.armature_name: self.scene.node_index(s.armature_name, None) for s in self.vrm.sets}
-            chans, cols = self.vrm.channel_columns(list(keys), nodes)
-            cache = self._vrm_channel_cache = (keys, self.vrm, chans, cols)
-        chans, cols = cache[2], cache[3]
-        if not chans.size:
-            return None
-        if callable(values):
-            return cols, lambda original: values(chans, original)
-        return cols, np.asarray(values, np.float64)[chans]
-
-    def _apply_vrm(self, out: Dict[int, np.ndarray], muted: Dict[int, np.ndarray], depsgraph,
-                   expression_values=None) -> None:
-        """Bound keys <- bind_matrix @ expression outputs (a muted key stays 0); material binds
-        for this frame.  ``expression_values``: see ``read_morph_weights``."""
-        import bpy
-
-        frame = None
-        if depsgraph is None:
-            sc = bpy.context.scene
-            frame = float(sc.frame_current) + float(sc.frame_subframe) if sc is not None else None
-        try:
-            given = self.player_expression_values(expression_values)
-            outputs = self.vrm.outputs(depsgraph, frame, given)
-            self.vrm_error = None
-        except Exception as ex:   # malformed add-on data: keep the shape-key values, say why
-            self.vrm_error = f"VRM expressions could not be evaluated: {type(ex).__name__}: {ex}"
-            self.material_binds = {}
-            return
-        weights = self.vrm.key_weights(outputs)
-        for node, (slots, rows) in self.vrm.bound.items():
-            w = out.get(node)
-            if w is None:
-                continue
-            w[slots] = np.where(muted[node][slots], 0.0, weights[rows])
-        self.material_binds = self.vrm.material.frame_state(outputs) if not self.vrm.material.empty else {}

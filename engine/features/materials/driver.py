@@ -26,7 +26,7 @@ class MaterialsDriver:
 
     def frame(self, items, binds=None) -> dict:
         """{material name: MToonParams} of the materials ``items`` draw; ``binds``: the frame's
-        VRM expression material binds (``TimelineReader.material_binds``), applied on a copy
+        VRM expression material binds (``VrmDriver.material_binds``, the reader's expression step), applied on a copy
         (never on the cached params)."""
         import bpy
 

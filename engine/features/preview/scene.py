@@ -255,7 +255,8 @@ class ScenePlayback:
             for node in nodes:
                 w = shared
                 if read is not None and node in read:
-                    bound = self.reader.vrm.bound.get(node) if self.reader.vrm is not None else None
+                    src = getattr(self.reader.expressions, "source", None)    # the VRM driver's
+                    bound = src.bound.get(node) if src is not None else None
                     if bound is not None:          # a bound key follows its expression (the add-on's write wins)
                         w = shared.copy()
                         w[bound[0]] = read[node][bound[0]]

@@ -102,10 +102,11 @@ def compatible_clips_for(armature_name: str, depsgraph=None) -> list:
     import bpy
 
     from ...blender.importer import compatible_clips, import_scene
+    from ..vrm.driver import VrmDriver
 
     try:
         dg = depsgraph if depsgraph is not None else bpy.context.evaluated_depsgraph_get()
-        asset = import_scene(dg)
+        asset = import_scene(dg, expression_check=VrmDriver.preview_problem)   # as the session imports
     except Exception:  # an import problem must not break a panel
         return []
     return compatible_clips(asset, armature_name)

@@ -1,7 +1,7 @@
 """VRM expression material binds (colour and texture transform) applied to MToonParams per frame.
 
-``engine.blender.sources.timeline.TimelineReader`` evaluates the avatars' expressions every frame (F12, timeline,
-preview player) and keeps the frame's weighted sums (``TimelineReader.material_binds``); the
+The timeline reader's expression step (``driver.VrmDriver``) evaluates the avatars' expressions every
+frame (F12, timeline, preview player) and keeps the frame's weighted sums (``VrmDriver.material_binds``); the
 material resolver passes each resolved MToonParams through ``apply`` before the passes draw it.
 
 VRM 1.0 (expressions.md, "Expression update algorithm"): a colour = ``base + sum_e w_e (target_e -
@@ -12,7 +12,7 @@ texture's own KHR_texture_transform towards each bind's scale / offset (as the V
 for every UV-mapped texture (not the matcap).
 
 The frame's binds travel with the frame: the timeline reader keeps the sums it evaluated for
-its frame (``TimelineReader.material_binds``) and the session hands them to ``apply`` when it
+its frame (``VrmDriver.material_binds``, one per reader) and the session hands them to ``apply`` when it
 resolves that frame's materials (``MaterialsDriver.frame``), so no session ever sees
 another's binds.
 """
