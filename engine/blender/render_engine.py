@@ -152,6 +152,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         try:
             if self.session is None:
                 self.session = _keeper(create=True).session_for(scene)
+            self.session.follow_gpu_context()     # the render window closed: a new GPU context
             # Blender keeps one engine instance and one depsgraph for every frame of an
             # animation render (a new instance for each F12): a later frame reads the
             # depsgraph's updates instead of re-importing (sync_render_step).  The same frame

@@ -101,6 +101,17 @@ class StylizedSession:
             self.pipeline = FramePipeline()
             self.backend = GpuBackend()
 
+    def follow_gpu_context(self) -> bool:
+        """A final render's first step: when it runs in another GPU context than the last render
+        (the render window closed: FramePipeline.follow_gpu_context), the pipeline's and the
+        anti-aliasing targets are dropped and the frame makes them again (True)."""
+        self.ensure_gpu()
+        if not self.pipeline.follow_gpu_context():
+            return False
+        if self._accumulator is not None:
+            self._accumulator.free()
+        return True
+
     def sync(self, depsgraph, updates=None) -> None:
         """Note what changed (``updates``: the depsgraph's updates; None = everything):
         ``session_sync.sync``."""

@@ -14,6 +14,33 @@ TASK_SCENE_NAME = ".stylized_gpu_task"
 TASK_ENGINE_ID = "STYLIZED_GPU_TASK"
 
 
+class GpuContextMark:
+    """Which GPU context the owner's framebuffers were made in.  A final render draws in its
+    Render's own GPU context; in a window Blender frees that context once the render is done
+    (RE_FreeUnusedGPUResources, unless the GPU compositor shows the result) and makes a new one
+    for the next render, and an OpenGL framebuffer does not move between contexts: binding one of
+    the old context's silently binds nothing ("Framebuffer is not bound").  The context is told by
+    its active framebuffer at the start of a render: ``gpu.state.active_framebuffer_get`` hands
+    back the same Python object for a framebuffer while one is held, and a freed context's
+    framebuffer never comes back, so another object means another context (a false alarm would
+    only make the owner's framebuffers again)."""
+
+    def __init__(self):
+        self._mark = None
+        self.changes = 0     # calls that found another context than the last
+
+    def moved(self) -> bool:
+        """True when the current GPU context is not the one of the last call (the first call: False)."""
+        import gpu
+
+        current = gpu.state.active_framebuffer_get()
+        previous, self._mark = self._mark, current
+        if previous is None or previous is current:
+            return False
+        self.changes += 1
+        return True
+
+
 def texture_to_numpy(texture, width: int, height: int, channels: int = 4) -> np.ndarray:
     """Read an RGBA32F ``GPUTexture`` back as a (height, width, channels) float32 array.
 

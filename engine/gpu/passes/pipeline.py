@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from ..util import GpuContextMark
 from .ambient_occlusion import AmbientOcclusionPass
 from .common import (
     FRAME_BLOCK_FLOATS,
@@ -188,6 +189,7 @@ class FramePipeline:
         self._frame_spec = frame_spec([], False)   # the variants' frame part (mtoon_shaders.frame_spec)
         self._mat_cache = {}       # material name -> (resolved source, params, texture bits, ubo)
         self._default_key = "\x00default"
+        self.gpu_context = GpuContextMark()   # the GPU context the targets were made in
         self.stats = {}
         self.gpu_times = {}        # pass -> ms, measured only with Profile GPU (else empty: pending)
         self._settings = None
@@ -513,7 +515,7 @@ class FramePipeline:
         # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn
         import gpu
 
-        if not hasattr(self, "_fb_aux") or self._fb_aux_src is not self._aux:
+        if getattr(self, "_fb_aux", None) is None or self._fb_aux_src is not self._aux:
             self._fb_aux = gpu.types.GPUFrameBuffer(color_slots=(self._aux,))
             self._fb_aux_src = self._aux
         with self._fb_aux.bind():
@@ -563,21 +565,29 @@ class FramePipeline:
             gpu.state.front_facing_set(bool(inst.mirrored[i0]))
             inst.draw_group(shader, group)
 
-    def free(self):
-        self.shadow.free()
-        self.local_shadow.free()
-        self.gpu.free()
-        self.screen_outline.free()
-        self.ambient_occlusion.free()
-        self.post.free()
-        self.textures.clear()
+    def follow_gpu_context(self) -> bool:
+        """Drop the render targets when this frame runs in another GPU context than the last
+        (True when dropped; the frame makes them again): ``util.GpuContextMark``."""
+        if not self.gpu_context.moved():
+            return False
+        self.release_targets()
+        return True
+
+    def release_targets(self):
+        """Drop every render target and framebuffer (the next frame makes them again); shaders,
+        streams, image textures and the runtime stay (follow_gpu_context)."""
+        for p in (self.shadow, self.local_shadow, self.screen_outline, self.ambient_occlusion, self.post):
+            p.free()
         self._color = self._aux = self._depth = None
         self._fb_main = self._fb_blend = self._fb_plain = self._fb_passes = None
-        self.pass_targets = None
-        self.last_color = None
-        self._shadow_on = None
+        self._fb_aux = self._fb_aux_src = self._fb_pass_clear = self._fb_pass_src = None
+        self.pass_targets = self._size = self.last_color = self._shadow_on = self._local_tex = None
         self._local_on = False
-        self._local_tex = None
+
+    def free(self):
+        self.release_targets()
+        self.gpu.free()
+        self.textures.clear()
         self._lamp_tex = None
         self._frame_ubo = None
         self._drawn = []
