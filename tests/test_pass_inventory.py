@@ -63,14 +63,19 @@ def test_unwritten_passes_are_named_once_and_eevee_passes_are_covered(empty_scen
 
 
 def test_motion_blur_is_named_while_it_is_not_applied(empty_scene, tmp_path):
-    """Render > Motion Blur is not applied yet (issue 36 item 5): an F12 with it on names it in
-    the log line of what is not written, and the Stats panel lists it; off, nothing is named."""
+    """Render > Motion Blur spreads the samples over the shutter (issue 36 item 5): with one
+    render sample it cannot, and an F12 with it on names it in the log line of what is not
+    written, and the Stats panel lists it; with 8 samples (applied) or off, nothing is named."""
     from stylized_renderer.panels import viewport_panels as vp
     from test_viewport_ui import Ctx, draw_panel
 
     scene = empty_scene
     S.stage(scene)
     scene.render.use_motion_blur = True
+    scene.stylized.render_samples = 8
+    S.render_exr(scene, tmp_path / "applied.exr")
+    assert not [line for line in render_capture.LAST_RENDER["log"] if "not written" in line]
+    scene.stylized.render_samples = 1
     S.render_exr(scene, tmp_path / "blur.exr")
     named = [line for line in render_capture.LAST_RENDER["log"] if "not written by Stylized" in line]
     assert len(named) == 1 and "Motion Blur" in named[0], render_capture.LAST_RENDER["log"]

@@ -218,11 +218,13 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
                 if "Vector" in passes:      # the other instants first (engine/features/passes/vector.py)
                     motion = self.session.passes.motion(self, self.session, depsgraph, lambda mv=multiview: self._view_camera(
                         depsgraph, depsgraph.scene.camera.evaluated_get(depsgraph), width, height, mv))
+                blur = self.session.passes.blur(self, depsgraph, lambda mv=multiview: self._view_camera(
+                    depsgraph, depsgraph.scene.camera.evaluated_get(depsgraph), width, height, mv))
                 camera = self._view_camera(depsgraph, cam_eval, width, height, multiview)
                 stamp = {}
                 images = self.session.render_layers(depsgraph, camera, width, height,
                                                     film_transparent=rd.film_transparent, passes=passes,
-                                                    stamp=stamp, motion=motion)
+                                                    stamp=stamp, motion=motion, blur=blur)
                 if stamp:       # Cryptomatte's metadata: into the final result, as Cycles writes it
                     final = self.get_result()
                     for field, value in stamp.items():

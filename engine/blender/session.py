@@ -295,21 +295,37 @@ class StylizedSession:
         return frame
 
     def render_texture(self, depsgraph, camera: CameraData, width: int, height: int, film_transparent=False,
-                       preview_state=None, passes=(), after_first=None, ids=None):
+                       preview_state=None, passes=(), after_first=None, ids=None, blur=None):
         """The frame's texture; a final render draws the scene's anti-aliasing samples
         (engine/gpu/passes/samples.py: ``after_first`` runs on the first, centre sample), the viewport
-        one sample with FXAA."""
+        one sample with FXAA.  ``blur`` (a final render's ``MotionBlur``,
+        engine/features/passes/motion_blur.py): each sample built and drawn at its own instant."""
         from ..gpu.passes.samples import Accumulator, render_samples
 
         t0 = time.perf_counter()
-        frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state, passes)
-        self.last_frame = frame
-        t1 = time.perf_counter()
-        if self.viewport:
-            frame.settings.samples = 1
-        if self._accumulator is None:
-            self._accumulator = Accumulator()
-        tex = render_samples(self.pipeline, frame, self._accumulator, after_first, ids=ids)
+        frame_at = None
+        if blur is not None and not self.viewport:
+            camera = blur.enter()
+
+            def frame_at(i):
+                frame = blur.frame_at(i, lambda cam: self.build_frame(depsgraph, cam, width, height, film_transparent,
+                                                                      None, passes))
+                self.last_frame = frame
+                return frame
+        try:
+            frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state, passes)
+            if blur is not None and frame_at is not None:
+                blur.hold(frame)
+            self.last_frame = frame
+            t1 = time.perf_counter()
+            if self.viewport:
+                frame.settings.samples = 1
+            if self._accumulator is None:
+                self._accumulator = Accumulator()
+            tex = render_samples(self.pipeline, frame, self._accumulator, after_first, ids=ids, frame_at=frame_at)
+        finally:
+            if frame_at is not None:
+                blur.leave()
         t2 = time.perf_counter()
         self.stats["pipeline_ms"] = (t2 - t1) * 1e3
         self.stats["render_ms"] = (t2 - t0) * 1e3
@@ -331,12 +347,13 @@ class StylizedSession:
         return texture_to_numpy(tex, width, height)
 
     def render_layers(self, depsgraph, camera: CameraData, width: int, height: int,
-                      film_transparent: bool = False, passes=(), stamp=None, motion=None) -> dict:
+                      film_transparent: bool = False, passes=(), stamp=None, motion=None, blur=None) -> dict:
         """A final frame with its render passes: {"Combined": (H, W, 4), pass name: (H, W, C)}
         (engine/gpu/passes/render_passes.py); only the requested passes are read or drawn.
         Cryptomatte's ranked layers come under their own names (CryptoObject00, ...), and its
         metadata (stamp fields) goes into ``stamp`` (a dict) when given.  ``motion``: the Vector
-        pass's capture of the other instants (engine/features/passes/vector.py), or None."""
+        pass's capture of the other instants (engine/features/passes/vector.py), or None;
+        ``blur``: the render's motion blur (``render_texture``), or None."""
         from ..gpu.util import texture_to_numpy
 
         out = {}
@@ -359,7 +376,7 @@ class StylizedSession:
             return render_passes.averaged_sources(self.pipeline, out)   # averaged with the samples
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
-                                  after_first=read_passes if passes else None, ids=crypto)
+                                  after_first=read_passes if passes else None, ids=crypto, blur=blur)
         render_passes.apply_averaged(out, self._accumulator.averaged, width, height)
         if crypto is not None:
             self.stats["aov_losses"] = self.passes.finish(crypto, depsgraph.view_layer, out, stamp)

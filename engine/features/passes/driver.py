@@ -10,7 +10,7 @@ The driver keeps nothing between renders.
 """
 from __future__ import annotations
 
-from . import aov, cryptomatte, inventory, vector
+from . import aov, cryptomatte, inventory, motion_blur, vector
 
 
 class PassesDriver:
@@ -42,6 +42,15 @@ class PassesDriver:
         """The Vector pass's capture of the instants around the frame (``vector.MotionCapture``),
         taken before the frame is drawn; ``camera_at()`` gives the view's camera at an instant."""
         return vector.MotionCapture().capture(engine, session, depsgraph, camera_at)
+
+    def blur(self, engine, depsgraph, camera_at):
+        """The render's ``motion_blur.MotionBlur`` when Render > Motion Blur is on and the frame
+        has more than one sample (None otherwise: the frame is drawn sharp)."""
+        scene = depsgraph.scene
+        samples = int(getattr(getattr(scene, "stylized", None), "render_samples", 1))
+        if not scene.render.use_motion_blur or samples < 2:
+            return None
+        return motion_blur.MotionBlur(engine, depsgraph, camera_at, samples, scene.render)
 
     def unwritten_line(self, view_layer, passes, render=None) -> str:
         """One log line naming the enabled passes not written, and Motion Blur when ``render``

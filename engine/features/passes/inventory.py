@@ -47,13 +47,15 @@ def _switches(group):
     return out
 
 
-#: the label of Render > Motion Blur while it is on: not applied yet (frames are drawn sharp)
-MOTION_BLUR = "Motion Blur (render setting: frames drawn sharp)"
+#: the label of Render > Motion Blur while it is on with one render sample: not applied (motion blur
+#: spreads the anti-aliasing samples over the shutter: engine/features/passes/motion_blur.py)
+MOTION_BLUR = "Motion Blur (render setting: needs Render Samples > 1, frames drawn sharp)"
 
 
 def unwritten(view_layer, written, render=None) -> list:
     """Labels of the passes ``view_layer`` enables that are not among ``written`` (see above),
-    and ``MOTION_BLUR`` when ``render`` (the scene's RenderSettings) has Motion Blur on."""
+    and ``MOTION_BLUR`` when ``render`` (the scene's RenderSettings) has Motion Blur on and the
+    scene renders one sample (Render Properties > Stylized > Render Samples)."""
     written = set(written) | {"Combined"}
     out = []
     for group, prefix in ((view_layer, ""), (getattr(view_layer, "eevee", None), "EEVEE ")):
@@ -71,7 +73,9 @@ def unwritten(view_layer, written, render=None) -> list:
     for lg in getattr(view_layer, "lightgroups", ()) or ():
         out.append(f"Light Group '{lg.name}'")
     if render is not None and getattr(render, "use_motion_blur", False):
-        out.append(MOTION_BLUR)
+        st = getattr(getattr(render, "id_data", None), "stylized", None)
+        if int(getattr(st, "render_samples", 1)) < 2:
+            out.append(MOTION_BLUR)
     return out
 
 

@@ -7,8 +7,9 @@ constraints, shape keys, object and camera transforms at that instant), the sess
 pose as it does for any frame (its update: palettes, morphs, object matrices), and every GPU
 item's vertices are read back as the passes deform them (engine/gpu/passes/motion_vectors.py),
 with the camera at that instant.  The depsgraph is put back at the frame (also on error).
-``finish(pipeline, frame)`` (on the frame's centre sample, with the runtime at the frame): the
-current vertices read the same way, and every item drawn once with its three positions.
+The frame's own instant is read the same way last (the depsgraph and the runtime end there).
+``finish(pipeline, frame)`` (on the frame's first sample): every item of ``frame`` drawn once
+with its three positions.
 
 Items are matched across instants by (scene node, primitive).  An item without positions at an
 instant (hidden there, or its vertex count changed) and the objects drawn from Blender's evaluated
@@ -43,7 +44,7 @@ class MotionCapture:
         session.ensure_runtime(depsgraph)
         reader = VertexCapture(session.pipeline.gpu)
         try:
-            for off in OFFSETS:
+            for off in OFFSETS + (0.0,):        # the frame itself last: the depsgraph ends there
                 t = frame + sub + off
                 whole = math.floor(t)
                 engine.frame_set(int(whole), t - whole)
@@ -61,6 +62,7 @@ class MotionCapture:
 
         reader = VertexCapture(pipeline.gpu)
         prev, nxt = self.positions.get(OFFSETS[0], {}), self.positions.get(OFFSETS[1], {})
+        at_frame = self.positions.get(0.0, {})
         draws = []
         hidden = frame.camera_hidden
         for it in frame.items:
@@ -69,13 +71,15 @@ class MotionCapture:
             ibo = getattr(it.stream, "ibo", None)
             if ibo is None or getattr(it.stream, "vertex_count", 0) <= 0:
                 continue
-            now = reader.positions(it)
             key = (it.node_index, it.primitive_index)
+            now = at_frame.get(key)     # (the frame's own instant: a motion-blurred frame is drawn at others)
+            if now is None:
+                now = reader.positions(it)
             p, n = prev.get(key), nxt.get(key)
             draws.append((ibo, p if p is not None and p.shape == now.shape else now, now,
                           n if n is not None and n.shape == now.shape else now))
         s = frame.settings
-        cam = frame.camera
+        cam = self.cameras.get(0.0, frame.camera)
         return draw_vectors(pipeline.gpu, draws, self.cameras.get(OFFSETS[0], cam).view_projection,
                             cam.view_projection, self.cameras.get(OFFSETS[1], cam).view_projection,
                             int(s.width), int(s.height))

@@ -210,14 +210,16 @@ class Accumulator:
         return acc
 
 
-def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, ids=None):
+def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, ids=None, frame_at=None):
     """Draw ``frame`` ``frame.settings.samples`` times (see the module docstring); returns the
     averaged colour texture.  ``after_first()`` runs after the first (centre) sample, while the
     pipeline's targets still hold it (the render passes are read there); it may return {name:
     texture} of passes to average like the colour: ``accumulator.averaged`` holds them after.
     ``ids`` (Cryptomatte, engine/blender/cryptomatte_pass.py): an object with ``key(item)`` (the
     id each item draws with in the coverage samples) and ``take(texture, width, height)``, handed
-    every sample's id image (centre first) right after it is drawn."""
+    every sample's id image (centre first) right after it is drawn.  ``frame_at(i)`` (motion
+    blur, engine/features/passes/motion_blur.py): the frame of sample ``i`` >= 1 at its own instant
+    (``frame`` is the first's); every sample is then drawn and shaded whole, shadows included."""
     s = frame.settings
     n = max(1, int(getattr(s, "samples", 1)))
     accumulator.averaged = {}
@@ -238,6 +240,8 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, 
             draw_ids(frame, 0)
         return tex
     base = dataclasses.replace(s, fxaa=False, jitter=(0.0, 0.0), reuse_shadow=False)
+    if frame_at is not None:
+        return _samples_over_time(pipeline, frame, accumulator, after_first, draw_ids if ids else None, frame_at, base)
     if not SHADE_EVERY_SAMPLE:
         # shade once, cover n times: the frame is shaded at the pixel centres, then only which
         # surface covers each sub-pixel sample is drawn (ID-only shaders) and resolved
@@ -266,5 +270,26 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, 
             after_first()
         if ids is not None:
             draw_ids(dataclasses.replace(frame, camera=cam, settings=settings), 0)
+        accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=(i == 0))
+    return accumulator.texture
+
+
+def _samples_over_time(pipeline, frame, accumulator, after_first, draw_ids, frame_at, base):
+    """``render_samples`` with motion blur: sample ``i`` is ``frame_at(i)`` (``frame`` for 0), with
+    the sample's sub-pixel offset, drawn and shaded whole (its own shadow maps); the render passes
+    are read from the first (after_first)."""
+    w, h = base.width, base.height
+    n = max(1, int(getattr(base, "samples", 1)))
+    for i, (dx, dy) in enumerate(sample_offsets(n)):
+        fr = frame if i == 0 else frame_at(i)
+        settings = dataclasses.replace(fr.settings, fxaa=False, jitter=(float(dx), float(dy)) if i else (0.0, 0.0),
+                                       reuse_shadow=False)
+        cam = fr.camera if i == 0 else jittered(fr.camera, dx, dy, w, h)
+        drawn = dataclasses.replace(fr, camera=cam, settings=settings)
+        tex = pipeline.execute(drawn)
+        if i == 0 and after_first is not None:
+            after_first()
+        if draw_ids is not None:
+            draw_ids(drawn, 0)
         accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=(i == 0))
     return accumulator.texture
