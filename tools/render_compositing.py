@@ -9,8 +9,11 @@ the Combined pass as rendered; the outlines retinted through the Outline pass (c
 + outline coverage x a new colour) with the received Shadow tinted blue; depth fog over the
 Mist pass; and a Cryptomatte matte: the character's asset (the rig and everything parented to
 it), picked by name through the file's manifest as the compositor's Cryptomatte node does,
-keeps its colour while the rest is greyed and darkened.  Each panel is made only from passes
-and metadata of the written file.
+keeps its colour while the rest is greyed and darkened; and frame 25, where the arm swings
+fastest, rendered with Render > Motion Blur on (shutter 3 frames, so the demo's slow swing shows:
+its 8 samples spread over it, the wand and the arm smeared).  Each panel is made only from passes and metadata of the written files.
+The first file's Vector pass is also saved, visualised (x to red, y to green, 0.5 = still), as
+out/compositing/vector.png.
 """
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ def main(argv=None):
     layer = scene.view_layers[0]
     layer.use_pass_mist = layer.use_pass_z = True
     layer.use_pass_cryptomatte_asset = True
+    layer.use_pass_vector = True
     toon = layer.stylized_passes
     toon.use_outline = toon.use_shadow = True
     ms = scene.world.mist_settings
@@ -83,17 +87,33 @@ def main(argv=None):
     matte = cryptomatte_matte(ch, read_exr_header(exr), "ViewLayer.CryptoAsset", "DemoRig")[::-1, :, None]
     grey = comb[..., :3].mean(-1, keepdims=True) * 0.45
     picked = comb[..., :3] * matte + grey * (1.0 - matte)
-    panels = [comb[..., :3], retint, fogged, picked]
+    # 4. frame 25 motion-blurred (Render > Motion Blur, shutter 3 frames)
+    vec = layer_pass(ch, "ViewLayer.Vector", "XYZW")
+    save_png(bpy, np.concatenate([0.5 + vec[..., :2] / 20.0, np.full((h, w, 1), 0.5), np.ones((h, w, 1))], -1),
+             exr.parent / "vector.png")
+    scene.render.use_motion_blur = True
+    scene.render.motion_blur_shutter = 3.0
+    scene.frame_set(25)
+    blur_exr = exr.parent / "blurred.exr"
+    scene.render.filepath = str(blur_exr)
+    bpy.ops.render.render(write_still=True)
+    blurred = layer_pass(read_exr(blur_exr), "ViewLayer.Combined")
+    panels = [comb[..., :3], retint, fogged, picked, blurred[..., :3]]
     img = np.concatenate([np.concatenate([p, np.ones((h, w, 1))], -1) for p in panels], 1).astype(np.float32)
     out = pathlib.Path(args.out)
+    save_png(bpy, img, out)
+    print(f"composite: {out} ({img.shape[1]}x{img.shape[0]}) from {exr} and {blur_exr}")
+    ext.unregister()
+
+
+def save_png(bpy, img: np.ndarray, out: pathlib.Path) -> None:
+    """``img`` (H, W, 4) linear float, bottom row first, as a PNG at ``out``."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    im = bpy.data.images.new("compositing", width=img.shape[1], height=img.shape[0], alpha=True, float_buffer=True)
-    im.pixels.foreach_set(np.ascontiguousarray(img).ravel())
+    im = bpy.data.images.new(out.stem, width=img.shape[1], height=img.shape[0], alpha=True, float_buffer=True)
+    im.pixels.foreach_set(np.ascontiguousarray(img, np.float32).ravel())
     im.filepath_raw = str(out)
     im.file_format = "PNG"
     im.save()
-    print(f"composite: {out} ({img.shape[1]}x{img.shape[0]}) from {exr}")
-    ext.unregister()
 
 
 def cryptomatte_matte(channels, header, layer: str, name: str) -> np.ndarray:
