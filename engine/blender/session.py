@@ -360,6 +360,8 @@ class StylizedSession:
         # the coverage samples' ids (one per object + material): Cryptomatte's and the AOVs'
         crypto = self.passes.ids_for(depsgraph.view_layer, passes)
 
+        layout = []                 # where the averaged passes lie in the resolve's outputs
+
         def read_passes():          # on the first (centre) sample, while its targets are current
             frame = self.last_frame
             ids = {}
@@ -373,11 +375,14 @@ class StylizedSession:
                                           view_layer=depsgraph.view_layer))
             if motion is not None:
                 out["Vector"] = motion.finish(self.pipeline, frame)
-            return render_passes.averaged_sources(self.pipeline, out)   # averaged with the samples
+            # averaged with the samples, in one draw (engine/gpu/passes/pass_resolve.py)
+            sources = render_passes.averaged_sources(self.pipeline, frame, passes, depsgraph.scene)
+            layout[:] = sources.layout if sources is not None else ()
+            return sources
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
                                   after_first=read_passes if passes else None, ids=crypto, blur=blur)
-        render_passes.apply_averaged(out, self._accumulator.averaged, width, height)
+        render_passes.apply_averaged(out, self._accumulator.averaged, layout, width, height)
         if crypto is not None:
             self.stats["aov_losses"] = self.passes.finish(crypto, depsgraph.view_layer, out, stamp)
         out["Combined"] = texture_to_numpy(tex, width, height)

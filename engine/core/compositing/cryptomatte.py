@@ -130,12 +130,16 @@ def rank(samples: np.ndarray, ids: np.ndarray, levels: int, weights=None, unifor
     s = samples.reshape(n, -1)
     uni = (uniform_pixels(samples) if uniform is None else np.asarray(uniform, bool)).reshape(-1)
     layers = [np.zeros((h * w, 4), np.float32) for _ in range(count)]
-    k0 = s[0]
-    h0 = ids[np.clip(k0, 0, len(ids) - 1)]
-    ok = uni & (k0 > 0) & (k0 < len(ids)) & (h0 != 0)
-    # rank 0 of the uniform pixels: coverage 1 (dense writes: a scatter to most pixels is slower)
-    layers[0][:, 0] = np.where(ok, encode(h0), np.float32(0.0))
-    layers[0][:, 1] = np.where(ok, np.float32(wts.sum()), np.float32(0.0))
+    # rank 0 of the uniform pixels: coverage 1 (dense writes: a scatter to most pixels is slower);
+    # per key first (its encoded id, 0 for nothing), then one gather per pixel
+    enc = encode(ids)
+    enc[(ids == 0) | (np.arange(len(ids)) == 0)] = 0.0
+    enc = np.append(enc, np.float32(0.0))                       # (keys out of range: nothing)
+    k0 = np.where(uni, s[0], len(ids))
+    k0[(k0 < 0) | (k0 > len(ids))] = len(ids)
+    e0 = enc[k0]
+    layers[0][:, 0] = e0
+    layers[0][:, 1] = np.where(e0 != 0, np.float32(wts.sum()), np.float32(0.0))
     mixed = np.flatnonzero(~uni)                 # the edge pixels: few
     if mixed.size:
         ranked = _rank_columns(s[:, mixed], ids, wts, 2 * count, max(1, int(levels)))

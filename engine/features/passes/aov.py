@@ -79,7 +79,11 @@ def fill(ids, aovs, material_for) -> tuple:
         values[m] = vals
         lines += ls
     out = {}
-    n = samples.shape[0]
+    n, h, w = samples.shape
+    flat = samples.reshape(n, -1)
+    # pixels whose samples all see one key take its value; the mean over the samples runs on the
+    # others (the edges: few) only
+    mixed = np.flatnonzero(~ids.uniform().reshape(-1))
     for name, kind in aovs:
         c = 4 if kind == "COLOR" else 1
         lut = np.zeros((len(mats), c), np.float32)
@@ -87,8 +91,8 @@ def fill(ids, aovs, material_for) -> tuple:
             v = values.get(m, {}).get(name) if m else None
             if v is not None:
                 lut[k] = v
-        acc = np.zeros(samples.shape[1:] + (c,), np.float32)
-        for i in range(n):                       # (one gather per sample, never per pixel)
-            acc += lut[samples[i]]
-        out[PREFIX + name] = acc / np.float32(n)
+        img = lut[flat[0]]
+        if mixed.size:
+            img[mixed] = lut[flat[:, mixed]].sum(0) / np.float32(n)
+        out[PREFIX + name] = img.reshape(h, w, c)
     return out, lines

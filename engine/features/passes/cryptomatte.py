@@ -47,6 +47,7 @@ class CryptoIds:
         self._keys = {}             # (object name, material name) -> key (1..)
         self._samples = []          # (H, W) int32 key image per sample, centre first
         self._stack = None          # those stacked (n, H, W)
+        self._uniform = None        # (that stack, its uniform pixels)
 
     def key(self, item) -> int:
         k = (item.object_name, item.material_name or "")
@@ -59,7 +60,7 @@ class CryptoIds:
         from ...gpu.util import texture_to_numpy
 
         v = texture_to_numpy(texture, width, height, channels=1)[..., 0]
-        self._samples.append(np.floor(v * 0.5 + 0.25).astype(np.int32))    # id x 2 (+1 outline)
+        self._samples.append((v * 0.5 + 0.25).astype(np.int32))    # id x 2 (+1 outline); >= 0: floor
 
     def stacked(self):
         """(n, H, W) int32 keys of the samples (centre first); None before any was taken."""
@@ -68,6 +69,16 @@ class CryptoIds:
         if self._stack is None or self._stack.shape[0] != len(self._samples):
             self._stack = np.stack(self._samples)
         return self._stack
+
+    def uniform(self):
+        """(H, W) bool: every sample of the pixel holds the same key (None before any sample);
+        computed once per frame for the three types and the AOVs."""
+        samples = self.stacked()
+        if samples is None:
+            return None
+        if self._uniform is None or self._uniform[0] is not samples:
+            self._uniform = (samples, cm.uniform_pixels(samples))
+        return self._uniform[1]
 
     def names(self, kind: str) -> list:
         return self._names(kind)
@@ -84,7 +95,7 @@ class CryptoIds:
         samples = self.stacked()
         if samples is None or not self.kinds:
             return {}
-        uniform = cm.uniform_pixels(samples)       # (the three types share which pixels are edges)
+        uniform = self.uniform()                   # (the three types share which pixels are edges)
         out = {}
         for kind in self.kinds:
             names = self._names(kind)

@@ -182,8 +182,10 @@ def mist_settings(scene):
 
 
 def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> dict:
-    """The requested passes of the frame the pipeline just drew, as (H, W, C) float32 arrays
-    (bottom row first, as Blender's render result).
+    """The requested passes of the centre sample the pipeline just drew that are not averaged
+    over the samples (Depth, Position, AO, the index passes), as (H, W, C) float32 arrays
+    (bottom row first, as Blender's render result); the averaged ones (``AVERAGED``) come from
+    ``averaged_sources`` / ``apply_averaged``.
     ``object_pass_index``: object id (RenderItem.object_id) -> Pass Index."""
     from ..util import texture_to_numpy
 
@@ -193,20 +195,15 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
     if not names:
         return out
     aux = (texture_to_numpy(pipeline.last_aux, w, h)
-           if {"Normal", "IndexOB"} & set(names) or ("AO" in names and not AO_ON_GPU) else None)
+           if "IndexOB" in names or ("AO" in names and not AO_ON_GPU) else None)
     depth = None
-    if {"Depth", "Mist", "Position"} & set(names) or ("AO" in names and not AO_ON_GPU):
+    if {"Depth", "Position"} & set(names) or ("AO" in names and not AO_ON_GPU):
         depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
     empty = None if depth is None else depth >= 1.0
     if depth is not None:
         z, x, y = _view_points(frame.camera.projection, frame.camera.is_ortho, depth)
     if "Depth" in names:
         out["Depth"] = np.where(empty, BACKGROUND_DEPTH, -z).astype(np.float32)[..., None]
-    if "Mist" in names:
-        start, dist, exponent = mist_settings(scene)
-        d = np.abs(z) if frame.camera.is_ortho else np.sqrt(x * x + y * y + z * z)
-        m = np.clip((d - start) / dist, 0.0, 1.0) ** exponent
-        out["Mist"] = np.where(empty, 1.0, m).astype(np.float32)[..., None]
     if "Position" in names:
         inv = np.linalg.inv(np.asarray(frame.camera.view, np.float64))
         p = (x[..., None] * inv[:3, 0] + y[..., None] * inv[:3, 1] + z[..., None] * inv[:3, 2] + inv[:3, 3])
@@ -221,8 +218,6 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
             nv = aux[..., :3] @ rot.T.astype(np.float32)
             ao = ssao.ambient_occlusion(z, x + 0.0 * z, y + 0.0 * z, nv, empty, frame.camera.projection, dist)
             out["AO"] = np.repeat(ao[..., None], 3, -1)
-    if "Normal" in names:
-        out["Normal"] = np.ascontiguousarray(aux[..., :3])
     if "IndexOB" in names:
         ids = np.rint(aux[..., 3]).astype(np.int64)
         lut = np.zeros(max(ids.max(initial=0), max(object_pass_index, default=0)) + 1, np.float32)
@@ -230,23 +225,8 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
             k = np.fromiter(object_pass_index.keys(), np.int64)
             lut[k] = np.fromiter(object_pass_index.values(), np.float32)
         out["IndexOB"] = lut[np.clip(ids, 0, None)][..., None]
-    if needs_gpu(names) and pipeline.pass_targets is not None:
-        p0 = texture_to_numpy(pipeline.pass_targets[0], w, h)
-        if "IndexMA" in names:
-            out["IndexMA"] = p0[..., 2:3].copy()
-        if "Shadow" in names:
-            out["Shadow"] = p0[..., 0:1].copy()
-        if "Shade" in names:
-            out["Shade"] = p0[..., 1:2].copy()
-        if "Outline" in names:
-            cov = p0[..., 3:4]
-            col = texture_to_numpy(pipeline.last_color, w, h)
-            out["Outline"] = np.concatenate([col[..., :3] * cov, cov], -1)
-        if "Rim" in names:
-            out["Rim"] = np.ascontiguousarray(texture_to_numpy(pipeline.pass_targets[1], w, h)[..., :3])
-        for name, k in (("DiffCol", 2), ("Emit", 3)):
-            if name in names:
-                out[name] = np.ascontiguousarray(texture_to_numpy(pipeline.pass_targets[k], w, h)[..., :3])
+    if "IndexMA" in names and pipeline.pass_targets is not None:
+        out["IndexMA"] = texture_to_numpy(pipeline.pass_targets[0], w, h)[..., 2:3].copy()
     return out
 
 
@@ -254,55 +234,84 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
 #: Depth and the index passes keep the centre sample's value
 AVERAGED = ("Normal", "Mist", "Outline", "Shadow", "Shade", "Rim", "DiffCol", "Emit")
 
-
-def _upload(a: np.ndarray):
-    import gpu
-
-    h, w = a.shape[:2]
-    rgba = np.zeros((h, w, 4), np.float32)
-    rgba[..., :a.shape[2]] = a
-    return gpu.types.GPUTexture((w, h), format="RGBA32F", data=gpu.types.Buffer("FLOAT", rgba.size, rgba.ravel()))
-
-
-def averaged_sources(pipeline, out: dict) -> dict:
-    """{name: GPU texture} of the passes in ``out`` (read from the centre sample) to average over
-    the samples (engine/gpu/passes/samples.py resolves them with the colour's coverage samples)."""
-    src = {}
-    if "Normal" in out and pipeline.last_aux is not None:
-        src["Normal"] = pipeline.last_aux
-    if pipeline.pass_targets is not None:
-        if "Shadow" in out or "Shade" in out:
-            src["pass0"] = pipeline.pass_targets[0]
-        if "Rim" in out:
-            src["pass1"] = pipeline.pass_targets[1]
-        if "DiffCol" in out:
-            src["pass2"] = pipeline.pass_targets[2]
-        if "Emit" in out:
-            src["pass3"] = pipeline.pass_targets[3]
-    for name in ("Mist", "Outline"):            # values made here: uploaded
-        if name in out:
-            src[name] = _upload(out[name])
-    return src
+#: GLSL: Normal xyz and the Mist pass (w) at each pixel, the Mist from the depth buffer (as
+#: ``_view_points`` computes the view point in numpy): proj_a = (p00, p11, p02, p12), proj_b =
+#: (p22, p23, p03, p13), mist = (start, depth, exponent, orthographic); 1 on the background
+_NORMAL_MIST_GLSL = """
+void main()
+{
+  ivec2 q = ivec2(gl_FragCoord.xy);
+  float d = texelFetch(depth, q, 0).r;
+  vec2 size = vec2(textureSize(depth, 0));
+  vec2 ndc = (vec2(q) + 0.5) / size * 2.0 - 1.0;
+  float nz = d * 2.0 - 1.0;
+  float dist;
+  if (mist.w > 0.5) {
+    dist = abs((nz - proj_b.y) / proj_b.x);
+  }
+  else {
+    float z = -proj_b.y / (nz + proj_b.x);
+    dist = length(vec3(-z * (ndc.x + proj_a.z) / proj_a.x, -z * (ndc.y + proj_a.w) / proj_a.y, z));
+  }
+  float m = pow(clamp((dist - mist.x) / mist.y, 0.0, 1.0), mist.z);
+  frag_color = vec4(texelFetch(aux, q, 0).xyz, (d >= 1.0) ? 1.0 : m);
+}
+"""
 
 
-def apply_averaged(out: dict, averaged: dict, width: int, height: int) -> None:
-    """Replace the centre sample's passes in ``out`` with their averages (``averaged``: name ->
-    texture, from ``averaged_sources``)."""
+def averaged_sources(pipeline, frame, names, scene):
+    """The passes among ``names`` to average over the samples, as a ``pass_resolve.Sources``
+    (drawn by engine/gpu/passes/samples.py with the colour's coverage samples, packed into as
+    few outputs as their channels need; ``Sources.layout`` says where each is); None when none
+    is requested."""
+    from .pass_resolve import Sources, pack
+
+    names = set(names)
+    samplers, items, pre = {}, [], {}
+    if "Mist" in names:             # Normal and Mist per pixel once (a pre-pass), then resolved
+        p = np.asarray(frame.camera.projection, np.float64)
+        start, dist, exponent = mist_settings(scene)
+        pre = dict(pre_body=_NORMAL_MIST_GLSL,
+                   pre_samplers=(("aux", pipeline.last_aux), ("depth", pipeline._depth)),
+                   pre_floats=(("proj_a", (p[0, 0], p[1, 1], p[0, 2], p[1, 2])),
+                               ("proj_b", (p[2, 2], p[2, 3], p[0, 3], p[1, 3])),
+                               ("mist", (start, dist, exponent, 1.0 if frame.camera.is_ortho else 0.0))))
+        items.append(("Mist", 1, "texelFetch(pre, q, 0).w"))
+        if "Normal" in names:
+            items.append(("Normal", 3, "texelFetch(pre, q, 0).xyz"))
+    elif "Normal" in names:
+        samplers["aux"] = pipeline.last_aux
+        items.append(("Normal", 3, "texelFetch(aux, q, 0).xyz"))
+    targets = pipeline.pass_targets
+    if targets is not None:
+        if {"Shadow", "Shade", "Outline"} & names:
+            samplers["pass0"] = targets[0]
+        for name, c in (("Shadow", "r"), ("Shade", "g")):
+            if name in names:
+                items.append((name, 1, f"texelFetch(pass0, q, 0).{c}"))
+        for slot, name, k in (("pass1", "Rim", 1), ("pass2", "DiffCol", 2), ("pass3", "Emit", 3)):
+            if name in names:
+                samplers[slot] = targets[k]
+                items.append((name, 3, f"texelFetch({slot}, q, 0).rgb"))
+        if "Outline" in names:
+            samplers["color"] = pipeline.last_color
+            items.append(("Outline", 4, "vec4(texelFetch(color, q, 0).rgb, 1.0) * texelFetch(pass0, q, 0).a"))
+    if not items:
+        return None
+    outputs, layout = pack(items, MAX_AVERAGED_SLOTS)
+    return Sources(samplers=tuple(samplers.items()), outputs=outputs, layout=layout, **pre)
+
+
+#: outputs of the averaged passes' resolve: Blender's framebuffer limit less the colour's
+MAX_AVERAGED_SLOTS = 5
+
+
+def apply_averaged(out: dict, averaged: dict, layout, width: int, height: int) -> None:
+    """Put the averaged passes into ``out`` (``averaged``: slot -> texture, from the resolve of
+    ``averaged_sources``; ``layout``: its ``Sources.layout``)."""
     from ..util import texture_to_numpy
 
-    for name, tex in averaged.items():
-        a = texture_to_numpy(tex, width, height)
-        if name == "Normal":
-            out["Normal"] = np.ascontiguousarray(a[..., :3])
-        elif name == "Mist":
-            out["Mist"] = np.ascontiguousarray(a[..., :1])
-        elif name == "Outline":
-            out["Outline"] = np.ascontiguousarray(a)
-        elif name == "pass0":
-            for key, c in (("Shadow", 0), ("Shade", 1)):
-                if key in out:
-                    out[key] = np.ascontiguousarray(a[..., c:c + 1])
-        elif name == "pass1":
-            out["Rim"] = np.ascontiguousarray(a[..., :3])
-        elif name in ("pass2", "pass3"):
-            out["DiffCol" if name == "pass2" else "Emit"] = np.ascontiguousarray(a[..., :3])
+    images = {slot: texture_to_numpy(tex, width, height) for slot, tex in averaged.items()}
+    for name, slot, c0, ch in layout:
+        if slot in images:
+            out[name] = np.ascontiguousarray(images[slot][..., c0:c0 + ch])

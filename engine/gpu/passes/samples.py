@@ -3,8 +3,9 @@ offsets of the projection, averaged on the GPU (a box filter over the pixel: the
 of each pixel, estimated with a low-discrepancy set of points).
 
 The first sample is the pixel centre, unjittered: the render passes are read from it; the passes
-``after_first`` hands back as textures (Normal, Mist, the toon passes: render_passes.averaged)
-are then resolved with the same coverage samples as the colour, i.e. averaged over the pixel as
+``after_first`` hands back (Normal, Mist, the toon passes: render_passes.averaged_sources, a
+pass_resolve.Sources) are then resolved with the same coverage samples as the colour, all in one
+draw (engine/gpu/passes/pass_resolve.py), i.e. averaged over the pixel as
 EEVEE accumulates them, while Depth and the index passes keep the centre's value (EEVEE's Depth
 is not averaged; Cycles writes its index passes from the first sample).  The
 shadow maps are drawn once per frame (later samples reuse them; the cascades are fitted to the
@@ -19,6 +20,7 @@ import dataclasses
 import numpy as np
 
 from .common import fullscreen_shader
+from .pass_resolve import PassResolve
 
 #: True: every sample is drawn and shaded by the whole pipeline (exact, about n times the cost);
 #: False: the frame is shaded once and each sample only finds the surface that covers it
@@ -123,8 +125,8 @@ class Accumulator:
         self._fb = None
         self._ids = []
         self._ids_size = None
-        self.extra = {}             # name -> Accumulator of a render pass averaged with the colour
-        self.averaged = {}          # name -> that pass's averaged texture after the last frame
+        self.passes = PassResolve()  # the render passes averaged with the colour (one draw)
+        self.averaged = {}          # slot -> that pass slot's averaged texture after the last frame
 
     def id_target(self, k: int, width: int, height: int):
         """(R32F id texture, depth texture, framebuffer) number ``k``: 0 the centre's, 1..BATCH a
@@ -198,23 +200,16 @@ class Accumulator:
         self._size = None
         self._ids = []               # the id targets belong to the freed GPU context too
         self._ids_size = None
-        for acc in self.extra.values():
-            acc.free()
-        self.extra = {}
+        self.passes.free()
         self.averaged = {}
-
-    def _extra(self, name: str) -> "Accumulator":
-        acc = self.extra.get(name)
-        if acc is None:
-            acc = self.extra[name] = Accumulator()
-        return acc
 
 
 def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, ids=None, frame_at=None):
     """Draw ``frame`` ``frame.settings.samples`` times (see the module docstring); returns the
     averaged colour texture.  ``after_first()`` runs after the first (centre) sample, while the
-    pipeline's targets still hold it (the render passes are read there); it may return {name:
-    texture} of passes to average like the colour: ``accumulator.averaged`` holds them after.
+    pipeline's targets still hold it (the render passes are read there); it may return the
+    passes to average like the colour (a pass_resolve.Sources): ``accumulator.averaged`` holds
+    their slots' textures after (with one sample, or shading every sample: the centre's values).
     ``ids`` (Cryptomatte, engine/blender/cryptomatte_pass.py): an object with ``key(item)`` (the
     id each item draws with in the coverage samples) and ``take(texture, width, height)``, handed
     every sample's id image (centre first) right after it is drawn.  ``frame_at(i)`` (motion
@@ -234,8 +229,9 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, 
 
     if n == 1:
         tex = pipeline.execute(frame)
-        if after_first is not None:
-            after_first()
+        sources = after_first() if after_first is not None else None
+        if sources is not None:
+            accumulator.averaged = accumulator.passes.resolve(pipeline.gpu, sources, (), 1.0, w, h)
         if ids is not None:
             draw_ids(frame, 0)
         return tex
@@ -246,28 +242,38 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, 
         # shade once, cover n times: the frame is shaded at the pixel centres, then only which
         # surface covers each sub-pixel sample is drawn (ID-only shaders) and resolved
         tex = pipeline.execute(dataclasses.replace(frame, settings=base))
-        sources = (after_first() if after_first is not None else None) or {}
+        sources = after_first() if after_first is not None else None
         draw_ids(dataclasses.replace(frame, settings=base), 0)
-        accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=True)           # the centre sample: the frame itself
-        for name, src in sources.items():
-            accumulator._extra(name).add(pipeline.gpu, src, 1.0 / n, w, h, first=True)
         offsets = sample_offsets(n)[1:]
+        if sources is not None:
+            # the colour and the passes resolved together: one draw per batch of samples, the
+            # centre sample summed in the first (pass_resolve.py)
+            both = dataclasses.replace(sources, samplers=(("src", tex),) + sources.samplers,
+                                       outputs=(("colour", "texelFetch(src, q, 0)"),) + sources.outputs)
+            ids_tex = [t[0] for t in accumulator._ids]
+            for b0 in range(0, len(offsets), BATCH):
+                batch = offsets[b0:b0 + BATCH]
+                for k, (dx, dy) in enumerate(batch, start=1):
+                    draw_ids(dataclasses.replace(frame, camera=jittered(frame.camera, dx, dy, w, h), settings=base), k)
+                got = accumulator.passes.resolve(pipeline.gpu, both, ids_tex, 1.0 / n, w, h, batch, first=(b0 == 0))
+            colour = got.pop("colour")
+            accumulator.averaged = got
+            return colour
+        accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=True)           # the centre sample: the frame itself
         for b0 in range(0, len(offsets), BATCH):
             batch = offsets[b0:b0 + BATCH]
             for k, (dx, dy) in enumerate(batch, start=1):
                 draw_ids(dataclasses.replace(frame, camera=jittered(frame.camera, dx, dy, w, h), settings=base), k)
             accumulator.resolve(pipeline.gpu, tex, 1.0 / n, w, h, batch, first=False)
-            for name, src in sources.items():       # the passes, with the same coverage samples
-                accumulator._extra(name).resolve(pipeline.gpu, src, 1.0 / n, w, h, batch, first=False,
-                                                 ids_from=accumulator)
-        accumulator.averaged = {name: accumulator.extra[name].texture for name in sources}
         return accumulator.texture
     for i, (dx, dy) in enumerate(sample_offsets(n)):
         settings = base if i == 0 else dataclasses.replace(base, jitter=(float(dx), float(dy)), reuse_shadow=True)
         cam = frame.camera if i == 0 else jittered(frame.camera, dx, dy, w, h)
         tex = pipeline.execute(dataclasses.replace(frame, camera=cam, settings=settings))
         if i == 0 and after_first is not None:
-            after_first()
+            sources = after_first()     # (the passes keep the centre sample's values here)
+            if sources is not None:
+                accumulator.averaged = accumulator.passes.resolve(pipeline.gpu, sources, (), 1.0, w, h)
         if ids is not None:
             draw_ids(dataclasses.replace(frame, camera=cam, settings=settings), 0)
         accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=(i == 0))
@@ -288,7 +294,9 @@ def _samples_over_time(pipeline, frame, accumulator, after_first, draw_ids, fram
         drawn = dataclasses.replace(fr, camera=cam, settings=settings)
         tex = pipeline.execute(drawn)
         if i == 0 and after_first is not None:
-            after_first()
+            sources = after_first()     # (the passes keep the first sample's values here)
+            if sources is not None:
+                accumulator.averaged = accumulator.passes.resolve(pipeline.gpu, sources, (), 1.0, w, h)
         if draw_ids is not None:
             draw_ids(drawn, 0)
         accumulator.add(pipeline.gpu, tex, 1.0 / n, w, h, first=(i == 0))
