@@ -31,8 +31,11 @@ def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_coun
     n = np.asarray(normals, np.float64)
     src = np.asarray(source_vertices, np.int64)
     size = max(int(vertex_count), int(src.max()) + 1 if src.size else 0, 1)
-    acc = np.stack([np.bincount(src, weights=n[:, k], minlength=size) for k in range(3)], axis=1)
-    out = acc[src]
+    if src.size < 2 or bool((src[1:] > src[:-1]).all()):
+        out = n + 0.0           # one split vertex per source vertex: its sum is its own normal (-0 -> +0 as a sum)
+    else:
+        acc = np.stack([np.bincount(src, weights=n[:, k], minlength=size) for k in range(3)], axis=1)
+        out = acc[src]
     ln = norm3(out)[:, None]
     good = ln[:, 0] > 1e-12
     out[good] /= ln[good]

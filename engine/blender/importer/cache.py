@@ -59,7 +59,8 @@ def _hasher():
 
 
 def base_fingerprint(mesh) -> str:
-    """SHA-1 of every public mesh attribute, the corner topology and the corner normals: the bulk
+    """SHA-1 of every public mesh attribute, the corner topology and the normals' domain, and the
+    corner normals unless they are the vertices' (point domain: derived from the rest): the bulk
     arrays (``foreach_get``), cheap enough for every check."""
     h, add = _hasher()
     for attr in mesh.attributes:
@@ -82,7 +83,11 @@ def base_fingerprint(mesh) -> str:
         mesh.polygons.foreach_get("loop_start", starts)
     add("loop_start", starts)
     nl = len(mesh.loops)
-    if nl:
+    domain = getattr(mesh, "normals_domain", "CORNER")
+    h.update(f"normals:{domain}".encode())
+    # point-domain normals are a function of what is hashed above (positions, corner topology,
+    # face starts, a point custom normal attribute): no corner normal can differ unseen
+    if nl and domain != "POINT":
         cn = np.empty(nl * 3, np.float32)
         mesh.corner_normals.foreach_get("vector", cn)
         add("corner_normals", cn)

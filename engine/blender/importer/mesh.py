@@ -91,15 +91,34 @@ def triangle_materials(mesh, nt: int) -> np.ndarray:
     return mat[polys] if mat is not None else np.zeros(nt, np.int64)
 
 
-def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> CornerSplit:
+def point_normals(mesh) -> bool:
+    """Whether every corner's normal is its vertex's (``Mesh.normals_domain == 'POINT'``: smooth
+    faces, no sharp edges, no corner custom normals).  Then a corner's normal says nothing its
+    vertex does not, and the normals are read per vertex (V rows, not L)."""
+    return getattr(mesh, "normals_domain", "CORNER") == "POINT"
+
+
+def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
+              positions: Optional[np.ndarray] = None) -> CornerSplit:
     """Triangulate ``mesh`` from its loop triangles and split corners by (vertex, normal, uv,
-    colour).  ``colors``: read the render colour attribute (``CornerSplit.colors``)."""
+    colour).  ``colors``: read the render colour attribute (``CornerSplit.colors``).
+    ``positions``: the (V,3) float32 vertex positions when the caller has read them already.
+
+    Point-domain normals (``point_normals``): the normal is a function of the vertex, so it is no
+    part of the split key; with neither UVs nor a colour attribute the split vertices are the
+    used vertices themselves (no per-corner key at all: a big static mesh is read with one bulk
+    copy per array and no sort)."""
     nv = len(mesh.vertices)
     nl = len(mesh.loops)
-    positions = _get(mesh.vertices, "co", nv, 3, np.float32)
+    if positions is None:
+        positions = _get(mesh.vertices, "co", nv, 3, np.float32)
     loop_verts = corner_verts(mesh)
+    by_vertex = bool(nl) and point_normals(mesh)
     # corner normals honour custom split normals and sharp edges/faces (Blender >= 4.1)
-    if nl:
+    vert_normals = normals = None
+    if by_vertex:
+        vert_normals = _get(mesh.vertex_normals, "vector", nv, 3, np.float32)
+    elif nl:
         cn = mesh.corner_normals
         normals = _get(cn, "vector", len(cn), 3, np.float32)
         if normals.shape[0] != nl:  # defensive: should never happen
@@ -117,37 +136,54 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True) -> Corne
     col = read_corner_colors(mesh, loop_verts) if colors and nl else None
 
     nt = len(mesh.loop_triangles)
-    tri_loops = _get(mesh.loop_triangles, "loops", nt, 3, np.int64)
+    # int32: Blender's own index type (an int64 buffer takes a slower, converting copy)
+    tri_loops = _get(mesh.loop_triangles, "loops", nt, 3, np.int32)
     tri_mat = triangle_materials(mesh, nt)
 
     # Only corners used by triangles matter (loose edges/verts are not drawn).
     used = sorted_unique(nl, tri_loops.ravel()) if nt else np.zeros(0, np.int64)
-    if used.size:
+    split_corners = None
+    if used.size and by_vertex and uv is None and col is None:
+        # one split vertex per used vertex, in vertex order
+        src, inverse = unique_inverse(loop_verts[used], nv)
+    elif used.size:
         # one float64 row per corner: (vertex, normal, uv, colour); equal rows are one split vertex
-        cols = [loop_verts[used][:, None], normals[used]] + [c[used] for c in (uv, col) if c is not None]
+        cols = [loop_verts[used][:, None]] + [c[used] for c in (normals, uv, col) if c is not None]
         key = np.empty((used.size, sum(c.shape[1] for c in cols)))
         x = 0
         for c in cols:
             key[:, x:x + c.shape[1]] = c
             x += c.shape[1]
         first, inverse = unique_rows(key, loop_verts[used], nv)
+        del key, cols
+        split_corners = used[first]                  # representative corner of each split vertex
+        src = loop_verts[split_corners]
     else:
-        first = np.zeros(0, np.int64)
-        inverse = np.zeros(0, np.int64)
-    split_corners = used[first]                      # representative corner of each split vertex
+        src = inverse = np.zeros(0, np.int64)
     corner_to_split = np.full(nl, -1, np.int64)
     corner_to_split[used] = inverse.reshape(-1)
-    src = loop_verts[split_corners]
     tri_vertices = corner_to_split[tri_loops].astype(np.uint32) if nt else np.zeros((0, 3), np.uint32)
+    if not src.size:
+        split_normals = np.zeros((0, 3), np.float32)
+    elif vert_normals is not None:
+        split_normals = vert_normals[src]
+    else:
+        split_normals = normals[split_corners]
+
+    def per_split(c):
+        if c is None:
+            return None
+        return c[split_corners] if split_corners is not None else c[:0]
+
     return CornerSplit(
         positions=positions[src] if src.size else np.zeros((0, 3), np.float32),
-        normals=normals[split_corners] if src.size else np.zeros((0, 3), np.float32),
-        uv0=(uv[split_corners] if uv is not None else None),
+        normals=split_normals,
+        uv0=per_split(uv),
         source_vertices=src,
         tri_vertices=tri_vertices,
         tri_materials=tri_mat,
         corner_to_split=corner_to_split,
-        colors=(col[split_corners] if col is not None else None),
+        colors=per_split(col),
     )
 
 
@@ -209,7 +245,15 @@ def split_by_material(cs: CornerSplit, vertex_count: int) -> list:
     if cs.tri_vertices.shape[0] == 0:
         return out
     smooth = smooth_normals(cs.normals, cs.source_vertices, vertex_count)
-    for mat in np.unique(cs.tri_materials):
+    mats = np.unique(cs.tri_materials)
+    if mats.size == 1:
+        # one material: every split vertex is drawn by it (split vertices come from triangle
+        # corners), in the split's order; the primitive holds the split's arrays, not copies
+        verts = np.arange(cs.positions.shape[0])
+        tan = compute_tangents(cs.positions, cs.normals, cs.uv0, cs.tri_vertices) if cs.uv0 is not None else None
+        return [PrimitiveArrays(int(mats[0]), cs.positions, cs.normals, cs.uv0, tan, smooth, cs.tri_vertices,
+                                cs.source_vertices, verts, cs.colors)]
+    for mat in mats:
         tris = cs.tri_vertices[cs.tri_materials == mat].astype(np.int64)
         verts, local = unique_inverse(tris.ravel(), cs.positions.shape[0])
         idx = local.reshape(-1, 3).astype(np.uint32)

@@ -249,16 +249,16 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
     nv = len(mesh.vertices)
     if len(mesh.polygons) and not len(mesh.loop_triangles):
         mesh.calc_loop_triangles()
-    cs = read_mesh(mesh)
+    base_co = np.empty(nv * 3, np.float32)
+    if nv:
+        mesh.vertices.foreach_get("co", base_co)
+    base_co = base_co.reshape(nv, 3)
+    cs = read_mesh(mesh, positions=base_co)
     prims = split_by_material(cs, nv)
     for p in prims:          # read-only: the PrimitiveAssets share them (no copies; the key rows' solvers read them)
         for a in (p.positions, p.normals, p.uv0, p.tangents, p.smooth_normals, p.indices, p.source_vertices, p.colors):
             if a is not None:
                 a.setflags(write=False)
-    base_co = np.empty(nv * 3, np.float32)
-    if nv:
-        mesh.vertices.foreach_get("co", base_co)
-    base_co = base_co.reshape(nv, 3)
     finite = np.isfinite(base_co).all(axis=1)
     if not finite.all():
         raise AssetError(f"mesh '{obj.name}' has a non-finite vertex position (vertex {int(np.argmin(finite))})")

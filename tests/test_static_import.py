@@ -1,0 +1,87 @@
+"""The static-mesh import path (issue 37 item 3): a mesh whose normals are its vertices'
+(``Mesh.normals_domain == 'POINT'``) is read per vertex and, without UVs or colours, split with no
+per-corner key; what it yields per triangle corner is exactly what the general per-corner path
+yields (positions, normals, UVs, colours, source vertices, materials), on the kinds of mesh
+each path takes."""
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+import conftest as C
+from tools.bench_set import grid_mesh
+
+
+def _grid(scene, n=24, uv=False, colors=False, sharp=False, flat=False, loose=False):
+    me = grid_mesh("G", n, n, 4.0, lambda X, Y: 0.3 * np.sin(2 * X) * np.cos(Y))
+    if uv:
+        layer = me.uv_layers.new(name="UV")
+        co = np.empty(len(me.loops) * 2, np.float32)
+        layer.uv.foreach_get("vector", co)
+        lv = np.empty(len(me.loops), np.int32)
+        me.loops.foreach_get("vertex_index", lv)
+        # a seam: corners of one vertex differ in UV along a column
+        uvs = np.stack([(lv % n) / n + 0.5 * ((lv % n == n // 2) & (np.arange(lv.size) % 4 == 0)), (lv // n) / n], 1)
+        layer.uv.foreach_set("vector", uvs.astype(np.float32).ravel())
+    if colors:
+        attr = me.color_attributes.new("Col", "FLOAT_COLOR", "POINT")
+        rgba = np.random.default_rng(3).random((len(me.vertices), 4)).astype(np.float32)
+        attr.data.foreach_set("color", rgba.ravel())
+        me.color_attributes.render_color_index = me.color_attributes.find("Col")
+    if sharp:
+        me.edges[len(me.edges) // 2].use_edge_sharp = True
+    if flat:
+        me.shade_flat()
+    if loose:
+        me.vertices.add(1)
+    me.update()
+    ob = bpy.data.objects.new("G", me)
+    scene.collection.objects.link(ob)
+    me.calc_loop_triangles()
+    return me
+
+
+def _streams(cs):
+    t = cs.tri_vertices.astype(np.int64)
+    out = [cs.positions[t], cs.normals[t], cs.source_vertices[t], cs.tri_materials]
+    out += [a[t] for a in (cs.uv0, cs.colors) if a is not None]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["plain", "uv", "colors", "uv_colors", "sharp", "flat", "loose"])
+def test_point_normal_path_is_the_corner_path(empty_scene, monkeypatch, kind):
+    from stylized_renderer.engine.blender.importer import mesh as M
+
+    me = _grid(empty_scene, uv="uv" in kind, colors="colors" in kind, sharp=kind == "sharp", flat=kind == "flat",
+               loose=kind == "loose")
+    expect_point = kind not in ("sharp", "flat")
+    assert M.point_normals(me) == expect_point, me.normals_domain
+    fast = M.read_mesh(me)
+    monkeypatch.setattr(M, "point_normals", lambda mesh: False)
+    general = M.read_mesh(me)
+    a, b = _streams(fast), _streams(general)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    assert fast.positions.shape == general.positions.shape      # the same split, in another order
+    used = general.corner_to_split >= 0
+    assert np.array_equal(fast.corner_to_split >= 0, used)
+    assert np.array_equal(fast.source_vertices[fast.corner_to_split[used]],
+                          general.source_vertices[general.corner_to_split[used]])
+    if kind in ("plain", "loose"):
+        # no key at all: one split vertex per drawn vertex, in vertex order
+        assert np.array_equal(fast.source_vertices, np.arange(len(me.vertices) - (kind == "loose")))
+    # the plain formula: every triangle corner carries its Blender corner's data
+    nl = len(me.loops)
+    tl = np.empty(len(me.loop_triangles) * 3, np.int32)
+    me.loop_triangles.foreach_get("loops", tl)
+    lv = np.empty(nl, np.int32)
+    me.loops.foreach_get("vertex_index", lv)
+    co = np.empty(len(me.vertices) * 3, np.float32)
+    me.vertices.foreach_get("co", co)
+    cn = np.empty(nl * 3, np.float32)
+    me.corner_normals.foreach_get("vector", cn)
+    t = fast.tri_vertices.astype(np.int64).ravel()
+    assert np.array_equal(fast.positions[t], co.reshape(-1, 3)[lv[tl]])
+    assert np.array_equal(fast.normals[t], cn.reshape(-1, 3)[tl])
