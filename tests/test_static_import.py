@@ -85,3 +85,32 @@ def test_point_normal_path_is_the_corner_path(empty_scene, monkeypatch, kind):
     t = fast.tri_vertices.astype(np.int64).ravel()
     assert np.array_equal(fast.positions[t], co.reshape(-1, 3)[lv[tl]])
     assert np.array_equal(fast.normals[t], cn.reshape(-1, 3)[tl])
+
+
+def test_static_primitives_upload_a_slim_buffer_and_skinned_ones_the_whole_layout(empty_scene):
+    """A static grid's static buffer holds only its colour (16 bytes a vertex, no joints, weights
+    or morph spans: 96 before) and its indices; a skinned primitive holds the whole static
+    layout; the grid still draws (the F12 shows it lit)."""
+    from stylized_renderer.engine.blender.session import StylizedSession
+    from stylized_renderer.engine.gpu import util as gpu_util
+    from stylized_renderer.engine.gpu.static_buffers import STATIC_NAMES, static_attributes
+
+    scene = empty_scene
+    me = _grid(scene, n=40)
+    C.add_sun(scene, rotation=(0.5, 0.2, 0.0))
+    C.add_camera(scene, location=(0.0, -8.0, 5.0), rotation=(1.0, 0.0, 0.0))
+    px = C.render_scene(scene)
+    s = StylizedSession()
+    dg = bpy.context.evaluated_depsgraph_get()
+    gpu_util.run_in_gpu_context(lambda: (s.ensure_gpu(), s.ensure_runtime(dg)))
+    try:
+        tris = len(me.loop_triangles)
+        assert s.backend.static_uploads == 1
+        assert s.backend.static_bytes == 16 * len(me.vertices) + 12 * tris, s.backend.static_bytes
+    finally:
+        gpu_util.run_in_gpu_context(s.free)
+    skinned = type("P", (), {"positions": np.zeros((3, 3)), "joints": np.zeros((3, 4)), "uv0": None})()
+    assert static_attributes(skinned) == STATIC_NAMES and "joints" in STATIC_NAMES
+    h, w = px.shape[:2]
+    centre, corner = px[h // 2 - 5:h // 2 + 5, w // 2 - 5:w // 2 + 5, :3].mean(), px[:5, :5, :3].mean()
+    assert centre > corner + 0.05, (centre, corner)      # the grid, lit, over the empty background

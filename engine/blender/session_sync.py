@@ -284,6 +284,7 @@ def ensure_runtime(session, depsgraph) -> None:
         session.imports.remember_after_import = False
         return
     session.imports.remember_after_import = False
+    replaced = session.runtime is not None
     session.drop_runtime()
     session.imports.import_error = None
     session.imports.fallbacks = {}
@@ -293,13 +294,22 @@ def ensure_runtime(session, depsgraph) -> None:
         return
     import bpy
 
+    # the buffers of replaced primitives go before the new ones are made (an edited big mesh
+    # would otherwise hold its old and new buffers at once); unchanged primitives keep theirs
+    session.backend.retain([p for m in asset.meshes for p in m.primitives])
+    if replaced and not session.viewport:
+        # a final render after an edit: the replaced assets (in reference cycles) and the
+        # import's scratch pages go back before the new buffers are made, so the process
+        # never holds both (the render's end collects again: render_engine, heap.py)
+        from .heap import release_freed
+
+        release_freed()
     runtime = SceneRuntime(asset, session.backend, after_mixer=session.springs.after_mixer,
                            after_timeline=session.springs.after_timeline,
                            zero_singular_inverse=tuple(bpy.app.version) < (5, 0, 0))
     if not runtime.initialize():
         session.imports.import_error = f"runtime initialisation failed: {runtime.last_error}"
         return
-    session.backend.retain([p for m in asset.meshes for p in m.primitives])
     session.scene_asset = asset
     session.assets.known.remember(asset, depsgraph.scene)
     session.imports.problems = list(problems)

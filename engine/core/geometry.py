@@ -37,9 +37,11 @@ def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_coun
         acc = np.stack([np.bincount(src, weights=n[:, k], minlength=size) for k in range(3)], axis=1)
         out = acc[src]
     ln = norm3(out)[:, None]
-    good = ln[:, 0] > 1e-12
-    out[good] /= ln[good]
-    out[~good] = n[~good]
+    good = ln > 1e-12
+    out /= np.where(good, ln, 1.0)     # in place (no gathered copy of the good rows)
+    bad = ~good[:, 0]
+    if bad.any():
+        out[bad] = n[bad]
     return out.astype(np.float32)
 
 

@@ -33,6 +33,7 @@ from .palette_textures import (
     matrix_rows,
     palette_texture,
 )
+from .static_buffers import STATIC_NAMES, build_slim_static, f32, static_attributes, static_bytes
 
 #: distinct morph weight textures a backend keeps for reuse (GpuBackend._weights_texture)
 WEIGHT_TEXTURES = 256
@@ -73,20 +74,6 @@ class GpuStream:
         return batch
 
 
-def _f32(a, width, n, default=None):
-    """A writable, C-contiguous float32 (n, width) array.  ``attr_fill`` only takes the fast
-    buffer-protocol path for writable arrays; asset arrays are read-only, so they are copied
-    (a read-only array silently falls back to a per-element path ~50x slower)."""
-    if a is None:
-        if default is None:
-            return np.zeros((n, width), np.float32)
-        return np.array(np.broadcast_to(np.asarray(default, np.float32), (n, width)))
-    out = np.asarray(a, dtype=np.float32).reshape(n, width)
-    if not (out.flags.writeable and out.flags.c_contiguous):
-        out = np.array(out, dtype=np.float32, order="C")
-    return out
-
-
 def build_static(primitive, morph_span=None):
     """The per-primitive buffer of attributes no morph changes (uv, joints, weights, morph spans,
     vertex colour), its index buffer, the triangle count and the influence-entries texture of a
@@ -97,8 +84,10 @@ def build_static(primitive, morph_span=None):
     n = int(np.asarray(primitive.positions).shape[0])
     joints = getattr(primitive, "joints", None)
     weights = getattr(primitive, "weights", None)
+    if static_attributes(primitive, morph_span) != STATIC_NAMES:
+        return build_slim_static(primitive, n)
     vbo = gpu.types.GPUVertBuf(vertex_format("static"), n)
-    vbo.attr_fill("uv", _f32(getattr(primitive, "uv0", None), 2, n))
+    vbo.attr_fill("uv", f32(getattr(primitive, "uv0", None), 2, n))
     j = np.zeros((n, 8), np.uint32)
     w = np.zeros((n, 8), np.float32)
     entries = None
@@ -126,7 +115,7 @@ def build_static(primitive, morph_span=None):
     span = np.zeros((n, 2), np.uint32) if morph_span is None else np.array(morph_span, np.uint32, order="C")
     vbo.attr_fill("morph_span", span)
     # the render colour attribute (linear RGBA); white where the mesh has none
-    vbo.attr_fill("col", _f32(getattr(primitive, "colors", None), 4, n, (1.0, 1.0, 1.0, 1.0)))
+    vbo.attr_fill("col", f32(getattr(primitive, "colors", None), 4, n, (1.0, 1.0, 1.0, 1.0)))
     indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
     ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
     return vbo, ibo, int(indices.shape[0]), entries
@@ -155,11 +144,11 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
         static = build_static(primitive)
     static_vbo, ibo, tris, entries = static
     vbo = gpu.types.GPUVertBuf(vertex_format("dynamic"), n)
-    vbo.attr_fill("pos", _f32(pos, 3, n))
-    vbo.attr_fill("nor", _f32(nor, 3, n))
-    vbo.attr_fill("tan", _f32(tan, 4, n, (1.0, 0.0, 0.0, 1.0)))
+    vbo.attr_fill("pos", f32(pos, 3, n))
+    vbo.attr_fill("nor", f32(nor, 3, n))
+    vbo.attr_fill("tan", f32(tan, 4, n, (1.0, 0.0, 0.0, 1.0)))
     snor = smooth_normals if smooth_normals is not None else getattr(primitive, "smooth_normals", None)
-    vbo.attr_fill("snor", _f32(snor if snor is not None else nor, 3, n))
+    vbo.attr_fill("snor", f32(snor if snor is not None else nor, 3, n))
     batch = gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=ibo)
     batch.vertbuf_add(static_vbo)
     return GpuStream(batch, vbo, static_vbo, ibo, n, tris, skin_entries=entries)
@@ -184,6 +173,7 @@ class GpuBackend(RuntimeBackend):
         self._slices = None      # (handles, slices, SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
+        self.static_bytes = 0    # their bytes (vertex and index buffers; ``static_bytes``)
         self.palette_uploads = 0
         self.stream_uploads = 0
         self.morph_texture_bytes = 0   # GPU bytes of the delta textures uploaded (not numpy)
@@ -310,6 +300,7 @@ class GpuBackend(RuntimeBackend):
             static = build_static(primitive)
             self._static[key] = (geo, static)
             self.static_uploads += 1
+            self.static_bytes += static_bytes(primitive)
         if positions is None and normals is None and tangents is None and smooth_normals is None:
             # the primitive's base stream: one vertex buffer and batch per geometry, shared by
             # every instance (linked duplicates draw one batch; engine/gpu/passes/instancing.py groups
@@ -381,8 +372,10 @@ class GpuBackend(RuntimeBackend):
             # turned on later packs them again with it.
             live = on if made is None else (made[3] | on)
             smooth = self.smooth_deltas(primitive)
-            static = build_static(primitive, pack_morph_span(primitive, smooth, live))
+            span = pack_morph_span(primitive, smooth, live)
+            static = build_static(primitive, span)
             self.static_uploads += 1
+            self.static_bytes += static_bytes(primitive, span)
             batch = gpu.types.GPUBatch(type="TRIS", buf=base_stream.vbo, elem=static[1])
             batch.vertbuf_add(static[0])
             _span, entries = pack_morph_entries(primitive, smooth, texels_multiple=MORPH_TEX_WIDTH, live=live)

@@ -32,14 +32,22 @@ INSTANCE_DATA_SLOT = 4   # per-instance model, object id and offsets of instance
 MORPH_TEX_WIDTH = 4096
 
 
-def vertex_format(which: str = "all"):
+# The static attributes a primitive with neither skin nor morph targets needs (its draws run
+# with skin_influences 0 and morph_mode 0, so glsl/skinning.glsl reads no joints, weights or
+# morph spans): the colour always (white where the mesh has none), the UVs when it has them.
+# An attribute a buffer leaves out reads Blender's default (0, 0, 0, 1): uv (0, 0), as the zeros
+# the full layout holds.
+SLIM_STATIC_ATTRIBUTES = ("uv", "col")
+
+
+def vertex_format(which: str = "all", names=None):
     """GPUVertFormat of the shared layout: "all", "dynamic" (pos/nor/tan/snor: what a morph
-    changes) or "static" (the rest)."""
+    changes) or "static" (the rest); ``names``: only these of them, in the layout's order."""
     import gpu
 
     fmt = gpu.types.GPUVertFormat()
     for name, _glsl, comp, length, fetch in VERTEX_ATTRIBUTES:
         dyn = name in DYNAMIC_ATTRIBUTES
-        if which == "all" or (which == "dynamic") == dyn:
+        if (which == "all" or (which == "dynamic") == dyn) and (names is None or name in names):
             fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
     return fmt

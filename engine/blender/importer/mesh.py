@@ -69,12 +69,15 @@ def _int_attribute(mesh, name: str, domain: str, count: int) -> Optional[np.ndar
     return _get(attr.data, "value", count, 1, np.int32).astype(np.int64)
 
 
-def corner_verts(mesh) -> np.ndarray:
-    """(L,) int64 vertex of each corner: the ``.corner_vert`` attribute (a bulk copy), else
-    ``MeshLoop.vertex_index`` (a per-item read, about 13 ms for 200k corners)."""
+def corner_verts(mesh, dtype=np.int64) -> np.ndarray:
+    """(L,) vertex of each corner (int64, or ``dtype``): the ``.corner_vert`` attribute (a bulk
+    copy), else ``MeshLoop.vertex_index`` (a per-item read, about 13 ms for 200k corners)."""
     nl = len(mesh.loops)
-    out = _int_attribute(mesh, ".corner_vert", "CORNER", nl)
-    return out if out is not None else _get(mesh.loops, "vertex_index", nl, 1, np.int64)
+    attr = mesh.attributes.get(".corner_vert")
+    if attr is not None and attr.domain == "CORNER" and attr.data_type == "INT" and len(attr.data) == nl:
+        out = _get(attr.data, "value", nl, 1, np.int32)
+        return out if out.dtype == dtype else out.astype(dtype)
+    return _get(mesh.loops, "vertex_index", nl, 1, dtype)
 
 
 def triangle_materials(mesh, nt: int) -> np.ndarray:
@@ -112,7 +115,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
     nl = len(mesh.loops)
     if positions is None:
         positions = _get(mesh.vertices, "co", nv, 3, np.float32)
-    loop_verts = corner_verts(mesh)
+    loop_verts = corner_verts(mesh, np.int32)
     by_vertex = bool(nl) and point_normals(mesh)
     # corner normals honour custom split normals and sharp edges/faces (Blender >= 4.1)
     vert_normals = normals = None
@@ -140,13 +143,25 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
     tri_loops = _get(mesh.loop_triangles, "loops", nt, 3, np.int32)
     tri_mat = triangle_materials(mesh, nt)
 
+    split_corners = None
+    if nt and by_vertex and uv is None and col is None:
+        # one split vertex per drawn vertex, in vertex order: int32 indices, nothing per corner
+        # but the corner -> split map (a big static mesh's import holds little besides its output)
+        tv = loop_verts[tri_loops]
+        src = sorted_unique(nv, tv.ravel())
+        lut = np.zeros(nv, np.uint32)
+        lut[src] = np.arange(src.size, dtype=np.uint32)
+        tri_vertices = lut[tv]
+        del tv
+        drawn = np.zeros(nl, bool)
+        drawn[tri_loops.ravel()] = True
+        corner_to_split = lut[loop_verts].astype(np.int64)
+        corner_to_split[~drawn] = -1
+        return _split(positions, vert_normals[src], None, src, tri_vertices, tri_mat, corner_to_split, None)
+    loop_verts = loop_verts.astype(np.int64)
     # Only corners used by triangles matter (loose edges/verts are not drawn).
     used = sorted_unique(nl, tri_loops.ravel()) if nt else np.zeros(0, np.int64)
-    split_corners = None
-    if used.size and by_vertex and uv is None and col is None:
-        # one split vertex per used vertex, in vertex order
-        src, inverse = unique_inverse(loop_verts[used], nv)
-    elif used.size:
+    if used.size:
         # one float64 row per corner: (vertex, normal, uv, colour); equal rows are one split vertex
         cols = [loop_verts[used][:, None]] + [c[used] for c in (normals, uv, col) if c is not None]
         key = np.empty((used.size, sum(c.shape[1] for c in cols)))
@@ -175,15 +190,19 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
             return None
         return c[split_corners] if split_corners is not None else c[:0]
 
+    return _split(positions, split_normals, per_split(uv), src, tri_vertices, tri_mat, corner_to_split, per_split(col))
+
+
+def _split(positions, normals, uv, src, tri_vertices, tri_mat, corner_to_split, colors) -> CornerSplit:
     return CornerSplit(
         positions=positions[src] if src.size else np.zeros((0, 3), np.float32),
-        normals=split_normals,
-        uv0=per_split(uv),
+        normals=normals,
+        uv0=uv,
         source_vertices=src,
         tri_vertices=tri_vertices,
         tri_materials=tri_mat,
         corner_to_split=corner_to_split,
-        colors=per_split(col),
+        colors=colors,
     )
 
 
