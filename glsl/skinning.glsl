@@ -373,3 +373,91 @@ vec3 skin_position(vec3 position)
   }
   return (skin_matrix_at(position) * vec4(position, 1.0)).xyz;
 }
+
+/* ---- Skin once per frame (engine/gpu/passes/skin_once.py) ----
+ * The skin pass draws each deformed item's vertices once per frame as 2x2-pixel points into the
+ * RGBA32F texture ``skinned`` (block of vertex g = skinned_base() + gl_VertexID at
+ * (g % SKIN_ONCE_BLOCKS, g / SKIN_ONCE_BLOCKS)): texel (0,0) the morphed and skinned mesh-local
+ * position and the handedness sign, (1,0) the normal, (0,1) the tangent, (1,1) the outline's
+ * smooth normal, exactly as skin_vertex_handed / skin_vertex compute them after morph_vertex /
+ * morph_outline.  SKIN_FETCH variants of the forward, outline, shadow and id shaders read them by
+ * gl_VertexID instead of morphing and skinning, so the frame's coverage samples only rasterise.
+ * ``skin_base`` (push constant, SKIN_FETCH and the skin pass only): the item's first vertex in
+ * the texture for one-object draws; instanced draws read it per instance from instance_data
+ * (texel 5, x). */
+#if defined(SKIN_FETCH) || defined(SKIN_ONCE_PASS)
+int skinned_base()
+{
+  return (instance_mode != 0) ? int(texelFetch(instance_data, ivec2(5, gl_InstanceID), 0).x + 0.5)
+                              : skin_base;
+}
+#endif
+
+#ifdef SKIN_ONCE_PASS
+/* morph_vertex and morph_outline's smooth normal in one loop (the skin pass writes all four) */
+void morph_all(inout vec3 position, inout vec3 normal, inout vec3 tangent, inout vec3 smooth_normal)
+{
+  if (morph_mode == 0) {
+    return;
+  }
+  vec3 dp = vec3(0.0), dn = vec3(0.0), dt = vec3(0.0), ds = vec3(0.0);
+  int wbase = morph_weight_base();
+  int first = int(morph_span.x);
+  int count = int(morph_span.y);
+  for (int k = 0; k < count; k++) {
+    int e = 4 * (first + k);
+    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
+    float w = texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r;
+    if (w != 0.0) {
+      dp += w * a.xyz;
+      dn += w * texelFetch(morph_deltas, morph_texel(e + 1), 0).xyz;
+      dt += w * texelFetch(morph_deltas, morph_texel(e + 2), 0).xyz;
+      ds += w * texelFetch(morph_deltas, morph_texel(e + 3), 0).xyz;
+    }
+  }
+  position += dp;
+  vec3 n = normal + dn;
+  vec3 t = tangent + dt;
+  vec3 s = smooth_normal + ds;
+  normal = (dot(n, n) >= 1e-16) ? normalize(n) : normal;
+  tangent = (dot(t, t) >= 1e-16) ? normalize(t) : tangent;
+  smooth_normal = (dot(s, s) >= 1e-16) ? normalize(s) : smooth_normal;
+}
+#endif
+
+#ifdef SKIN_FETCH
+ivec2 skinned_texel(int dx, int dy)
+{
+  int g = skinned_base() + gl_VertexID;
+  return ivec2(2 * (g % SKIN_ONCE_BLOCKS) + dx, 2 * (g / SKIN_ONCE_BLOCKS) + dy);
+}
+
+/* the deformation uniforms every draw sets stay declared (a select the compiler keeps) */
+vec3 skin_fetch_keep(vec3 p)
+{
+  return (skin_influences < 0 || morph_mode < 0) ? vec3(0.0) : p;
+}
+
+/* forward: position, normal, tangent and the handedness sign (morph_vertex + skin_vertex_handed) */
+float fetch_surface(out vec3 position, out vec3 normal, out vec3 tangent)
+{
+  vec4 p = texelFetch(skinned, skinned_texel(0, 0), 0);
+  position = skin_fetch_keep(p.xyz);
+  normal = texelFetch(skinned, skinned_texel(1, 0), 0).xyz;
+  tangent = texelFetch(skinned, skinned_texel(0, 1), 0).xyz;
+  return p.w;
+}
+
+/* outline: position and smooth normal (morph_outline + skin_vertex) */
+void fetch_outline(out vec3 position, out vec3 smooth_normal)
+{
+  position = skin_fetch_keep(texelFetch(skinned, skinned_texel(0, 0), 0).xyz);
+  smooth_normal = texelFetch(skinned, skinned_texel(1, 1), 0).xyz;
+}
+
+/* shadow: position (morph_position + skin_position) */
+vec3 fetch_position()
+{
+  return skin_fetch_keep(texelFetch(skinned, skinned_texel(0, 0), 0).xyz);
+}
+#endif

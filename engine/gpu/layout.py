@@ -30,6 +30,8 @@ SKIN_ENTRIES_SLOT = 3    # influence spans of vertices with more than 8 influenc
 INSTANCE_DATA_SLOT = 4   # per-instance model, object id and offsets of instanced draws
 #: Row width of the morph delta and weight textures (glsl/skinning.glsl: MORPH_TEX_WIDTH).
 MORPH_TEX_WIDTH = 4096
+#: Skin once per frame (engine/gpu/passes/skin_once.py): 2x2-texel blocks per row of its texture.
+SKIN_ONCE_BLOCKS = 1024
 
 
 # The static attributes a primitive with neither skin nor morph targets needs (its draws run

@@ -26,7 +26,8 @@ from .common import gl_matrix
 
 #: False draws every item alone (the reference the tests compare instanced frames with)
 ENABLED = True
-INSTANCE_TEXELS = 5          # per instance: 4 model columns, (object id, palette row, weight base, light-link word)
+INSTANCE_TEXELS = 6          # per instance: 4 model columns, (object id, palette row, weight base, light-link word),
+                             # (first block in the skinned texture, 0, 0, 0): engine/gpu/passes/skin_once.py
 
 
 def palette_layout(pal_rows, pal_first, palette_rows, limit: int):
@@ -55,11 +56,15 @@ def palette_layout(pal_rows, pal_first, palette_rows, limit: int):
 class FrameInstances:
     """The per-frame instance data of ``items`` (every item any pass of the frame draws)."""
 
-    def __init__(self, items, enabled: bool = True, palette_rows=None, ids=None):
+    def __init__(self, items, enabled: bool = True, palette_rows=None, ids=None, tally=None, skinned=None):
         """``palette_rows``: ``SkinningPaletteSet.texel_rows()`` of the frame's runtime (the
         palette texture is then those rows as they are); None concatenates the drawn palettes.
         ``ids``: the id each item draws with (one per item) instead of its ``object_id``
-        (Cryptomatte's keys: engine/gpu/passes/samples.py)."""
+        (Cryptomatte's keys: engine/gpu/passes/samples.py).  ``tally``: the dict whose
+        "skinning_draws" counts the draws whose vertex stage morphs or skins (the pipeline's
+        stats: every pass and coverage sample of the frame; skin_once.py resets it per frame).
+        ``skinned``: the frame's FrameInstances whose skinned vertices (``share_skinning``) and
+        tally these draw with."""
         import gpu
 
         items = list(items)
@@ -68,6 +73,7 @@ class FrameInstances:
         n = len(items)
         self.draw_calls = 0
         self.instanced_draws = 0
+        self.tally = tally if tally is not None else (skinned.tally if skinned is not None else {})
         self.batches = set()
         worlds = np.array([np.asarray(it.world, np.float64).reshape(4, 4) for it in items]).reshape(n, 4, 4)
         self.mirrored = np.linalg.det(worlds[:, :3, :3]) < 0.0 if n else np.zeros(0, bool)
@@ -126,10 +132,15 @@ class FrameInstances:
         self.enabled = (bool(enabled) and ENABLED and n > 1 and pal_next <= limit
                         and w_next <= MORPH_TEX_WIDTH * limit)
         self._pal_rows, self._w_rows = pal_rows, w_rows
+        # skin once per frame (skin_once.py): the texture of the skinned vertices; items whose
+        # vclass is FETCH read theirs from it at rows[i, 5, 0]
+        self.skinned_texture = None
         self._palette_tex = self._weights_tex = None
         self._keys = {}
         self._has_link = {}
         self._inst_tex = {}          # group's item indices (bytes) -> its instance_data texture
+        if skinned is not None:
+            self.share_skinning(skinned)
 
     # the shared textures are made on the first instanced draw (a frame without one makes none)
     @property
@@ -155,13 +166,14 @@ class FrameInstances:
                 id(entries) if entries is not None else 0, id(morph[0]) if morph is not None else 0,
                 int(self.vclass[i]))
 
-    VERTEX_CLASSES = ("static", "lbs4", "lbs8", "general")
+    VERTEX_CLASSES = ("static", "lbs4", "lbs8", "general", "fetch")
+    FETCH = 4   # skinned once this frame (skin_once.SkinOnce.run sets it)
 
     def vertex_class(self, group) -> str:
         """The shader variant's vertex class of ``group`` (mtoon_shaders.VERTEX_DEFINES):
         "general" (more than 8 influences or a Preserve Volume palette), "static" (no palette
-        at all), else "lbs4" / "lbs8" by the most influences; one class per group (the group key
-        holds it)."""
+        at all), else "lbs4" / "lbs8" by the most influences, or "fetch" (skinned once this
+        frame by engine/gpu/passes/skin_once.py); one class per group (the group key holds it)."""
         return self.VERTEX_CLASSES[int(self.vclass[group[0][0]])]
 
     def groups(self, items) -> list:
@@ -176,6 +188,40 @@ class FrameInstances:
             out.setdefault(key, []).append((i, it))
         return list(out.values())
 
+    def _bind_fetch(self, shader, i0: int, alone: bool) -> None:
+        """A "fetch" group (skin_once.py): the skinned texture and, drawn alone, the item's
+        first vertex in it (instanced draws read it from instance_data).  A shader without them
+        (a variant that fell back to the general shader) skins as before."""
+        if self.vclass[i0] != self.FETCH or self.skinned_texture is None:
+            return
+        try:
+            shader.uniform_sampler("skinned", self.skinned_texture)
+            if alone:
+                shader.uniform_int("skin_base", int(self.rows[i0, 5, 0]))
+        except ValueError:
+            pass
+
+    def mark_skinned(self, sel, texture) -> None:
+        """Items ``sel`` were skinned once this frame into ``texture`` (skin_once.py): their
+        draws fetch (vertex class FETCH; their blocks are set in rows[:, 5, 0])."""
+        self.vclass[sel] = self.FETCH
+        self.skinned_texture = texture
+        self._keys = {}                 # (group keys hold the vertex class)
+
+    def share_skinning(self, other: "FrameInstances") -> None:
+        """Draw with ``other``'s skinned vertices (the same items, e.g. Cryptomatte's keyed
+        instances of the frame's coverage samples): for every item ``other`` also holds, its
+        FETCH class, block and texture."""
+        if other.skinned_texture is None or not self.items:
+            return
+        at = np.fromiter((other.index.get(id(it), -1) for it in self.items), np.int64, len(self.items))
+        fetch = np.zeros(len(self.items), bool)
+        fetch[at >= 0] = other.vclass[at[at >= 0]] == other.FETCH
+        self.vclass = np.where(fetch, self.FETCH, self.vclass)
+        self.rows[fetch, 5, 0] = other.rows[at[fetch], 5, 0]
+        self.skinned_texture = other.skinned_texture
+        self._keys = {}
+
     def draw_group(self, shader, group, object_id: bool = True) -> None:
         """Draw one group: alone (push constants, as before) or instanced.  ``object_id``: the
         shader has the ``object_id`` push constant (the shadow shader has none)."""
@@ -183,6 +229,8 @@ class FrameInstances:
         batch = first.stream.batch
         self.batches.add(id(batch))
         self.draw_calls += 1
+        if 0 < self.vclass[i0] < self.FETCH and len(group) <= self.limit:   # (a palette, not FETCH)
+            self.tally["skinning_draws"] = self.tally.get("skinning_draws", 0) + 1
         if len(group) == 1:
             shader.uniform_float("model", self.models[i0])
             if object_id:
@@ -198,6 +246,7 @@ class FrameInstances:
                 if has:
                     shader.uniform_int("light_link", int(self.rows[i0, 4, 3]))
             bind_deform(shader, first)
+            self._bind_fetch(shader, i0, True)
             batch.draw(shader)
             return
         if len(group) > self.limit:             # one instance_data row per instance: split
@@ -207,6 +256,7 @@ class FrameInstances:
             return
         self.instanced_draws += 1
         inst = self.bind_instanced(shader, group)      # referenced until the draw is made
+        self._bind_fetch(shader, i0, False)
         batch.draw_instanced(shader, instance_start=0, instance_count=len(group))
         del inst
 

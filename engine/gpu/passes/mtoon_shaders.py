@@ -38,9 +38,14 @@ PUSH = (("MAT4", "model"), ("INT", "object_id"), ("INT", "light_link"))
 _FORWARD_VS = """
 void main()
 {
+#ifdef SKIN_FETCH
+  vec3 p, n, t;
+  float handed = fetch_surface(p, n, t);   /* skinned once this frame (skin_once.py) */
+#else
   vec3 p = pos; vec3 n = nor; vec3 t = tan.xyz;
   morph_vertex(p, n, t);
   float handed = skin_vertex_handed(p, n, t);
+#endif
   mat4 M = instance_model(model);
   v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
   v_link = (instance_mode != 0) ? instance_info().w : float(light_link);
@@ -160,9 +165,14 @@ _OUTLINE_VS = """
 void main()
 {
   /* morph and skin first, then expand along the skinned smoothed normal */
+#ifdef SKIN_FETCH
+  vec3 p, n;
+  fetch_outline(p, n);                       /* skinned once this frame (skin_once.py) */
+#else
   vec3 p = pos; vec3 n = snor; vec3 t = tan.xyz;
   morph_outline(p, n);
   skin_vertex(p, n, t);
+#endif
   mat4 M = instance_model(model);
   v_object_id = (instance_mode != 0) ? instance_info().x : float(object_id);
   v_link = (instance_mode != 0) ? instance_info().w : float(light_link);
@@ -237,7 +247,11 @@ _SHADOW_VS = f"""
 """ + """
 void main()
 {
+#ifdef SKIN_FETCH
+  vec3 p = fetch_position();                 /* skinned once this frame (skin_once.py) */
+#else
   vec3 p = skin_position(morph_position(pos));
+#endif
   v_uv = uv;
   vec4 wp = instance_model(model) * vec4(p, 1.0);
   /* shadow_cascade 0-3: a cascade of the sun; from LOCAL_FACE0 on: a face of a local lamp's atlas
@@ -387,9 +401,10 @@ def material_spec(mat, tex_present: int) -> dict:
 
 #: the defines of each vertex class (FrameInstances.vertex_class): "general" (more than 8
 #: influences or a Preserve Volume palette: everything at run time), "lbs8" / "lbs4" (linear
-#: blending of at most 8 / 4 influences) and "static" (no palette)
+#: blending of at most 8 / 4 influences), "static" (no palette) and "fetch" (skinned once this
+#: frame by engine/gpu/passes/skin_once.py: the passes read the result)
 VERTEX_DEFINES = {"general": (), "lbs8": ("SKIN_LBS8",), "lbs4": ("SKIN_LBS8", "SKIN_MAX4"),
-                  "static": ("SKIN_LBS8", "SKIN_STATIC")}
+                  "static": ("SKIN_LBS8", "SKIN_STATIC"), "fetch": ("SKIN_LBS8", "SKIN_FETCH")}
 
 
 def frame_spec(lights, shadows_on: bool, pcf: int = 1, cascades: int = 0, local_shadows: int = 0,

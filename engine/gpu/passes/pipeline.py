@@ -64,6 +64,7 @@ from .screen_outline import ScreenSpaceOutlinePass
 from .shadow import ShadowPass, atlas_layout, strongest_sun
 from .shadow_cache import StaticDepthCache
 from .shadow_softness import frame_soft, link_local_casters, soft_shadows, sun_softness
+from .skin_once import SkinOnce
 from .textures import TextureCache
 
 
@@ -141,10 +142,8 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None)
 
 
 #: pipeline stat key -> the pass name the Stats panel shows (blend joins the forward pass)
-GPU_TIME_KEYS = {"shadow_ms": "shadow", "forward_ms": "forward",
-                 "blend_ms": "forward",
-                 "outline_ms": "outline_mask", "screen_outline_ms": "screen_space_outline",
-                 "post_ms": "post_process"}
+GPU_TIME_KEYS = {"skin_once_ms": "skin_once", "shadow_ms": "shadow", "forward_ms": "forward", "blend_ms": "forward",
+                 "outline_ms": "outline_mask", "screen_outline_ms": "screen_space_outline", "post_ms": "post_process"}
 
 
 def _sync(fb, depth=False) -> None:
@@ -164,6 +163,7 @@ class FramePipeline:
         # each keeps its static casters' depth between frames (shadow_cache.py)
         self.shadow = ShadowPass(StaticDepthCache(self.gpu))
         self.local_shadow = LocalShadowPass(StaticDepthCache(self.gpu))   # point, spot and area lamps (local_shadows.py)
+        self.skin_once = SkinOnce(self.gpu)   # skin once per frame (skin_once.py)
         self.screen_outline = ScreenSpaceOutlinePass(self.gpu)
         self.post = PostProcessPass(self.gpu)
         self.ambient_occlusion = AmbientOcclusionPass(self.gpu)   # the AO render pass (made when requested)
@@ -322,8 +322,9 @@ class FramePipeline:
         visible = frustum_visible(seen, frame.camera.view_projection)
         # instance data of every item the passes may draw; items sharing a batch, material and
         # deformation layout are drawn with one instanced call (engine/gpu/passes/instancing.py)
-        self._instances = FrameInstances(items, palette_rows=frame.palette_rows)
+        self._instances = FrameInstances(items, palette_rows=frame.palette_rows, tally=self.stats)
         self._instances.rows[:, 4, 3] = lamps.words           # light linking (lamp_links.py)
+        t0 = self.skin_once.frame(self._instances, s, self._flush, t0, self.stats)   # ---- 0. skin once
         # Shadow Linking: the casters each lamp's blocker collection lets block it
         sun_casters = blocks(lights[sun_i], casters) if sun_i >= 0 else []
         # a later anti-aliasing sample of the same frame keeps its shadow maps (engine/gpu/passes/samples.py)
@@ -470,11 +471,11 @@ class FramePipeline:
             kept = self._key_instances
             if kept is None or kept[0] is not key or kept[1] is not self._id_instances:
                 kept = self._key_instances = (key, self._id_instances, FrameInstances(
-                    items, palette_rows=frame.palette_rows, ids=[key(it) for it in items]))
+                    items, palette_rows=frame.palette_rows, ids=[key(it) for it in items], skinned=self._id_instances))
             self._instances = kept[2]
         else:
             if self._id_instances is None:
-                self._id_instances = FrameInstances(items, palette_rows=frame.palette_rows)
+                self._id_instances = FrameInstances(items, palette_rows=frame.palette_rows, tally=self.stats)
             self._instances = self._id_instances
         self._frame_ubo = make_ubo(pack_frame(frame, [], None, -1))
         passes, self._passes = self._passes, False
@@ -576,7 +577,7 @@ class FramePipeline:
     def release_targets(self):
         """Drop every render target and framebuffer (the next frame makes them again); shaders,
         streams, image textures and the runtime stay (follow_gpu_context)."""
-        for p in (self.shadow, self.local_shadow, self.screen_outline, self.ambient_occlusion, self.post):
+        for p in (self.shadow, self.local_shadow, self.skin_once, self.screen_outline, self.ambient_occlusion, self.post):
             p.free()
         self._color = self._aux = self._depth = None
         self._fb_main = self._fb_blend = self._fb_plain = self._fb_passes = None

@@ -18,6 +18,7 @@ from ..layout import (
     MORPH_TEX_WIDTH,
     MORPH_WEIGHTS_SLOT,
     SKIN_ENTRIES_SLOT,
+    SKIN_ONCE_BLOCKS,
     SKIN_PALETTE_SLOT,
     VERTEX_ATTRIBUTES,
 )
@@ -72,6 +73,13 @@ def build_shader(name: str, vertex_body: str, fragment_source: str, *, interface
     add_skinning_interface(info)
     for slot, (stype, sname) in enumerate(samplers, start=INSTANCE_DATA_SLOT + 1):
         info.sampler(slot, stype, sname)
+    fetch = _has_define(defines, "SKIN_FETCH")
+    if fetch or _has_define(defines, "SKIN_ONCE_PASS"):
+        # skin once per frame (glsl/skinning.glsl): the item's first vertex in the skinned texture
+        info.push_constant("INT", "skin_base")
+        info.define("SKIN_ONCE_BLOCKS", str(SKIN_ONCE_BLOCKS))
+    if fetch:
+        info.sampler(INSTANCE_DATA_SLOT + 1 + len(samplers), "FLOAT_2D", "skinned")
     for pc in push_constants:
         if len(pc) == 3:
             info.push_constant(pc[0], pc[1], pc[2])
