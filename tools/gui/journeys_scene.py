@@ -197,14 +197,16 @@ def j_viewports(h: H.Harness):
     yield from h.move((x0 + x1) // 2, (y0 + y1) // 2)
     rss = []
     space = a.spaces.active
-    for i in range(20):                          # the Z pie's input is journey 1's; here: the switches
-        for target in ("SOLID", "RENDERED"):
-            space.shading.type = target
-            a.tag_redraw()
-            yield 0.4                            # one draw in each mode
+    missed = 0
+    for i in range(20):                          # Z, then the pie's right (Solid) or top (Rendered) item
+        for target, item in (("SOLID", "6"), ("RENDERED", "8")):
+            yield from h.key("z", settle=0.15)
+            yield from h.key(item, settle=0.25)  # one draw in each mode
+            missed += space.shading.type != target
         if i in (4, 19):
             yield 1.0
             rss.append(rss_mb())
+    h.check(missed == 0, f"40 Solid/Rendered switches through the Z pie ({missed} missed)")
     h.measure("rss_mb_after_5_and_20_switches", [round(r, 1) for r in rss])
     growth = rss[1] - rss[0]
     if h.backend == "vulkan":
@@ -335,5 +337,8 @@ def j_vrm(h: H.Harness):
     h.check(share > 0.001, f"the add-on's '{grp.name}' preview changes the face in the Stylized view ({share:.4f})")
     grp.preview = 0.0
     area.tag_redraw()
+    yield from wait_until(lambda: key_values() == keys0, 6.0)   # (a slow Vulkan draw: settle after the keys)
+    area.tag_redraw()
+    yield 1.0
     yield from h.settled("vrm-back", rect)
     h.check(changed_share(neutral, h._settled) < 0.0005, "preview back at 0: the neutral face again")
