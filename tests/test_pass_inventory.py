@@ -13,7 +13,7 @@ ENABLED = ("use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_diffuse_c
 
 
 def _enable_all(layer):
-    for name in ENABLED:
+    for name in ENABLED + ("use_pass_diffuse_direct",):
         setattr(layer, name, True)
     layer.aovs.add().name = "myaov"
 
@@ -47,6 +47,8 @@ def test_unwritten_passes_are_named_once_and_eevee_passes_are_covered(empty_scen
              "Vector": "Vector", "Position": "Position", "Shadow": "Shadow", "myaov": "AOV 'myaov'",
              "CryptoObject": "Cryptomatte Object", "CryptoMaterial": "Cryptomatte Material",
              "CryptoAsset": "Cryptomatte Asset"}
+    direct = layer.bl_rna.properties["use_pass_diffuse_direct"].name  # (not written: named)
+    label.update({"DiffDir": direct, "Diffuse Direct": direct})
     missing = _pass_names(eevee) - _pass_names(ours)
     assert missing, "every EEVEE pass written: this test would no longer check the naming"
     for name in sorted(missing):
@@ -54,7 +56,7 @@ def test_unwritten_passes_are_named_once_and_eevee_passes_are_covered(empty_scen
     for written in _pass_names(ours) - {"Combined"}:      # what is written is not named
         assert f" {label.get(written, written)}," not in named[0] + ",", (written, named[0])
     # nothing enabled beyond what we write: no line
-    for name in ENABLED:
+    for name in ENABLED + ("use_pass_diffuse_direct",):
         setattr(layer, name, False)
     layer.aovs.remove(layer.aovs[0])
     layer.use_pass_z = True
@@ -95,14 +97,41 @@ def test_stats_panel_lists_the_unwritten_passes(empty_scene):
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(empty_scene, None)).labels()
     head = [lab for lab in labels if lab.startswith("Passes not written")]
     assert head, labels
-    for want in ("Shadow",):                 # (not written yet; Shadow: Blender's, for every lamp, #35)
-        assert want in labels, (want, labels)
+    assert "Shadow" not in labels, labels            # Blender's switch: the toon Shadow pass
+    assert layer.bl_rna.properties["use_pass_diffuse_direct"].name in labels, labels   # (not written)
     emit = layer.bl_rna.properties["use_pass_emit"].name            # "Emission" ("Emit" in 4.5)
     for written in ("Z", "Mist", "Normal", "Position", "Diffuse Color", emit, "Cryptomatte Object", "AOV 'myaov'",
                     "Ambient Occlusion", "Vector"):
         assert written not in labels, (written, labels)
-    for name in ENABLED:
+    for name in ENABLED + ("use_pass_diffuse_direct",):
         setattr(layer, name, False)
     layer.aovs.remove(layer.aovs[0])
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(empty_scene, None)).labels()
     assert not [lab for lab in labels if lab.startswith("Passes not written")]
+
+
+def test_blenders_shadow_switch_writes_the_toon_shadow_pass(empty_scene, tmp_path):
+    """Blender's *Shadow* switch (``use_pass_shadow``, EEVEE's Shadow pass: RGB, 1 = lit) writes
+    our toon Shadow pass under EEVEE's name and layout, and is no longer named as not written;
+    its values are the toon switch's."""
+    import numpy as np
+
+    from support.exr_read import layer_pass
+
+    scene = empty_scene
+    S.stage(scene)
+    layer = scene.view_layers[0]
+    layer.use_pass_z = True
+    layer.use_pass_shadow = True
+    ch = S.render_exr(scene, tmp_path / "switch.exr")
+    assert not [line for line in render_capture.LAST_RENDER["log"] if "not written" in line], \
+        render_capture.LAST_RENDER["log"]
+    rgb = layer_pass(ch, "ViewLayer.Shadow", "RGB")
+    assert np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 0], rgb[..., 2])
+    drawn = layer_pass(ch, "ViewLayer.Depth", "Z")[..., 0] < 1e9
+    assert (rgb[~drawn] == 1.0).all()
+    assert np.count_nonzero(drawn & (rgb[..., 0] < 0.5)) > 30          # the ball's shadow on the ground
+    layer.use_pass_shadow = False
+    layer.stylized_passes.use_shadow = True
+    toon = layer_pass(S.render_exr(scene, tmp_path / "toon.exr"), "ViewLayer.Shadow", "X")[..., 0]
+    np.testing.assert_allclose(rgb[..., 0], toon, atol=1e-6)

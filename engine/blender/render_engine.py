@@ -234,6 +234,7 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
                     rpass = target.find_by_name(render_passes.blender_name(name), view)
                     if rpass is None:
                         continue
+                    image = render_passes.to_channels(image, int(rpass.channels))
                     crop = np.ascontiguousarray(image[y0:y0 + rh, x0:x0 + rw], np.float32)
                     rpass.rect.foreach_set(crop.reshape(-1))
                     if written is None and name == "Combined":

@@ -25,6 +25,7 @@ WRITTEN_BY = {
     "use_pass_emit": ("Emit",),
     "use_pass_vector": ("Vector",),
     "use_pass_ambient_occlusion": ("AO",),
+    "use_pass_shadow": ("Shadow",),         # EEVEE's Shadow pass: the toon Shadow, RGB (render_passes)
     "use_pass_object_index": ("IndexOB",),
     "use_pass_material_index": ("IndexMA",),
     "use_pass_cryptomatte_object": ("CryptoObject",),

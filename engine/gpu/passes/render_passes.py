@@ -18,7 +18,8 @@ IndexOB    X         Object > Relations > Pass Index of the front-most object (0
 IndexMA    X         Material > Settings > Pass Index of the front-most surface
 Outline    RGBA      the MToon outline's colour x its coverage, and the coverage (premultiplied)
 Shadow     X         the sun's shadow received by the front-most surface (1 = lit, 0 = shadow;
-                     1 on the background)
+                     1 on the background); RGB, the value in each, with Blender's own Shadow
+                     switch (``use_pass_shadow``: EEVEE's name and layout)
 Shade      X         MToon's lit/shade ramp before the shadow (1 = lit colour, 0 = shade colour)
 Rim        RGB       MToon's rim term (rim colour, matcap, rim lighting) added to the colour
 DiffCol    RGB       Diffuse Color: the surface's base colour (texture x factor) as the material
@@ -105,6 +106,7 @@ def requested(view_layer) -> tuple:
     out = []
     for name, (_, _, _, flag) in PASSES.items():
         on = getattr(view_layer, flag, False) if flag else getattr(toon, "use_" + name.lower(), False)
+        on = on or (name == "Shadow" and eevee_shadow(view_layer))
         if on:
             out.append(name)
     for kind in cryptomatte.TYPES:
@@ -132,7 +134,27 @@ def register(engine, scene, view_layer) -> None:
                 engine.register_pass(scene, view_layer, name[4:], 4, "RGBA", "COLOR")
             continue
         ch, ids, kind, _ = PASSES[name]
+        if name == "Shadow" and eevee_shadow(view_layer):
+            ch, ids, kind = EEVEE_SHADOW
         engine.register_pass(scene, view_layer, blender_name(name), ch, ids, kind)
+
+
+#: Blender's own Shadow switch (``ViewLayer.use_pass_shadow``) writes the toon Shadow pass in
+#: EEVEE's layout: "Shadow", RGB (the value in each channel), 1 = lit
+EEVEE_SHADOW = (3, "RGB", "COLOR")
+
+
+def eevee_shadow(view_layer) -> bool:
+    """Whether Blender's Shadow switch is on (the toon Shadow pass then written as EEVEE's)."""
+    return bool(getattr(view_layer, "use_pass_shadow", False))
+
+
+def to_channels(image: np.ndarray, channels: int) -> np.ndarray:
+    """``image`` (H, W, C) with ``channels`` channels: a one-channel pass repeated (the Shadow
+    pass in EEVEE's RGB layout), else as it is."""
+    if image.shape[-1] == 1 and channels > 1:
+        return np.repeat(image, channels, -1)
+    return image
 
 
 def needs_gpu(names, materials=None) -> bool:
