@@ -83,7 +83,9 @@ def test_crowd_matches_each_character_alone_and_blender(empty_scene):
         # one batched step: every palette is a view of one array computed for all characters
         bases = {id(g.palette.matrices.base) for g in rt.palette_set.palette_groups}
         assert len(bases) == 1 and rt.stats.palette_uploads == 2 * COPIES
-        rows, first = rt.palette_set.texel_rows()         # that array, as one texture's rows
+        texels = rt.palette_set.texel_rows()              # that array, as one texture's rows
+        assert texels is not None
+        rows, first = texels
         for g in rt.palette_set.palette_groups:
             j = g.skin.joint_count
             got = rows[16 * first[id(g.palette)]:16 * (first[id(g.palette)] + j)]

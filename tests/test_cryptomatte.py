@@ -75,7 +75,7 @@ def test_cryptomatte_mattes_match_eevee(empty_scene, tmp_path):
     # (1 where every sample sees something; less on the horizon, where the sky takes the rest)
     m = matte(ours, h_o, "Object", "Ball")
     assert np.count_nonzero((m > 0.05) & (m < 0.95)) > 20
-    total = sum(matte(ours, h_o, "Object", n) for n in ("Ball", "Box", "Ground"))
+    total = np.asarray(sum(matte(ours, h_o, "Object", n) for n in ("Ball", "Box", "Ground")))
     assert total.max() <= 1.0 + 1e-5 and np.mean(total[total > 0] > 1.0 - 1e-5) > 0.9
     # the asset matte of Ball holds its child Box too
     asset = matte(ours, h_o, "Asset", "Ball")

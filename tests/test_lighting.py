@@ -222,7 +222,7 @@ def _penumbra(img, unshadowed, mask):
     w = np.array([0.2126, 0.7152, 0.0722])
     deficit = 1.0 - (img[..., :3] @ w) / np.maximum(unshadowed[..., :3] @ w, 1e-6)
     pad = np.pad(deficit, 1, mode="edge")                  # 3 x 3 mean: both engines' grain
-    deficit = sum(pad[y:y + deficit.shape[0], x:x + deficit.shape[1]] for y in range(3) for x in range(3)) / 9.0
+    deficit = np.asarray(sum(pad[y:y + deficit.shape[0], x:x + deficit.shape[1]] for y in range(3) for x in range(3)) / 9.0)
     deep = float(np.percentile(deficit[mask], 99.5))
     return int(((deficit > 0.1 * deep) & (deficit < 0.9 * deep) & mask).sum()), deep
 

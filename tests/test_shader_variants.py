@@ -242,7 +242,7 @@ def test_variants_match_general_shaders_deformation(empty_scene, monkeypatch, va
     assert np.abs(spec - general).max() <= TOL, np.abs(spec - general).max()
 
 
-def _fxaa_reference(src: np.ndarray) -> np.ndarray:
+def _fxaa_reference(src: np.ndarray) -> tuple:
     """glsl/fxaa.glsl in numpy on an (H, W, 4) linear image (row 0 = bottom, as read back): whole
     texels for the centre and its diagonals, bilinear clamp-to-edge reads along the edge."""
     h, w = src.shape[:2]

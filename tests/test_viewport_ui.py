@@ -272,7 +272,7 @@ def test_transport_through_operators(character):
         assert st.time == 0.0 and not st.playing
         nodes = np.arange(asset.node_count)
         t, q, s = rt.pose.local_trs(nodes)
-        assert np.allclose(t, asset.bind_translations) and np.allclose(np.abs(q), np.abs(asset.bind_rotations))
+        assert np.allclose(t, asset.bind_translations) and np.allclose(np.abs(q), np.abs(asset.bind_rotations))  # pyright: ignore[reportCallIssue, reportArgumentType]  (local_trs: arrays)
 
         # speed >= 0 and non-loop auto-pause at the end
         scene.stylized_preview.speed = -1.0

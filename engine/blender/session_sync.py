@@ -23,7 +23,7 @@ class SyncState:
         self.import_error = None             # why the last import failed (everything drawn by the fallback)
         self.problems = []                   # the last import's problems (Stats panel, render log)
         self.fallbacks = {}                  # object name -> reason (drawn from Blender's evaluated mesh)
-        self.gpu_nodes = set()               # the nodes the GPU path draws
+        self.gpu_nodes: set = set()          # the nodes the GPU path draws
         self.runtime_reuses = 0              # syncs that found nothing changed and kept the runtime
         self.render_steps = 0                # of those, final renders that imported nothing (sync_render_step)
         self.last_sync = ""                  # how the last final-render sync went (import / a step)

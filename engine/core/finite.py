@@ -106,4 +106,4 @@ def undrawable(m: np.ndarray) -> np.ndarray:
     """(N,) True where the (N, 4, 4) matrix has a non-finite entry or one beyond DRAW_LIMIT."""
     m = np.asarray(m).reshape(-1, 16)
     with np.errstate(invalid="ignore"):
-        return ~(np.abs(m) <= DRAW_LIMIT).all(axis=1)
+        return ~np.all(np.abs(m) <= DRAW_LIMIT, axis=1)

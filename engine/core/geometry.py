@@ -65,7 +65,7 @@ class SmoothNormalDeltas:
     def __init__(self, primitive):
         self.primitive = primitive
         targets = primitive.morph_targets
-        self._made = [None] * len(targets)
+        self._made: list = [None] * len(targets)
         if not targets:
             return
         src = np.asarray(primitive.source_vertices, np.int64)

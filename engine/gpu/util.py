@@ -8,7 +8,11 @@ length of the call), renders a tiny temporary scene with it, then removes both a
 """
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 import numpy as np
+
+T = TypeVar("T")
 
 TASK_SCENE_NAME = ".stylized_gpu_task"
 TASK_ENGINE_ID = "STYLIZED_GPU_TASK"
@@ -81,7 +85,7 @@ def _task_engine(task: dict):
     return StylizedGpuTask
 
 
-def run_in_gpu_context(fn):
+def run_in_gpu_context(fn: Callable[[], T]) -> T:
     """Run ``fn()`` with a GPU context and return its result (re-raising its exception).
 
     Works headless. Creates a temporary render engine and a temporary scene with a camera and
@@ -91,7 +95,7 @@ def run_in_gpu_context(fn):
 
     if not _engine_registered():
         raise RuntimeError("the Stylized engine is not registered")
-    task = {"fn": fn}
+    task: dict = {"fn": fn}
     engine = _task_engine(task)
     bpy.utils.register_class(engine)
     scene = cam_data = cam = None

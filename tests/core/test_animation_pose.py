@@ -232,7 +232,7 @@ def test_update_world_below_matches_the_full_update_after_a_subset_write():
         assert not below.is_dirty and below.version != v
         assert np.allclose(below.world_matrices, full.world_matrices, atol=1e-12)
         q = q[[1, 2, 0]]
-    moved = ~np.isclose(below.world_matrices, ScenePose_bind_worlds(scene)).all(axis=(1, 2))
+    moved = ~np.isclose(below.world_matrices, ScenePose_bind_worlds(scene)).all(axis=(1, 2))  # pyright: ignore[reportCallIssue, reportArgumentType]  (world_matrices: set by initialize)
     assert moved[[1, 2, 3, 4, 5]].all() and not moved[[0, 6, 7]].any()
 
 

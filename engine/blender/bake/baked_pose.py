@@ -133,7 +133,9 @@ class BakedPose:
             ok = np.array([int(n) in start and 0 <= int(a) < width[int(n)] for n, a in keys], bool)
             cols = np.array([start[int(n)] + int(a) for n, a in keys[ok]], np.int64)
             self._keys, self._rows = segment_keys, (keys.shape[0], ok, cols)
-        n, ok, cols = self._rows
+        rows = self._rows
+        assert rows is not None           # made above on the first call
+        n, ok, cols = rows
         out = np.tile(np.eye(4), (n, 1, 1))
         if cols.size:
             out[ok] = sample.segments[cols] @ self._rest_inv[cols]

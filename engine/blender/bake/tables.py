@@ -282,7 +282,7 @@ class MatrixTable:
                                        self.p[i].astype(np.float64))
             return out
         c = self.coefficients(i)
-        a = np.float32(a)
+        a = np.float32(a)  # pyright: ignore[reportAssignmentType]  (float32 on purpose: the product's precision)
         out[self.moving] = compose(*_interp.finish(self.t[i], self.q[i], self.p[i], ((c[2] * a + c[1]) * a + c[0]) * a))
         return out
 

@@ -12,6 +12,7 @@ ones an eager build made (the same solvers over the same deltas)."""
 from __future__ import annotations
 
 import functools
+from typing import Optional
 
 import numpy as np
 
@@ -101,7 +102,7 @@ class _KeyRows:
         self.prims = [(p.positions.shape[0], p.source_vertices.astype(np.int32)) for p in prims]
         self.make_solvers, self.solvers, self.nv = make_solvers, None, nv
         self.keys = []        # per key: (moved Blender vertices, (M,3) deltas); None once made
-        self.made = {}        # key -> its per-primitive rows, until every primitive took them
+        self.made: dict = {}  # key -> its per-primitive rows, until every primitive took them
         self.left = 0         # keys whose rows are not made yet
 
     def add(self, mids, dm) -> int:
@@ -111,10 +112,12 @@ class _KeyRows:
 
     def target(self, k: int, pi: int) -> tuple:
         """(indices, position, normal, tangent rows) of key ``k`` on primitive ``pi``."""
-        per = self.made.get(k)
+        per: Optional[list] = self.made.get(k)
         if per is None:
             if self.solvers is None:
-                self.solvers, self.make_solvers = self.make_solvers(), None
+                make = self.make_solvers
+                assert make is not None           # dropped only once the solvers are made
+                self.solvers, self.make_solvers = make(), None
             nsolver, tsolvers, split_local = self.solvers
             mids, dm = self.keys[k]
             self.keys[k] = None
@@ -123,8 +126,9 @@ class _KeyRows:
             d[mids] = dm
             moved[mids] = True
             n_ids, n_d = nsolver.deltas(d, moved)
-            per = self.made[k] = [_target(p, split_local[i], tsolvers[i], d, moved, n_ids, n_d)
-                                  for i, p in enumerate(self.prims)]
+            per = [_target(p, split_local[i], tsolvers[i], d, moved, n_ids, n_d)
+                   for i, p in enumerate(self.prims)]
+            self.made[k] = per
             self.left -= 1
             if not self.left:            # every key made: no later key needs the solvers
                 self.solvers = self.prims = None

@@ -60,7 +60,7 @@ def euler_to_quat(e: np.ndarray, order: str = "XYZ") -> np.ndarray:
         qa[:, 0] = np.cos(h)
         qa[:, 1 + i] = np.sin(h)
         q = qa if q is None else quat_mul(qa, q)
-    return q
+    return q  # pyright: ignore[reportReturnType]  (an Euler order names three axes: q is set)
 
 
 def axis_angle_to_quat(aa: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 import numpy as np
 
@@ -100,7 +100,7 @@ class FallbackDrawer:
 
     def __init__(self):
         # instance key -> (digest, [(primitive, stream, local bounds, material name)])
-        self._entries: Dict[tuple, Tuple[str, list]] = {}
+        self._entries: Dict[tuple, tuple] = {}   # (digest, items[, evaluated hair strands])
         self.streams_created = 0
         self.present: set = set()     # objects the last frame's depsgraph shows (see the module doc)
         self.not_drawn: Dict[str, str] = {}     # object name -> kind, of NOT_DRAWN_TYPES shown this frame
@@ -128,7 +128,7 @@ class FallbackDrawer:
                                  and inst.parent.type in GEOMETRY_TYPES and not own_geometry(inst)
                                  and inst.object.type == "MESH"}
         items: List[FallbackItem] = []
-        seen: Dict[tuple, Tuple[str, list]] = {}
+        seen: Dict[tuple, tuple] = {}
         self.present = set()
         self.camera_dependent = False   # hair ribbons drawn: they face this frame's camera
         self.not_drawn = {}

@@ -152,7 +152,7 @@ class TimelineReader:
 
         pose_out: Dict[int, np.ndarray] = {}
         need_rest = self._bbone_rest is None
-        rest_out: Dict[int, np.ndarray] = {} if need_rest else self._bbone_rest
+        rest_out: Dict[int, np.ndarray] = {} if self._bbone_rest is None else self._bbone_rest
         for arm_name, bone, node, count in self._bbone_bind:
             ob = bpy.data.objects.get(arm_name)
             pb = ob.evaluated_get(depsgraph).pose.bones.get(bone) if ob is not None and ob.pose is not None else None

@@ -35,7 +35,7 @@ def euler_quat(e: np.ndarray, order: str) -> np.ndarray:
         qa[:, 0] = np.cos(h)
         qa[:, 1 + i] = np.sin(h)
         q = qa if q is None else _qmul(qa, q)
-    return q
+    return q  # pyright: ignore[reportReturnType]  (an Euler order names three axes: q is set)
 
 
 def axis_angle_quat(aa: np.ndarray) -> np.ndarray:

@@ -161,10 +161,10 @@ class CurveEvaluator:
             one = []
             for g in range(len(tables)):
                 k, o = int(self._gcounts[g]), int(self._goff[g])
-                cs = np.flatnonzero(group_of == g)
-                grid = self._grid if len(tables) == 1 else self._coef[np.arange(k + 1)[:, None] + self._slot0[cs]]
+                cols = np.flatnonzero(group_of == g)
+                grid = self._grid if len(tables) == 1 else self._coef[np.arange(k + 1)[:, None] + self._slot0[cols]]
                 one.append((self._gx[o:o + k].tolist(), self._kind[o:o + k].tolist(), self._xpoly[o:o + k].tolist(),
-                            k, grid, None if len(tables) == 1 else cs))
+                            k, grid, None if len(tables) == 1 else cols))
             self._one = one
 
     @staticmethod
@@ -251,7 +251,7 @@ class CurveEvaluator:
         """``evaluate`` for a few timing groups without Cycles, in Python scalars (per group one
         bisect, the basis, one (C_g, 4) x (4,) product); None for a frame in an easing segment
         of any group (the general path evaluates those)."""
-        one = self._one
+        one = self._one or ()         # the caller evaluates this way only when the tables are made
         if len(one) == 1:
             return _evaluate_one(one[0], f)
         out = np.empty(self.count)

@@ -67,7 +67,7 @@ class TrackSet:
         if self._uniform is not None:
             return np.tile(self._uniform + self.t_min, self.count)
         channel_of_key = np.repeat(np.arange(self.count, dtype=np.float64), self.counts)
-        return self._shifted - channel_of_key * self.span + self.t_min
+        return self._shifted - channel_of_key * self.span + self.t_min  # pyright: ignore[reportOptionalOperand]  (set by __init__ whenever keys exist)
 
     def _locate_uniform(self, time: float):
         """``locate`` for tracks keyed at the same times: (left key, right key, alpha) scalars,
@@ -94,7 +94,7 @@ class TrackSet:
             return self.offsets + left, self.offsets + right, np.full(self.count, alpha)
         rel = float(time) - self.t_min
         q = self._base + min(max(rel, -0.25), (self.t_max - self.t_min) + 0.25)
-        pos = np.searchsorted(self._shifted, q, side="left")  # global lower_bound
+        pos = np.searchsorted(self._shifted, q, side="left")  # pyright: ignore[reportCallIssue, reportArgumentType]  (set by __init__ whenever keys exist)
         right = np.minimum(pos, self._last)                   # r == count -> last key
         left = np.maximum(pos - 1, self.offsets)              # r == 0 -> first key
         np.minimum(left, right, out=left)

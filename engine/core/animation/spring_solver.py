@@ -249,7 +249,7 @@ def advance(rig: SpringRig, state: SpringState, f: Frame, steps: int):
         return np.zeros((0, 4))
     p = _plan(rig)
     K = rig.depth
-    out = [None] * K
+    out: list = [None] * K
     if not state.all_initialized:
         init = ~state.initialized_flat
         state.prev_flat[init] = f.tail_now[init]

@@ -140,7 +140,7 @@ class MorphTargetAsset:
         out[self.indices] = rows
         return out
 
-    def dense_positions(self) -> np.ndarray:
+    def dense_positions(self) -> Optional[np.ndarray]:
         """(V,3) float32 position deltas.  Allocates a new array on every call."""
         return self._dense(self.position_rows)
 

@@ -316,7 +316,7 @@ class SceneAsset:
         self.bind_translations = readonly_array(np.array([nd.bind_translation for nd in self.nodes]).reshape(n, 3), np.float64)
         self.bind_rotations = readonly_array(np.array([nd.bind_rotation for nd in self.nodes]).reshape(n, 4), np.float64)
         self.bind_scales = readonly_array(np.array([nd.bind_scale for nd in self.nodes]).reshape(n, 3), np.float64)
-        self.bind_locals = readonly_array(np.einsum("nij,njk->nik", self.pre_matrices,
+        self.bind_locals = readonly_array(np.einsum("nij,njk->nik", self.pre_matrices,  # pyright: ignore[reportCallIssue, reportArgumentType]  (numpy's einsum stubs reject the array union)
                                          compose_trs(self.bind_translations, self.bind_rotations, self.bind_scales))
                                if n else np.zeros((0, 4, 4)), np.float64)
         self.mesh_indices = readonly_array([nd.mesh_index for nd in self.nodes], np.int64).reshape(n)

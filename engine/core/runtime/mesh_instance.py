@@ -180,7 +180,7 @@ class PrimitiveInstance:
         self.shader_morph = False        # the current stream composes deltas in the shader
         self.shader_unavailable = False  # the backend could not hold this primitive's deltas
         self.changes = 0                 # version changes since the weights last held still
-        self._rebuild_memo = None        # RuntimeMesh.rebuild_memo (the instances of one mesh share it)
+        self._rebuild_memo: Optional[list] = None   # RuntimeMesh.rebuild_memo (the instances of one mesh share it)
         self.still = 0                   # updates in a row without a version change
 
     @property
@@ -255,7 +255,7 @@ class PrimitiveInstance:
         # [dmax, dmin, -len]] (2T, 7) gives (lo delta, hi delta, |w| . len); a target's rows of the
         # table are made when its weight first leaves 0 (a weight of 0 adds nothing to the product)
         n = len(self._targets)
-        if self._extremes is None:
+        if self._extremes is None or self._ext_made is None:
             self._extremes = np.zeros((2 * n, 7))
             self._ext_made = np.zeros(n, bool)
         new = (weights != 0.0) & ~self._ext_made

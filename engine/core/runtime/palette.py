@@ -34,7 +34,7 @@ class SkinningPalette:
     any other write takes the palette's own copies back first (``_detach``)."""
 
     def __init__(self):
-        self._view = None             # (batch, slot) while a PaletteBatch holds the results
+        self._view: Optional[tuple] = None   # (batch, slot) while a PaletteBatch holds the results
         self._matrices = np.zeros((0, 4, 4), dtype=np.float32)
         self._bounds = Bounds.empty()
         self._uploaded = False

@@ -153,7 +153,7 @@ class PaletteBatch:
         return ext
 
     def update(self, world: np.ndarray, segment_table: Optional[np.ndarray],
-               baked=None) -> Optional[np.ndarray]:
+               baked=None) -> Optional[list]:
         """Compute every group's palette, bounds and (lazily) scale bound; upload each.  Returns
         the per-group upload results, or None when a singular matrix needs the per-group path.
         ``segment_table``: the B-Bone segment relations ((R,4,4); None: the rest relation).
@@ -250,7 +250,7 @@ class PaletteBatch:
         self._mats = texels.transpose(0, 2, 1)
         self._lo, self._hi = lo, hi
         pals = self._slot_pals
-        self._bounds = [None] * len(pals)               # slot_bounds, made on first read
+        self._bounds: list = [None] * len(pals)               # slot_bounds, made on first read
         if not self.attached:
             # the palettes read their matrices, bounds and upload flag from this batch from now
             # on (until one of them is written otherwise: _detach); their buffers are checked
@@ -283,7 +283,7 @@ class PaletteBatch:
         return self._mats[a:b]
 
     def slot_bounds(self, k: int) -> Bounds:
-        b = self._bounds[k]
+        b = self._bounds[k]  # pyright: ignore[reportOptionalSubscript]  (read only while attached: set by update)
         if b is None:
             b = self._bounds[k] = bounds_of(self._lo[k], self._hi[k])
         return b

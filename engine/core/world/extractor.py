@@ -161,7 +161,7 @@ class RenderExtractor:
         # (the exact box of the moved box); an empty local box stays empty
         lo = np.array([c[8].minimum for c in cands], np.float64).reshape(-1, 3)
         hi = np.array([c[8].maximum for c in cands], np.float64).reshape(-1, 3)
-        empty = (lo > hi).any(axis=1)
+        empty = np.any(lo > hi, axis=1)
         with np.errstate(invalid="ignore"):
             centre = np.where(empty[:, None], 0.0, 0.5 * (lo + hi))
             half = np.where(empty[:, None], 0.0, 0.5 * (hi - lo))

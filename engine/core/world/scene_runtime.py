@@ -519,7 +519,7 @@ class SceneRuntime:
         # morph instances: all of them when any weight changed since the last frame (or after a
         # policy change), else only those that were not idle (settled) last time
         full = self._hot is None or self.morph_epoch.value != self._morph_epoch
-        insts = self._morph_insts if full else self._hot
+        insts = self._morph_insts if full or self._hot is None else self._hot
         base = (0, 0, 0) if full else self._idle_sums
         total, shader, active = base
         idle_sums = list(base)

@@ -209,7 +209,7 @@ class Reader:
             if abs(f - 1.0) < 1e-6:
                 return a.times(b, self, node)
             if b.image is None and not b.vertex:
-                return a.times(ColorTerm(tuple(1.0 - f + f * c for c in b.factor)), self, node)
+                return a.times(ColorTerm(tuple(1.0 - f + f * c for c in b.factor)), self, node)  # pyright: ignore[reportGeneralTypeIssues]  (a narrowing artefact: b is a ColorTerm)
             self.note(node, f"Multiply with factor {f:g} over a texture/vertex colour: used as factor 1")
             return a.times(b, self, node)
         if blend == "MIX":

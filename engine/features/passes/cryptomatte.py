@@ -85,7 +85,7 @@ class CryptoIds:
 
     def _names(self, kind: str) -> list:
         """Name of this type per key (index 0: nothing; None: no name, e.g. no material)."""
-        out = [None] * (len(self._keys) + 1)
+        out: list = [None] * (len(self._keys) + 1)
         for (ob, mat), k in self._keys.items():
             out[k] = ob if kind == "Object" else (mat or None) if kind == "Material" else _asset_name(ob)
         return out

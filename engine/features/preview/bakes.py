@@ -23,7 +23,7 @@ class BakeFeed:
         self.runtime = runtime
         self.fade_from = None
         self.mixer = None
-        self.joints = None       # bake.joint_table for the palette set's rows, False: not every joint baked
+        self.joints: tuple | bool | None = None   # bake.joint_table for the palette set's rows, False: not every joint baked
         self.checked = None      # the pose that accepted the bake's nodes (later writes skip the checks)
 
     def write(self, t: float, player) -> bool:
@@ -60,7 +60,7 @@ class BakeFeed:
             self.joints = b.joint_map(ps.joint_rows) or False
         if self.joints and not player.is_fading:
             # the palettes straight from the sampled joints and their root bones' worlds
-            ok = ps.set_baked_joints(b.joints(smp, self.joints)[0], self.joints[2], rel) and ok
+            ok = ps.set_baked_joints(b.joints(smp, self.joints)[0], self.joints[2], rel) and ok  # pyright: ignore[reportIndexIssue]  (joints is the joint_map tuple here)
         elif rel is not None:
             ok = ps.set_bbone_relations(rel) and ok
         return ok

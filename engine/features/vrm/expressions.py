@@ -316,7 +316,7 @@ class VrmMorphSource:
         raw = np.concatenate(parts) if parts else np.zeros(0)
         if given is not None and len(given[0]):
             cols, vals = np.asarray(given[0], np.int64), given[1]
-            raw[cols] = vals(raw[cols]) if callable(vals) else np.asarray(vals, np.float64)
+            raw[cols] = vals(raw[cols]) if callable(vals) else np.asarray(vals, np.float64)  # pyright: ignore[reportCallIssue, reportArgumentType]  (vals: an array or fill(original))
         bad = np.flatnonzero(~np.isfinite(raw))
         for i in bad:        # only on bad input
             si = int(np.searchsorted(self.offsets, i, side="right")) - 1

@@ -23,6 +23,7 @@ Textures (read with texelFetch by glsl/mtoon_shading.glsl ``local_lamps``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class LampClusters:
     lamps: list                        # the local lamps, in texture order (strongest first)
     tiles: tuple = (1, 1)              # (tiles_x, tiles_y)
     rows: int = 1                      # texel rows per cluster: the count, then ceil(max / 4)
-    lists: np.ndarray = None           # (tiles_y * rows, tiles_x * SLICES, 4) float32
+    lists: Optional[np.ndarray] = None           # (tiles_y * rows, tiles_x * SLICES, 4) float32
     depth: tuple = (0.1, 1.0, 0.0)     # (near, slices per unit of log(depth / near) or of depth, ortho)
     left_out: list = field(default_factory=list)   # names of lamps left out of some cluster
     most: int = 0                      # the most lamps in a cluster

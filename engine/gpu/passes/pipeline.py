@@ -524,7 +524,8 @@ class FramePipeline:
         if self._passes:
             # the pass targets where nothing is drawn: Shadow 1 (nothing received), the rest 0
             if getattr(self, "_fb_pass_src", None) is not self.pass_targets:
-                self._fb_pass_clear = tuple(gpu.types.GPUFrameBuffer(color_slots=(t,)) for t in self.pass_targets)
+                self._fb_pass_clear = tuple(gpu.types.GPUFrameBuffer(color_slots=(t,))
+                                            for t in self.pass_targets or ())
                 self._fb_pass_src = self.pass_targets
             for fb, c in zip(self._fb_pass_clear, ((1.0, 0.0, 0.0, 0.0),) + ((0.0, 0.0, 0.0, 0.0),) * 3):
                 with fb.bind():
