@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import add_camera, add_material, add_mesh_object, add_sun, cube_geometry, render_scene
+from stylized_renderer.engine.blender.cameras import camera_from_matrices
 from stylized_renderer.engine.blender.render_engine import draw_view
 from stylized_renderer.engine.blender.session import StylizedSession
 from stylized_renderer.engine.gpu import util as gpu_util
@@ -323,7 +324,7 @@ def test_curves_text_and_metaballs_are_drawn_once(empty_scene, session):
     dg = bpy.context.evaluated_depsgraph_get()
     session.sync(dg)
     frame = gpu_util.run_in_gpu_context(lambda: session.build_frame(
-        dg, __import__("stylized_renderer.engine.blender.session", fromlist=["x"]).camera_from_matrices(
+        dg, camera_from_matrices(
             look_at((0.0, -10.0, 0.5)), perspective(math.radians(45), 4 / 3)), 64, 48))
     per_object = {}
     for it in frame.items:

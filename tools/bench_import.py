@@ -99,6 +99,7 @@ def main(repeats: int = 3, runs: int = 3) -> None:
         cpu = dc if cpu is None else min(cpu, dc)
         if best is None or dt < best[0]:
             best = (dt, dict(asset.import_stats))
+    assert best is not None                     # repeats >= 1
     import_s, stats = best
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"full import: {import_s:.3f} s wall, {cpu:.3f} s CPU (best of {repeats}); load average {load:.1f} "
@@ -217,8 +218,9 @@ def first_view(path: str) -> None:
     import numpy as np
 
     _load()
+    from stylized_renderer.engine.blender.cameras import camera_from_object
     from stylized_renderer.engine.blender.render_engine import draw_view
-    from stylized_renderer.engine.blender.session import StylizedSession, camera_from_object
+    from stylized_renderer.engine.blender.session import StylizedSession
     from stylized_renderer.engine.gpu import util as gpu_util
 
     bpy.ops.wm.open_mainfile(filepath=path)

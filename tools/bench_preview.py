@@ -66,7 +66,7 @@ def build_scene():
 def camera_for(scene, depsgraph):
     import numpy as np  # noqa: F401
 
-    from stylized_renderer.engine.blender.session import camera_from_matrices, camera_from_object
+    from stylized_renderer.engine.blender.cameras import camera_from_matrices, camera_from_object
 
     cam = scene.camera
     if cam is not None:

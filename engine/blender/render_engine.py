@@ -13,7 +13,8 @@ import numpy as np
 from ..gpu.passes import render_passes
 from . import heap
 from .addon_state import AddonState, FinalSessionKeeper
-from .session import StylizedSession, camera_for_view, camera_from_matrices, camera_from_object
+from .cameras import camera_for_view, camera_from_matrices, camera_from_object
+from .session import StylizedSession
 
 
 def _follow_default_policy(session) -> None:

@@ -7,9 +7,11 @@ render_pixels(...)   the same, read back as a linear float (H, W, 4) array
 from __future__ import annotations
 
 import time
+from typing import Optional
 
 import numpy as np
 
+from ..core.assets import SceneAsset
 from ..core.world import scene_runtime as _scene_runtime  # noqa: F401,E402
 from ..core.world.frame import CameraData, FrameData
 from ..core.world.transform_guard import skip_message, split_drawable
@@ -30,11 +32,10 @@ from ..gpu.passes.visibility import VisibilityCache
 # the functions below still import what they use where they use it
 from . import importer as _importer  # noqa: F401,E402
 from . import session_sync
-from .cameras import camera_for_view, camera_from_matrices, camera_from_object  # noqa: F401 (re-exported)
 from .importer import edits as _edits  # noqa: F401,E402
-from .scene_settings import scene_lights, settings_from_scene, world_color  # noqa: F401 (re-exported)
+from .scene_settings import scene_lights, settings_from_scene
 from .sources import timeline as _timeline  # noqa: F401,E402
-from .sources.fallback import DRAWABLE_TYPES, FallbackDrawer, FallbackItem  # noqa: F401 (re-exported)
+from .sources.fallback import FallbackDrawer
 
 
 class StylizedSession:
@@ -58,9 +59,9 @@ class StylizedSession:
         self.imports = session_sync.SyncState(viewport)   # what the syncs and imports keep (session_sync.py)
         self.pipeline = None
         self.backend = None
-        self.scene_asset = None
-        self.runtime = None
-        self.reader = None
+        self.scene_asset: Optional[SceneAsset] = None
+        self.runtime: Optional[_scene_runtime.SceneRuntime] = None
+        self.reader: Optional[_timeline.TimelineReader] = None
         self.assets = AssetCache(edits=None if viewport else EditSignals())   # final renders: edit signals
         self.fallback = FallbackDrawer()
         self.scene_epoch = 0             # syncs that reported a change (view_update): see _read_scene
