@@ -7,7 +7,7 @@ render_pixels(...)   the same, read back as a linear float (H, W, 4) array
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -304,15 +304,17 @@ class StylizedSession:
         from ..gpu.passes.samples import Accumulator, render_samples
 
         t0 = time.perf_counter()
-        frame_at = None
+        frame_at: Optional[Callable] = None   # a motion-blurred final render's frame of sample i
         if blur is not None and not self.viewport:
             camera = blur.enter()
 
-            def frame_at(i):
+            def blurred_frame(i):
                 frame = blur.frame_at(i, lambda cam: self.build_frame(depsgraph, cam, width, height, film_transparent,
                                                                       None, passes))
                 self.last_frame = frame
                 return frame
+
+            frame_at = blurred_frame
         try:
             frame = self.build_frame(depsgraph, camera, width, height, film_transparent, preview_state, passes)
             if blur is not None and frame_at is not None:
