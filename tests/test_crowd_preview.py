@@ -369,10 +369,10 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     made = []
     real = pipeline.FrameInstances
 
-    def with_texel_rows(items, enabled=True, palette_rows=None):
+    def with_texel_rows(items, enabled=True, palette_rows=None, **kwargs):
         # the session hands the pipeline the batched update's rows (FrameData.palette_rows)
         assert palette_rows is not None
-        inst = real(items, enabled, palette_rows=palette_rows)
+        inst = real(items, enabled, palette_rows=palette_rows, **kwargs)
         made.append((inst, palette_rows))
         return inst
 
@@ -400,7 +400,7 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     # and the grouped path without the rows (the drawn palettes concatenated) gives them too
     monkeypatch.setattr(instancing, "ENABLED", True)
     monkeypatch.setattr(pipeline, "FrameInstances",
-                        lambda items, enabled=True, palette_rows=None: real(items, enabled))
+                        lambda items, enabled=True, palette_rows=None, **kw: real(items, enabled, **kw))
     concat = render_scene(scene).copy()
     assert np.abs(concat - single).max() <= 1e-6
 

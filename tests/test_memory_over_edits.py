@@ -50,7 +50,8 @@ def test_resident_memory_is_flat_over_edit_and_render_rounds(empty_scene):
         grid.data.update()
         C.render_scene(scene)
         rss.append(_rss_mb())
-    # no creep: the floor of the last three rounds is the floor of the first three (an old asset
+    # no creep: the floor of the last three rounds is the median of the first three (an old asset
     # kept per edit is +16 MB a round; a GPU buffer whose free Blender defers to the next render
-    # may lift one reading, not the floor)
-    assert min(rss[3:]) - min(rss[:3]) < 6.0, [round(r, 1) for r in rss]
+    # may lift one reading, and the allocator may return pages early and lower one reading: CI saw
+    # 1151, 1141, 1151, then 1151 thrice)
+    assert min(rss[3:]) - sorted(rss[:3])[1] < 6.0, [round(r, 1) for r in rss]
