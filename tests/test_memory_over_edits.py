@@ -50,8 +50,9 @@ def test_resident_memory_is_flat_over_edit_and_render_rounds(empty_scene):
         grid.data.update()
         C.render_scene(scene)
         rss.append(_rss_mb())
-    # no creep: the floor of the last three rounds is the median of the first three (an old asset
-    # kept per edit is +16 MB a round; a GPU buffer whose free Blender defers to the next render
-    # may lift one reading, and the allocator may return pages early and lower one reading: CI saw
-    # 1151, 1141, 1151, then 1151 thrice)
-    assert min(rss[3:]) - sorted(rss[:3])[1] < 6.0, [round(r, 1) for r in rss]
+    # no creep: the rounds' growth rate, as the median of every pair's slope (Theil-Sen), stays
+    # well under a kept asset's +16 MB a round.  A single step (a GPU buffer whose free Blender
+    # defers, the allocator returning pages early or late) moves that median by little: CI read
+    # 1151, 1141, 1151, 1151, 1151, 1151 and a loaded run 1049.5, 1049.5, 1059.8 x4 (both flat).
+    slopes = sorted((rss[j] - rss[i]) / (j - i) for i in range(len(rss)) for j in range(i + 1, len(rss)))
+    assert slopes[len(slopes) // 2] < 5.0, [round(r, 1) for r in rss]
