@@ -296,7 +296,7 @@ def test_viewport_reads_visibility_only_after_an_update(empty_scene, view_sessio
     import math
 
     from conftest import look_at, perspective
-    from test_viewport_draw import CapturedUpdates, draw
+    from support.viewport import CapturedUpdates, draw
 
     scene = empty_scene
     ball, box, _ground = S.stage(scene)

@@ -14,12 +14,21 @@ import bpy
 import numpy as np
 import pytest
 
-from conftest import add_camera, add_material, add_mesh_object, add_sun, cube_geometry, render_scene
+from conftest import (
+    add_camera,
+    add_material,
+    add_mesh_object,
+    add_sun,
+    cube_geometry,
+    look_at,
+    perspective,
+    render_scene,
+)
 from stylized_renderer.engine.blender.cameras import camera_from_matrices
 from stylized_renderer.engine.blender.render_engine import draw_view
 from stylized_renderer.engine.blender.session import StylizedSession
 from stylized_renderer.engine.gpu import util as gpu_util
-from test_viewport_draw import CapturedUpdates, draw, look_at, object_mask, perspective
+from support.viewport import CapturedUpdates, draw, object_mask
 from tools import scenes
 from tools.render_capture import LAST_RENDER as last_render
 

@@ -9,9 +9,9 @@ import math
 import bpy
 import numpy as np
 
-from conftest import add_camera, add_sun
+from conftest import add_camera, add_sun, look_at, perspective
 from stylized_renderer.engine.features.preview import control as preview
-from test_viewport_draw import draw, look_at, object_mask, perspective
+from support.viewport import draw, object_mask
 from tools import scenes
 
 

@@ -161,7 +161,7 @@ def test_viewport_draws_the_same_lamp_shadow(empty_scene, view_session):
     from stylized_renderer.engine.blender.render_engine import draw_view
     from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.util import texture_to_numpy
-    from test_viewport_draw import CapturedUpdates
+    from support.viewport import CapturedUpdates
 
     scene = empty_scene
     light = _stage(scene, "SPOT")

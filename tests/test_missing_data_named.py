@@ -87,8 +87,9 @@ def test_missing_image_is_named_once_with_its_materials(empty_scene, tmp_path):
 
 def test_missing_image_in_the_stats_panel(empty_scene, tmp_path, view_session):
     """The viewport's Stats panel lists the same line (viewport session through draw_view)."""
+    from conftest import look_at, perspective
     from stylized_renderer.panels import viewport_panels as vp
-    from test_viewport_draw import draw, look_at, perspective
+    from support.viewport import draw
     from test_viewport_ui import Ctx, draw_panel
 
     scene = empty_scene
@@ -320,8 +321,9 @@ def test_hair_in_the_viewport_rebuilds_ribbons_only_when_the_view_or_the_curves_
     """The viewport path (draw_view): hair drawn, named in the Stats panel as drawn through the
     fallback; a redraw of the same view creates no GPU stream, another view builds new ribbons
     (facing it), an edit of the curves shows in the next frame."""
+    from conftest import look_at, perspective
     from stylized_renderer.panels import viewport_panels as vp
-    from test_viewport_draw import draw, look_at, object_mask, perspective
+    from support.viewport import draw, object_mask
     from test_viewport_ui import Ctx, draw_panel
 
     scene = empty_scene

@@ -9,7 +9,6 @@ import math
 
 import bpy
 import numpy as np
-import pytest
 
 from conftest import (
     add_camera,
@@ -23,7 +22,7 @@ from conftest import (
 )
 from stylized_renderer.engine.blender.render_engine import draw_view
 from stylized_renderer.engine.gpu import util as gpu_util
-from stylized_renderer.engine.gpu.util import texture_to_numpy
+from support.viewport import captured, draw, object_mask, session  # noqa: F401  (fixtures: session, captured)
 
 
 def orthographic(half_height, aspect, near=0.1, far=100.0) -> np.ndarray:
@@ -33,28 +32,12 @@ def orthographic(half_height, aspect, near=0.1, far=100.0) -> np.ndarray:
     return m
 
 
-def draw(session, view, window, ortho, w, h) -> np.ndarray:
-    dg = bpy.context.evaluated_depsgraph_get()
-    return gpu_util.run_in_gpu_context(
-        lambda: texture_to_numpy(draw_view(session, dg, view, window, ortho, w, h), w, h))
-
-
-def object_mask(px: np.ndarray) -> np.ndarray:
-    """Pixels that differ from the background (the corner pixel)."""
-    return np.abs(px[..., :3] - px[0, 0, :3]).max(axis=2) > 0.02
-
-
 def cube_scene(scene, color=(0.9, 0.1, 0.1), name="Cube", location=(0, 0, 0)):
     v, f = cube_geometry()
     return add_mesh_object(scene, name, v, f, location=location, material=add_material(name + "Mat", color))
 
 
-@pytest.fixture
-def session(view_session):
-    return view_session
-
-
-def test_perspective_view_and_resizes(empty_scene, session):
+def test_perspective_view_and_resizes(empty_scene, session):  # noqa: F811
     scene = empty_scene
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
     cube_scene(scene)
@@ -71,7 +54,7 @@ def test_perspective_view_and_resizes(empty_scene, session):
         assert 0.18 < extent < 0.32, extent
 
 
-def test_orthographic_view_ignores_distance(empty_scene, session):
+def test_orthographic_view_ignores_distance(empty_scene, session):  # noqa: F811
     scene = empty_scene
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
     cube_scene(scene)
@@ -85,7 +68,7 @@ def test_orthographic_view_ignores_distance(empty_scene, session):
     assert counts[False, 4.0] > 2.5 * counts[False, 9.0], counts
 
 
-def test_camera_view_matches_the_f12_render(empty_scene, session):
+def test_camera_view_matches_the_f12_render(empty_scene, session):  # noqa: F811
     scene = empty_scene
     scene.render.resolution_x, scene.render.resolution_y = 160, 120
     cam = add_camera(scene, location=(3.0, -5.0, 2.0), rotation=(math.radians(70), 0.0, math.radians(30)))
@@ -101,7 +84,7 @@ def test_camera_view_matches_the_f12_render(empty_scene, session):
     assert np.mean(diff > 2.0 / 255.0) < 0.002, diff.max()
 
 
-def test_draw_view_leaves_gpu_state_as_found(empty_scene, session):
+def test_draw_view_leaves_gpu_state_as_found(empty_scene, session):  # noqa: F811
     import gpu
 
     scene = empty_scene
@@ -123,45 +106,7 @@ def test_draw_view_leaves_gpu_state_as_found(empty_scene, session):
     assert after == before and same_fb
 
 
-class CapturedUpdates:
-    """Blender's own depsgraph updates, recorded by a depsgraph_update_post handler."""
-
-    class Update:
-        def __init__(self, u):
-            self.id = u.id.original if hasattr(u.id, "original") else u.id
-            self.is_updated_geometry = u.is_updated_geometry
-            self.is_updated_transform = u.is_updated_transform
-            self.is_updated_shading = u.is_updated_shading
-
-    def __init__(self):
-        self.updates = []
-        bpy.app.handlers.depsgraph_update_post.append(self._handler)
-        bpy.app.handlers.frame_change_post.append(self._handler)     # a frame's evaluation
-
-    def _handler(self, scene, depsgraph):
-        if scene.name.startswith(gpu_util.TASK_SCENE_NAME):
-            return
-        self.updates += [self.Update(u) for u in depsgraph.updates
-                         if not getattr(u.id, "name", "").startswith(gpu_util.TASK_SCENE_NAME)]
-
-    def take(self):
-        bpy.context.view_layer.update()
-        out, self.updates = self.updates, []
-        return out
-
-    def close(self):
-        bpy.app.handlers.depsgraph_update_post.remove(self._handler)
-        bpy.app.handlers.frame_change_post.remove(self._handler)
-
-
-@pytest.fixture
-def captured():
-    c = CapturedUpdates()
-    yield c
-    c.close()
-
-
-def test_sync_applies_depsgraph_updates_incrementally(empty_scene, session, captured):
+def test_sync_applies_depsgraph_updates_incrementally(empty_scene, session, captured):  # noqa: F811
     scene = empty_scene
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
     a = cube_scene(scene, (0.9, 0.1, 0.1), "A", location=(-1.2, 0, 0))
@@ -227,7 +172,7 @@ def _animated_character(scene):
     return info
 
 
-def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, session, captured):
+def test_playback_and_pose_and_key_value_changes_do_not_reimport(empty_scene, session, captured):  # noqa: F811
     scene = empty_scene
     info = _animated_character(scene)
     cam = scene.camera

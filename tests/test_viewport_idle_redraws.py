@@ -17,10 +17,10 @@ import tracemalloc
 import bpy
 import numpy as np
 
-from conftest import add_sun
+from conftest import add_sun, look_at, perspective
 from stylized_renderer.engine.blender.render_engine import draw_view
 from stylized_renderer.engine.gpu import util as gpu_util
-from test_viewport_draw import captured, draw, look_at, object_mask, perspective, session  # noqa: F401
+from support.viewport import captured, draw, object_mask, session  # noqa: F401
 
 
 def _scatter(scene, count: int = 11):
