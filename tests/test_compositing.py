@@ -278,12 +278,12 @@ def test_layer_passes_panel_draws_every_switch(empty_scene):
     from types import SimpleNamespace
 
     from stylized_renderer.panels import render_panel
-    from test_materials import _draw
+    from support.panels import draw_logged
 
     ctx = SimpleNamespace(scene=empty_scene, view_layer=empty_scene.view_layers[0], engine="STYLIZED")
     panel = render_panel.STYLIZED_PT_layer_passes
     assert panel.poll(ctx) and not panel.poll(SimpleNamespace(view_layer=ctx.view_layer, engine="CYCLES"))
-    drawn = {a for k, a in _draw(panel, ctx) if k == "prop"}
+    drawn = {a for k, a in draw_logged(panel, ctx) if k == "prop"}
     toon = {p.identifier for p in ctx.view_layer.stylized_passes.bl_rna.properties if p.identifier.startswith("use_")}
     assert toon == {"use_outline", "use_shadow", "use_shade", "use_rim"}
     assert toon | {"use_pass_z", "use_pass_mist", "use_pass_normal", "use_pass_object_index",

@@ -23,9 +23,9 @@ from stylized_renderer.engine.features.preview.state import CROWD_ERROR_PREFIX
 from stylized_renderer.engine.features.preview.state import set_crowd as state_set_crowd
 from stylized_renderer.engine.gpu.passes import instancing
 from stylized_renderer.panels import preview_panel
+from support.panels import Ctx, draw_panel
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_grouped_draws import _character_crowd, _pipeline
-from test_viewport_ui import Ctx, draw_panel
 from test_vrm_preview_channels import clocked_session
 from tools import bench_common, rigify_rig
 

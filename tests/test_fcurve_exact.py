@@ -151,7 +151,7 @@ def test_pack_clip_with_extra_bones_is_offered_played_and_named(empty_scene, cap
     from stylized_renderer.engine.blender import importer
     from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.panels import preview_panel
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
 
     arm, body, act = _pack_character(empty_scene)
     asset, problems = importer.import_scene_with_problems(bpy.context.evaluated_depsgraph_get())

@@ -297,7 +297,7 @@ def test_nan_object_in_the_viewport_is_named_in_the_stats(empty_scene, session):
     assert any(f"'{info['prop'].name}'" in p for p in session.stats["problems"]), session.stats["problems"]
     # the Stats panel (sidebar) shows the line
     from stylized_renderer.panels import viewport_panels as vp
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
 
     labels = draw_panel(vp.STYLIZED_PT_viewport_stats, Ctx(scene, None)).labels()
     named = [lb for lb in labels if f"'{info['prop'].name}'" in lb]

@@ -7,6 +7,7 @@ import dataclasses
 import bpy
 
 import conftest as C
+from support.panels import draw_logged
 
 SPEC_DEFAULTS = dict(   # VRMC_materials_mtoon-1.0 README column (mtoon-facts §1)
     base_color=(1.0, 1.0, 1.0, 1.0), shade_color=(0.0, 0.0, 0.0), shading_shift=0.0, shading_toony=0.9,
@@ -467,54 +468,6 @@ def test_register_unregister_leaves_no_properties(ext):
     assert hasattr(bpy.types.Material, "stylized_mtoon") and hasattr(bpy.types.Scene, "stylized")
 
 
-class _FakeLayout:
-    """Records what a panel draws (background Blender has no UI layouts)."""
-
-    def __init__(self, log):
-        self.log = log
-        self.active = True
-        self.use_property_split = False
-        self.use_property_decorate = True
-
-    def _child(self, *args, **kw):
-        return _FakeLayout(self.log)
-
-    row = column = box = split = _child
-
-    def prop(self, data, attr, **kw):
-        assert attr in data.bl_rna.properties, attr
-        self.log.append(("prop", attr))
-
-    def label(self, text="", **kw):
-        self.log.append(("label", text))
-
-    def operator(self, idname, **kw):
-        self.log.append(("operator", idname))
-
-        class _Op:
-            pass
-        return _Op()
-
-    def template_ID(self, data, attr, **kw):
-        assert attr in data.bl_rna.properties, attr
-        self.log.append(("template_ID", attr))
-
-
-def _draw(panel_cls, context, header=False):
-    from types import SimpleNamespace
-
-    log = []
-    self = SimpleNamespace(layout=_FakeLayout(log))
-    if header:
-        panel_cls.draw_header(self, context)
-    else:
-        for name in ("draw_props",):
-            if hasattr(panel_cls, name):
-                self.draw_props = lambda layout, props, _c=panel_cls: _c.draw_props(self, layout, props)
-        panel_cls.draw(self, context)
-    return log
-
-
 def test_panels_draw(empty_scene):
     from types import SimpleNamespace
 
@@ -524,29 +477,29 @@ def test_panels_draw(empty_scene):
     ctx = SimpleNamespace(material=mat, scene=empty_scene, engine="STYLIZED")
     assert materials_panel.STYLIZED_PT_material_mtoon.poll(ctx)
     assert not materials_panel.STYLIZED_PT_material_mtoon_lighting.poll(ctx)   # sub-panels need "Use MToon"
-    log = _draw(materials_panel.STYLIZED_PT_material_mtoon, ctx)
+    log = draw_logged(materials_panel.STYLIZED_PT_material_mtoon, ctx)
     assert ("operator", "stylized.convert_to_mtoon") in log
     assert any(k == "label" and "Principled" in t for k, t in log)
-    assert ("prop", "enabled") in _draw(materials_panel.STYLIZED_PT_material_mtoon, ctx, header=True)
+    assert ("prop", "enabled") in draw_logged(materials_panel.STYLIZED_PT_material_mtoon, ctx, header=True)
     mat.stylized_mtoon.enabled = True
     drawn = set()
     for cls in materials_panel.CLASSES:
         assert cls.poll(ctx)
-        drawn |= {a for k, a in _draw(cls, ctx) if k in ("prop", "template_ID")}
+        drawn |= {a for k, a in draw_logged(cls, ctx) if k in ("prop", "template_ID")}
     props = mat.stylized_mtoon.bl_rna.properties
     expected = {p.identifier for p in props if p.identifier not in ("rna_type", "enabled", "name")
                 and not p.identifier.startswith("tex_")}
     assert expected <= drawn, expected - drawn
     assert not render_panel.STYLIZED_PT_render_settings.poll(SimpleNamespace(scene=empty_scene, engine="CYCLES"))
     empty_scene.view_settings.view_transform = "AgX"
-    log = _draw(render_panel.STYLIZED_PT_render_settings, ctx)
+    log = draw_logged(render_panel.STYLIZED_PT_render_settings, ctx)
     assert ("operator", "stylized.set_standard_view_transform") in log
     empty_scene.view_settings.view_transform = "Standard"
-    assert ("operator", "stylized.set_standard_view_transform") not in _draw(render_panel.STYLIZED_PT_render_settings, ctx)
+    assert ("operator", "stylized.set_standard_view_transform") not in draw_logged(render_panel.STYLIZED_PT_render_settings, ctx)
     drawn = set()
     for cls in render_panel.CLASSES:
-        drawn |= {a for k, a in _draw(cls, ctx) if k == "prop"}
+        drawn |= {a for k, a in draw_logged(cls, ctx) if k == "prop"}
         if hasattr(cls, "draw_header"):
-            drawn |= {a for k, a in _draw(cls, ctx, header=True) if k == "prop"}
+            drawn |= {a for k, a in draw_logged(cls, ctx, header=True) if k == "prop"}
     scene_props = {p.identifier for p in empty_scene.stylized.bl_rna.properties if p.identifier not in ("rna_type", "name")}
     assert scene_props <= drawn, scene_props - drawn

@@ -89,8 +89,8 @@ def test_missing_image_in_the_stats_panel(empty_scene, tmp_path, view_session):
     """The viewport's Stats panel lists the same line (viewport session through draw_view)."""
     from conftest import look_at, perspective
     from stylized_renderer.panels import viewport_panels as vp
+    from support.panels import Ctx, draw_panel
     from support.viewport import draw
-    from test_viewport_ui import Ctx, draw_panel
 
     scene = empty_scene
     add_sun(scene, rotation=(1.5707963, 0.0, 0.0), strength=3.0)
@@ -323,8 +323,8 @@ def test_hair_in_the_viewport_rebuilds_ribbons_only_when_the_view_or_the_curves_
     (facing it), an edit of the curves shows in the next frame."""
     from conftest import look_at, perspective
     from stylized_renderer.panels import viewport_panels as vp
+    from support.panels import Ctx, draw_panel
     from support.viewport import draw, object_mask
-    from test_viewport_ui import Ctx, draw_panel
 
     scene = empty_scene
     head, hair = hair_scene(scene)

@@ -69,7 +69,7 @@ def test_motion_blur_is_named_while_it_is_not_applied(empty_scene, tmp_path):
     render sample it cannot, and an F12 with it on names it in the log line of what is not
     written, and the Stats panel lists it; with 8 samples (applied) or off, nothing is named."""
     from stylized_renderer.panels import viewport_panels as vp
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
 
     scene = empty_scene
     S.stage(scene)
@@ -90,7 +90,7 @@ def test_motion_blur_is_named_while_it_is_not_applied(empty_scene, tmp_path):
 
 def test_stats_panel_lists_the_unwritten_passes(empty_scene):
     from stylized_renderer.panels import viewport_panels as vp
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
 
     layer = empty_scene.view_layers[0]
     _enable_all(layer)

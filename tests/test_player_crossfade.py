@@ -285,7 +285,7 @@ def test_fade_and_in_place_commands_and_properties(rig_runtime):
 
 def test_animation_panel_shows_fade_and_in_place(empty_scene):
     from stylized_renderer.panels import preview_panel
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
     from tools import scenes
 
     preview.clear_states()

@@ -283,7 +283,7 @@ def test_check_deform_both_modes_pass_with_a_bone_parented_animated_mesh(charact
 
 def animation_panel(c):
     from stylized_renderer.panels import preview_panel
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
 
     lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(c.scene, c.arm))
     return lay.labels()
@@ -409,11 +409,11 @@ def save_and_reload(path):
 def test_expressions_of_a_linked_character_are_refused_with_a_message(character, tmp_path):
     from stylized_renderer.engine.features.expressions import character as ex
     from stylized_renderer.panels import expressions_panel
-    from test_viewport_ui import Ctx, _keys, draw_panel
+    from support.panels import Ctx, add_shape_keys, draw_panel
 
     c = character
-    _keys(c.body, [("Smile", 0.0, 1.0), ("Blink", 0.0, 1.0)])
-    _keys(c.hat, [("Smile", 0.0, 1.0)])
+    add_shape_keys(c.body, [("Smile", 0.0, 1.0), ("Blink", 0.0, 1.0)])
+    add_shape_keys(c.hat, [("Smile", 0.0, 1.0)])
     coll = bpy.data.collections.new("Character")
     c.scene.collection.children.link(coll)
     for ob in list(c.scene.collection.objects):

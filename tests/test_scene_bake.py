@@ -130,9 +130,9 @@ def test_rigify_scene_play_bakes_draws_and_rebakes_after_an_nla_edit(rigify_scen
     names the bake and its reasons; the drawn body matches Blender's timeline at integer and
     fractional frames; an NLA edit makes the bake stale: the session refuses (never a wrong
     pose) until Play bakes again, after which it matches the edited timeline."""
-    import test_viewport_ui as U
     from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.panels import preview_panel
+    from support.panels import Ctx, draw_panel
 
     scene = rigify_scene
     preview.clear_states()
@@ -149,7 +149,7 @@ def test_rigify_scene_play_bakes_draws_and_rebakes_after_an_nla_edit(rigify_scen
         assert "scene RigifyBody:" in out and "baked (tolerance 0.001)" in out, out
         notes = " ".join(st.scene_notes)
         assert "'rig' baked through Blender (" in notes and "IK on bone" in notes and "B-Bones" in notes, notes
-        lay = U.draw_panel(preview_panel.STYLIZED_PT_viewport_scene, U.Ctx(scene, None))
+        lay = draw_panel(preview_panel.STYLIZED_PT_viewport_scene, Ctx(scene, None))
         assert any("'rig' baked through Blender" in t for t in lay.labels()), lay.labels()
         # an NLA edit: the bake no longer shows the timeline; the session refuses it
         strip = bpy.data.objects["rig"].animation_data.nla_tracks[1].strips[0]

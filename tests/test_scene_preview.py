@@ -105,10 +105,10 @@ def test_scene_operator_and_panel_play_from_the_current_frame(nla_scene, capsys)
     """Animation > Scene: Play starts at the current frame and the session draws the scene there
     (as the timeline shows it), the clock advances at the scene's rate and wraps at the end,
     Pause holds, Stop hands back to the timeline; the sub-panel offers the three actions."""
-    import test_viewport_ui as U
     from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.engine.features.preview import scene as preview_scene
     from stylized_renderer.panels import preview_panel
+    from support.panels import Ctx, draw_panel
 
     preview.clear_states()
     try:
@@ -117,7 +117,7 @@ def test_scene_operator_and_panel_play_from_the_current_frame(nla_scene, capsys)
         st = preview.get_state(nla_scene)
         assert st.active and st.playing and st.scene_mode and st.scene_frame == 17.0
         assert preview.timers_active()
-        lay = U.draw_panel(preview_panel.STYLIZED_PT_viewport_scene, U.Ctx(nla_scene, None))
+        lay = draw_panel(preview_panel.STYLIZED_PT_viewport_scene, Ctx(nla_scene, None))
         assert lay.operators() == ["stylized.preview_scene"] * 3
         assert "Scene playing at frame 17.00" in lay.labels()
         # the session's frame with the operator's state: what Blender shows at frame 17

@@ -84,7 +84,7 @@ def test_preview_swings_the_hair_and_the_toggle_stops_it(vrm_addon, view, tmp_pa
 def test_panels_show_the_toggle_and_the_joints_simulated(vrm_addon, view, tmp_path):
     from stylized_renderer.panels import preview_panel
     from stylized_renderer.panels import viewport_panels as vp
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
 
     arm = _avatar_file(tmp_path)
     _play(view, arm, 3)

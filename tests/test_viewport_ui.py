@@ -10,89 +10,8 @@ import pytest
 from stylized_renderer.engine.core.world.viewer_timings import ViewerCpuTimings
 from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.features.preview.state import apply_commands, clips_by_name
+from support.panels import Ctx, add_shape_keys, draw_panel
 from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
-
-# ------------------------------------------------------------------------------------------------
-# recording layout
-# ------------------------------------------------------------------------------------------------
-
-class OpProps:
-    def __init__(self, idname):
-        self.idname = idname
-
-
-class Recorder:
-    """A fake UILayout: every call is recorded (kind, args, kwargs) in a shared list."""
-
-    def __init__(self, log=None, path=()):
-        self.log = [] if log is None else log
-        self.path = path
-        self.active = True
-        self.enabled = True
-        self.use_property_split = False
-        self.use_property_decorate = False
-
-    def _rec(self, kind, *args, **kw):
-        self.log.append((kind, args, kw))
-
-    def _sub(self, kind, *args, **kw):
-        self._rec(kind, *args, **kw)
-        return Recorder(self.log, self.path + (kind,))
-
-    def row(self, *a, **kw):
-        return self._sub("row", *a, **kw)
-
-    def column(self, *a, **kw):
-        return self._sub("column", *a, **kw)
-
-    def box(self, *a, **kw):
-        return self._sub("box", *a, **kw)
-
-    def split(self, *a, **kw):
-        return self._sub("split", *a, **kw)
-
-    def panel(self, idname, default_closed=False):
-        self._rec("panel", idname, default_closed=default_closed)
-        return Recorder(self.log, self.path + ("header",)), Recorder(self.log, self.path + ("body",))
-
-    def label(self, text="", **kw):
-        self._rec("label", text=text, **kw)
-
-    def prop(self, data, prop, **kw):
-        self._rec("prop", data, prop, **kw)
-
-    def operator(self, idname, **kw):
-        self._rec("operator", idname, **kw)
-        return OpProps(idname)
-
-    def separator(self, *a, **kw):
-        self._rec("separator")
-
-    def labels(self):
-        return [kw["text"] for k, a, kw in self.log if k == "label"]
-
-    def props(self):
-        return [(a[0], a[1], kw) for k, a, kw in self.log if k == "prop"]
-
-    def operators(self):
-        return [a[0] for k, a, kw in self.log if k == "operator"]
-
-
-class Ctx:
-    def __init__(self, scene, obj, engine="STYLIZED"):
-        self.scene = scene
-        self.active_object = obj
-        self.object = obj
-        self.engine = engine
-        self.view_layer = scene.view_layers[0] if scene is not None else None
-
-
-def draw_panel(cls, ctx):
-    class Self:
-        layout = Recorder()
-    s = Self()
-    cls.draw(s, ctx)
-    return s.layout
 
 
 @pytest.fixture
@@ -321,22 +240,12 @@ def test_play_without_clip_reports_error(empty_scene, clean_preview):
 # Expressions
 # ------------------------------------------------------------------------------------------------
 
-def _keys(ob, spec):
-    ob.shape_key_add(name="Basis", from_mix=False)
-    out = {}
-    for name, lo, hi in spec:
-        kb = ob.shape_key_add(name=name, from_mix=False)
-        kb.slider_min, kb.slider_max = lo, hi
-        kb.value = 0.0
-        out[name] = kb
-    return out
-
 
 @pytest.fixture
 def expr_character(character):
     scene, arm, body, hat = character
-    kb_body = _keys(body, [("Smile", 0.0, 1.0), ("Blink", 0.0, 1.0), ("Wide", -1.0, 2.0)])
-    kb_hat = _keys(hat, [("Smile", -0.5, 1.0), ("HatOnly", 0.0, 1.0)])
+    kb_body = add_shape_keys(body, [("Smile", 0.0, 1.0), ("Blink", 0.0, 1.0), ("Wide", -1.0, 2.0)])
+    kb_hat = add_shape_keys(hat, [("Smile", -0.5, 1.0), ("HatOnly", 0.0, 1.0)])
     return scene, arm, body, hat, kb_body, kb_hat
 
 

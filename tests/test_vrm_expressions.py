@@ -420,7 +420,7 @@ def test_colour_bind_changes_the_face_colour(vrm_addon):
 def _panel(scene, obj):
     from stylized_renderer.engine.features.expressions import character as ex
     from stylized_renderer.panels import expressions_panel
-    from test_viewport_ui import Ctx, draw_panel
+    from support.panels import Ctx, draw_panel
 
     ex.sync_items(scene, obj)
     return draw_panel(expressions_panel.STYLIZED_PT_viewport_expressions, Ctx(scene, obj))
@@ -548,7 +548,7 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
     monkeypatch.setattr(preview, "hand_back_to_timeline", lambda scene: False)
     from stylized_renderer.engine.blender import session as session_mod
     from stylized_renderer.engine.gpu import util as gpu_util
-    from test_viewport_draw import draw
+    from support.viewport import draw
 
     scene = open_godette()
     preview.clear_states()
