@@ -19,7 +19,7 @@ import pytest
 
 import conftest as C  # noqa: F401
 from support.vrm_addon import disable_vrm_addon
-from test_vrm_expressions import ANGRY, ANGRY_BINDS, GODETTE, key_preview, needs_godette, open_godette
+from support.vrm_scenes import ANGRY, ANGRY_BINDS, GODETTE, key_preview, needs_godette, open_godette
 from tools import check_scene
 
 JOY = 7

@@ -11,7 +11,7 @@ import pytest
 
 from support import springs_builder as B
 from support.vrm_addon import ADDON_DIR, disable_vrm_addon
-from test_vrm_expressions import GODETTE, needs_godette
+from support.vrm_scenes import GODETTE, needs_godette
 
 
 def skip_without_bone_uuids():

@@ -12,8 +12,6 @@ Tests needing ../shared or the add-on skip with the reason.
 """
 from __future__ import annotations
 
-import math
-
 import bpy
 import numpy as np
 import pytest
@@ -22,13 +20,17 @@ import conftest as C
 from stylized_renderer.engine.features.preview import control as preview
 from stylized_renderer.engine.features.vrm import rules as vrm_rules
 from support.vrm_addon import disable_vrm_addon
+from support.vrm_scenes import (
+    ANGRY,
+    ANGRY_BINDS,
+    key_preview,
+    make_vrm1,
+    needs_godette,
+    open_godette,
+    runtime_for_scene,
+)
 
-VRM_DIR = C.TESTDATA / "vrm"
-GODETTE = VRM_DIR / "Godette_vrm0.blend"
 ART = C.ARTIFACTS / "vrm"
-
-needs_godette = pytest.mark.skipif(not GODETTE.exists(),
-                                   reason="../shared/testdata/vrm/Godette_vrm0.blend is absent (only in the project workspace)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -104,22 +106,6 @@ def test_bind_matrix_product(ext):
 # the real avatar, with and without the VRM Add-on
 # ------------------------------------------------------------------------------------------------
 
-def open_godette(path=GODETTE):
-    bpy.ops.wm.open_mainfile(filepath=str(path))
-    scene = bpy.context.scene
-    cd = bpy.data.cameras.get("FaceCam") or bpy.data.cameras.new("FaceCam")
-    cd.lens = 85.0
-    cam = bpy.data.objects.get("FaceCam")
-    if cam is None:
-        cam = bpy.data.objects.new("FaceCam", cd)
-        scene.collection.objects.link(cam)
-    cam.location = (0.0, -1.7, 1.2)
-    cam.rotation_euler = (math.radians(90.0), 0.0, 0.0)
-    scene.camera = cam
-    scene.render.engine = "STYLIZED"
-    scene.render.resolution_x, scene.render.resolution_y, scene.render.resolution_percentage = 160, 120, 100
-    return scene
-
 
 def render_animation(scene, first, last) -> dict:
     """{frame: linear RGBA pixels} of render(animation=True) over first..last."""
@@ -148,20 +134,6 @@ def face_diff(a, b) -> int:
     h, w = a.shape[:2]
     box = (slice(h // 6, h - h // 6), slice(w // 4, w - w // 4))
     return int((np.abs(a[box][..., :3] - b[box][..., :3]).max(axis=2) > 0.05).sum())
-
-
-def key_preview(armature, index, frames_values):
-    grp = armature.data.vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups[index]
-    for frame, value in frames_values:
-        grp.preview = value
-        grp.keyframe_insert("preview", frame=frame)
-    return grp
-
-
-ANGRY = 8   # blend_shape_groups[8] of Godette: "Angry" (angled_eyebrows 1, ah 0.25, blink_l/r 0.25)
-
-
-ANGRY_BINDS = {"angled_eyebrows": 1.0, "ah": 0.25, "blink_left": 0.25, "blink_right": 0.25}
 
 
 def reference_stills(scene, drop_vrm) -> dict:
@@ -256,7 +228,7 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
-    rt = _runtime_for_scene()
+    rt = runtime_for_scene()
     reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     names = rt.morph_key_names(node)
@@ -266,48 +238,9 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
     assert w["HideHairBalls"] == pytest.approx(1.0) and w["look_up"] == 0.0
 
 
-def _runtime_for_scene():
-    """A SceneRuntime of the current scene (CPU side only: no GPU backend needed for weights)."""
-    from stylized_renderer.engine.blender import importer
-    from stylized_renderer.engine.core.runtime.backend import CpuBackend
-    from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
-    from stylized_renderer.engine.features.vrm.driver import VrmDriver
-
-    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get(), expression_check=VrmDriver.preview_problem)
-    rt = SceneRuntime(asset, CpuBackend())
-    assert rt.initialize(), rt.last_error
-    return rt
-
-
 # ------------------------------------------------------------------------------------------------
 # a VRM 1.0 avatar authored with the add-on
 # ------------------------------------------------------------------------------------------------
-
-def make_vrm1(arm):
-    """Turn Godette into a VRM 1.0 avatar: presets and a custom expression bound to her face."""
-    ext = arm.data.vrm_addon_extension
-    ext.spec_version = "1.0"
-    ex = ext.vrm1.expressions
-
-    def bind(expr, key, weight=1.0):
-        b = expr.morph_target_binds.add()
-        b.node.mesh_object_name = "Face"
-        b.index = key
-        b.weight = weight
-
-    bind(ex.preset.angry, "angled_eyebrows")
-    bind(ex.preset.blink, "blink_left")
-    bind(ex.preset.blink, "blink_right")
-    bind(ex.preset.aa, "ah")
-    bind(ex.preset.happy, "look_up", 0.5)
-    ex.preset.happy.override_blink = "block"
-    ex.preset.happy.override_mouth = "blend"
-    ex.preset.surprised.is_binary = True
-    bind(ex.preset.surprised, "oh")
-    custom = ex.custom.add()
-    custom.custom_name = "wink"
-    bind(custom, "blink_left")
-    return ex
 
 
 @needs_godette
@@ -323,7 +256,7 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
     assert s.spec == vx.SPEC_VRM1
     assert s.names[:18] == list(vrm_rules.PRESET_NAMES) and s.names[18:] == ["wink"]
     assert s.by_name("happy").overrides == (vrm_rules.OVERRIDE_BLOCK, vrm_rules.OVERRIDE_NONE, vrm_rules.OVERRIDE_BLEND)
-    rt = _runtime_for_scene()
+    rt = runtime_for_scene()
     reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     names = rt.morph_key_names(node)
@@ -596,7 +529,7 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
     groups[ANGRY]["binds"][0]["index"] = "no_such_key"
     groups[ANGRY]["preview"] = float("nan")
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
-    rt = _runtime_for_scene()
+    rt = runtime_for_scene()
     reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     w = dict(zip(rt.morph_key_names(node), reader.read_morph_weights(None)[node]))
@@ -621,7 +554,7 @@ def test_bind_edits_show_in_the_viewport_within_half_a_second(ext):
 
     groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
-    rt = _runtime_for_scene()
+    rt = runtime_for_scene()
     reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     names = rt.morph_key_names(node)

@@ -28,7 +28,7 @@ import pytest
 
 import conftest as C
 from stylized_renderer.engine.features.preview import control as preview
-from test_vrm_expressions import ANGRY, make_vrm1, needs_godette, open_godette
+from support.vrm_scenes import ANGRY, make_vrm1, needs_godette, open_godette
 from tools import deform_checker
 
 JOY, SORROW, FUN = 7, 9, 10          # Godette's blend-shape groups (Joy: oh 0.5, look_up 0.25; Fun: uu 0.5, look_up 0.25)
@@ -381,7 +381,7 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.features.vrm.driver import VrmDriver
-    from test_vrm_expressions import _runtime_for_scene
+    from support.vrm_scenes import runtime_for_scene
 
     s = vx.expression_set_of(arm)
     angry = s.by_name("Angry")
@@ -411,7 +411,7 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     assert msg in problems, problems
 
     # the reader: the player's channel replaces the stored preview of Angry only
-    rt = _runtime_for_scene()
+    rt = runtime_for_scene()
     rt.set_clip(clip)
     assert rt.player.seek(clip.duration_seconds) and rt.update(0.0)
     mix = rt.morph_mix                                      # the runtime's one morph mixer
@@ -450,7 +450,7 @@ def test_vrm1_presets_and_custom_expressions_are_channels(vrm_addon):
     from stylized_renderer.engine.blender import importer
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
     from stylized_renderer.engine.features.vrm.driver import VrmDriver
-    from test_vrm_expressions import _runtime_for_scene
+    from support.vrm_scenes import runtime_for_scene
 
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get(), expression_check=VrmDriver.preview_problem)
     clip = {c.name: c for c in asset.animations}["Vrm1Face"]
@@ -461,7 +461,7 @@ def test_vrm1_presets_and_custom_expressions_are_channels(vrm_addon):
     one = importer.import_action(action, asset, arm, bpy.context.scene,       # the public one-action path
                                  expression_check=VrmDriver.preview_problem)
     assert sorted(m.target_name for m in one.morph_channels) == names and not one.channels
-    rt = _runtime_for_scene()
+    rt = runtime_for_scene()
     reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = rt.scene.node_index("Face", None)
     arm_node = rt.scene.node_index("Armature", None)
