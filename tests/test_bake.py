@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+from support.preview_sessions import action_preview_session
 from test_bbones import _run as _run_checks
 from tools import deform_checker, scenes
 
@@ -96,34 +97,10 @@ def test_constraint_rig_wrong_frame_bake_fails(crig, capsys, monkeypatch, bakes)
     assert float(f["max_rel_error"]) > deform_checker.TOLERANCE, out
 
 
-def _preview_session(arm, act, seek):
-    """(session, state, frame): a session previewing ``act`` on ``arm`` at ``seek`` seconds;
-    ``frame()`` runs its update_frame in the GPU context and returns (ok, player clip, time)."""
-    from stylized_renderer.engine.blender.session import StylizedSession
-    from stylized_renderer.engine.features.preview.control import PreviewState
-    from stylized_renderer.engine.gpu import util as gpu_util
-
-    s = StylizedSession(addon=C.addon())       # plays the add-on's bakes (what the operators make)
-    s.imports.want_clips = True
-    st = PreviewState(armature=arm.name, active=True)
-    st.push("clip", act.name)
-    st.push("seek", seek)
-    st.push("pause")
-
-    def task():
-        dg = bpy.context.evaluated_depsgraph_get()
-        s.ensure_gpu()
-        s.ensure_runtime(dg)
-        ok = s.update_frame(dg, st)
-        return ok, s.runtime.player.clip, s.runtime.player.current_time
-
-    return s, st, lambda: gpu_util.run_in_gpu_context(task)
-
-
 def test_preview_refuses_clip_without_bake(crig, bakes):
     """No current bake: the session keeps timeline mode and says why (never a wrong pose)."""
     arm, _ob, act = crig
-    s, st, frame = _preview_session(arm, act, 0.1)
+    s, st, frame = action_preview_session(arm, act, 0.1)
     try:
         assert frame()[0]
         assert not st.active, st
@@ -355,7 +332,7 @@ def test_rebake_while_playing_switches_the_player(crig, bakes):
     """A re-bake (the rig was edited) replaces the clip the preview plays, at the same time."""
     arm, _ob, act = crig
     bakes.cache.ensure(arm, act.name)
-    s, st, frame = _preview_session(arm, act, 0.2)
+    s, st, frame = action_preview_session(arm, act, 0.2)
     try:
         ok, first, _t = frame()
         assert ok and st.active, st.last_error
@@ -420,7 +397,7 @@ def test_substeps_keep_the_adaptive_bake(crig, capsys, bakes):
 def test_unknown_clip_is_reported_as_such(crig, bakes):
     """A clip name the armature has no clip for is reported as not compatible, not as a bake."""
     arm, _ob, act = crig
-    s, st, frame = _preview_session(arm, act, 0.0)
+    s, st, frame = action_preview_session(arm, act, 0.0)
     st.commands[:] = [("clip", "NoSuchClip")]
     try:
         assert frame()[0] is not None
@@ -437,7 +414,7 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
 
     arm, _ob, act = crig
     bakes.cache.ensure(arm, act.name)
-    s, st, frame = _preview_session(arm, act, 0.0)
+    s, st, frame = action_preview_session(arm, act, 0.0)
     st.commands.append(("loop", True))
     st.commands.append(("play",))
     try:
@@ -527,7 +504,7 @@ def _rigify_playing(rigify_scene, bakes):
     act = rig.animation_data.action
     bakes.cache.ensure(rig, act.name)
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
-    s, st, frame = _preview_session(rig, act, 0.0)
+    s, st, frame = action_preview_session(rig, act, 0.0)
     try:
         assert frame()[0] and st.active, st.last_error
     except BaseException:

@@ -24,9 +24,9 @@ from stylized_renderer.engine.features.preview.state import set_crowd as state_s
 from stylized_renderer.engine.gpu.passes import instancing
 from stylized_renderer.panels import preview_panel
 from support.panels import Ctx, draw_panel
+from support.preview_sessions import clocked_session
 from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
 from test_grouped_draws import _character_crowd, _pipeline
-from test_vrm_preview_channels import clocked_session
 from tools import bench_common, rigify_rig
 
 TOL = 1e-4

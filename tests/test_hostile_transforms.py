@@ -338,7 +338,7 @@ def test_armature_object_scaled_to_zero_collapses_everything(empty_scene, tmp_pa
 
 @pytest.fixture
 def preview_session(monkeypatch):
-    from test_vrm_preview_channels import clocked_session
+    from support.preview_sessions import clocked_session
 
     yield from clocked_session(monkeypatch)
 

@@ -140,13 +140,13 @@ def test_a_baked_clip_is_sampled_with_the_player_once_per_frame(crig, bakes, mon
     restarts the clip (bind-pose reset, then the sample) writes the bake once, at the player's
     time, and makes the palettes once (before: the bake was written after the player as well and
     the palettes made twice)."""
-    import test_bake as TB
     from stylized_renderer.engine.blender.bake import baked_pose
     from stylized_renderer.engine.core.runtime import palette
+    from support.preview_sessions import action_preview_session
 
     arm, _ob, act = crig
     bakes.cache.ensure(arm, act.name)
-    s, st, frame = TB._preview_session(arm, act, 0.2)
+    s, st, frame = action_preview_session(arm, act, 0.2)
     try:
         ok, clip, _t = frame()
         assert ok and st.active, st.last_error

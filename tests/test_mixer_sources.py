@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stylized_renderer.engine.features.preview import control as preview
-from test_vrm_preview_channels import clocked_session
+from support.preview_sessions import clocked_session
 from tools import scenes
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from stylized_renderer.engine.features.preview import control as preview
 from support import springs_builder as B
+from support.preview_sessions import clocked_session
 from support.vrm_addon import ADDON_DIR, disable_vrm_addon
-from test_vrm_preview_channels import clocked_session
 
 
 @pytest.fixture

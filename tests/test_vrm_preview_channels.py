@@ -20,14 +20,13 @@ Negative controls: the scene-frame evaluation (no channels) does not give these 
 """
 from __future__ import annotations
 
-import types
-
 import bpy
 import numpy as np
 import pytest
 
 import conftest as C
 from stylized_renderer.engine.features.preview import control as preview
+from support.preview_sessions import clocked_session
 from support.vrm_scenes import ANGRY, make_vrm1, needs_godette, open_godette
 from tools import deform_checker
 
@@ -114,41 +113,6 @@ def assert_face(got: dict, want: dict, what: str):
 
 def differs(a: dict, b: dict) -> bool:
     return any(abs(a[k] - b[k]) > 0.05 for k in FACE_KEYS)
-
-
-def clocked_session(monkeypatch, strict: bool = True):
-    """A viewport session whose preview clock is driven by hand (a generator for fixtures):
-    ``update(state, dt)`` runs ``update_frame`` as view_draw does, ``dt`` seconds after the last.
-    ``strict``: a refused update or a ``last_error`` fails at once (tests of refusals pass False
-    and read the state themselves)."""
-    from stylized_renderer.engine.blender import session as session_mod
-    from stylized_renderer.engine.gpu import util as gpu_util
-
-    # (no stand-in for the hand-back: each update draws through run_in_gpu_context, whose render
-    # of its own temporary scene changes no frame of this one, as a real viewport draw does not)
-    clock = C.Clock()
-    monkeypatch.setattr(session_mod, "time", clock)
-    preview.clear_states()
-    s = session_mod.StylizedSession(viewport=True, addon=C.addon())   # as view_update makes it
-
-    def update(state, dt=0.0):
-        clock.now += dt
-        dg = bpy.context.evaluated_depsgraph_get()
-
-        def task():
-            s.ensure_gpu()
-            s.ensure_runtime(dg)
-            return s.update_frame(dg, state)
-        assert gpu_util.run_in_gpu_context(task)
-        if strict:
-            assert state.last_error is None, state.last_error
-        return s.runtime
-
-    yield types.SimpleNamespace(session=s, update=update)
-    gpu_util.run_in_gpu_context(s.free)
-    C.addon().forget_viewport_session()
-    preview.stop_timer()
-    preview.clear_states()
 
 
 @pytest.fixture
