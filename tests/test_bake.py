@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+from support.deform_rigs import run_bbone_check
 from support.preview_sessions import action_preview_session
-from test_bbones import _run as _run_checks
 from tools import deform_checker, scenes
 
 
 def _run(capsys, frames="1-10", mode="player"):
-    return _run_checks(capsys, frames, mode)
+    return run_bbone_check(capsys, frames, mode)
 
 
 def _scene_state(arm):

@@ -7,65 +7,8 @@ import bpy
 import numpy as np
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
+from support.deform_rigs import build_bbone_rig, run_bbone_check
 from tools import deform_checker, scenes
-
-
-def build_bbone_rig(scene=None):
-    """A three-bone chain along +Z with B-Bones (4, 8, 6 segments), non-default ease, an AUTO
-    start handle and a custom (ABSOLUTE) end handle bone on the middle bone, a curved mapping
-    where Blender has it, and a strip mesh weighted to all three with overlapping falloffs;
-    an action bends the chain and moves the handle over frames 1-10."""
-    arm = scenes.make_armature("BRig", [
-        ("root", None, (0, 0, 0), (0, 0, 1)),
-        ("mid", "root", (0, 0, 1), (0, 0, 2)),
-        ("tip", "mid", (0, 0, 2), (0, 0, 3)),
-        ("handle", None, (0, 0.0, 2.2), (0, 0.3, 2.2), False),
-    ], scene)
-    bones = arm.data.bones
-    for name, segs in (("root", 4), ("mid", 8), ("tip", 6)):
-        bones[name].bbone_segments = segs
-    bones["root"].bbone_easein, bones["root"].bbone_easeout = 0.4, 1.7
-    bones["mid"].bbone_easein, bones["mid"].bbone_easeout = 1.6, 0.3
-    bones["tip"].bbone_easeout = 2.0
-    bones["mid"].bbone_handle_type_start = "AUTO"
-    bones["mid"].bbone_handle_type_end = "ABSOLUTE"
-    bones["mid"].bbone_custom_handle_end = bones["handle"]
-    bones["tip"].bbone_handle_type_start = "AUTO"
-    if hasattr(bones["tip"], "bbone_mapping_mode"):
-        bones["tip"].bbone_mapping_mode = "CURVED"
-    verts, quads, _uv = scenes.grid(4, 41, size=(0.6, 3.0), origin=(-0.3, 0.0, 0.0))
-    ob = scenes.make_mesh("BStrip", verts, quads)
-    z = verts[:, 2]
-    wb = {}
-    for k, name in enumerate(("root", "mid", "tip")):
-        w = np.clip(1.0 - np.abs(z - (k + 0.5)) / 1.1, 0.0, 1.0)
-        sel = np.flatnonzero(w > 0)
-        wb[name] = (sel, np.round(w[sel], 3))
-    scenes.skin_to(ob, arm, wb)
-    pb = arm.pose.bones
-    for name in ("root", "mid", "tip"):
-        pb[name].rotation_mode = "XYZ"
-    keys = {1: (0.0, 0.0, 0.0, 0.0), 4: (0.3, 0.6, 0.5, 0.2), 7: (-0.2, 0.9, -0.4, -0.3), 10: (0.5, -0.7, 0.8, 0.4)}
-    for f, (a, b, c, h) in keys.items():
-        pb["root"].rotation_euler = (a, 0.0, 0.2 * a)
-        pb["mid"].rotation_euler = (b, 0.3 * b, 0.0)
-        pb["tip"].rotation_euler = (c, 0.0, -0.5 * c)
-        pb["handle"].location = (h, 0.0, -h)
-        pb["mid"].bbone_easein = 0.5 + a        # pose ease on top of the rest ease
-        pb["tip"].bbone_curveinx = 0.3 * c      # pose curve-in
-        for name in ("root", "mid", "tip"):
-            pb[name].keyframe_insert("rotation_euler", frame=f)
-        pb["handle"].keyframe_insert("location", frame=f)
-        pb["mid"].keyframe_insert("bbone_easein", frame=f)
-        pb["tip"].keyframe_insert("bbone_curveinx", frame=f)
-    sc = bpy.context.scene
-    sc.frame_start, sc.frame_end = 1, 10
-    scenes.finish()
-    return arm, ob
-
-
-def _run(capsys, frames="1-10", mode="timeline"):
-    return C.run_deform_check(capsys, frames, mode)
 
 
 def test_bbone_import_has_segment_slots(empty_scene):
@@ -90,7 +33,7 @@ def test_bbones_timeline_match_blender(empty_scene, capsys, tmp_path):
     """Timeline mode (F12 path / session update_frame): every frame within 1e-4 of the object size
     of Blender's evaluated mesh, on the GPU (no fallback)."""
     build_bbone_rig()
-    rc, out, fields = _run(capsys)
+    rc, out, fields = run_bbone_check(capsys)
     assert rc == 0, out
     assert "path=gpu" in out and int(fields["fallbacks"]) == 0, out
     assert int(fields["frames"]) == 10, out
@@ -116,7 +59,7 @@ def test_wrong_bbone_blend_fails(empty_scene, capsys, monkeypatch):
         return v, j, w, keys
 
     monkeypatch.setattr(skin, "split_bbone_weights", lower_only)
-    rc, out, fields = _run(capsys, frames="4-10:3")
+    rc, out, fields = run_bbone_check(capsys, frames="4-10:3")
     assert "path=gpu" in out, out
     assert rc == 1 and float(fields["max_rel_error"]) > deform_checker.TOLERANCE, out
 
@@ -129,7 +72,7 @@ def test_rest_segment_relation_without_segments(empty_scene, capsys, monkeypatch
     from stylized_renderer.engine.core.runtime import palette
 
     monkeypatch.setattr(palette.SkinningPaletteSet, "set_bbone_segments", lambda self, p, r: True)
-    rc, out, fields = _run(capsys, frames="4-10:3")
+    rc, out, fields = run_bbone_check(capsys, frames="4-10:3")
     assert "path=gpu" in out, out
     assert rc == 1 and float(fields["max_rel_error"]) > deform_checker.TOLERANCE, out
 

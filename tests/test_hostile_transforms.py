@@ -187,7 +187,7 @@ def test_object_scaled_to_zero_in_the_viewport_and_f12(empty_scene, session, tmp
 
 def test_preserve_volume_bone_scaled_to_zero_deforms_as_blender(empty_scene, capsys):
     """Dual quaternion skinning (Preserve Volume) through a bone scaled to 0."""
-    from test_preserve_volume import build_arm
+    from support.deform_rigs import build_arm
 
     arm, ob = build_arm()
     arm.pose.bones["lower"].scale = (0.0, 0.0, 0.0)
@@ -437,7 +437,7 @@ def test_huge_or_infinite_scale_never_reaches_the_pixels(empty_scene, capfd, wha
 # ------------------------------------------------------------------------------------------------
 
 def test_a_static_bbone_frame_uploads_nothing(empty_scene, session):
-    from test_bbones import build_bbone_rig
+    from support.deform_rigs import build_bbone_rig
 
     scene = empty_scene
     C.add_sun(scene, rotation=(0.6, 0.2, 0.0))

@@ -12,69 +12,12 @@ import numpy as np
 
 import conftest as C  # noqa: F401  (registers the extension fixtures)
 from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
+from support.deform_rigs import build_arm
 from tools import (
     deform_checker,
     render_capture,  # noqa: E402  (F12 results: the hook the tests install)
     scenes,
 )
-
-RADIUS = 0.25
-
-
-def _tube(rings=26, sides=16, length=2.5):
-    z = np.linspace(0.0, length, rings)
-    a = np.linspace(0.0, 2.0 * math.pi, sides, endpoint=False)
-    verts = np.stack([np.repeat(np.zeros(rings), sides) + RADIUS * np.tile(np.cos(a), rings),
-                      RADIUS * np.tile(np.sin(a), rings), np.repeat(z, sides)], 1)
-    quads = []
-    for r in range(rings - 1):
-        for s in range(sides):
-            s1 = (s + 1) % sides
-            quads.append((r * sides + s, r * sides + s1, (r + 1) * sides + s1, (r + 1) * sides + s))
-    return verts, quads
-
-
-def build_arm(preserve_volume=True, frames=8):
-    """upper (0-1) -> lower (1-2) -> hand (2-2.5) along +Z, and a 'side' bone on the upper arm;
-    a 26x16 tube weighted with overlapping falloffs (2-4 influences).  Keys: the upper arm
-    bends, the forearm twists about its own axis up to 170 degrees and bends, the hand scales
-    (1.0, 1.5, 0.6) and rolls, the side bone turns a little."""
-    arm = scenes.make_armature("PVRig", [
-        ("upper", None, (0, 0, 0), (0, 0, 1)),
-        ("lower", "upper", (0, 0, 1), (0, 0, 2)),
-        ("hand", "lower", (0, 0, 2), (0, 0, 2.5)),
-        ("side", "upper", (0.3, 0, 0.8), (0.3, 0, 1.2)),
-    ])
-    verts, quads = _tube()
-    ob = scenes.make_mesh("PVArm", verts, quads)
-    z = verts[:, 2]
-    wb = {}
-    for name, c in (("upper", 0.5), ("lower", 1.5), ("hand", 2.25)):
-        w = np.clip(1.0 - np.abs(z - c) / 1.0, 0.0, 1.0)
-        sel = np.flatnonzero(w > 0)
-        wb[name] = (sel, np.round(w[sel], 3))
-    sel = np.flatnonzero((z > 0.65) & (z < 1.35))
-    wb["side"] = (sel, np.full(sel.size, 0.2))
-    md = scenes.skin_to(ob, arm, wb)
-    md.use_deform_preserve_volume = preserve_volume
-    pb = arm.pose.bones
-    for b in pb:
-        b.rotation_mode = "XYZ"
-    keys = {1: (0.0, 0.0, 0.0, (1.0, 1.0, 1.0)), 4: (0.3, 1.6, 0.4, (1.0, 1.3, 0.8)),
-            frames: (-0.2, 2.97, 0.6, (1.0, 1.5, 0.6))}
-    for f, (bend, twist, lbend, s) in keys.items():
-        pb["upper"].rotation_euler = (bend, 0.0, 0.1 * bend)
-        pb["lower"].rotation_euler = (lbend, twist, 0.0)          # bone Y = the forearm's axis
-        pb["hand"].rotation_euler = (0.0, 0.5 * twist, 0.2)
-        pb["hand"].scale = s
-        pb["side"].rotation_euler = (0.2 * bend, 0.0, 0.3 * bend)
-        for b in ("upper", "lower", "hand", "side"):
-            pb[b].keyframe_insert("rotation_euler", frame=f)
-        pb["hand"].keyframe_insert("scale", frame=f)
-    sc = bpy.context.scene
-    sc.frame_start, sc.frame_end = 1, frames
-    scenes.finish()
-    return arm, ob
 
 
 def _run(capsys, frames="1-8", mode="timeline"):
@@ -159,7 +102,7 @@ def test_preserve_volume_bbones_and_object_transforms(empty_scene, capsys):
     """B-Bones with Preserve Volume (Blender's dual quaternion per segment matrix), the armature
     and the mesh object moved, turned and scaled non-uniformly (the modifier's armature space):
     both modes within 1e-4, no fallback."""
-    from test_bbones import build_bbone_rig
+    from support.deform_rigs import build_bbone_rig
 
     arm, ob = build_bbone_rig()
     ob.modifiers["Armature"].use_deform_preserve_volume = True
@@ -322,7 +265,7 @@ def test_preserve_volume_next_to_linear_mesh_baked(empty_scene, capsys):
     """One rig deforming a Preserve Volume mesh and a linear-blend mesh (batched palettes next
     to a per-group dual quaternion one), its B-Bone clip baked for the player: both meshes
     within 1e-4 in both modes."""
-    from test_bbones import build_bbone_rig
+    from support.deform_rigs import build_bbone_rig
 
     arm, ob = build_bbone_rig()
     twin = ob.copy()

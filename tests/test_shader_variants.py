@@ -201,7 +201,7 @@ def test_variants_match_general_shaders_deformation(empty_scene, monkeypatch, va
     drawn with the general skinning, next to items of up to 8 and up to 4 influences and
     instanced linked duplicates drawn with the SKIN_LBS8 / SKIN_MAX4 variants; the frame equals
     the general shaders' and every vertex class was drawn."""
-    from test_preserve_volume import build_arm
+    from support.deform_rigs import build_arm
 
     scene = empty_scene
     scene.render.resolution_x, scene.render.resolution_y = 240, 160

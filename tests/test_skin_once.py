@@ -71,7 +71,7 @@ def _skinned_morph_ball(scene):
 
 
 def _scene(scene, samples: int):
-    from test_preserve_volume import build_arm
+    from support.deform_rigs import build_arm
 
     scene.render.resolution_x, scene.render.resolution_y = 240, 160
     scene.render.resolution_percentage = 100
