@@ -15,42 +15,8 @@ import pytest
 from conftest import add_camera, add_sun, cube_geometry, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.blender.importer import scene as importer_scene
-from test_edits_between_renders import _edit_positions, _skinned_grid, mask_of, render_animation
+from support.edit_scenes import animated_grid, edit_positions, mask_of, render_animation
 from tools.render_capture import LAST_RENDER as last_render
-
-
-def _animated_grid(scene):
-    """The trust tests' skinned sheet with its upper bone keyed: frame 1 bent one way, frames 2
-    and later the other (constant from 2 on, so frame 3 differs from frame 2 only by an edit),
-    and its shape key keyed too (Blender re-evaluates the mesh every frame)."""
-    arm, ob = _skinned_grid(scene)
-    pb = arm.pose.bones["Top"]
-    for frame, angle in ((1, 0.8), (2, -0.7)):
-        pb.rotation_euler = (0.0, angle, 0.0)
-        pb.keyframe_insert("rotation_euler", frame=frame)
-    kb = ob.data.shape_keys.key_blocks["Wide"]
-    for frame, value in ((1, 1.0), (2, 0.5)):
-        kb.value = value
-        kb.keyframe_insert("value", frame=frame)
-    for fc in _fcurves(arm.animation_data.action) + _fcurves(ob.data.shape_keys.animation_data.action):
-        for kp in fc.keyframe_points:
-            kp.interpolation = "CONSTANT"
-    scene.frame_start, scene.frame_end = 1, 3
-    scene.frame_set(1)
-    return arm, ob
-
-
-def _fcurves(action):
-    """The action's F-curves, slotted (4.4+ layered actions) or legacy."""
-    fcs = list(getattr(action, "fcurves", ()) or ())
-    if fcs:
-        return fcs
-    out = []
-    for layer in getattr(action, "layers", ()):
-        for strip in layer.strips:
-            for bag in strip.channelbags:
-                out.extend(bag.fcurves)
-    return out
 
 
 @pytest.fixture
@@ -58,7 +24,7 @@ def anim_scene(empty_scene, tmp_path):
     scene = empty_scene
     add_camera(scene, location=(0.0, -7.0, 1.0))
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _animated_grid(scene)
+    arm, ob = animated_grid(scene)
     scene.render.filepath = str(tmp_path / "f")
     render_engine.free_final_session()
     yield scene, arm, ob
@@ -122,7 +88,7 @@ def test_second_frame_does_not_reimport_but_shows_the_new_pose(anim_scene, build
 
 
 def _move_vertices(scene):
-    _edit_positions(bpy.data.objects["Rig"], bpy.data.objects["Sheet"])
+    edit_positions(bpy.data.objects["Rig"], bpy.data.objects["Sheet"])
 
 
 def _recolour(scene):

@@ -28,7 +28,8 @@ from stylized_renderer.engine.blender.cameras import camera_from_matrices
 from stylized_renderer.engine.blender.render_engine import draw_view
 from stylized_renderer.engine.blender.session import StylizedSession
 from stylized_renderer.engine.gpu import util as gpu_util
-from support.viewport import CapturedUpdates, draw, object_mask
+from support.edit_scenes import edit_positions, edit_weights, mask_of, render_animation, skinned_grid
+from support.viewport import CapturedUpdates, draw
 from tools import scenes
 from tools.render_capture import LAST_RENDER as last_render
 
@@ -45,40 +46,9 @@ def captured():
     c.close()
 
 
-def mask_of(px):
-    return object_mask(px)
-
-
 # ------------------------------------------------------------------------------------------------
 # 1. F12 after an edit
 # ------------------------------------------------------------------------------------------------
-
-def _skinned_grid(scene):
-    """A 6x6 grid skinned to two bones (the upper half to the posed bone) + a shape key."""
-    arm = scenes.make_armature("Rig", [("Root", None, (0, 0, 0), (0, 0, 1)), ("Top", "Root", (0, 0, 1), (0, 0, 2))])
-    verts, quads, _ = scenes.grid(6, 6, size=(2.0, 2.0), origin=(-1.0, 0.0, 0.0))
-    ob = scenes.make_mesh("Sheet", verts, quads, materials=("SheetMat",))
-    ob.data.materials[0].diffuse_color = (0.9, 0.2, 0.1, 1.0)
-    z = np.array(verts)[:, 2]
-    scenes.skin_to(ob, arm, {"Root": (np.flatnonzero(z <= 1.0), np.ones(int((z <= 1.0).sum()))),
-                             "Top": (np.flatnonzero(z > 1.0), np.ones(int((z > 1.0).sum())))})
-    ob.shape_key_add(name="Basis", from_mix=False)
-    kb = ob.shape_key_add(name="Wide", from_mix=False)
-    co = np.array(verts, np.float32)
-    co[:, 0] *= 1.2
-    kb.data.foreach_set("co", co.ravel())
-    kb.value = 1.0
-    arm.pose.bones["Top"].rotation_mode = "XYZ"
-    arm.pose.bones["Top"].rotation_euler = (0.0, 0.8, 0.0)
-    scenes.finish()
-    return arm, ob
-
-
-def _edit_positions(arm, ob):
-    co = np.empty(len(ob.data.vertices) * 3, np.float32)
-    ob.data.vertices.foreach_get("co", co)
-    ob.data.vertices.foreach_set("co", co * 0.6)
-    ob.data.update()
 
 
 def _edit_key(arm, ob):
@@ -91,14 +61,7 @@ def _edit_key(arm, ob):
     ob.data.update()
 
 
-def _edit_weights(arm, ob):
-    # the lower half now follows the posed bone too
-    low = [v.index for v in ob.data.vertices if v.co.z <= 1.0]
-    ob.vertex_groups["Root"].remove(low)
-    ob.vertex_groups["Top"].add(low, 1.0, "REPLACE")
-
-
-EDITS = [("positions", _edit_positions), ("shape key", _edit_key), ("weights", _edit_weights)]
+EDITS = [("positions", edit_positions), ("shape key", _edit_key), ("weights", edit_weights)]
 
 
 @pytest.mark.parametrize("what,edit", EDITS, ids=[e[0] for e in EDITS])
@@ -106,7 +69,7 @@ def test_f12_after_an_edit_is_never_stale(empty_scene, what, edit):
     scene = empty_scene
     add_camera(scene, location=(0.0, -7.0, 1.0))
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     before = render_scene(scene).copy()
     assert last_render["stats"]["fallbacks"] == []
     edit(arm, ob)
@@ -126,14 +89,14 @@ def test_animation_render_picks_up_an_edit_between_frames(empty_scene, tmp_path)
     scene = empty_scene
     add_camera(scene, location=(0.0, -7.0, 1.0))
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     scene.frame_start, scene.frame_end = 1, 3
     scene.render.filepath = str(tmp_path / "f")
     frames = {}
 
     def edit(sc, *_):
         if sc.frame_current == 3:
-            _edit_positions(arm, ob)
+            edit_positions(arm, ob)
 
     def grab(sc, *_):
         frames[sc.frame_current] = (last_render["pixels"].copy(), dict(last_render["stats"]))
@@ -145,18 +108,6 @@ def test_animation_render_picks_up_an_edit_between_frames(empty_scene, tmp_path)
     # frame 2 found nothing changed and kept the runtime; frame 3's edit rebuilt it
     assert frames[1][1]["runtime_reuses"] == 0 and frames[2][1]["runtime_reuses"] == 1
     assert frames[3][1]["runtime_reuses"] == 1
-
-
-def render_animation(scene, before_frame, after_frame):
-    """Ctrl+F12 through bpy.ops with a frame_change_pre and a render_post handler (a script that
-    edits between frames, and a grab of each frame's pixels)."""
-    bpy.app.handlers.frame_change_pre.append(before_frame)
-    bpy.app.handlers.render_post.append(after_frame)
-    try:
-        bpy.ops.render.render(animation=True, scene=scene.name)
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(before_frame)
-        bpy.app.handlers.render_post.remove(after_frame)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -242,7 +193,7 @@ def _every_kind(scene):
     b = bpy.data.objects.new("DupB", a.data)
     b.location = (0.6, 0.0, -1.0)
     scene.collection.objects.link(b)
-    arm, sheet = _skinned_grid(scene)
+    arm, sheet = skinned_grid(scene)
     act, cb = scenes.new_action("Wave", arm)
     scenes.add_curve(cb, 'pose.bones["Top"].rotation_euler', 1, [1, 10, 20], [0.0, 0.9, 0.0])
     mover = add_mesh_object(scene, "Mover", v, f, location=(0.0, 0.0, 2.5))
@@ -370,7 +321,7 @@ def test_moving_an_armature_that_is_not_the_parent_deforms_as_blender(empty_scen
 
     scene = empty_scene
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     ob.parent = None
     act, cb = scenes.new_action("Walk", arm)
     scenes.add_curve(cb, "location", 0, [1, 10], [0.0, 1.5])
@@ -399,7 +350,7 @@ def test_moving_an_armature_that_is_not_the_parent_deforms_as_blender(empty_scen
 def _viewport_sheet(scene, session):
     """The skinned sheet under a sun, synced into the viewport session: (rig, mesh, view, proj)."""
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     view, proj = look_at((0.0, -9.0, 1.0), (0.0, 0.0, 1.0)), perspective(math.radians(45), 4 / 3)
     session.sync(bpy.context.evaluated_depsgraph_get())
     return arm, ob, view, proj
@@ -442,7 +393,7 @@ def test_errors_name_the_size_the_object_and_the_value(empty_scene, capfd):
     scene = empty_scene
     add_camera(scene, location=(0.0, -7.0, 1.0))
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     prop = add_mesh_object(scene, "BadProp", [(0, 0, 0), (1, 0, 0), (0, 0, 1)], [(0, 1, 2)])
     prop.data.vertices[1].co = (float("nan"), 0.0, 0.0)
     txt = bpy.data.objects.new("Label", bpy.data.curves.new("Label", "FONT"))
@@ -470,7 +421,7 @@ def test_errors_name_the_size_the_object_and_the_value(empty_scene, capfd):
 
 def test_operators_refuse_bad_values_and_unknown_armatures(empty_scene):
     scene = empty_scene
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     kb = ob.data.shape_keys.key_blocks["Wide"]
     kb.value = 0.3
     with pytest.raises(RuntimeError, match="not a finite number"):
@@ -544,7 +495,7 @@ def test_linked_duplicates_share_assets_and_static_streams(empty_scene, capsys):
 
     scene = empty_scene
     add_sun(scene, rotation=(0.6, 0.2, 0.0))
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     act, cb = scenes.new_action("Bend", arm)
     scenes.add_curve(cb, 'pose.bones["Top"].rotation_euler', 1, [1, 10], [0.0, 0.9])
     copies = []

@@ -16,8 +16,7 @@ import pytest
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.blender.importer import skin
-from test_animation_render_resync import _animated_grid
-from test_edits_between_renders import _edit_weights, _skinned_grid, mask_of, render_animation
+from support.edit_scenes import animated_grid, edit_weights, mask_of, render_animation, skinned_grid
 from tools.render_capture import LAST_RENDER as last_render
 
 HANDLER = "stylized_edit_signals"
@@ -59,7 +58,7 @@ def _handlers():
 
 def test_weights_are_read_once_per_import_and_not_by_an_unchanged_f12(grid_scene, weight_reads):
     scene = grid_scene
-    _skinned_grid(scene)
+    skinned_grid(scene)
     first = render_scene(scene).copy()
     assert weight_reads == ["Sheet"], "the first F12 read the weights more than once"
     again = render_scene(scene).copy()
@@ -91,7 +90,7 @@ def _set_element_weight(arm, ob):
 
 
 def _add_then_update(arm, ob):
-    _edit_weights(arm, ob)
+    edit_weights(arm, ob)
     bpy.context.view_layer.update()         # evaluated before the render: the handler hears it
 
 
@@ -100,7 +99,7 @@ def _remove_upper(arm, ob):
     ob.vertex_groups["Top"].remove(upper)   # the upper half no longer follows the posed bone
 
 
-WEIGHT_EDITS = [("VertexGroup.add and remove", None, _edit_weights),
+WEIGHT_EDITS = [("VertexGroup.add and remove", None, edit_weights),
                 ("VertexGroupElement.weight", _prepare_zero_top, _set_element_weight),
                 ("edit then view_layer.update", None, _add_then_update),
                 ("VertexGroup.remove", None, _remove_upper)]
@@ -109,7 +108,7 @@ WEIGHT_EDITS = [("VertexGroup.add and remove", None, _edit_weights),
 @pytest.mark.parametrize("what,prepare,edit", WEIGHT_EDITS, ids=[e[0] for e in WEIGHT_EDITS])
 def test_f12_after_a_weight_edit_is_drawn(grid_scene, weight_reads, what, prepare, edit):
     scene = grid_scene
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     if prepare is not None:
         prepare(arm, ob)
     before = render_scene(scene).copy()
@@ -127,7 +126,7 @@ def test_f12_after_an_untagged_shape_key_edit_is_drawn(grid_scene, weight_reads)
     """Shape-key coordinates set with ``foreach_set`` and no ``update()``: Blender's fresh render
     depsgraph shows them, so F12 hashes every shape key (not only after a signal)."""
     scene = grid_scene
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     before = render_scene(scene).copy()
     kb = ob.data.shape_keys.key_blocks["Wide"]
     co = np.empty(len(kb.data) * 3, np.float32)
@@ -145,13 +144,13 @@ def test_without_its_handler_every_mesh_counts_as_edited(grid_scene, weight_read
     """The session's handler goes with the session; when it is missing (a file load clears
     handlers) no signal is trusted: the weights are read and an edit is drawn."""
     scene = grid_scene
-    arm, ob = _skinned_grid(scene)
+    arm, ob = skinned_grid(scene)
     before = render_scene(scene).copy()
     assert len(_handlers()) == 1, "the final-render session registered no edit handler"
     for h in _handlers():
         bpy.app.handlers.depsgraph_update_post.remove(h)
     reads = len(weight_reads)
-    _edit_weights(arm, ob)
+    edit_weights(arm, ob)
     after = render_scene(scene).copy()
     assert len(weight_reads) > reads
     assert (mask_of(before) != mask_of(after)).sum() > 40
@@ -184,14 +183,14 @@ def test_a_weight_edit_between_animation_frames_is_drawn(grid_scene, tmp_path, w
     frame 3 reads them, draws the edit and equals a fresh session's render."""
     scene = grid_scene
     if animated:
-        arm, ob = _animated_grid(scene)
+        arm, ob = animated_grid(scene)
     else:
-        arm, ob = _skinned_grid(scene)
+        arm, ob = skinned_grid(scene)
         scene.frame_start, scene.frame_end = 1, 3
     scene.render.filepath = str(tmp_path / "f")
 
     def edit(sc):
-        _edit_weights(arm, ob)
+        edit_weights(arm, ob)
 
     frames = _animate(scene, edit, 3, weight_reads)
     assert sorted(frames) == [1, 2, 3]
@@ -210,7 +209,7 @@ def test_signals_are_answered_by_a_verified_f12(grid_scene, weight_reads):
     leave no signal behind once an F12 verified the scene, and do not make the rendered mesh's
     weights be read."""
     scene = grid_scene
-    _skinned_grid(scene)
+    skinned_grid(scene)
     cu = bpy.data.curves.new("Wire", "CURVE")
     cu.dimensions = "3D"
     cu.bevel_depth = 0.05
