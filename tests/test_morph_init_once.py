@@ -8,14 +8,14 @@ import numpy as np
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.core import geometry
 from stylized_renderer.engine.core.runtime import mesh_instance
-from test_sparse_morph import _bump_grid, _targets
+from support.bump_grid import bump_grid, morph_targets_of
 
 
 def test_first_f12_makes_the_smooth_normal_deltas_once_per_primitive(empty_scene, monkeypatch):
     """The runtime's morph table, the shader-morph spans and the deltas texture all need each
     primitive's outline smooth-normal deltas; the first F12 made them three times.  Now each
     target's are made once, for the whole primitive's one ``SmoothNormalDeltas``."""
-    _bump_grid()
+    bump_grid()
     scene = bpy.context.scene
     add_camera(scene, location=(0.0, -5.0, 1.0))
     add_sun(scene, rotation=(0.6, 0.0, 0.4))
@@ -40,8 +40,8 @@ def test_first_f12_makes_the_smooth_normal_deltas_once_per_primitive(empty_scene
 
 
 def test_spans_alone_equal_the_packed_spans(empty_scene):
-    ob = _bump_grid()
-    prim, _ = _targets(ob)
+    ob = bump_grid()
+    prim, _ = morph_targets_of(ob)
     smooth = geometry.smooth_normal_deltas(prim)
     span, entries = mesh_instance.pack_morph_entries(prim, smooth)
     alone = mesh_instance.pack_morph_span(prim, smooth)

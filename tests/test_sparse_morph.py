@@ -3,55 +3,19 @@ the CPU rebuild and the vertex-shader composition both work from those rows; bot
 against Blender's evaluated mesh (tools/check_deform.py) on a grid whose keys move a small patch."""
 from __future__ import annotations
 
-import bpy
 import numpy as np
 import pytest
 
-from stylized_renderer.engine.blender import importer
 from stylized_renderer.engine.blender.importer.morph import read_key_coords
 from stylized_renderer.engine.core.assets import AssetError, MorphTargetAsset
 from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
-from tools import check_deform, deform_checker, scenes
-
-N = 40          # 1600 vertices; each bump moves a patch of a few dozen
-
-
-def _bump_grid():
-    """A grid with keys 'Bump' and 'Dent' moving small patches, 'Nothing' equal to the basis,
-    and their values keyed over frames 1-20 (so both morph paths run)."""
-    verts, quads, uv = scenes.grid(N, N, size=(2.0, 2.0), origin=(-1.0, 0.0, 0.0))
-    ob = scenes.make_mesh("SparseGrid", verts, quads, uv=uv)
-    ob.shape_key_add(name="Basis", from_mix=False)
-    base = verts.astype(np.float64)
-    for name, centre, height in (("Bump", (0.3, 1.2), 0.2), ("Dent", (-0.5, 0.6), -0.15)):
-        kb = ob.shape_key_add(name=name, from_mix=False)
-        r2 = (base[:, 0] - centre[0]) ** 2 + (base[:, 2] - centre[1]) ** 2
-        bump = np.where(r2 < 0.04, np.exp(-r2 / 0.01), 0.0)
-        co = base.copy()
-        co[:, 1] += bump * height
-        kb.data.foreach_set("co", co.astype(np.float32).ravel())
-    ob.shape_key_add(name="Nothing", from_mix=False)
-    for k, kb in enumerate(ob.data.shape_keys.key_blocks[1:]):
-        for f, v in ((1, 0.0), (10, 0.9), (20, 0.3 + 0.2 * k)):
-            kb.value = v
-            kb.keyframe_insert("value", frame=f)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 20
-    scenes.finish()
-    return ob
-
-
-def _targets(ob):
-    asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
-    mesh = next(m for m in asset.meshes if m.name == ob.name)
-    assert len(mesh.primitives) == 1
-    prim = mesh.primitives[0]
-    return prim, {t.name: t for t in prim.morph_targets}
+from support.bump_grid import bump_grid, morph_targets_of
+from tools import check_deform, deform_checker
 
 
 def test_asset_stores_only_the_rows_a_key_changes(empty_scene):
-    ob = _bump_grid()
-    prim, targets = _targets(ob)
+    ob = bump_grid()
+    prim, targets = morph_targets_of(ob)
     v = prim.vertex_count
     dense = v * 3 * 4 * 3                     # positions + normals + tangents, (V,3) float32 each
     basis = read_key_coords(ob.data.shape_keys.key_blocks["Basis"], len(ob.data.vertices))
@@ -86,7 +50,7 @@ def test_asset_stores_only_the_rows_a_key_changes(empty_scene):
 def test_sparse_morph_paths_match_blender(empty_scene, capsys, policy):
     """The CPU rebuild and the vertex-shader composition, both from the sparse rows, reproduce
     Blender's evaluated mesh vertex by vertex (GPU readback, tools/check_deform.py)."""
-    ob = _bump_grid()
+    ob = bump_grid()
     rc = check_deform.run_checks("1-20:3", "both", policy)
     out = capsys.readouterr().out
     assert rc == 0, out
