@@ -8,7 +8,7 @@ import bpy
 import numpy as np
 
 from support import compositing_scene as S
-from test_compositing import _interior
+from support.compositing_scene import interior
 from tools import render_capture
 
 
@@ -48,14 +48,14 @@ def test_aovs_hold_the_materials_values_as_eevee(empty_scene, tmp_path):
     c_o = np.stack([ours[f"ViewLayer.myaov.{c}"] for c in "RGB"], -1)
     c_e = np.stack([eevee[f"ViewLayer.myaov.{c}"] for c in "RGB"], -1)
     v_o, v_e = ours["ViewLayer.myval.X"], eevee["ViewLayer.myval.X"]
-    ball = _interior(_interior(np.all(np.abs(c_e - (0.2, 0.4, 0.6)) < 0.01, -1)))
+    ball = interior(interior(np.all(np.abs(c_e - (0.2, 0.4, 0.6)) < 0.01, -1)))
     assert np.count_nonzero(ball) > 100
     assert np.abs(c_o[ball] - (0.2, 0.4, 0.6)).max() < 1e-6 and np.abs(v_o[ball] - 0.7).max() < 1e-6
     assert np.abs(v_e[ball] - 0.7).max() < 2e-3                          # (EEVEE writes half floats)
     # everywhere: the same within anti-aliasing on the ball's edge (the checker on the box is
     # EEVEE's alone: it is named in the log, ours is 0 there)
     box = np.any(np.abs(c_e - (0.2, 0.4, 0.6)) > 0.05, -1) & np.any(c_e > 0, -1)
-    rest = _interior(_interior(~box))
+    rest = interior(interior(~box))
     assert np.percentile(np.abs(v_o - v_e)[rest], 99) < 0.02
     assert np.percentile(np.abs(c_o - c_e).max(-1)[rest], 99) < 0.02
     edge = (v_o > 0.05) & (v_o < 0.65)

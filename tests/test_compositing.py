@@ -10,18 +10,8 @@ from mathutils import Vector
 
 import conftest as C
 from support import compositing_scene as S
+from support.compositing_scene import interior
 from support.exr_read import layer_pass
-
-
-def _interior(mask):
-    """``mask`` without its one-pixel border (edges differ by anti-aliasing between engines)."""
-    m = np.asarray(mask, bool)
-    out = m.copy()
-    out[1:] &= m[:-1]
-    out[:-1] &= m[1:]
-    out[:, 1:] &= m[:, :-1]
-    out[:, :-1] &= m[:, 1:]
-    return out
 
 
 def test_depth_normal_mist_passes_match_eevee(empty_scene, tmp_path):
@@ -38,7 +28,7 @@ def test_depth_normal_mist_passes_match_eevee(empty_scene, tmp_path):
     z_o, z_e = layer_pass(ours, "ViewLayer.Depth", "Z")[..., 0], layer_pass(eevee, "ViewLayer.Depth", "Z")[..., 0]
     C.save_png(np.stack([np.concatenate([z_o, z_e], 1) / 12.0] * 3 + [np.ones((S.H, 2 * S.W))], -1),
                C.ARTIFACTS / "pass_depth.png")
-    covered = _interior((z_e < 1e9) & (z_o < 1e9))
+    covered = interior((z_e < 1e9) & (z_o < 1e9))
     assert np.count_nonzero(covered) > 0.5 * S.W * S.H
     rel = np.abs(z_o - z_e)[covered] / z_e[covered]
     assert np.median(rel) < 2e-3 and np.percentile(rel, 95) < 0.02
@@ -136,14 +126,14 @@ def test_toon_passes_outline_shadow_shade_rim(empty_scene, tmp_path):
     ground = drawn & (np.ptp(unshadowed[..., :3], axis=-1) < 0.02)       # the grey ground
     C.save_png(np.stack([shadow, darker, ground, np.ones_like(shadow)], -1), C.ARTIFACTS / "pass_shadow.png")
     assert np.count_nonzero(ground & (shadow < 0.5)) > 30
-    assert S.coverage_iou(_interior(darker) & ground, _interior(ground & (shadow < 0.5))) > 0.8
+    assert S.coverage_iou(interior(darker) & ground, interior(ground & (shadow < 0.5))) > 0.8
     # Shade: the lit/shade ramp follows N.L on the ball (Normal pass, the sun's direction)
     sun = scene.objects["Sun"]
     L = np.array(sun.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0)))
     n = layer_pass(ch, "ViewLayer.Normal", "XYZ")
     ndl = n @ L
     shade = layer_pass(ch, "ViewLayer.Shade", "X")[..., 0]
-    red = _interior((comb[..., 0] > 2 * comb[..., 2]) & ~cov)
+    red = interior((comb[..., 0] > 2 * comb[..., 2]) & ~cov)
     assert (shade[red & (ndl > 0.3)] > 0.9).mean() > 0.95
     assert (shade[red & (ndl < -0.3)] < 0.1).mean() > 0.95
     # Rim: what the rim adds to the colour
@@ -358,7 +348,7 @@ def test_passes_are_averaged_over_the_samples(empty_scene, tmp_path):
     n_len = np.linalg.norm(layer_pass(ch, "ViewLayer.Normal", "XYZ"), axis=-1)
     mixed = (n_len > 0.05) & (n_len < 0.97)
     assert np.count_nonzero(mixed) > 20
-    assert not ((n_len > 0.05) & (n_len < 0.97))[_interior(n_len > 0.999)].any()
+    assert not ((n_len > 0.05) & (n_len < 0.97))[interior(n_len > 0.999)].any()
     m1 = layer_pass(one, "ViewLayer.Mist", "Z")[..., 0]
     m8 = layer_pass(ch, "ViewLayer.Mist", "Z")[..., 0]
     assert np.count_nonzero(np.abs(m8 - m1) > 1e-3) > 20          # silhouettes mixed ...
@@ -432,7 +422,7 @@ def test_blend_surfaces_in_index_and_toon_passes(empty_scene, tmp_path):
     bsdf.inputs["Alpha"].default_value = 1.0
     own_ch = S.render_exr(scene, tmp_path / "own.exr")
     own = layer_pass(own_ch, "ViewLayer.Shade", "X")[..., 0]
-    covered = _interior(layer_pass(own_ch, f"ViewLayer.{name}", "X")[..., 0] == 6)
+    covered = interior(layer_pass(own_ch, f"ViewLayer.{name}", "X")[..., 0] == 6)
     C.save_png(np.stack([np.concatenate([shade, behind, own], 1)] * 3 + [np.ones((S.H, 3 * S.W))], -1),
                C.ARTIFACTS / "pass_shade_blend.png")
     assert np.count_nonzero(covered) > 200

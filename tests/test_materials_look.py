@@ -19,8 +19,8 @@ from mathutils import Vector
 
 import conftest as C
 from support import compositing_scene as S
+from support.compositing_scene import interior
 from support.exr_read import layer_pass
-from test_compositing import _interior
 
 GODETTE = C.TESTDATA / "vrm" / "Godette_vrm0.blend"
 SIZE = 128
@@ -50,7 +50,7 @@ def _close_up(tmp_path, view):
     lum_o = S.combined(ours)[..., :3].mean(-1)
     lum_e = S.combined(eevee)[..., :3].mean(-1)
     C.save_png(np.concatenate([S.combined(ours), S.combined(eevee)], 1), C.ARTIFACTS / f"godette_{view}.png")
-    backpack = _interior(layer_pass(ours, "ViewLayer." + _index_name(), "X")[..., 0] == BACKPACK)
+    backpack = interior(layer_pass(ours, "ViewLayer." + _index_name(), "X")[..., 0] == BACKPACK)
     ndl = layer_pass(eevee, "ViewLayer.Normal", "XYZ") @ to_sun
     return lum_o, lum_e, backpack, ndl
 

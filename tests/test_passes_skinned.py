@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import ARTIFACTS, add_camera, add_mesh_object, add_sun, save_png
-from support.two_bone_rig import bend, two_bone_rig
+from support.two_bone_rig import bar_geometry, bend, two_bone_rig
 
 GROUND_SHADE = (0.1, 0.2, 0.6)
 OUTLINE = (0.0, 1.0, 0.0)
@@ -33,23 +33,6 @@ def mtoon_material(name, base, shade, outline_width=0.0):
         p.outline_color = OUTLINE
         p.outline_lighting_mix = 0.0
     return mat
-
-
-def bar_geometry(segments=8, half=0.3, height=2.0):
-    verts, faces = [], []
-    for k in range(segments + 1):
-        z = height * k / segments
-        verts += [(-half, -half, z), (half, -half, z), (half, half, z), (-half, half, z)]
-    for k in range(segments):
-        a = 4 * k
-        b = a + 4
-        for i in range(4):
-            j = (i + 1) % 4
-            faces.append((a + i, a + j, b + j, b + i))
-    faces.append((3, 2, 1, 0))
-    t = 4 * segments
-    faces.append((t, t + 1, t + 2, t + 3))
-    return verts, faces
 
 
 def build_scene(scene, raised: bool):

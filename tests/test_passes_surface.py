@@ -7,8 +7,8 @@ import numpy as np
 
 import conftest as C
 from support import compositing_scene as S
+from support.compositing_scene import interior
 from support.exr_read import layer_pass
-from test_compositing import _interior
 
 
 def test_position_pass_matches_eevee(empty_scene, tmp_path):
@@ -22,7 +22,7 @@ def test_position_pass_matches_eevee(empty_scene, tmp_path):
     p_e = layer_pass(eevee, "ViewLayer.Position", "XYZ")
     drawn_o, drawn_e = np.any(p_o != 0, -1), np.any(p_e != 0, -1)
     assert S.coverage_iou(drawn_o, drawn_e) > 0.97            # the background is 0 in both
-    covered = _interior(drawn_o & drawn_e)
+    covered = interior(drawn_o & drawn_e)
     assert np.count_nonzero(covered) > 0.5 * S.W * S.H
     err = np.linalg.norm(p_o - p_e, axis=-1)[covered]
     size = 8.0                                                   # the ground plane's extent
@@ -56,7 +56,7 @@ def test_diffuse_color_emission_and_ao_match_eevee(empty_scene, tmp_path):
     C.save_png(np.concatenate([np.concatenate([np.concatenate([d_o, d_e], 1), np.concatenate([e_o, e_e], 1)], 0),
                                np.ones((2 * S.H, 2 * S.W, 1))], -1), C.ARTIFACTS / "pass_diffuse_emission.png")
     # (two pixels in from every edge: EEVEE's film filter spreads its data passes over ~1.5 px)
-    drawn = _interior(_interior(np.any(d_e > 0, -1) | np.any(e_e > 0, -1)))
+    drawn = interior(interior(np.any(d_e > 0, -1) | np.any(e_e > 0, -1)))
     assert np.count_nonzero(drawn) > 0.5 * S.W * S.H
     # every material's value (the ball's red, the box's blue, the ground's grey) and the box's glow
     for want in ((0.8, 0.1, 0.1), (0.1, 0.2, 0.8), (0.5, 0.5, 0.5)):
@@ -73,7 +73,7 @@ def test_diffuse_color_emission_and_ao_match_eevee(empty_scene, tmp_path):
     assert np.percentile(np.abs(e_o - e_e).max(-1)[drawn], 95) < 0.02, np.percentile(np.abs(e_o - e_e).max(-1)[drawn], [50, 95, 98])
     # the background is 0 in both passes
     sky = ~np.any(d_e > 0, -1) & ~np.any(e_e > 0, -1)
-    assert np.count_nonzero(sky) > 100 and np.abs(d_o[_interior(sky)]).max() == 0.0
+    assert np.count_nonzero(sky) > 100 and np.abs(d_o[interior(sky)]).max() == 0.0
 
 
 def _ao_distance(scene, d):
@@ -97,8 +97,8 @@ def _check_ao(scene, ours, eevee, tmp_path):
                C.ARTIFACTS / "pass_ao.png")
     depth = a_e > 0                                         # (the background is 0 in both)
     assert S.coverage_iou(a_o > 0, depth) > 0.93      # (a fully occluded pixel is 0 too)
-    dark_e = _interior(a_e < 0.8) & depth
-    open_e = _interior(a_e > 0.97) & depth
+    dark_e = interior(a_e < 0.8) & depth
+    open_e = interior(a_e > 0.97) & depth
     assert np.count_nonzero(dark_e) > 20 and np.count_nonzero(open_e) > 500
     assert np.median(a_o[dark_e]) < 0.85, np.median(a_o[dark_e])        # the creases are dark in ours too
     assert np.median(a_o[open_e]) > 0.95                                  # the open ground is open

@@ -11,10 +11,9 @@ import numpy as np
 
 import conftest as C
 from support import compositing_scene as S
+from support.compositing_scene import interior
 from support.exr_read import layer_pass
-from support.two_bone_rig import two_bone_rig
-from test_compositing import _interior
-from test_passes_skinned import bar_geometry
+from support.two_bone_rig import bar_geometry, two_bone_rig
 
 
 def _keys(ob, path, index, values, frames=(1, 2, 3)):
@@ -35,12 +34,12 @@ def _compare(ours, eevee, name, min_pixels):
     pair = np.concatenate([ours, eevee], 1)          # ours | EEVEE: X (previous) red, Y green, Z blue
     C.save_png(np.concatenate([pair[..., :3] / 40.0 + 0.5, np.ones(pair.shape[:2] + (1,))], -1),
                C.ARTIFACTS / f"pass_vector_{name}.png")
-    moving = _interior(_interior(np.any(np.abs(eevee) > 0.05, -1)) & _interior(np.any(np.abs(ours) > 0.05, -1)))
+    moving = interior(interior(np.any(np.abs(eevee) > 0.05, -1)) & interior(np.any(np.abs(ours) > 0.05, -1)))
     assert np.count_nonzero(moving) > min_pixels, np.count_nonzero(moving)
     err = np.abs(ours - eevee).max(-1)[moving]
     assert np.percentile(err, 95) < 0.5 and np.median(err) < 0.1, np.percentile(err, [50, 95, 99])
     # what does not move reads 0 in both (the background and the still ground)
-    still = _interior(~np.any(np.abs(eevee) > 0.05, -1))
+    still = interior(~np.any(np.abs(eevee) > 0.05, -1))
     assert np.count_nonzero(still) > 100 and np.abs(ours[still]).max() < 0.05
     return err
 

@@ -1,6 +1,7 @@
 """The small scene of the compositing tests (issue 26/27): a sphere, a cube and a ground plane
 under a sun and a bright world, seen by a perspective camera; helpers to render it with any
-engine into a written EXR and read that file back (tests/support/exr_read.py)."""
+engine into a written EXR and read that file back (tests/support/exr_read.py); ``interior`` a
+mask without its border pixels (the pass tests compare masks of different engines with it)."""
 from __future__ import annotations
 
 import math
@@ -87,3 +88,14 @@ def coverage_iou(a, b) -> float:
     b = np.asarray(b, bool)
     u = np.count_nonzero(a | b)
     return 1.0 if u == 0 else np.count_nonzero(a & b) / u
+
+
+def interior(mask):
+    """``mask`` without its one-pixel border (edges differ by anti-aliasing between engines)."""
+    m = np.asarray(mask, bool)
+    out = m.copy()
+    out[1:] &= m[:-1]
+    out[:-1] &= m[1:]
+    out[:, 1:] &= m[:, :-1]
+    out[:, :-1] &= m[:, 1:]
+    return out

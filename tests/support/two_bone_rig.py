@@ -1,6 +1,6 @@
-"""The two-bone test rig (test_local_shadows, test_passes_skinned): a column of two bones, each
-skinning the half of a mesh below / above the middle (weight 1), the upper one bent sideways about
-its own Z."""
+"""The two-bone test rig (test_local_shadows, test_passes_skinned, test_vector_pass): a column of two
+bones, each skinning the half of a mesh below / above the middle (weight 1), the upper one bent
+sideways about its own Z; ``bar_geometry`` the square bar such a rig bends."""
 from __future__ import annotations
 
 import math
@@ -41,3 +41,20 @@ def bend(rig, bone, degrees):
     pb = rig.pose.bones[bone]
     pb.rotation_mode = "XYZ"
     pb.rotation_euler = (0.0, 0.0, math.radians(degrees))
+
+
+def bar_geometry(segments=8, half=0.3, height=2.0):
+    verts, faces = [], []
+    for k in range(segments + 1):
+        z = height * k / segments
+        verts += [(-half, -half, z), (half, -half, z), (half, half, z), (-half, half, z)]
+    for k in range(segments):
+        a = 4 * k
+        b = a + 4
+        for i in range(4):
+            j = (i + 1) % 4
+            faces.append((a + i, a + j, b + j, b + i))
+    faces.append((3, 2, 1, 0))
+    t = 4 * segments
+    faces.append((t, t + 1, t + 2, t + 3))
+    return verts, faces
