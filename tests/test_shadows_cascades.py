@@ -336,7 +336,7 @@ def test_vrm_addon_receive_shadow_rate(ext):
     """The VRM Add-on keeps MToon 0.x's receive-shadow rate (no such thing in MToon 1.0) as
     vrm_addon_extension.mtoon1.mtoon0_receive_shadow_rate; stored in the file it is read without
     the add-on: 1 receives the full shadow, 0 none, 0.75 three quarters of it."""
-    from test_materials import make_vrm_material
+    from support.vrm_materials import make_vrm_material
 
     results = {}
     for rate in (None, 1.0, 0.75, 0.0):
