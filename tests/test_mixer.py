@@ -110,8 +110,8 @@ def test_matrices_and_morph_weights():
 def test_the_player_crossfade_goes_through_the_mixer():
     """Half-way through a fade the pose equals the mixer fed with both clips alone at their
     times and the fade's weights (and Blender's slerp of the two rotations)."""
-    import test_player_crossfade as C
     from stylized_renderer.engine.core.animation import player as player_mod
+    from support.crossfade_clips import sample_alone, start_fade, trs
 
     calls = []
     orig = player_mod.TRSMixer.accumulate
@@ -122,16 +122,16 @@ def test_the_player_crossfade_goes_through_the_mixer():
 
     player_mod.TRSMixer.accumulate = spy
     try:
-        scene, pose, p, ca, cb = C.start_fade(fade=0.5, t_switch=0.4)
+        scene, pose, p, ca, cb = start_fade(fade=0.5, t_switch=0.4)
         assert p.update(0.25, scene, pose)
     finally:
         player_mod.TRSMixer.accumulate = orig
     assert calls and abs(calls[-1] + calls[-2] - 1.0) < 1e-12, calls
     a = p.fade_weights[1]
-    pa, _ = C.sample_alone(scene, ca, 0.4 + 0.25)
-    pb, _ = C.sample_alone(scene, cb, 0.25)
-    q = C.trs(pose, 1)[1]
-    ref = bl_slerp(C.trs(pa, 1)[1], C.trs(pb, 1)[1], a)
+    pa, _ = sample_alone(scene, ca, 0.4 + 0.25)
+    pb, _ = sample_alone(scene, cb, 0.25)
+    q = trs(pose, 1)[1]
+    ref = bl_slerp(trs(pa, 1)[1], trs(pb, 1)[1], a)
     assert same_rot(q, ref), (q, ref)
 
 
@@ -178,8 +178,8 @@ def test_a_crossfade_makes_its_mixers_once_not_every_frame(monkeypatch):
     """The fade's TRS mixer is made at its first sample and reused by every later frame (before: a
     mixer was made every frame); the weights still follow the fade.  The fade makes no morph
     mixer: its morph sides are blended by the runtime's one morph mixer (clip_morphs.py)."""
-    import test_player_crossfade as C
     from stylized_renderer.engine.core.animation import crossfade as fade_mod
+    from support.crossfade_clips import start_fade
 
     made = []
 
@@ -191,7 +191,7 @@ def test_a_crossfade_makes_its_mixers_once_not_every_frame(monkeypatch):
         return Counted
 
     monkeypatch.setattr(fade_mod, "TRSMixer", counting(TRSMixer))
-    scene, pose, p, _ca, _cb = C.start_fade(fade=0.5, t_switch=0.4)
+    scene, pose, p, _ca, _cb = start_fade(fade=0.5, t_switch=0.4)
     weights = []
     for _ in range(4):
         assert p.update(0.1, scene, pose)
