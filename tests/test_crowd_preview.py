@@ -23,10 +23,9 @@ from stylized_renderer.engine.features.preview.state import CROWD_ERROR_PREFIX
 from stylized_renderer.engine.features.preview.state import set_crowd as state_set_crowd
 from stylized_renderer.engine.gpu.passes import instancing
 from stylized_renderer.panels import preview_panel
+from support.crowds import COPIES, build_crowd, character_crowd, last_pipeline_stats, skinned_nodes
 from support.panels import Ctx, draw_panel
 from support.preview_sessions import clocked_session
-from test_crowd_runtime import COPIES, build_crowd, skinned_nodes
-from test_grouped_draws import _character_crowd, _pipeline
 from tools import bench_common, rigify_rig
 
 TOL = 1e-4
@@ -362,7 +361,7 @@ def _handles(session):
 def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, monkeypatch):
     scene = empty_scene
     scene.render.resolution_x, scene.render.resolution_y = 320, 160
-    _character_crowd(scene, 4)
+    character_crowd(scene, 4)
     # grouped draws from the batched update's texel rows as they are
     from stylized_renderer.engine.gpu.passes import pipeline
 
@@ -378,7 +377,7 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
 
     monkeypatch.setattr(pipeline, "FrameInstances", with_texel_rows)
     grouped = render_scene(scene).copy()
-    stats = _pipeline()
+    stats = last_pipeline_stats()
     session = render_engine.kept_final_session()
     handles = _handles(session)
     assert len(handles) >= 4 and all(h.rows is not None for h in handles)
@@ -393,7 +392,7 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     monkeypatch.setattr(pipeline, "FrameInstances", real)
     monkeypatch.setattr(instancing, "ENABLED", False)
     single = render_scene(scene).copy()
-    assert _pipeline()["instanced_draws"] == 0
+    assert last_pipeline_stats()["instanced_draws"] == 0
     handles = _handles(render_engine.kept_final_session())
     assert all(h.texture is not None for h in handles)
     assert np.abs(grouped - single).max() <= 1e-6

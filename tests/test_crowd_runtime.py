@@ -14,50 +14,10 @@ from stylized_renderer.engine.blender import importer
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.runtime.palette import SkinningPalette
 from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
+from support.crowds import COPIES, build_crowd, clip_of, seek_frame, skinned_nodes
 from tools import bench_common, scenes
 
-COPIES = 6
 FRAMES = (4, 13)
-
-
-def build_crowd(scene, n=COPIES):
-    """tools/scenes.build_character and n - 1 copies: each rig object a copy sharing the armature
-    data and the action (placed, one rotated and scaled), its Body and Hat linked duplicates
-    deformed by it; one copy holds a bone the clip does not animate in its own pose."""
-    arm, body, hat, _ring = scenes.build_character(scene)
-    names = [arm.name]
-    for k in range(1, n):
-        a2 = bench_common.duplicate_character(scene, arm, (body, hat), (1.5 * k, 0.3 * k, 0.0))
-        if k == 2:
-            a2.rotation_euler = (0.0, 0.0, 0.7)
-            a2.scale = (1.2, 1.2, 1.2)
-        if k == 3:
-            a2.pose.bones["Unused"].rotation_quaternion = (0.9, 0.0, 0.0, 0.43)
-        names.append(a2.name)
-    scenes.finish()
-    return names
-
-
-def clip_of(asset, arm_name):
-    return next(c for c in asset.animations if c.target_object == arm_name and c.channels)
-
-
-def seek_frame(rt, clip, frame):
-    assert rt.player.seek((frame - clip.frame_start) / clip.fps)
-    assert rt.update(0.0), rt.last_failure()
-
-
-def skinned_nodes(asset, arm_name):
-    """(node, primitive) of every skinned primitive deformed by the armature ``arm_name``."""
-    arm_node = asset.node_index(arm_name)
-    out = []
-    for i, nd in enumerate(asset.nodes):
-        if nd.mesh_index < 0:
-            continue
-        for pi, p in enumerate(asset.meshes[nd.mesh_index].primitives):
-            if p.skin is not None and p.skin.armature_node == arm_node:
-                out.append((i, pi))
-    return out
 
 
 def test_crowd_matches_each_character_alone_and_blender(empty_scene):

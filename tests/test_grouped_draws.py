@@ -7,36 +7,12 @@ import bpy
 import numpy as np
 import pytest
 
-from conftest import add_camera, add_sun, render_scene
+from conftest import render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.gpu.passes import instancing
-from tools import (
-    render_capture,  # noqa: E402  (F12 results: the hook the tests install)
-    scenes,
-)
-from tools.bench_render import add_linked_duplicates, duplicate_linked
-
-
-def _pipeline():
-    return dict(render_capture.LAST_RENDER["pipeline"])
-
-
-def _character_crowd(scene, count, spacing=2.0):
-    """tools/scenes.build_character (rig, two-material body, hat, ring) and ``count`` - 1 linked
-    duplicates in a row; a sun and a camera seeing them all."""
-    arm, body, hat, ring = scenes.build_character(scene)
-    arm.pose.bones["Spine"].rotation_mode = "XYZ"
-    arm.pose.bones["Spine"].rotation_euler = (0.5, 0.0, 0.3)
-    chars = [(arm, [body, hat, ring])]
-    for k in range(1, count):
-        rig, objs = duplicate_linked(arm, (k * spacing, 0.0, 0.0), f".dup{k}")
-        rig.pose.bones["Spine"].rotation_euler = (0.5 - 0.3 * k, 0.0, 0.3 * k)    # a pose of its own
-        chars.append((rig, objs))
-    mid = 0.5 + 0.5 * (count - 1) * spacing
-    add_camera(scene, location=(mid, -4.0 - 1.2 * count, 0.8))
-    add_sun(scene, rotation=(0.6, 0.2, 0.3), strength=3.0)
-    bpy.context.view_layer.update()
-    return chars
+from support.crowds import character_crowd, last_pipeline_stats
+from tools import render_capture  # noqa: E402  (F12 results: the hook the tests install)
+from tools.bench_render import add_linked_duplicates
 
 
 @pytest.fixture
@@ -49,16 +25,16 @@ def no_instancing(monkeypatch):
 def test_linked_duplicates_draw_one_batch_per_primitive(empty_scene):
     """N linked duplicates: the number of batches and draw calls does not grow with N."""
     scene = empty_scene
-    _character_crowd(scene, 1)
+    character_crowd(scene, 1)
     render_scene(scene)
-    one = _pipeline()
+    one = last_pipeline_stats()
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
     scene.render.resolution_x, scene.render.resolution_y = 160, 120
-    _character_crowd(scene, 5)
+    character_crowd(scene, 5)
     render_scene(scene)
-    five = _pipeline()
+    five = last_pipeline_stats()
     assert five["items"] == 5 * one["items"], (one, five)
     assert five["batches_drawn"] == one["batches_drawn"], (one, five)
     assert five["draw_calls"] == one["draw_calls"], (one, five)
@@ -72,12 +48,12 @@ def test_grouped_draws_match_each_instance_drawn_alone(empty_scene, no_instancin
     character of the crowd matches the same character rendered without the others (spot check)."""
     scene = empty_scene
     scene.render.resolution_x, scene.render.resolution_y = 320, 160
-    chars = _character_crowd(scene, 4)
+    chars = character_crowd(scene, 4)
     grouped = render_scene(scene).copy()
-    stats = _pipeline()
+    stats = last_pipeline_stats()
     no_instancing()
     single = render_scene(scene).copy()
-    alone = _pipeline()
+    alone = last_pipeline_stats()
     assert alone["instanced_draws"] == 0 and stats["instanced_draws"] > 0
     assert 4 * stats["draw_calls"] == alone["draw_calls"], (stats, alone)
     assert np.abs(grouped - single).max() <= 1e-6
@@ -103,15 +79,15 @@ def test_demo_crowd_grouped_equals_single(empty_scene, no_instancing):
     build_demo_scene(scene)
     scene.render.resolution_x, scene.render.resolution_y = 240, 180
     render_scene(scene)
-    one = _pipeline()
+    one = last_pipeline_stats()
     add_linked_duplicates(scene, 3)
     grouped = render_scene(scene).copy()
-    stats = _pipeline()
+    stats = last_pipeline_stats()
     # the face's shape keys rebuilt on the CPU at the same values share one stream per primitive
     assert stats["items"] > 3 * one["items"] and stats["batches_drawn"] == one["batches_drawn"], (one, stats)
     no_instancing()
     single = render_scene(scene).copy()
-    alone = _pipeline()
+    alone = last_pipeline_stats()
     assert stats["instanced_draws"] > 0 and stats["draw_calls"] < alone["draw_calls"], (stats, alone)
     assert np.abs(grouped - single).max() <= 1e-6
 
@@ -120,7 +96,7 @@ def test_f12_reuses_the_scene_session_and_sees_edits(empty_scene):
     """A second F12 of an unchanged scene keeps the runtime (no rebuild); an edit between two F12
     renders is drawn; another scene gets its own session."""
     scene = empty_scene
-    chars = _character_crowd(scene, 1)
+    chars = character_crowd(scene, 1)
     first = render_scene(scene).copy()
     s1 = render_engine.kept_final_session()
     reuses = render_capture.LAST_RENDER["stats"]["runtime_reuses"]
@@ -152,9 +128,9 @@ def test_shader_morph_instances_grouped_equal_single(empty_scene, no_instancing,
     add_linked_duplicates(scene, 3)
     scene.render.resolution_x, scene.render.resolution_y = 240, 180
     grouped = render_scene(scene).copy()
-    stats = _pipeline()
+    stats = last_pipeline_stats()
     assert render_capture.LAST_RENDER["stats"]["shader_morphs"] > 0
     no_instancing()
     single = render_scene(scene).copy()
-    assert stats["instanced_draws"] > 0 and stats["draw_calls"] < _pipeline()["draw_calls"]
+    assert stats["instanced_draws"] > 0 and stats["draw_calls"] < last_pipeline_stats()["draw_calls"]
     assert np.abs(grouped - single).max() <= 1e-6

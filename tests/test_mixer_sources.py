@@ -116,7 +116,7 @@ def test_a_crowds_shared_clip_goes_through_the_mixer(empty_scene):
     from stylized_renderer.engine.blender import importer
     from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
-    from test_crowd_runtime import build_crowd, clip_of, seek_frame
+    from support.crowds import build_crowd, clip_of, seek_frame
 
     names = build_crowd(empty_scene, 3)
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())
@@ -161,7 +161,7 @@ def test_a_crowd_crossfades_through_the_mixer(empty_scene):
     from stylized_renderer.engine.blender import importer
     from stylized_renderer.engine.core.runtime.backend import CpuBackend
     from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
-    from test_crowd_runtime import build_crowd, clip_of
+    from support.crowds import build_crowd, clip_of
 
     names = build_crowd(empty_scene, 3)
     rig = bpy.data.objects[names[0]]
@@ -231,7 +231,7 @@ def test_a_crowds_crossfade_blends_every_characters_shape_keys(empty_scene, view
     The two sides of the fade and the panel accumulate in the one morph mixer of the preview.
     Before: the crowd's other Bodies kept the panel's value (the clip drove the previewed
     armature's meshes only)."""
-    from test_crowd_runtime import build_crowd
+    from support.crowds import build_crowd
 
     names = build_crowd(empty_scene, 3)
     rig = bpy.data.objects[names[0]]
