@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import test_importer  # noqa: E402,F401  (package import set-up)
+import support.importer_checks  # noqa: E402,F401  (package import set-up)
 from stylized_renderer.engine.blender.importer import fcurve_eval as fe  # noqa: E402
 from stylized_renderer.engine.blender.importer.actions import sample_curves  # noqa: E402
 from tools import scenes  # noqa: E402

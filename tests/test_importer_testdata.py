@@ -25,7 +25,7 @@ from stylized_renderer.engine.blender import importer  # noqa: E402
 from stylized_renderer.engine.core.assets import NODE_BONE  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from test_importer import channel_matrix, cpu_skin, evaluated_positions, rel_close, sample, world_check  # noqa: E402
+from support.importer_checks import channel_matrix, cpu_skin, evaluated_positions, rel_close, sample, world_check  # noqa: E402
 
 TESTDATA = ROOT.parent / "shared" / "testdata"
 FILES = sorted(TESTDATA.glob("*.blend")) if TESTDATA.is_dir() else []
