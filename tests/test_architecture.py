@@ -24,6 +24,9 @@ docs/architecture.md).
   methods it calls) binds at most ``SESSION_ATTRIBUTES`` attributes, and no module outside
   ``engine/blender`` (the extension, its tests and tools) reads or writes a private field or
   method of the session (``session._x``).
+* **The tests share helpers through tests/support/ only**: no file under ``tests/`` or ``tools/``
+  imports a test module (``test_*``: ``import test_x``, ``from tests.test_x import ...``,
+  ``importlib.import_module("test_x")``) or a ``test_*`` name (pytest would collect it twice).
 
 ``KNOWN`` lists what the refactor has not reached yet, each with its owner.  The test fails on
 any violation not listed and on any listed one that is gone (so the list only shrinks).
@@ -461,6 +464,31 @@ def private_session_uses(files: dict, private: set) -> set:
 
 
 # ------------------------------------------------------------------------------------------------
+# the tests' helpers
+# ------------------------------------------------------------------------------------------------
+
+def imports_of_test_modules(files: dict) -> set:
+    """``file:line: module`` for every import of a ``test_*`` module or name in ``files`` (name -> path),
+    relative ones and ``importlib.import_module`` / ``__import__`` of a literal name too."""
+    found = set()
+    for name, path in files.items():
+        tree = ast.parse(pathlib.Path(path).read_text(), str(path))
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import):
+                mods = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom):
+                base = "." * n.level + (n.module or "")
+                mods = [f"{base}.{a.name}" if base.strip(".") else base + a.name for a in n.names]
+            elif (isinstance(n, ast.Call) and _callee(n) in ("import_module", "__import__") and n.args
+                  and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+                mods = [n.args[0].value]
+            else:
+                continue
+            found |= {f"{name}:{n.lineno}: {m}" for m in mods if any(s.startswith("test_") for s in m.split("."))}
+    return found
+
+
+# ------------------------------------------------------------------------------------------------
 # the tests
 # ------------------------------------------------------------------------------------------------
 
@@ -547,3 +575,25 @@ def test_the_import_checks_catch_circles_and_upward_imports(tmp_path):
     lv = layer_violations(graph)
     assert "engine.core.animation.c (core) imports bpy" in lv
     assert "engine.core.animation.c (core) imports engine.blender.session (host)" in lv
+
+
+def test_no_test_module_is_imported():
+    """Issue 39: ~30 test files imported helpers from other test files (``from test_viewport_ui import
+    Ctx``, ``import test_bake as TB``); shared helpers live in tests/support/."""
+    files = {k: p for k, p in _scanned_files().items() if k.split("/")[0] in ("tests", "tools")}
+    assert len(files) > 100, sorted(files)      # the scan sees the suite
+    found = sorted(imports_of_test_modules(files))
+    assert not found, "test modules imported (move the helper to tests/support/):\n  " + "\n  ".join(found)
+
+
+def test_the_test_import_check_catches_each_form(tmp_path):
+    """Negative control: every way of importing a test module is found, support and conftest are not."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import test_bake as TB\nfrom test_viewport_ui import Ctx\nimport tests.test_x\n"
+                   "def f():\n    from tests import test_y\n    from .test_z import g\n"
+                   "    import importlib\n    importlib.import_module('test_w')\n")
+    ok = tmp_path / "ok.py"
+    ok.write_text("import conftest as C\nfrom support import panels\nfrom support.viewport import draw\n")
+    found = imports_of_test_modules({"bad.py": bad, "ok.py": ok})
+    assert found == {"bad.py:1: test_bake", "bad.py:2: test_viewport_ui.Ctx", "bad.py:3: tests.test_x",
+                     "bad.py:5: tests.test_y", "bad.py:6: .test_z.g", "bad.py:8: test_w"}, found
