@@ -1,18 +1,13 @@
 """The batched numpy F-Curve evaluation equals Blender's FCurve.evaluate."""
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import bpy
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import support.importer_checks  # noqa: E402,F401  (package import set-up)
-from stylized_renderer.engine.blender.importer import fcurve_eval as fe  # noqa: E402
-from stylized_renderer.engine.blender.importer.actions import sample_curves  # noqa: E402
-from tools import scenes  # noqa: E402
+from stylized_renderer.engine.blender.importer import fcurve_eval as fe
+from stylized_renderer.engine.blender.importer.actions import sample_curves
+from tools import scenes
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

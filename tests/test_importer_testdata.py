@@ -2,32 +2,18 @@
 Blender, and every node driven by its object's active action reproduces Blender's evaluation."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
-import sys
 
 import bpy
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-if "stylized_renderer" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("stylized_renderer", ROOT / "__init__.py",
-                                                   submodule_search_locations=[str(ROOT)])
-    _m = importlib.util.module_from_spec(_spec)
-    sys.modules["stylized_renderer"] = _m
-    _spec.loader.exec_module(_m)
+import conftest as C
+from stylized_renderer.engine.blender import importer
+from stylized_renderer.engine.core.assets import NODE_BONE
+from support.importer_checks import channel_matrix, cpu_skin, evaluated_positions, rel_close, sample, world_check
 
-from stylized_renderer.engine.blender import importer  # noqa: E402
-from stylized_renderer.engine.core.assets import NODE_BONE  # noqa: E402
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from support.importer_checks import channel_matrix, cpu_skin, evaluated_positions, rel_close, sample, world_check  # noqa: E402
-
-TESTDATA = ROOT.parent / "shared" / "testdata"
+TESTDATA = C.TESTDATA
 FILES = sorted(TESTDATA.glob("*.blend")) if TESTDATA.is_dir() else []
 
 

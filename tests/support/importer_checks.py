@@ -1,30 +1,16 @@
 """Reference checks of the importer (test_importer, test_importer_testdata): ``world_check`` (node
 bind worlds against Blender's evaluated worlds), ``sample`` / ``channel_matrix`` (baked keys read
 back), ``rel_close``, ``cpu_skin`` (linear blend skinning of a primitive with Blender's current
-pose) and ``evaluated_positions`` (Blender's evaluated vertices).  Importing this module also
-imports the repository root as the package ``stylized_renderer`` when conftest has not
-(test_importer_fcurve relies on that set-up)."""
+pose) and ``evaluated_positions`` (Blender's evaluated vertices).  tests/conftest.py has imported the
+repository root as the package ``stylized_renderer``."""
 from __future__ import annotations
-
-import importlib.util
-import pathlib
-import sys
 
 import bpy
 import numpy as np
+import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-if "stylized_renderer" not in sys.modules:  # conftest normally did this already
-    _spec = importlib.util.spec_from_file_location("stylized_renderer", ROOT / "__init__.py",
-                                                   submodule_search_locations=[str(ROOT)])
-    _m = importlib.util.module_from_spec(_spec)
-    sys.modules["stylized_renderer"] = _m
-    _spec.loader.exec_module(_m)
-
-from stylized_renderer.engine.blender import importer  # noqa: E402
-from stylized_renderer.engine.core.assets import compose_trs  # noqa: E402
+from stylized_renderer.engine.blender import importer
+from stylized_renderer.engine.core.assets import compose_trs
 
 
 def world_check(asset, tol=1e-5):
@@ -90,3 +76,10 @@ def evaluated_positions(obj, depsgraph):
     finally:
         ev.to_mesh_clear()
     return co.reshape(-1, 3)
+
+
+@pytest.fixture
+def fresh():
+    """Blender on its factory settings, empty; the scene (the importer tests)."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    yield bpy.context.scene
