@@ -1,5 +1,5 @@
 """Generated rigs that only Blender can evaluate (constraints, IK, drivers, B-Bones), shared by
-tests/test_bake.py and tools/bench_bake.py.
+tests/test_bake.py, tests/test_bake_rigify.py and tools/bench_bake.py.
 
 build_constraint_rig(): a small armature whose deform bones follow keyed controls through an IK
     constraint, a Copy Rotation constraint and a driver; a tube mesh weighted to the deform bones.
