@@ -6,6 +6,7 @@ shape keys, actions, a hand prop) plus ground, sun and camera in the current sce
 ``bpy.data`` and mode switching, so it runs headless with Blender as a Python module.
 """
 
-from .character import DEMO_SHAPE_KEYS, action_fcurves, build_demo_scene
+from .character import action_fcurves, build_demo_scene
+from .character_meshes import DEMO_SHAPE_KEYS
 
 __all__ = ["build_demo_scene", "action_fcurves", "DEMO_SHAPE_KEYS"]

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from mathutils import Vector
 
-from demo.character import DEMO_SHAPE_KEYS, action_fcurves, build_demo_scene
+from demo.character import action_fcurves, build_demo_scene
+from demo.character_meshes import DEMO_SHAPE_KEYS
 
 REQUIRED_BONES = ("hips", "spine", "chest", "neck", "head", "hand.L", "hand.R", "foot.L", "foot.R")
 
