@@ -51,7 +51,7 @@ def scene_lights(depsgraph) -> list:
     factor): ``energy * 2^exposure``, tinted by the blackbody ``temperature_color`` when
     ``use_temperature``; an area lamp with *Normalize* off has a strength per m^2 (x its area).
     W/m^2 for a sun, W for the others; the passes convert them to MToon's light colour
-    (engine/gpu/passes/pipeline.mtoon_light_colors, README "Light units").  Lamps hidden from diffuse
+    (engine/gpu/passes/lights.mtoon_light_colors, README "Light units").  Lamps hidden from diffuse
     rays (Object > Visibility > Diffuse) light nothing, as in EEVEE.
 
     Lamp values as EEVEE treats them (docs/lighting.md): a lamp of negative or zero power (energy,
