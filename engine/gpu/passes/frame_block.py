@@ -19,10 +19,11 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None)
     the frame's FrameLamps (clusters, light-link bits; None: no local lamp, no link)."""
     s = frame.settings
     cam = frame.camera
-    shadows_on = fit is not None and shadow_index >= 0
+    sun_fit = fit if shadow_index >= 0 else None                     # the sun's cascades, when it casts
+    shadows_on = sun_fit is not None
     d = np.zeros(FRAME_BLOCK_FLOATS, np.float32)
     d[0:16] = gl_matrix(cam.view_projection)
-    d[16:32] = gl_matrix(fit.matrices[0] if shadows_on else np.eye(4))
+    d[16:32] = gl_matrix(sun_fit.matrices[0] if sun_fit is not None else np.eye(4))
     inv = np.linalg.inv(np.asarray(cam.view, np.float64))
     d[32:35] = inv[:3, 3]; d[35] = 1.0 if cam.is_ortho else 0.0
     d[36:39] = cam.forward
@@ -37,21 +38,21 @@ def pack_frame(frame, lights, fit=None, shadow_index=-1, local=None, lamps=None)
     # bias and normal offset in shadow texels; the shader scales them by the sampled cascade's texel
     d[56:60] = (float(getattr(s, "shadow_bias", 0.5)), float(getattr(s, "shadow_normal_offset", 2.0)),
                 float(getattr(s, "shadow_min_offset", 0.02)), 1.0 if shadows_on else 0.0)
-    d[60:64] = (float(fit.texel[0]) if shadows_on else 0.0, float(shadow_index) if shadows_on else -1.0,
-                float(fit.tile) if shadows_on else 0.0,
+    d[60:64] = (float(sun_fit.texel[0]) if sun_fit is not None else 0.0, float(shadow_index) if shadows_on else -1.0,
+                float(sun_fit.tile) if sun_fit is not None else 0.0,
                 float(max(0, int(getattr(s, "shadow_pcf", 1)))))   # True -> radius 1, False -> 0 (2x2)
     d[64:68] = (s.width, s.height, 1.0 / max(s.width, 1), 1.0 / max(s.height, 1))
     c0 = 68 + 4 * 16 * 3                                           # after the light arrays
-    if shadows_on:
-        n = fit.count
+    if sun_fit is not None:
+        n = sun_fit.count
         for i in range(n):
-            d[c0 + 16 * i: c0 + 16 * (i + 1)] = gl_matrix(fit.matrices[i])
+            d[c0 + 16 * i: c0 + 16 * (i + 1)] = gl_matrix(sun_fit.matrices[i])
         t = c0 + 64
-        d[t:t + n] = fit.splits
-        d[t + 4:t + 4 + n] = fit.blend
-        d[t + 8:t + 8 + n] = fit.texel
-        d[t + 12:t + 15] = (n, atlas_layout(n)[0], fit.near)
-        d[t + 15] = sun_softness(s, lights[shadow_index], fit)   # penumbra per metre of gap (0: hard)
+        d[t:t + n] = sun_fit.splits
+        d[t + 4:t + 4 + n] = sun_fit.blend
+        d[t + 8:t + 8 + n] = sun_fit.texel
+        d[t + 12:t + 15] = (n, atlas_layout(n)[0], sun_fit.near)
+        d[t + 15] = sun_softness(s, lights[shadow_index], sun_fit)   # penumbra per metre of gap (0: hard)
     lo = c0 + 64 + 16
     if local is not None:
         loc = pack_local(local)
