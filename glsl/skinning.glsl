@@ -1,6 +1,6 @@
 /* Shared GPU linear blend skinning include (forward, shadow, outline and readback shaders).
  *
- * Interface (declared by engine/passes/shader_lib.add_skinning_interface):
+ * Interface (declared by engine/gpu/passes/shader_lib.add_skinning_interface):
  *   vertex inputs  joints (uvec4), weights (vec4), joints_hi (uvec4), weights_hi (vec4),
  *                  morph_span (uvec2: first delta entry, entry count)
  *   samplers       skin_palette   RGBA32F, 4 texels (matrix columns) per joint row
@@ -23,17 +23,18 @@
  *
  * Order (seed): morph first, then skin.  With morph_mode 1 the vertex shader composes
  * base + sum(weight * delta) over the vertex's sparse entries (the seed's extension for
- * high-frequency morph animation); normals and tangents are renormalised and fall back to the
- * base direction when the sum degenerates, exactly as the CPU rebuild does.
+ * high-frequency morph animation; morph_sums is the one walk of the entries that every morph
+ * function shares); normals and tangents are renormalised and fall back to the base direction
+ * when the sum degenerates (morph_direction), exactly as the CPU rebuild does.
  * The palette holds mesh-local skin matrices: inverse(meshWorld) * jointWorld * inverseBind.
  * A vertex whose weights are all zero stays where it is, as in Blender.
  *
- * SKIN_LBS8 (a specialised variant, engine/passes/mtoon_shaders.py): every item the variant draws
- * has at most 8 influences and a linear-blending palette, so the span loop and the Preserve
- * Volume path are compiled out (llvmpipe runs every branch of a vertex under masks); with
- * SKIN_MAX4 also the second set of 4; SKIN_STATIC: items without a palette (no skinning).
+ * SKIN_LBS8 (a specialised variant, engine/gpu/passes/mtoon_shaders.py): every item the variant
+ * draws has at most 8 influences and a linear-blending palette, so the span loop and the
+ * Preserve Volume path are compiled out (llvmpipe runs every branch of a vertex under masks);
+ * with SKIN_MAX4 also the second set of 4; SKIN_STATIC: items without a palette (no skinning).
  *
- * Preserve Volume (dual quaternion skinning, engine/runtime/dquat.py): a palette whose texel
+ * Preserve Volume (dual quaternion skinning, engine/core/runtime/dquat.py): a palette whose texel
  * (0, first row).w is 2.0 holds, instead of skin matrices, the mesh -> armature matrix (row 0,
  * marker aside), its inverse (row 1) and per joint j a scale matrix (row 2 + 2j) and the dual
  * quaternion (row 3 + 2j: real, dual).  skin_matrix_at blends them per vertex exactly as
@@ -78,13 +79,19 @@ int morph_weight_base()
   return int(instance_info().z + 0.5);
 }
 
-/* Morph a position, normal and tangent (xyz) in mesh-local space. */
-void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
+/* The one walk of this vertex's sparse morph entries that every morph below shares: adds
+ * weight * delta of each entry to the sums.  ``dp`` accumulates the position deltas from what
+ * the caller passes in (vec3(0.0) for the sum alone, or the base position to add in place: the
+ * two orders the callers have always used); ``dn``/``dt`` are the normal and tangent sums (read
+ * only with ``with_normals``), ``ds`` the outline's smooth normal sum (only with
+ * ``with_smooth``); sums not read stay 0.  Entries whose weight is 0 (muted or at rest) are
+ * skipped: their delta would add only zeros. */
+void morph_sums(bool with_normals, bool with_smooth, inout vec3 dp, out vec3 dn, out vec3 dt,
+                out vec3 ds)
 {
-  if (morph_mode == 0) {
-    return;
-  }
-  vec3 dp = vec3(0.0), dn = vec3(0.0), dt = vec3(0.0);
+  dn = vec3(0.0);
+  dt = vec3(0.0);
+  ds = vec3(0.0);
   int wbase = morph_weight_base();
   int first = int(morph_span.x);
   int count = int(morph_span.y);
@@ -94,15 +101,36 @@ void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
     float w = texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r;
     if (w != 0.0) {
       dp += w * a.xyz;
-      dn += w * texelFetch(morph_deltas, morph_texel(e + 1), 0).xyz;
-      dt += w * texelFetch(morph_deltas, morph_texel(e + 2), 0).xyz;
+      if (with_normals) {
+        dn += w * texelFetch(morph_deltas, morph_texel(e + 1), 0).xyz;
+        dt += w * texelFetch(morph_deltas, morph_texel(e + 2), 0).xyz;
+      }
+      if (with_smooth) {
+        ds += w * texelFetch(morph_deltas, morph_texel(e + 3), 0).xyz;
+      }
     }
   }
+}
+
+/* ``base`` moved by the summed delta ``d`` and renormalised; the base direction where the sum
+ * degenerates (as the CPU rebuild does). */
+vec3 morph_direction(vec3 base, vec3 d)
+{
+  vec3 v = base + d;
+  return (dot(v, v) >= 1e-16) ? normalize(v) : base;
+}
+
+/* Morph a position, normal and tangent (xyz) in mesh-local space. */
+void morph_vertex(inout vec3 position, inout vec3 normal, inout vec3 tangent)
+{
+  if (morph_mode == 0) {
+    return;
+  }
+  vec3 dp = vec3(0.0), dn, dt, ds;
+  morph_sums(true, false, dp, dn, dt, ds);
   position += dp;
-  vec3 n = normal + dn;
-  vec3 t = tangent + dt;
-  normal = (dot(n, n) >= 1e-16) ? normalize(n) : normal;
-  tangent = (dot(t, t) >= 1e-16) ? normalize(t) : tangent;
+  normal = morph_direction(normal, dn);
+  tangent = morph_direction(tangent, dt);
 }
 
 /* Position only (shadow and readback). */
@@ -111,14 +139,8 @@ vec3 morph_position(vec3 position)
   if (morph_mode == 0) {
     return position;
   }
-  int wbase = morph_weight_base();
-  int first = int(morph_span.x);
-  int count = int(morph_span.y);
-  for (int k = 0; k < count; k++) {
-    int e = 4 * (first + k);
-    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
-    position += texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r * a.xyz;
-  }
+  vec3 dn, dt, ds;
+  morph_sums(false, false, position, dn, dt, ds);
   return position;
 }
 
@@ -128,21 +150,9 @@ void morph_outline(inout vec3 position, inout vec3 smooth_normal)
   if (morph_mode == 0) {
     return;
   }
-  vec3 ds = vec3(0.0);
-  int wbase = morph_weight_base();
-  int first = int(morph_span.x);
-  int count = int(morph_span.y);
-  for (int k = 0; k < count; k++) {
-    int e = 4 * (first + k);
-    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
-    float w = texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r;
-    if (w != 0.0) {
-      position += w * a.xyz;
-      ds += w * texelFetch(morph_deltas, morph_texel(e + 3), 0).xyz;
-    }
-  }
-  vec3 s = smooth_normal + ds;
-  smooth_normal = (dot(s, s) >= 1e-16) ? normalize(s) : smooth_normal;
+  vec3 dn, dt, ds;
+  morph_sums(false, true, position, dn, dt, ds);
+  smooth_normal = morph_direction(smooth_normal, ds);
 }
 
 mat4 skin_fetch(uint joint, int base)
@@ -394,34 +404,18 @@ int skinned_base()
 #endif
 
 #ifdef SKIN_ONCE_PASS
-/* morph_vertex and morph_outline's smooth normal in one loop (the skin pass writes all four) */
+/* morph_vertex and morph_outline's smooth normal in one walk (the skin pass writes all four) */
 void morph_all(inout vec3 position, inout vec3 normal, inout vec3 tangent, inout vec3 smooth_normal)
 {
   if (morph_mode == 0) {
     return;
   }
-  vec3 dp = vec3(0.0), dn = vec3(0.0), dt = vec3(0.0), ds = vec3(0.0);
-  int wbase = morph_weight_base();
-  int first = int(morph_span.x);
-  int count = int(morph_span.y);
-  for (int k = 0; k < count; k++) {
-    int e = 4 * (first + k);
-    vec4 a = texelFetch(morph_deltas, morph_texel(e), 0);
-    float w = texelFetch(morph_weights, morph_texel(int(a.w) + wbase), 0).r;
-    if (w != 0.0) {
-      dp += w * a.xyz;
-      dn += w * texelFetch(morph_deltas, morph_texel(e + 1), 0).xyz;
-      dt += w * texelFetch(morph_deltas, morph_texel(e + 2), 0).xyz;
-      ds += w * texelFetch(morph_deltas, morph_texel(e + 3), 0).xyz;
-    }
-  }
+  vec3 dp = vec3(0.0), dn, dt, ds;
+  morph_sums(true, true, dp, dn, dt, ds);
   position += dp;
-  vec3 n = normal + dn;
-  vec3 t = tangent + dt;
-  vec3 s = smooth_normal + ds;
-  normal = (dot(n, n) >= 1e-16) ? normalize(n) : normal;
-  tangent = (dot(t, t) >= 1e-16) ? normalize(t) : tangent;
-  smooth_normal = (dot(s, s) >= 1e-16) ? normalize(s) : smooth_normal;
+  normal = morph_direction(normal, dn);
+  tangent = morph_direction(tangent, dt);
+  smooth_normal = morph_direction(smooth_normal, ds);
 }
 #endif
 

@@ -12,7 +12,7 @@ Each cluster holds at most ``budget`` lamps (the scene's *Lamps per Pixel*; the 
 by their light colour at 1 m); a lamp left out of a cluster that it reaches is named once per
 frame (Stats panel, render log: ``budget_message``).
 
-Textures (read with texelFetch by glsl/mtoon_shading.glsl ``local_lamps``):
+Textures (read with texelFetch by glsl/mtoon_shading.glsl ``mtoon_shade``, its cluster loop):
 
 * ``lamp_data`` RGBA32F, 4 x N: per lamp (row = lamp index) position + kind, direction + cos of
   the half cone, MToon light colour at 1 m + spot smooth width, (1 / reach^2, shadow slot or -1,

@@ -6,14 +6,14 @@
 * **Point and area lamps** (an area lamp shades as a point at its centre: README "Light units")
   get a cube map: six 90-degree perspective faces (+X, -X, +Y, -Y, +Z, -Z), each widened by the
   same margin so a PCF footprint near a face's edge stays inside its tile; the shader picks the
-  face by the major axis of the lamp-to-fragment vector (glsl/mtoon_shading.glsl).
+  face by the major axis of the lamp-to-fragment vector (glsl/mtoon_shadows.glsl).
 
 Every face is a tile of one 2D depth atlas: one spot uses one tile, a cube six consecutive
 tiles, at most ``ATLAS_COLUMNS`` tiles per row.  (Blender's ``gpu`` module does offer cube-map
 textures on 4.5, 5.0 and 5.2 (``GPUTexture(is_cubemap=True)``, a face attached as a framebuffer
 ``layer``); the atlas is used instead so that every lamp is read through one sampler (the
 shaders use 11 of their 16) and filtered by the sun's own texel-space PCF (shadow_pcf in
-glsl/mtoon_shading.glsl); the faces' margins keep the filter inside a face, so cube seams do not
+glsl/mtoon_shadows.glsl); the faces' margins keep the filter inside a face, so cube seams do not
 show.)  A tile has ``tile_size(resolution)`` texels a
 side.  The near plane is the lamp's *Shadow > Clip Start* (``shadow_buffer_clip_start``), the
 far plane the farthest finite corner of what the frame draws; a face draws the casters whose

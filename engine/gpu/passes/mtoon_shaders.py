@@ -64,7 +64,7 @@ void main()
 # The material block's flags word and a per-fragment view of the material.  The fragment stages
 # copy the uniform block ``mt`` into ``mt_frag`` with this fragment's vertex colour applied (base
 # and shade colour x RGB, base alpha x A, as a Color Attribute node on Base Color does), and
-# ``#define mt mt_frag`` makes the shared MToon functions (mtoon_common/mtoon_shading.glsl) read
+# ``#define mt mt_frag`` makes the shared MToon functions (``_mtoon_fragment_lib``) read
 # that view; so vertex colours reach the lit colour, the shade colour and the alpha test alike.
 # (Blender's GL backend itself names the block's instance through a macro ``mt``: it is expanded
 # in ``load_fragment_material`` before the ``#undef``.)
@@ -481,10 +481,17 @@ def _variant(cache, key: str, spec, make):
     return cache.shader(name, build)
 
 
+def _mtoon_fragment_lib() -> str:
+    """The shared MToon fragment functions, in include order: the common declarations
+    (glsl/mtoon_common.glsl), the sun's and local lamps' shadow lookups (glsl/mtoon_shadows.glsl)
+    and the lights and surface shading that call them (glsl/mtoon_shading.glsl)."""
+    return load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shadows.glsl") + load_glsl("mtoon_shading.glsl")
+
+
 def forward_shader(cache, spec=None):
     return _variant(cache, "mtoon_forward", spec, lambda d: _build(
         "stylized_mtoon_forward", _FORWARD_VS,
-        _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _PASS_BLEND
+        _MATERIAL_VIEW + _PASS_OUT + _mtoon_fragment_lib() + _PASS_BLEND
         + _FORWARD_FS,
         _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
@@ -492,7 +499,7 @@ def forward_shader(cache, spec=None):
 def outline_shader(cache, spec=None):
     return _variant(cache, "mtoon_outline", spec, lambda d: _build(
         "stylized_mtoon_outline", _OUTLINE_VS,
-        _MATERIAL_VIEW + _PASS_OUT + load_glsl("mtoon_common.glsl") + load_glsl("mtoon_shading.glsl") + _OUTLINE_FS,
+        _MATERIAL_VIEW + _PASS_OUT + _mtoon_fragment_lib() + _OUTLINE_FS,
         _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 
