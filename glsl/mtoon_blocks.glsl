@@ -1,4 +1,4 @@
-/* std140 uniform blocks shared by the MToon geometry passes (typedef_source). */
+/* std140 uniform blocks shared by the MToon geometry passes (typedef_source); engine/gpu/passes/frame_block.py packs FrameBlock. */
 struct FrameBlock {
   mat4 view_projection;
   mat4 shadow_matrix;
@@ -14,15 +14,15 @@ struct FrameBlock {
   vec4 light_pos[16];   /* suns: xyz position, w: kind (0 sun) + 4 x (light-link bit + 1) */
   vec4 light_dir[16];   /* xyz direction of travel, w: cos(half spot angle) */
   vec4 light_color[16]; /* rgb MToon light colour (sun; local lamps: at 1 m), w: spot smooth width */
-  mat4 cascade_matrix[4]; /* world -> light clip of each shadow cascade (engine/passes/shadow.py) */
+  mat4 cascade_matrix[4]; /* world -> light clip of each shadow cascade (engine/gpu/passes/shadow.py) */
   vec4 cascade_split;     /* view depth where cascade i ends */
   vec4 cascade_blend;     /* view-depth width of the blend band at the end of cascade i */
   vec4 cascade_texel;     /* world size of one shadow texel of cascade i */
   vec4 cascade_params;    /* x: cascade count, y: atlas columns, z: view depth where cascade 0 begins */
-  mat4 local_matrix[24];  /* world -> clip of each face of the local lamps' shadow atlas (engine/passes/local_shadows.py) */
+  mat4 local_matrix[24];  /* world -> clip of each face of the local lamps' shadow atlas (engine/gpu/passes/local_shadows.py) */
   vec4 local_shadow[4];   /* per shadowed local lamp: x light index, y first face, z faces (1 spot, 6 cube), w texel per metre of depth */
   vec4 local_params;      /* x: shadowed local lamps, y: atlas columns, z: face size (texels) */
-  vec4 cluster_params;    /* lamp clusters (engine/passes/clusters.py): tile pixels, slices, rows per cluster, tiles x */
+  vec4 cluster_params;    /* lamp clusters (engine/gpu/passes/clusters.py): tile pixels, slices, rows per cluster, tiles x */
   vec4 cluster_depth;     /* near, slices per log(depth / near) (or per metre), 1 = linear (ortho), tiles y */
 };
 

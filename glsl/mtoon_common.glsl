@@ -1,5 +1,5 @@
 /* MToon 1.0 shading shared by the forward, outline and shadow passes (see
- * ../shared/design/mtoon-facts.md §2/§3).  Declared by engine/passes/forward.py:
+ * ../shared/design/mtoon-facts.md §2/§3).  Declared by engine/gpu/passes/mtoon_shaders.py:
  *   uniform block  fr  (FrameBlock)     camera, lights, shadow, world
  *   uniform block  mt  (MToonMaterial)  one material
  *   samplers       shadow_map, tex_base, tex_shade, tex_normal, tex_shift, tex_emissive,
@@ -21,7 +21,7 @@
 bool has_tex(int slot)
 {
 #ifdef SPEC_TEX_MASK
-  /* a specialised variant (engine/passes/mtoon_shaders.py material_spec): the material's
+  /* a specialised variant (engine/gpu/passes/mtoon_shaders.py material_spec): the material's
    * texture set is a constant, so the samples of absent slots are compiled out (llvmpipe runs
    * both sides of a branch) */
   return (SPEC_TEX_MASK & (1 << slot)) != 0;
@@ -37,7 +37,7 @@ vec2 tex_uv(int slot, vec2 uv)
   return uv * x.zw + x.xy;
 }
 
-/* Specialised variants (engine/passes/mtoon_shaders.py ``Spec``) define, from the material and
+/* Specialised variants (engine/gpu/passes/mtoon_shaders.py ``Spec``) define, from the material and
  * the frame: SPEC_TEX_MASK (the texture slots present), SPEC_ALPHA_MODE, SPEC_FLAGS,
  * SPEC_NO_UV_ANIM, SPEC_NO_SHADOW (nothing to sample), SPEC_SUN_ONLY (every light is a sun),
  * SPEC_LIGHTS (the light count), SPEC_PCF (PCF radius), SPEC_CASCADES (cascade count),
