@@ -64,8 +64,11 @@ def pack(items, slots: int = MAX_SLOTS) -> tuple:
     return outputs, tuple(layout)
 
 
-_SAMPLE = """
-  {{
+#: GLSL (str.format: ``off``, ``k``): the 3x3 neighbour ``j`` whose centre sees the surface that
+#: coverage sample ``k`` (offset ``off``) sees at ``p``: the centre, else the nearest neighbour
+#: towards the sample (across x, across y, diagonal), else the centre; ``n``: the centre's 3x3 ids.
+#: The colour resolve (samples.py) and the averaged passes pick the same pixel.
+NEIGHBOUR_PICK = """\
     vec2 o = -{off};
     int sx = (o.x >= 0.0) ? 1 : -1;
     int sy = (o.y >= 0.0) ? 1 : -1;
@@ -78,6 +81,11 @@ _SAMPLE = """
             (abs(n[ja] - want) < 0.25) ? ja :
             (abs(n[jb] - want) < 0.25) ? jb :
             (abs(n[jc] - want) < 0.25) ? jc : 4;
+"""
+
+_SAMPLE = """
+  {{
+""" + NEIGHBOUR_PICK + """\
     ivec2 q = clamp(p + ivec2(j % 3 - 1, j / 3 - 1), ivec2(0), hi);
 {adds}
   }}

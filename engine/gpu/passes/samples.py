@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 
 from .common import fullscreen_shader
-from .pass_resolve import PassResolve
+from .pass_resolve import NEIGHBOUR_PICK, PassResolve
 
 #: True: every sample is drawn and shaded by the whole pipeline (exact, about n times the cost);
 #: False: the frame is shaded once and each sample only finds the surface that covers it
@@ -77,18 +77,7 @@ void main()
 _RESOLVE_SAMPLE = """
   {{
     /* a projection moved by +d shows at p what the centre frame has at p - d */
-    vec2 o = -{off};
-    int sx = (o.x >= 0.0) ? 1 : -1;
-    int sy = (o.y >= 0.0) ? 1 : -1;
-    bool x_first = abs(o.x) >= abs(o.y);
-    int ja = x_first ? 4 + sx : 4 + 3 * sy;
-    int jb = x_first ? 4 + 3 * sy : 4 + sx;
-    int jc = 4 + sx + 3 * sy;
-    float want = texelFetch(ids_{k}, p, 0).r;
-    int j = (abs(n[4] - want) < 0.25) ? 4 :
-            (abs(n[ja] - want) < 0.25) ? ja :
-            (abs(n[jb] - want) < 0.25) ? jb :
-            (abs(n[jc] - want) < 0.25) ? jc : 4;
+""" + NEIGHBOUR_PICK + """\
     sum += texelFetch(src, clamp(p + ivec2(j % 3 - 1, j / 3 - 1), ivec2(0), hi), 0);
   }}
 """
