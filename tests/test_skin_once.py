@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import math
 
-import bmesh
 import bpy
 import numpy as np
 
-from conftest import ARTIFACTS, add_camera, add_sun, render_scene, save_png
+from conftest import ARTIFACTS, add_camera, add_egg_ball, add_sun, render_scene, save_png
 from stylized_renderer.engine.core.world.scene_runtime import SceneRuntime
 from stylized_renderer.engine.gpu.passes import skin_once
 from tools import render_capture, scenes
@@ -32,15 +31,9 @@ def _skinned_morph_ball(scene):
     arm = scenes.make_armature("BallRig", [("Low", None, (0, 0, -1.0), (0, 0, 0.0)),
                                            ("High", "Low", (0, 0, 0.0), (0, 0, 1.2))], scene)
     arm.location = (-0.5, 0.5, 0.3)
-    me = bpy.data.meshes.new("Ball")
-    bm = bmesh.new()
-    bmesh.ops.create_uvsphere(bm, u_segments=24, v_segments=12, radius=0.9)
-    bm.to_mesh(me)
-    bm.free()
-    for poly in me.polygons:
-        poly.use_smooth = True
-    ob = scenes.link(bpy.data.objects.new("Ball", me), scene)
+    ob = add_egg_ball(scene, "Ball", segments=(24, 12), radius=0.9, value=0.8)
     ob.location = arm.location
+    me = ob.data
     mat = bpy.data.materials.new("BallMat")
     p = mat.stylized_mtoon
     p.enabled = True
@@ -49,17 +42,7 @@ def _skinned_morph_ball(scene):
     p.outline_width_mode = "worldCoordinates"
     p.outline_width = 0.03
     me.materials.append(mat)
-    ob.shape_key_add(name="Basis", from_mix=False)
-    kb = ob.shape_key_add(name="Spike", from_mix=False)
-    co = np.empty(len(me.vertices) * 3, np.float32)
-    me.vertices.foreach_get("co", co)
-    co = co.reshape(-1, 3)
-    up = np.clip(co[:, 2], 0.0, None)
-    co[:, 0] *= 1.0 - 0.5 * up
-    co[:, 1] *= 1.0 - 0.5 * up
-    co[:, 2] += 0.9 * up ** 2
-    kb.data.foreach_set("co", co.ravel())
-    kb.value = 0.8
+    co = np.empty((len(me.vertices), 3), np.float32)
     me.vertices.foreach_get("co", co.ravel())
     w_high = np.clip((co[:, 2] + 0.3) / 0.6, 0.0, 1.0)
     all_v = np.arange(len(me.vertices))
