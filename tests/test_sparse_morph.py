@@ -8,7 +8,7 @@ import pytest
 
 from stylized_renderer.engine.blender.importer.morph import read_key_coords
 from stylized_renderer.engine.core.assets import AssetError, MorphTargetAsset
-from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
+from stylized_renderer.engine.core.runtime.morph_table import pack_morph_entries
 from support.bump_grid import bump_grid, morph_targets_of
 from tools import check_deform, deform_checker
 

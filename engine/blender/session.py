@@ -2,7 +2,6 @@
 
 sync(depsgraph)      brings GPU resources up to date with the depsgraph
 render_texture(...)  builds the frame (extraction + lights + camera) and runs the FramePipeline
-render_pixels(...)   the same, read back as a linear float (H, W, 4) array
 """
 from __future__ import annotations
 
@@ -341,13 +340,6 @@ class StylizedSession:
                                 extraction_ms=st["extraction_ms"], pipeline_ms=st["pipeline_ms"],
                                 render_ms=st["render_ms"])
         return tex
-
-    def render_pixels(self, depsgraph, camera: CameraData, width: int, height: int,
-                      film_transparent: bool = False, final: bool = True) -> np.ndarray:
-        from ..gpu.util import texture_to_numpy
-
-        tex = self.render_texture(depsgraph, camera, width, height, film_transparent)
-        return texture_to_numpy(tex, width, height)
 
     def render_layers(self, depsgraph, camera: CameraData, width: int, height: int,
                       film_transparent: bool = False, passes=(), stamp=None, motion=None, blur=None) -> dict:

@@ -23,7 +23,7 @@ import numpy as np
 from ..core.animation.morph import is_frozen
 from ..core.geometry import SmoothNormalDeltas
 from ..core.runtime.backend import RuntimeBackend
-from ..core.runtime.mesh_instance import pack_morph_entries, pack_morph_span
+from ..core.runtime.morph_table import pack_morph_entries, pack_morph_span
 from .layout import MORPH_TEX_WIDTH, vertex_format
 from .palette_textures import (
     GpuPaletteBuffer,
@@ -470,21 +470,6 @@ class GpuBackend(RuntimeBackend):
         for k in [k for k in self._rebuilt if k[0] not in keep]:
             del self._rebuilt[k]
         self._morph_memo = {i: m for i, m in self._morph_memo.items() if m[1] in keep}
-
-    @property
-    def cached_primitive_count(self) -> int:
-        return len(self._static)
-
-    def forget_primitive(self, primitive) -> None:
-        key = tuple(id(a) for a in self._geometry(primitive))
-        self._static.pop(key, None)
-        self._morph.pop(key, None)
-        self._live_ok.pop(key, None)
-        self._morph_memo.pop(id(primitive), None)
-        self._base.pop(key, None)
-        self._users.pop(key, None)
-        for k in [k for k in self._rebuilt if k[0] == key]:
-            del self._rebuilt[k]
 
     def release_all(self) -> None:
         self._weights.clear()

@@ -24,11 +24,6 @@ def rows_texture(rows: np.ndarray, width: int = 4):
     return gpu.types.GPUTexture((width, h), format="RGBA32F", data=gpu.types.Buffer("FLOAT", rows.size, rows))
 
 
-def matrices_to_texture(matrices: np.ndarray):
-    """(J,4,4) column-vector matrices -> RGBA32F texture of size (4, J); texel (c, j) = column c."""
-    return rows_texture(matrix_rows(matrices))
-
-
 class SliceSource:
     """The one texel array of a batched palette upload (``upload_palette_slices``) that its
     buffers view, each its rows; ``version`` counts the uploads, ``intact`` turns False when a

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stylized_renderer.engine.core.runtime.backend import CpuBackend, CpuMorphStream
-from stylized_renderer.engine.core.runtime.mesh_instance import pack_morph_entries
+from stylized_renderer.engine.core.runtime.morph_table import pack_morph_entries
 from support import morph_meshes as M
 
 UP, RIGHT, target = M.UP, M.RIGHT, M.target

@@ -286,12 +286,6 @@ class MatrixTable:
         out[self.moving] = compose(*_interp.finish(self.t[i], self.q[i], self.p[i], ((c[2] * a + c[1]) * a + c[0]) * a))
         return out
 
-    def parts_at(self, i: np.ndarray, a: np.ndarray):
-        """(t (K,M,3), q (K,M,4), p (K,M,6)) of the moving matrices interpolated in intervals
-        ``i`` (K,) at blends ``a`` (K,) (vectorised over K)."""
-        iv = _interp.intervals((self.t, self.q, self.p), self.times, self.modes, self.tangents, i)
-        return _interp.evaluate(iv, a)
-
     def all_frames(self) -> np.ndarray:
         """(F,N,4,4) float64: every sample (bake time only: transient)."""
         out = np.broadcast_to(self.static, (self.frames,) + self.static.shape).copy()
@@ -299,15 +293,6 @@ class MatrixTable:
             out[:, self.moving] = compose(self.t.astype(np.float64), self.q.astype(np.float64),
                                           self.p.astype(np.float64))
         return out
-
-    def midpoints(self) -> np.ndarray:
-        """(F-1,N,4,4) float64: the interpolation at the middle of every interval (vectorised)."""
-        out = np.broadcast_to(self.static, (max(self.frames - 1, 0),) + self.static.shape).copy()
-        if self.moving.size and self.frames > 1:
-            k = np.arange(self.frames - 1)
-            out[:, self.moving] = compose(*self.parts_at(k, np.full(k.size, 0.5)))
-        return out
-
 
 def levels(parents: np.ndarray):
     """[(rows, parent rows)] per depth of a forest given by ``parents`` (-1: a root), from the

@@ -64,16 +64,6 @@ def sample_frames(action) -> Tuple[np.ndarray, float, float]:
     return frames, start, end
 
 
-@dataclass
-class ActionProblem:
-    action: str
-    target: str
-    message: str
-
-    def __str__(self):
-        return self.message
-
-
 def _check_finite(action_name: str, fc, co, hl, hr) -> None:
     bad = ~(np.isfinite(co).all(axis=1) & np.isfinite(hl).all(axis=1) & np.isfinite(hr).all(axis=1))
     if bad.any():

@@ -11,11 +11,6 @@ import numpy as np
 from ...core.geometry import cross3, dot3, norm3
 
 
-def _tri_corner_normals(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
-    """(T,3,3) angle-weighted unit face normal of each triangle corner."""
-    return _tri_corner_normals_p(p[tris])
-
-
 def _csr(tris: np.ndarray, count: int):
     """vertex -> incident triangle lists as (ptr (count+1,), tri ids)."""
     flat = tris.ravel()
@@ -209,7 +204,7 @@ def any3(m: np.ndarray) -> np.ndarray:
 
 
 def _tri_corner_normals_p(pts: np.ndarray) -> np.ndarray:
-    """Like _tri_corner_normals for (T,3,3) corner positions."""
+    """(T,3,3) angle-weighted unit face normal of each triangle corner, from (T,3,3) corner positions."""
     a, b, c = pts[:, 0], pts[:, 1], pts[:, 2]
     n = np.cross(b - a, c - a)
     ln = np.linalg.norm(n, axis=1, keepdims=True)

@@ -37,12 +37,6 @@ K_CONST, K_LIN, K_BEZ = 0, 1, 2
 SCALAR_GROUPS = 8
 
 
-def _ease_kind(ipo: int, easing: int) -> int:
-    if easing == crv.EASE_AUTO:
-        easing = crv.EASE_OUT if ipo in (crv.IPO_BACK, crv.IPO_BOUNCE, crv.IPO_ELASTIC) else crv.EASE_IN
-    return 3 + 4 * ipo + easing
-
-
 def _kind_ipo(kind: int) -> int:
     return (kind - 3) // 4
 

@@ -46,10 +46,6 @@ class _Accumulator:
         self.touched = True
         return first, mix
 
-    def accumulated_rows(self) -> np.ndarray:
-        return np.flatnonzero(self.weight > 0.0)
-
-
 class TRSMixer:
     """Local translation, rotation (wxyz) and scale per node: three properties, each with its own
     accumulated weight per row, so a source may write each property on its own rows (a clip's

@@ -104,11 +104,6 @@ class Bounds:
         c = self.corners() @ m[:3, :3].T + m[:3, 3]
         return Bounds(c.min(axis=0), c.max(axis=0))
 
-    @property
-    def diagonal(self) -> float:
-        return 0.0 if self.is_empty else float(np.linalg.norm(self.maximum - self.minimum))
-
-
 def bounds_of(lo: np.ndarray, hi: np.ndarray) -> Bounds:
     """A Bounds over read-only (3,) float64 rows, without the constructor's defensive copies
     (per-frame paths: ``lo``/``hi`` are rows of a fresh array nobody else writes)."""

@@ -29,7 +29,7 @@ import numpy as np
 from ..animation.morph import MorphState, is_frozen
 from ..assets.types import Bounds, bounds_of
 from ..finite import DRAW_LIMIT
-from .morph_table import TargetData, morph_table, pack_morph_entries, pack_morph_span, touched_rows  # noqa: F401
+from .morph_table import TargetData, morph_table
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
 DEGENERATE_LENGTH = 1e-8

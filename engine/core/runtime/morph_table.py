@@ -12,12 +12,6 @@ from ..assets.morph_target import position_extremes
 from ..geometry import SmoothNormalDeltas, smooth_normal_deltas
 
 
-def touched_rows(target) -> np.ndarray:
-    """Vertex indices whose position, normal or tangent delta is non-zero: the sparse target's
-    own ``indices`` (no copy)."""
-    return target.indices
-
-
 def pack_morph_entries(primitive, smooth=None, texels_multiple: int = 1, live=None):
     """Sparse delta entries of every target, grouped by vertex (for shader composition).
 

@@ -85,9 +85,6 @@ class PaletteBatch:
         self._c4[:, 3] = 1.0
         self._c4[self.box_rows, :3] = self.box_center
 
-    def refresh_segments(self) -> None:
-        self.seg_table_rows = np.concatenate([g.seg_rows for g in self.groups]).astype(np.intp)
-
     def _relations(self, world: np.ndarray) -> bool:
         """Fold the armature relation corrections into ``ibm_t_eff`` when they changed (the
         armature and mesh worlds are compared with the last frame's first: usually unchanged)."""

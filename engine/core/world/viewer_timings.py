@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Dict, Optional
+from typing import Optional
 
 ALPHA = 0.1
 FIELDS = ("frame_interval_ms", "animation_ms", "skinning_ms", "morph_ms", "update_ms",
@@ -96,8 +96,3 @@ class ViewerCpuTimings:
     def fps(self) -> float:
         fi = self.frame_interval_ms
         return 1000.0 / fi if fi > 0.0 else 0.0
-
-    def as_dict(self) -> Dict[str, float]:
-        d = {f: getattr(self, f) for f in FIELDS}
-        d["fps"] = self.fps
-        return d

@@ -6,25 +6,6 @@ from ...core.assets.material import MToonParams
 from .node_tree import SHADE_SATURATION, SHADE_VALUE, shade_from_base  # noqa: F401  (public API)
 
 
-def find_principled(material):
-    """The Principled BSDF feeding the active material output (else the first one), or None."""
-    tree = getattr(material, "node_tree", None)
-    if tree is None:
-        return None
-    from .node_tree import Reader
-
-    r = Reader(material)
-    out = r.output_node()
-    if out is not None:
-        surf = r.surface(out.inputs.get("Surface"))
-        if surf is not None and surf.kind == "principled":
-            return surf.node
-    for node in tree.nodes:
-        if node.type == "BSDF_PRINCIPLED":
-            return node
-    return None
-
-
 def read_diffuse(material, unmapped=()) -> MToonParams:
     """No usable node tree: the material's viewport display colour."""
     c = tuple(float(x) for x in material.diffuse_color)

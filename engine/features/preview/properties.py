@@ -25,10 +25,6 @@ _CLIP_ITEMS: list = []
 _NO_CLIP = ("NONE", "(no compatible clip)", "No action of this armature's bones was found", 0)
 
 
-def _context_object():
-    return getattr(bpy.context, "active_object", None)
-
-
 def target_armature(context, armature_name: str = ""):
     """The armature an operator/property acts on: ``armature_name`` or the active object's."""
     if armature_name:

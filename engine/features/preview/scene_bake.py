@@ -82,11 +82,6 @@ def feeds(bakes, scene_asset) -> List[SceneBakeFeed]:
     return out
 
 
-def baked_bone_owners(bakes) -> set:
-    """Names of the armatures whose bones come from a bake (their NLA bone channels are not bound)."""
-    return set(bakes.bakes) if bakes is not None else set()
-
-
 class KeyFeed:
     """One baked shape-key datablock (``bake.scene_keys.KeyBake``) in Scene playback: the driven
     blocks' values at the shown scene time over the weights of the nodes that use it."""

@@ -257,10 +257,3 @@ def standalone_nodes(arm_obj) -> Tuple[Callable[[str], int], int]:
     """Node numbering without a ScenePose: bone k of arm.data.bones -> k, the armature -> len(bones)."""
     idx = {b.name: i for i, b in enumerate(arm_obj.data.bones)}
     return (lambda name: idx.get(name, -1)), len(idx)
-
-
-def standalone_world(arm_obj) -> np.ndarray:
-    """(B+1,4,4) world matrices in ``standalone_nodes`` order from Blender's evaluated pose."""
-    W = np.array(arm_obj.matrix_world, np.float64)
-    mats = [W @ np.array(arm_obj.pose.bones[b.name].matrix, np.float64) for b in arm_obj.data.bones]
-    return np.array(mats + [W])

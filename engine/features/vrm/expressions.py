@@ -106,10 +106,6 @@ class ExpressionSet:
         return (self.spec,) + tuple((e.name, e.preset, e.is_binary, e.overrides, tuple(e.morph_binds),
                                      tuple(e.color_binds), tuple(e.uv_binds)) for e in self.expressions)
 
-    @property
-    def has_morph_binds(self) -> bool:
-        return any(e.morph_binds for e in self.expressions)
-
     # -------------------------------------------------------------------------------- build
     @classmethod
     def from_armature(cls, armature_obj) -> Optional["ExpressionSet"]:
@@ -486,4 +482,3 @@ def keyframe_preview(armature_obj, expr: Expression, frame: float) -> None:
         fc = ad.action.fcurves.find(expr.data_path) or ad.action.fcurves.new(expr.data_path)
     fc.keyframe_points.insert(frame, value, options={"FAST"})
     fc.update()
-

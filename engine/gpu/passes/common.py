@@ -179,12 +179,6 @@ def make_ubo(data: np.ndarray):
 # Geometry helpers
 # ------------------------------------------------------------------------------------------------
 
-def bounds_corners(b) -> np.ndarray:
-    lo = np.asarray(b.minimum, np.float64)
-    hi = np.asarray(b.maximum, np.float64)
-    return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-
-
 def bounds_valid(b) -> bool:
     if b is None:
         return False

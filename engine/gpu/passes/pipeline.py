@@ -112,7 +112,6 @@ class FramePipeline:
         self._blocks = {}          # material name -> its std140 block's bytes (the shadow cache's key)
         self._frame_spec = frame_spec([], False)   # the variants' frame part (mtoon_shaders.frame_spec)
         self._mat_cache = {}       # material name -> (resolved source, params, texture bits, ubo)
-        self._default_key = "\x00default"
         self.gpu_context = GpuContextMark()   # the GPU context the targets were made in
         self.stats = {}
         self.gpu_times = {}        # pass -> ms, measured only with Profile GPU (else empty: pending)

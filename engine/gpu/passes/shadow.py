@@ -58,13 +58,6 @@ def light_rotation(direction: np.ndarray) -> np.ndarray:
     return np.array([x, y, -d])
 
 
-def light_view_matrix(direction: np.ndarray, center: np.ndarray) -> np.ndarray:
-    m = np.eye(4)
-    m[:3, :3] = light_rotation(direction)
-    m[:3, 3] = -m[:3, :3] @ np.asarray(center, np.float64)
-    return m
-
-
 def ortho(l, r, b, t, n, f) -> np.ndarray:
     m = np.eye(4)
     m[0, 0] = 2.0 / (r - l); m[0, 3] = -(r + l) / (r - l)
