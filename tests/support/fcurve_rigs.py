@@ -9,8 +9,6 @@ clip's start and end show the extrapolation and cycles).  tools/check_deform.py 
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from tools import scenes
@@ -113,18 +111,6 @@ def build_fcurve_rig(seed: int = 0, bones: int = 30):
     act.frame_start, act.frame_end = 1.0, 25.0
     scenes.finish()
     return arm, ob, act
-
-
-def fractional_frames(start: float, end: float, per_frame=(0.25, 0.5, 0.75), every: int = 3):
-    """Frames ``k + f`` for every ``every``-th integer k in [start, end) and f in ``per_frame``."""
-    out = []
-    k = math.floor(start)
-    while k < end:
-        for f in per_frame:
-            if start <= k + f <= end:
-                out.append(k + f)
-        k += every
-    return out
 
 
 def key_uniform_action(arm, seed: int = 1, name: str = "Uniform"):

@@ -31,11 +31,6 @@ def main_view():
     return max(view3d_areas(), key=lambda a: a.width * a.height)
 
 
-def camera_frame_rect(h, area):
-    """Screen rect of the viewport region (the camera frame lies inside it)."""
-    return screen_rect(region(area, "WINDOW"))
-
-
 DEMO_COLOURS = {"clothes": (232, 98, 92), "hair": (84, 62, 128), "skin": (250, 206, 182), "pants": (52, 64, 112)}
 
 
