@@ -48,8 +48,6 @@ path, which stops at a surface at least that opaque and passes a thinner one wit
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ...core.compositing import cryptomatte, ssao
@@ -219,18 +217,21 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
     if not names:
         return out
 
-    # the centre sample's targets, each read back once, by the first pass that needs it
-    @functools.cache
-    def aux() -> np.ndarray:
-        """(H, W, 4) the aux target: view normal xyz, object id."""
-        return texture_to_numpy(pipeline.last_aux, w, h)
+    read_back: dict = {}     # the centre sample's targets, read once, by the first pass that needs them
 
-    @functools.cache
+    def aux() -> np.ndarray:
+        """(H, W, 4) the aux target: normal xyz, object id."""
+        if "aux" not in read_back:
+            read_back["aux"] = texture_to_numpy(pipeline.last_aux, w, h)
+        return read_back["aux"]
+
     def view() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(H, W) the background mask and view z, x, y of every pixel, from the depth."""
-        depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
-        z, x, y = _view_points(frame.camera.projection, frame.camera.is_ortho, depth)
-        return depth >= 1.0, z, x, y
+        if "view" not in read_back:
+            depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
+            z, x, y = _view_points(frame.camera.projection, frame.camera.is_ortho, depth)
+            read_back["view"] = (depth >= 1.0, z, x, y)
+        return read_back["view"]
 
     if "Depth" in names:
         empty, z, _x, _y = view()
