@@ -99,7 +99,9 @@ def _rigify_playing(rigify_scene, bakes):
     except BaseException:
         s.free()
         raise
-    feed = s.preview.baked[1][(rig.name, act.name)][2]
+    baked = s.preview.baked
+    assert baked is not None
+    feed = baked[1][(rig.name, act.name)][2]
     return s, st, frame, feed, fps, float(np.abs(feed.baked.table.static[..., :3, 3]).max()) + 1.0
 
 

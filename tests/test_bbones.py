@@ -115,7 +115,9 @@ def test_segment_entry_point_and_rest_relation(empty_scene):
     pal = g.palette.matrices.astype(np.float64)
     slots = g.seg_slots[g.joint_nodes[g.seg_slots] == mid]
     pose, rest = reader.read_bbone_segments(dg)
-    segs = g.skin.joint_segments[slots]
+    joint_segments = g.skin.joint_segments
+    assert joint_segments is not None
+    segs = joint_segments[slots]
     rel = pose[mid][segs] @ np.linalg.inv(rest[mid][segs])
     assert np.abs(rel - np.eye(4)).max() > 1e-2          # the segments really bend
     # the next recompute without fresh segments (a new pose version, as the preview player
@@ -127,7 +129,7 @@ def test_segment_entry_point_and_rest_relation(empty_scene):
     assert np.abs(pal[slots] - plain).max() > 1e-3
     # bad input: a clear message, the rest relation kept
     assert not ps.set_bbone_segments({mid: np.eye(4)[None]}, {mid: np.eye(4)[None]})
-    assert f"bone node {mid}" in ps.last_error and not ps.segment_fresh
+    assert f"bone node {mid}" in (ps.last_error or "") and not ps.segment_fresh
     # a rig without B-Bones: no table, nothing read per frame
     for b in arm.data.bones:
         b.bbone_segments = 1
@@ -158,7 +160,7 @@ def test_relations_entry_point_equals_segments(empty_scene):
     assert rt.update_timeline(nodes, mats, w)
     assert np.abs(ps.palette_groups[0].palette.matrices - want).max() < 1e-6
     assert not ps.set_bbone_relations(table[:-1])
-    assert "B-Bone segment relations" in ps.last_error and not ps.segment_fresh
+    assert "B-Bone segment relations" in (ps.last_error or "") and not ps.segment_fresh
     bad = table.copy()
     bad[0, 0, 0] = np.nan
     assert not ps.set_bbone_relations(bad)

@@ -289,8 +289,9 @@ def test_baked_rig_refuses_crowd(empty_scene, view, bakes):
     set_crowd(scene, arm, True)
     view.update(st)
     assert not st.active and not st.playing                              # timeline mode, no wrong pose
-    assert st.last_error.startswith(CROWD_ERROR_PREFIX) and f"'{arm.name}'" in st.last_error
-    assert "IK" in st.last_error and "Turn Play on All Characters off" in st.last_error
+    err = st.last_error or ""
+    assert err.startswith(CROWD_ERROR_PREFIX) and f"'{arm.name}'" in err
+    assert "IK" in err and "Turn Play on All Characters off" in err
     assert rt.player.target_count == 1
     lay = draw_panel(preview_panel.STYLIZED_PT_viewport_animation, Ctx(scene, arm))
     assert st.last_error in lay.labels()

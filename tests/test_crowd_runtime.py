@@ -123,11 +123,13 @@ def test_crowd_bad_targets_are_refused_with_a_clear_message(empty_scene):
     rt = SceneRuntime(asset, CpuBackend())
     assert rt.initialize(), rt.last_error
     assert not rt.set_clip(clip, targets=[names[0], "NoSuchRig"])
-    assert "'NoSuchRig'" in rt.last_error and rt.player.clip is None
+    assert "'NoSuchRig'" in (rt.last_error or "") and rt.player.clip is None
     assert not rt.set_clip(clip, targets=[names[1], names[1]])
-    assert "listed twice" in rt.last_error and f"'{names[1]}'" in rt.last_error
+    err = rt.last_error or ""
+    assert "listed twice" in err and f"'{names[1]}'" in err
     assert not rt.set_clip(clip, targets=[names[0], other.name])
-    assert f"'{other.name}'" in rt.last_error and "skeleton" in rt.last_error
+    err = rt.last_error or ""
+    assert f"'{other.name}'" in err and "skeleton" in err
     assert not rt.player.set_targets(np.zeros((2, 1), np.int64))      # wrong width
     # the targets a UI would offer: every rig with the clip's skeleton, the clip's own first
     assert rt.armatures_sharing_skeleton(names[1]) == [names[1], names[0]]

@@ -305,7 +305,7 @@ def test_absolute_keys_and_driven_keys(fresh):  # noqa: F811
     assert importer.compatible_clips(asset, "DrivenFace") == []
     ob.data.shape_keys.use_relative = False
     m = importer.import_scene(fresh).meshes[0]
-    assert "absolute" in m.fallback_reason
+    assert "absolute" in (m.fallback_reason or "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ def test_unweighted_vertices_bounds_and_nonfinite_prop(fresh):  # noqa: F811
     co = np.array(ob.data.vertices[8].co)
     assert ub is not None and np.allclose(ub.minimum, co) and np.allclose(ub.maximum, co)
     bad = asset.meshes[asset.nodes[asset.node_index("BadProp")].mesh_index]
-    assert "non-finite vertex position" in bad.fallback_reason and bad.primitives == ()
+    assert "non-finite vertex position" in (bad.fallback_reason or "") and bad.primitives == ()
     good = asset.meshes[asset.nodes[asset.node_index("Partly")].mesh_index]
     assert good.fallback_reason is None
 

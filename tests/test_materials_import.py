@@ -543,6 +543,7 @@ def test_real_vertex_colour_material(ext):
     ref = np.empty(len(attrs["Color"].data) * 4, np.float32)
     attrs["Color"].data.foreach_get("color", ref)
     used = cs.corner_to_split >= 0
+    assert cs.colors is not None
     assert np.allclose(cs.colors[cs.corner_to_split[used]], ref.reshape(-1, 4)[used], atol=1e-6)
 
 

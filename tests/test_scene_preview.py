@@ -157,7 +157,7 @@ def test_a_scene_needing_blenders_evaluation_is_refused_with_the_reason(nla_scen
             bpy.ops.stylized.preview_scene(action="PLAY")      # reported as an error, cancelled
         st = preview.get_state(nla_scene)
         assert not st.active
-        assert "(COPY_LOCATION)" in st.last_error
+        assert "(COPY_LOCATION)" in (st.last_error or "")
         rc = check_scene.run_deform(nla_scene, [(5, 0.0)])
         out = capsys.readouterr().out
         assert rc == 1 and "refused: object 'Char1_0'" in out, out

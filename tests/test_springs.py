@@ -134,7 +134,9 @@ def test_vrm0_secondary_animation_is_migrated_as_the_addon_does(ext):
     skip_without_bone_uuids()
     arm = bpy.data.objects["Armature"]
     stored = _spec_summary(reader.read_character(arm, *reader.standalone_nodes(arm)))
-    sb = vx.extension_props(arm.data)["spring_bone1"]
+    props = vx.extension_props(arm.data)
+    assert props is not None
+    sb = props["spring_bone1"]
     sb["springs"] = []
     sb["colliders"] = []
     sb["collider_groups"] = []

@@ -155,6 +155,15 @@ def reference_stills(scene, drop_vrm) -> dict:
     return out
 
 
+def _vrm0_groups(arm):
+    """The VRM 0 blend shape groups stored on ``arm`` (the add-on's data, read without it)."""
+    from stylized_renderer.engine.features.vrm import expressions as vx
+
+    ext = vx.extension_props(arm.data)
+    assert ext is not None, f"{arm.name}: no VRM data"
+    return ext["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+
+
 def _drop_with_addon(arm):
     arm.data.vrm_addon_extension.spec_version = "1.0"     # VRM 1.0 without binds: no expressions
 
@@ -220,7 +229,7 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
     s = vx.expression_set_of(arm)
     assert s is not None and s.spec == vx.SPEC_VRM0 and s.count == 17
     assert s.by_name("Angry").preset == "angry" and s.by_name("Joy").preset == "happy"
-    groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+    groups = _vrm0_groups(arm)
     groups[ANGRY]["preview"] = 1.0
     keys = bpy.data.objects["Face"].data.shape_keys.key_blocks
     keys["angled_eyebrows"].value = 0.0           # stale key value: ignored for a bound key
@@ -429,7 +438,7 @@ def test_panel_without_the_addon_writes_and_keys_the_stored_previews(ext):
 
     angry = _sliders(lay)["angry (Angry)"]
     angry.value = 0.5
-    stored = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"][ANGRY]
+    stored = _vrm0_groups(arm)[ANGRY]
     assert stored["preview"] == 0.5 and angry.value == 0.5
     # keyed without the add-on: an F-Curve on the add-on's path, evaluated by the engine
     with bpy.context.temp_override(active_object=arm, object=arm):
@@ -453,7 +462,7 @@ def test_panel_without_the_addon_writes_and_keys_the_stored_previews(ext):
     bpy.ops.ed.undo_push(message="Set VRM Expression")
     bpy.ops.ed.undo()
     arm = bpy.data.objects["Armature"]
-    g = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+    g = _vrm0_groups(arm)
     assert g[9]["name"] == "Sorrow" and g[9].get("preview", 0.0) == 0.0
     assert g[ANGRY]["preview"] == pytest.approx(0.2)
 
@@ -522,10 +531,9 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
     scene = open_godette()
     arm = bpy.data.objects["Armature"]
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
-    from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
-    groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+    groups = _vrm0_groups(arm)
     groups[ANGRY]["binds"][0]["index"] = "no_such_key"
     groups[ANGRY]["preview"] = float("nan")
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
@@ -549,10 +557,9 @@ def test_bind_edits_show_in_the_viewport_within_half_a_second(ext):
     open_godette()
     arm = bpy.data.objects["Armature"]
     from stylized_renderer.engine.blender.sources.timeline import TimelineReader
-    from stylized_renderer.engine.features.vrm import expressions as vx
     from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
-    groups = vx.extension_props(arm.data)["vrm0"]["blend_shape_master"]["blend_shape_groups"]
+    groups = _vrm0_groups(arm)
     groups[7]["preview"] = 1.0                               # Joy: oh 0.5, look_up 0.25
     rt = runtime_for_scene()
     reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())

@@ -350,6 +350,7 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     s = vx.expression_set_of(arm)
     angry = s.by_name("Angry")
     grp = vx.group_at(vx.extension_props(arm.data), angry.location)
+    assert grp is not None
     for frame, value in ((1, 0.0), (13, 1.0)):           # the panel's key button without the add-on
         grp["preview"] = value
         vx.keyframe_preview(arm, angry, frame)

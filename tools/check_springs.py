@@ -179,6 +179,14 @@ def _preview_clock():
         session_mod.time = saved
 
 
+def _worlds(rt):
+    """(N,4,4) the world matrices of the runtime ``rt`` after an update (its pose is clean then)."""
+    w = rt.pose.world_matrices
+    if w is None:
+        raise RuntimeError("the preview's pose has no world matrices after the update (dirty)")
+    return w
+
+
 def play_preview(arms, updates, dt, control="none"):
     """Our side: play the first armature's clip in the preview (one PreviewState: the first
     armature's; with several armatures the crowd plays that clip on all), ``updates`` updates of ``dt``
@@ -227,8 +235,8 @@ def play_preview(arms, updates, dt, control="none"):
             for arm, joints, _ in arms:
                 car = carrier_of(arm, joints)       # a root joint without a parent: the armature
                 cnodes[arm.name] = np.array([index[f"{arm.name}/{car[b]}" if b in car else arm.name] for b in joints])
-            out = {k: [rt.pose.world_matrices[v][:, :3, 3].copy()] for k, v in nodes.items()}
-            cm = {k: [rt.pose.world_matrices[v].copy()] for k, v in cnodes.items()}
+            out = {k: [_worlds(rt)[v][:, :3, 3].copy()] for k, v in nodes.items()}
+            cm = {k: [_worlds(rt)[v].copy()] for k, v in cnodes.items()}
             steps = []
             for _ in range(updates):
                 before = s.springs.state.steps_total
@@ -236,8 +244,8 @@ def play_preview(arms, updates, dt, control="none"):
                 rt = update()
                 steps.append(s.springs.state.steps_total - before)
                 for k, v in nodes.items():
-                    out[k].append(rt.pose.world_matrices[v][:, :3, 3].copy())
-                    cm[k].append(rt.pose.world_matrices[cnodes[k]].copy())
+                    out[k].append(_worlds(rt)[v][:, :3, 3].copy())
+                    cm[k].append(_worlds(rt)[cnodes[k]].copy())
             times = float(rt.player.current_time)
         finally:
             gpu_util.run_in_gpu_context(s.free)

@@ -30,7 +30,7 @@ def test_initialize_rejects_invalid_scene_deeply():
     bad = SceneAsset([R.node("a", parent=1), R.node("b", parent=0)])   # parent cycle
     pose = ScenePose()
     assert not pose.initialize(bad)
-    assert "cycle" in pose.last_error
+    assert "cycle" in (pose.last_error or "")
     nan = SceneAsset([R.node("a", t=(np.nan, 0, 0))])
     assert not ScenePose().initialize(nan)
 
@@ -60,7 +60,8 @@ def test_set_local_transform_marks_dirty_and_withholds_world():
     assert pose.version == v                     # a write alone makes no consumable version
     assert pose.update_world_matrices()
     assert pose.version == v + 1
-    assert np.allclose(pose.world_matrix(2)[:3, 3], (1, 1, 0))
+    w2 = pose.world_matrix(2)
+    assert w2 is not None and np.allclose(w2[:3, 3], (1, 1, 0))
 
 
 def test_set_local_transform_rejects_bad_input():
@@ -147,10 +148,12 @@ def test_is_for_scene_is_identity_not_equality():
 def test_world_matrices_are_read_only_views():
     _, pose = make_pose()
     pose.update_world_matrices()
+    w, w0 = pose.world_matrices, pose.world_matrix(0)
+    assert w is not None and w0 is not None
     with pytest.raises(ValueError):
-        pose.world_matrices[0, 0, 0] = 5.0
+        w[0, 0, 0] = 5.0
     with pytest.raises(ValueError):
-        pose.world_matrix(0)[0, 0] = 5.0
+        w0[0, 0] = 5.0
 
 
 @pytest.mark.parametrize("depth", [1, 3, 9, 40])

@@ -99,7 +99,7 @@ def test_dirty_pose_gives_no_items_or_a_clear_error():
     rt.update(0.0)
     rt.pose.set_local_transform(1, (0, 1, 0), R.QI, (1, 1, 1))
     assert rt.extract() == []
-    assert "dirty" in rt.extractor.last_error
+    assert "dirty" in (rt.extractor.last_error or "")
     with pytest.raises(ExtractionError):
         rt.extract(strict=True)
 
@@ -111,7 +111,7 @@ def test_pose_of_another_scene_is_rejected():
     other.update(0.0)
     ex = RenderExtractor()
     assert ex.extract(rt.scene, other.pose, rt.palette_set, rt.mesh_instances, rt.runtime_meshes) == []
-    assert "scene" in ex.last_error
+    assert "scene" in (ex.last_error or "")
 
 
 def test_count_mismatches_are_rejected():
@@ -119,7 +119,7 @@ def test_count_mismatches_are_rejected():
     rt.update(0.0)
     ex = RenderExtractor()
     assert ex.extract(rt.scene, rt.pose, rt.palette_set, rt.mesh_instances[:-1], rt.runtime_meshes) == []
-    assert "instance" in ex.last_error
+    assert "instance" in (ex.last_error or "")
     assert ex.extract(rt.scene, rt.pose, rt.palette_set, rt.mesh_instances, rt.runtime_meshes[:-1]) == []
     assert ex.extract(rt.scene, rt.pose, rt.palette_set, rt.mesh_instances, rt.runtime_meshes)
 

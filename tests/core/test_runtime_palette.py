@@ -34,6 +34,7 @@ def test_skin_matrix_is_inverse_mesh_world_joint_world_inverse_bind():
     bend(pose)
     assert ps.update(pose)
     w = pose.world_matrices
+    assert w is not None
     pal = ps.find(3, 0)
     sk = scene.meshes[0].primitives[0].skin
     for j, jn in enumerate(sk.joint_node_indices):

@@ -19,12 +19,12 @@ class BakedSample(NamedTuple):
     ``time``: the clamped time in seconds; ``locals`` (B',4,4): the parent-relative local matrix
     of every inner (non-root) baked bone, aligned with ``BakedPose.inner_nodes``;
     ``relative_t`` (B',4,4): the same bones' *transposed* matrices relative to their root bones
-    (``BakedPose.anchors``; ``ScenePose.set_world_shortcut``), None without anchors;
+    (``BakedPose.anchors``; ``ScenePose.set_world_shortcut``);
     ``segments`` (S,4,4): the B-Bone segment matrices (bone space) of every weighted B-Bone,
     ``BakedPose.bbone_nodes`` in order, ``BakedPose.segment_slices`` giving each one's rows."""
     time: float
     locals: np.ndarray
-    relative_t: Optional[np.ndarray]
+    relative_t: np.ndarray
     segments: np.ndarray
 
 

@@ -144,7 +144,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
     tri_mat = triangle_materials(mesh, nt)
 
     split_corners = None
-    if nt and by_vertex and uv is None and col is None:
+    if nt and vert_normals is not None and uv is None and col is None:       # (by_vertex)
         # one split vertex per drawn vertex, in vertex order: int32 indices, nothing per corner
         # but the corner -> split map (a big static mesh's import holds little besides its output)
         tv = loop_verts[tri_loops]
@@ -183,6 +183,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
     elif vert_normals is not None:
         split_normals = vert_normals[src]
     else:
+        assert normals is not None                   # read per corner whenever not per vertex
         split_normals = normals[split_corners]
 
     def per_split(c):

@@ -279,6 +279,8 @@ class TangentDeltaSolver:
             return empty
         aff_t = incident(self.vptr, self.vtris, moved_ids)
         if aff_t.size:
+            if self.src is None:
+                raise ValueError("TangentDeltaSolver.sparse_deltas: the solver was made without source_vertices")
             at = self.tris[aff_t]
             s1 = self._sdir(aff_t, vertex_deltas[self.src[at]])
             diff = s1 - self._sdir(aff_t)

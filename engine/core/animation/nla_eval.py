@@ -238,7 +238,8 @@ class StackBatch:
                                                    "influence", "mute", "time_cyclic")), track, inst))
 
     def _tables(self, strips, tracks) -> None:
-        f = lambda n, dt=np.float64: np.array([s[0][n] for s in strips], dt)      # noqa: E731
+        def f(n: str, dt: type = np.float64) -> np.ndarray:
+            return np.array([s[0][n] for s in strips], dt)
         self._start, self._end = f("start"), f("end")
         self._astart, self._aend = f("action_start"), f("action_end")
         scale = np.abs(f("scale"))

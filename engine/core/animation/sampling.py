@@ -49,8 +49,8 @@ class TrackSet:
         self._last = self.offsets + counts - 1
         # every track keyed at the same times (the common case: a baked or imported clip keys
         # all its channels together): those times relative to t_min, one search for all tracks
-        self._uniform = None
-        self._shifted = None
+        self._uniform: np.ndarray | None = None
+        self._shifted = np.zeros(0)     # the shifted keys of every track (unless _uniform)
         if self.count and np.all(counts == counts[0]):
             grid = times.reshape(self.count, -1)
             if (grid == grid[0]).all():
@@ -67,12 +67,11 @@ class TrackSet:
         if self._uniform is not None:
             return np.tile(self._uniform + self.t_min, self.count)
         channel_of_key = np.repeat(np.arange(self.count, dtype=np.float64), self.counts)
-        return self._shifted - channel_of_key * self.span + self.t_min  # pyright: ignore[reportOptionalOperand]  (set by __init__ whenever keys exist)
+        return self._shifted - channel_of_key * self.span + self.t_min
 
-    def _locate_uniform(self, time: float):
-        """``locate`` for tracks keyed at the same times: (left key, right key, alpha) scalars,
-        the key indices within a track."""
-        keys = self._uniform
+    def _locate_uniform(self, keys: np.ndarray, time: float):
+        """``locate`` for tracks keyed at the same times ``keys`` (``_uniform``): (left key,
+        right key, alpha) scalars, the key indices within a track."""
         rel = float(time) - self.t_min
         pos = bisect.bisect_left(keys, min(max(rel, -0.25), (self.t_max - self.t_min) + 0.25))
         right = min(pos, keys.shape[0] - 1)
@@ -90,11 +89,11 @@ class TrackSet:
         tracks keyed at the same times, once against those times.
         """
         if self._uniform is not None:
-            left, right, alpha = self._locate_uniform(time)
+            left, right, alpha = self._locate_uniform(self._uniform, time)
             return self.offsets + left, self.offsets + right, np.full(self.count, alpha)
         rel = float(time) - self.t_min
         q = self._base + min(max(rel, -0.25), (self.t_max - self.t_min) + 0.25)
-        pos = np.searchsorted(self._shifted, q, side="left")  # pyright: ignore[reportCallIssue, reportArgumentType]  (set by __init__ whenever keys exist)
+        pos = np.searchsorted(self._shifted, q, side="left")
         right = np.minimum(pos, self._last)                   # r == count -> last key
         left = np.maximum(pos - 1, self.offsets)              # r == 0 -> first key
         np.minimum(left, right, out=left)
@@ -115,7 +114,7 @@ class TrackSet:
         if self.count == 0:
             return np.zeros((0, self.width))
         if self._uniform is not None:
-            left, right, alpha = self._locate_uniform(time)
+            left, right, alpha = self._locate_uniform(self._uniform, time)
             grid = self.values.reshape(self.count, -1, self.width)
             vl = grid[:, left]
             return vl + (grid[:, right] - vl) * alpha
@@ -129,12 +128,13 @@ class TrackSet:
         terms that depend on the keys alone made once per track set; unit."""
         if self.count == 0:
             return np.zeros((0, 4))
-        if self._uniform is None:
+        uniform = self._uniform
+        if uniform is None:
             left, right, alpha = self.locate(time)
             return self.slerp_at(left, right, alpha)
         # one search for every track: the keys are columns of the (C, K, 4) values
-        left, right, alpha = self._locate_uniform(time)
-        k = self._uniform.shape[0]
+        left, right, alpha = self._locate_uniform(uniform, time)
+        k = uniform.shape[0]
         table, keys = self._pair_table()
         grid = keys.reshape(self.count, k, 4)
         if left == right:                  # before the first or after the last key: that key

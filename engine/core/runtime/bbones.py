@@ -31,7 +31,7 @@ class BBoneInputs:
         self.segment_table = np.zeros((0, 4, 4))         # (R,4,4) deform relations (identity: rest)
         self.segment_fresh = False
         self._baked_joints = None                        # (joints_t, anchors) of set_baked_joints
-        self.baked_updates = 0                           # batched updates made from baked joints
+        self.baked_updates: int = 0                      # batched updates made from baked joints
         self._segment_rows = {}                          # bone node -> (S+1,) rows of the table
         self._applied_seg = None       # the segment table the palettes were last computed with
 

@@ -371,8 +371,8 @@ class PrimitiveInstance:
             acc_n += base_n
             normals = _renormalize(base_n, acc_n)
         tangents = None
-        if acc_t is not None:
-            base_t = prim.tangents
+        base_t = prim.tangents
+        if acc_t is not None and base_t is not None:     # (acc_t is made only with base tangents)
             acc_t += base_t[:, :3]
             t3 = _renormalize(base_t[:, :3], acc_t)
             tangents = np.empty((v, 4), dtype=np.float32)

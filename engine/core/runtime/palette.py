@@ -158,6 +158,8 @@ class SkinningPalette:
         mesh_inv = object_inv(mesh_world, self.zero_singular)   # a mesh scaled to 0: as in Blender
         skin = np.matmul(mesh_inv, np.matmul(joint_worlds, inverse_binds))   # (J,4,4) float64
         if box_center is not None and box_center.shape[0]:
+            if box_half is None:
+                raise ValueError("SkinningPalette.update: box_center without box_half")
             m = skin[box_joints]
             r = m[:, :3, :3]
             c = np.matmul(r, box_center[:, :, None])[:, :, 0] + m[:, :3, 3]

@@ -2,7 +2,7 @@
 group of a scene in one vectorised step.  No bpy/gpu."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -60,7 +60,7 @@ class PaletteBatch:
         self.still_max = np.array([still[i].maximum for i in self.still_groups]).reshape(-1, 3)
         self.seg_rows_global = np.concatenate([g.seg_slots + off for g, off in zip(groups, self.offsets)]).astype(np.intp)
         self.seg_table_rows = np.concatenate([g.seg_rows for g in groups]).astype(np.intp)
-        self._skin_t = None
+        self._skin_t = np.zeros((0, 4, 4))     # (T,4,4) float64 skin^T of the last update
         self._scales = None
         self.texels = None                       # (T,4,4) float32 texel rows of the last update
         # per group: (palette, first row, end row), plain Python values
@@ -70,8 +70,13 @@ class PaletteBatch:
         self.attached = False                    # the palettes read this batch's results (_view)
         self._batch_upload = None                # the backend's upload_palette_slices, when usable
         self._handles = None
-        self._mats = self._lo = self._hi = self._ok = self._bounds = None
-        self._mesh_w = self._mesh_inv = self._minv_rows = None     # last mesh worlds, their inverses
+        # the last update's results, read through the palettes' views (none until the first)
+        self._mats = np.zeros((0, 4, 4), np.float32)
+        self._lo = self._hi = np.zeros((0, 3))
+        self._ok: list = []
+        self._bounds: list = []
+        self._mesh_cache: Optional[Tuple[np.ndarray, np.ndarray]] = None   # last mesh worlds, their inverses
+        self._minv_rows = None
         # the worlds that decide the mesh inverses and the relations, compared in one step
         self.watch = np.concatenate([self.mesh_nodes, self.rel_arm, self.rel_mesh]).astype(np.intp)
         self._watched = None                     # their worlds at the last update that used them
@@ -159,15 +164,16 @@ class PaletteBatch:
         anchors' worlds (the segment relations folded in), one product per run of rows sharing a
         mesh and an anchor; the other joints' worlds are not read."""
         watched = world[self.watch]
-        if self._watched is not None and (watched == self._watched).all():   # same shapes
-            mesh_inv = self._mesh_inv        # the meshes and the armature relations did not move
+        cache = self._mesh_cache                 # set whenever _watched is
+        if cache is not None and self._watched is not None and (watched == self._watched).all():   # same shapes
+            mesh_inv = cache[1]                  # the meshes and the armature relations did not move
         else:
             mesh_w = watched[:self.mesh_nodes.shape[0]]
-            if self._mesh_w is not None and (mesh_w == self._mesh_w).all():
-                mesh_inv = self._mesh_inv
+            if cache is not None and (mesh_w == cache[0]).all():
+                mesh_inv = cache[1]
             else:
                 mesh_inv = object_inv(mesh_w, self.zero_singular)   # singular (scaled to 0): engine/core/finite.py
-                self._mesh_w, self._mesh_inv = mesh_w, mesh_inv
+                self._mesh_cache = (mesh_w, mesh_inv)
                 # inverse(meshWorld)^T per joint row (crowds), C-contiguous: numpy's batched
                 # matmul walks a strided operand (the transposed gather) about 3x slower
                 self._minv_rows = (np.ascontiguousarray(mesh_inv.transpose(0, 2, 1)[self.group_of_joint])
@@ -219,7 +225,7 @@ class PaletteBatch:
         self._skin_t = skin_t
         self._scales = None
         # bounds: centre c = R @ centre + t, half h = |R| @ half, per non-empty joint box
-        lo = hi = None
+        boxes = None                                   # (lo, hi) per group with boxes
         if self.box_rows.shape[0]:
             m = skin_t if self.all_boxes else skin_t[self.box_rows]
             if centres is not None:                    # the baked path's (same centres, linear)
@@ -227,16 +233,17 @@ class PaletteBatch:
             else:
                 c = np.einsum("nk,nki->ni", self.box_center1, m[:, :, :3])   # R @ centre + t
             h = np.einsum("nk,nki->ni", self.box_half, np.abs(m)[:, :3, :3])   # abs of the whole block: faster
-            lo = np.minimum.reduceat(c - h, self.box_starts, axis=0)
-            hi = np.maximum.reduceat(c + h, self.box_starts, axis=0)
+            boxes = (np.minimum.reduceat(c - h, self.box_starts, axis=0),
+                     np.maximum.reduceat(c + h, self.box_starts, axis=0))
         g_count = len(self.groups)
-        if lo is None or lo.shape[0] != g_count:
-            glo = np.full((g_count, 3), np.inf)
-            ghi = np.full((g_count, 3), -np.inf)
-            if lo is not None:
-                glo[self.box_groups] = lo
-                ghi[self.box_groups] = hi
-            lo, hi = glo, ghi
+        if boxes is not None and boxes[0].shape[0] == g_count:
+            lo, hi = boxes
+        else:
+            lo = np.full((g_count, 3), np.inf)
+            hi = np.full((g_count, 3), -np.inf)
+            if boxes is not None:
+                lo[self.box_groups] = boxes[0]
+                hi[self.box_groups] = boxes[1]
         if self.still_groups.size:
             lo[self.still_groups] = np.minimum(lo[self.still_groups], self.still_min)
             hi[self.still_groups] = np.maximum(hi[self.still_groups], self.still_max)
@@ -247,7 +254,7 @@ class PaletteBatch:
         self._mats = texels.transpose(0, 2, 1)
         self._lo, self._hi = lo, hi
         pals = self._slot_pals
-        self._bounds: list = [None] * len(pals)               # slot_bounds, made on first read
+        self._bounds = [None] * len(pals)                     # slot_bounds, made on first read
         if not self.attached:
             # the palettes read their matrices, bounds and upload flag from this batch from now
             # on (until one of them is written otherwise: _detach); their buffers are checked
@@ -280,7 +287,7 @@ class PaletteBatch:
         return self._mats[a:b]
 
     def slot_bounds(self, k: int) -> Bounds:
-        b = self._bounds[k]  # pyright: ignore[reportOptionalSubscript]  (read only while attached: set by update)
+        b = self._bounds[k]                  # (read only while attached: set by update)
         if b is None:
             b = self._bounds[k] = bounds_of(self._lo[k], self._hi[k])
         return b

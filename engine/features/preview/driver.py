@@ -44,7 +44,7 @@ class PreviewDriver:
         self.followed = None          # follow: (reader, its sync token, state) last followed
         self.renamed = None           # follow: (armature, clip) re-imported after a rename
         self.played_runtime = None    # follow: the runtime the preview last played on
-        self.baked = None             # bakes.baked_clips: (scene asset, {(arm, clip): ...}, runtime)
+        self.baked: Optional[tuple] = None   # bakes.baked_clips: (scene asset, {(arm, clip): ...}, runtime)
         self.morph_source: Optional[_morphs.PreviewMorphs] = None  # the preview's morph source
 
     # ------------------------------------------------------------------------------------------

@@ -277,8 +277,8 @@ class FrameInstances:
         shader.uniform_sampler("skin_palette", palettes if palettes is not None else dummy)
         shader.uniform_int("skin_influences", infl if palettes is not None else 0)
         morph = getattr(first.stream, "morph", None)
-        weights = self.weights_texture if morph is not None else None
-        if weights is not None:
+        weights = self.weights_texture
+        if morph is not None and weights is not None:
             shader.uniform_sampler("morph_deltas", morph[0])
             shader.uniform_sampler("morph_weights", weights)
             shader.uniform_int("morph_mode", 1)

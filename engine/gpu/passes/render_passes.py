@@ -216,17 +216,28 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
     out = {}
     if not names:
         return out
-    aux = (texture_to_numpy(pipeline.last_aux, w, h)
-           if "IndexOB" in names or ("AO" in names and not AO_ON_GPU) else None)
-    depth = None
-    if {"Depth", "Position"} & set(names) or ("AO" in names and not AO_ON_GPU):
-        depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
-    empty = None if depth is None else depth >= 1.0
-    if depth is not None:
-        z, x, y = _view_points(frame.camera.projection, frame.camera.is_ortho, depth)
+
+    read_back: dict = {}     # the centre sample's targets, read once, by the first pass that needs them
+
+    def aux() -> np.ndarray:
+        """(H, W, 4) the aux target: normal xyz, object id."""
+        if "aux" not in read_back:
+            read_back["aux"] = texture_to_numpy(pipeline.last_aux, w, h)
+        return read_back["aux"]
+
+    def view() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(H, W) the background mask and view z, x, y of every pixel, from the depth."""
+        if "view" not in read_back:
+            depth = texture_to_numpy(pipeline._depth, w, h, channels=1)[..., 0]
+            z, x, y = _view_points(frame.camera.projection, frame.camera.is_ortho, depth)
+            read_back["view"] = (depth >= 1.0, z, x, y)
+        return read_back["view"]
+
     if "Depth" in names:
+        empty, z, _x, _y = view()
         out["Depth"] = np.where(empty, BACKGROUND_DEPTH, -z).astype(np.float32)[..., None]
     if "Position" in names:
+        empty, z, x, y = view()
         inv = np.linalg.inv(np.asarray(frame.camera.view, np.float64))
         p = (x[..., None] * inv[:3, 0] + y[..., None] * inv[:3, 1] + z[..., None] * inv[:3, 2] + inv[:3, 3])
         out["Position"] = np.where(empty[..., None], 0.0, p).astype(np.float32)
@@ -236,12 +247,13 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
             tex = pipeline.ambient_occlusion.execute(frame, pipeline.last_aux, pipeline._depth, dist)
             out["AO"] = np.ascontiguousarray(texture_to_numpy(tex, w, h)[..., :3])
         else:                   # the plain numpy formula (tests compare the GPU pass with it)
+            empty, z, x, y = view()
             rot = np.asarray(frame.camera.view, np.float64)[:3, :3]
-            nv = aux[..., :3] @ rot.T.astype(np.float32)
+            nv = aux()[..., :3] @ rot.T.astype(np.float32)
             ao = ssao.ambient_occlusion(z, x + 0.0 * z, y + 0.0 * z, nv, empty, frame.camera.projection, dist)
             out["AO"] = np.repeat(ao[..., None], 3, -1)
     if "IndexOB" in names:
-        ids = np.rint(aux[..., 3]).astype(np.int64)
+        ids = np.rint(aux()[..., 3]).astype(np.int64)
         lut = np.zeros(max(ids.max(initial=0), max(object_pass_index, default=0)) + 1, np.float32)
         if object_pass_index:
             k = np.fromiter(object_pass_index.keys(), np.int64)
