@@ -73,6 +73,7 @@ class TrackSet:
         """``locate`` for tracks keyed at the same times: (left key, right key, alpha) scalars,
         the key indices within a track."""
         keys = self._uniform
+        assert keys is not None   # called only for tracks keyed at the same times (_uniform set)
         rel = float(time) - self.t_min
         pos = bisect.bisect_left(keys, min(max(rel, -0.25), (self.t_max - self.t_min) + 0.25))
         right = min(pos, keys.shape[0] - 1)
