@@ -178,6 +178,7 @@ class PaletteBatch:
             if not self._relations(world):
                 return None
             self._watched = watched
+        assert mesh_inv is not None   # the first update computes it (_watched and _mesh_w are set with it)
         if baked is None:
             # jointWorld^T, C-contiguous (T,4,4): one copy (a run of joints) or gather costs less
             # than the strided products below would
@@ -215,6 +216,7 @@ class PaletteBatch:
         elif len(self.groups) == 1:
             skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(x.shape)
         else:
+            assert self._minv_rows is not None   # made with the mesh inverses when there are several groups
             skin_t = np.matmul(x, self._minv_rows)
         if skin_t.shape[1] == 5:
             centres = skin_t[:, 4, :3]
@@ -233,7 +235,7 @@ class PaletteBatch:
             lo = np.minimum.reduceat(c - h, self.box_starts, axis=0)
             hi = np.maximum.reduceat(c + h, self.box_starts, axis=0)
         g_count = len(self.groups)
-        if lo is None or lo.shape[0] != g_count:
+        if lo is None or hi is None or lo.shape[0] != g_count:
             glo = np.full((g_count, 3), np.inf)
             ghi = np.full((g_count, 3), -np.inf)
             if lo is not None:
@@ -250,7 +252,7 @@ class PaletteBatch:
         self._mats = texels.transpose(0, 2, 1)
         self._lo, self._hi = lo, hi
         pals = self._slot_pals
-        self._bounds: list = [None] * len(pals)               # slot_bounds, made on first read
+        self._bounds: Optional[list] = [None] * len(pals)               # slot_bounds, made on first read
         if not self.attached:
             # the palettes read their matrices, bounds and upload flag from this batch from now
             # on (until one of them is written otherwise: _detach); their buffers are checked
