@@ -1,7 +1,7 @@
 """Read-only arrays for the immutable assets, and the error their validation raises."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, overload
 
 import numpy as np
 
@@ -19,6 +19,10 @@ def _owns_immutable(a: np.ndarray) -> bool:
     return base is None or (isinstance(base, np.ndarray) and not base.flags.writeable and base.base is None)
 
 
+@overload
+def readonly_array(a: None, dtype: Any = None, shape_tail: Optional[tuple] = None, name: str = "array") -> None: ...
+@overload
+def readonly_array(a: Any, dtype: Any = None, shape_tail: Optional[tuple] = None, name: str = "array") -> np.ndarray: ...
 def readonly_array(a, dtype=None, shape_tail: Optional[tuple] = None, name: str = "array"):
     """Return a read-only contiguous copy of ``a`` (None stays None).  An array that is already
     read-only, contiguous and of the right dtype and shape is returned as it is: immutable data

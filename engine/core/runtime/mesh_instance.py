@@ -412,7 +412,7 @@ class RuntimeMeshInstance:
         self.counts = (0, 0, 0)         # update(): (total uploads, shader-composed primitives, active targets)
         self.refusal: Optional[str] = None   # why the composed shape cannot be drawn (not drawn then)
 
-    def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend, epoch=None, shared_bounds=None) -> bool:
+    def initialize(self, mesh_asset, runtime_mesh: Optional[RuntimeMesh], backend, epoch=None, shared_bounds=None) -> bool:
         """Primitive counts must match; builds and uploads every morph primitive once.  ``epoch``:
         the runtime's ``MorphEpoch`` its primitives' MorphStates bump; ``shared_bounds``: see
         ``PrimitiveInstance.prepare``."""
