@@ -3,6 +3,7 @@ frozen pose (an interrupted fade) as an outgoing side.  numpy only."""
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -20,7 +21,7 @@ class FadeState:
         self.last = None        # (nodes, T, Q, S) of the last blended sample
         self.mixer = None       # mixer.TRSMixer of the union's nodes (both sides accumulate into it)
         self.rows = None        # its rows (0..n-1)
-        self.targets = None         # a crowd: (M, n) target nodes of the union's n nodes
+        self.targets: Optional[np.ndarray] = None         # a crowd: (M, n) target nodes of the union's n nodes
 
     @property
     def alpha(self) -> float:

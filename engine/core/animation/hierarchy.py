@@ -5,13 +5,16 @@ bake's shortcut (``set_world_shortcut``: worlds from root-relative matrices, one
 of a flat hierarchy).  Each world update bumps the pose version (``next_version``)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
 from ..finite import affine_inv
 from . import inherit as _inh
 from .trs import compose_trs_fast
+
+if TYPE_CHECKING:
+    from ..assets.types import SceneAsset
 
 UNRESOLVED = 0
 RESOLVING = 1
@@ -40,6 +43,32 @@ def safe_inverse(m: np.ndarray) -> np.ndarray:   # a singular parent: affine pse
 
 class WorldHierarchy:
     """ScenePose's world-matrix half (a mixin: the state is ScenePose's)."""
+
+    # ScenePose's state read here (set in ScenePose.__init__ / initialize; declarations only)
+    _scene: Optional[SceneAsset]
+    _n: int
+    _parents: np.ndarray
+    _pre: np.ndarray
+    _t: np.ndarray
+    _q: np.ndarray
+    _s: np.ndarray
+    _local: np.ndarray
+    _world: np.ndarray
+    _resolution_states: np.ndarray
+    _special: np.ndarray
+    _from_matrix: np.ndarray
+    _any_special: bool
+    _shortcut_mask: np.ndarray
+    _flat_plans: dict[tuple[int, int], tuple]
+    _below_plans: dict[int, tuple]
+    _is_bone: np.ndarray
+    _bone_parent: np.ndarray
+    _inh_rot: np.ndarray
+    _inh_mode: np.ndarray
+    _inh_loc: np.ndarray
+    _arm_node: np.ndarray
+    _arm_rest: np.ndarray
+    _valid_nodes: Callable[[Any], Optional[np.ndarray]]
 
     def set_world_shortcut(self, nodes, anchors, relative_t) -> bool:
         """For the next ``update_world_matrices`` only: ``world[nodes] = world[anchors] @ relative``

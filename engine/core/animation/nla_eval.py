@@ -37,7 +37,7 @@ time (one ``CurveEvaluator`` call per such strip: a bisect and one product over 
 from __future__ import annotations
 
 import bisect
-from typing import Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -214,7 +214,7 @@ class StackBatch:
 
     def _add_strip(self, stack, o, st, layer, track, strips, pairs, infl_ctrl, time_ctrl) -> None:
         """One strip (an NLA strip, or the active action's fields as a dict) into the tables."""
-        get = st.get if isinstance(st, dict) else (lambda k, _s=st: getattr(_s, k))
+        get = cast(Callable[[str], Any], st.get if isinstance(st, dict) else (lambda k, _s=st: getattr(_s, k)))
         k = len(strips)
         src = get("source")
         inst = -1

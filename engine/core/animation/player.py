@@ -269,6 +269,7 @@ class AnimationPlayer(RootMotion):
             return tv, qv, sv, cur.morphs(time, vals)
         tt, rt, st = self._t_tracks, self._r_tracks, self._s_tracks
         if self._shared_keys:
+            assert tt is not None and rt is not None and st is not None   # _shared_keys: all three built (_flatten)
             left, right, alpha = tt.locate(time)
             a = alpha[:, None]
             tl, sl = tt.values[left], st.values[left]
@@ -591,4 +592,6 @@ class AnimationPlayer(RootMotion):
     # ---------------------------------------------------------------- crossfade
     def _apply_fade(self, scene, pose) -> bool:
         """The crossfade through the mixer (crossfade.FadeState.apply)."""
-        return self._fade.apply(self, scene, pose)
+        fade = self._fade
+        assert fade is not None   # called only while fading (sample_into)
+        return fade.apply(self, scene, pose)

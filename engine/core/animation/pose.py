@@ -76,7 +76,7 @@ class ScenePose(WorldHierarchy):
         """Deep validation (scene.validation_error()) and a bind-pose copy. False on invalid input."""
         self._scene = None
         err = scene_asset.validation_error() if scene_asset is not None else "no scene"
-        if err is not None:
+        if err is not None or scene_asset is None:
             self.last_error = err
             return False
         n = scene_asset.node_count

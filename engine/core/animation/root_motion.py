@@ -2,11 +2,18 @@
 root node keeps its start position in the parent's horizontal plane.  numpy only."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 
 class RootMotion:
     """The player's root-motion steps (a mixin: it reads the player's clip tables)."""
+
+    # AnimationPlayer's clip tables read here (set in its __init__ / _flatten; declarations only)
+    _nodes: np.ndarray
+    _t_slot: np.ndarray
+    _rows: Callable[[float], tuple]
 
     def _find_root(self, scene) -> None:
         """The clip's root: the translated node nearest the scene root; its start translation

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import List, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 try:                                   # einsum's C kernel without the Python dispatch (numpy 1.x / 2.x):
     from numpy._core.multiarray import c_einsum as ein  # a small step's calls cost 1 us less each
@@ -212,7 +213,7 @@ class SpringRig:
         self.out_order = np.array(sorted(range(P), key=lambda i: orig[i]), np.int64)
         self.out_nodes = head[self.out_order]
 
-        def per_level(fn, dtype=np.float64):
+        def per_level(fn, dtype: npt.DTypeLike = np.float64):
             return [np.array([fn(rows[r], characters[rows[r][0]], *rows[r][2][k]) for r in range(self.level_rows[k])],
                              dtype) for k in range(K)]
 

@@ -26,6 +26,8 @@ only when one penetrates.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..finite import affine_inv
@@ -95,7 +97,7 @@ class _Plan:
         self.q_slice = offs
         self.dt = None
         self.kdt = self.gdt = None
-        self.arm = None
+        self.arm: Optional[_Arm] = None
 
     def for_dt(self, rig, dt):
         if self.dt != dt:

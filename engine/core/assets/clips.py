@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from .readonly import readonly_array
+
+if TYPE_CHECKING:
+    from .curves import CurveBindingAsset
 
 
 def _track_ok(times: np.ndarray, values: np.ndarray, width: int) -> bool:
@@ -102,7 +105,7 @@ class AnimationClipAsset:
     action_name: str = ""
     # a plain clip's source F-Curves (assets.curves.CurveBindingAsset): the player evaluates them
     # at any time as Blender does; ``channels`` then list the same nodes sampled at the frames
-    curves: Optional[object] = None
+    curves: Optional[CurveBindingAsset] = None
     notes: tuple = ()                # what the preview plays differently or leaves out, and why
 
     def __post_init__(self):

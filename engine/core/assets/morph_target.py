@@ -51,6 +51,7 @@ class MorphTargetAsset:
             if indices is not None or position_rows is not None:
                 raise AssetError(f"{what}: give dense deltas or sparse rows, not both")
             p = _dense_f32(position_deltas, f"{what} positions")
+            assert p is not None   # position_deltas is not None here
             n = _dense_f32(normal_deltas, f"{what} normals")
             t = _dense_f32(tangent_deltas, f"{what} tangents")
             v = p.shape[0]

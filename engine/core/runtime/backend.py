@@ -78,6 +78,8 @@ class CpuPaletteBuffer:
 
 
 class CpuStream:
+    smooth_normals: Optional[np.ndarray]   # set by CpuBackend.create_stream
+
     def __init__(self, primitive, positions, normals, tangents, stream_id: int = 0):
         self.id = stream_id          # numbered by the backend that made it
         self.primitive = primitive

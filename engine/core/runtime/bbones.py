@@ -14,9 +14,13 @@ sharing a mesh and a root bone).  Rigs without B-Bones have no table and pay not
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .palette import SkinningPalette
+    from .palette_batch import PaletteBatch
 
 
 class BBoneInputs:
@@ -25,6 +29,10 @@ class BBoneInputs:
     ``segment_fresh`` / ``segment_table`` / ``_baked_joints`` in its update, and provides
     ``_batch`` (the batched update, whose ``joints`` are the rows baked joints are given for),
     ``palette_lookup`` and ``last_pose_version``."""
+
+    # the set's fields read here (set in SkinningPaletteSet.__init__; declarations only)
+    _batch: Optional[PaletteBatch]
+    palette_lookup: List[List[Optional[SkinningPalette]]]
 
     def _init_bbone_inputs(self) -> None:
         self.segment_keys = np.zeros((0, 2), np.int64)   # (R,2) bone node, segment index

@@ -22,7 +22,7 @@ weights): never smaller than the exact values, as the seed's culling requires.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from ..animation.morph import MorphState, is_frozen
 from ..assets.types import Bounds, bounds_of
 from ..finite import DRAW_LIMIT
 from .morph_table import TargetData, morph_table
+
+if TYPE_CHECKING:
+    from .backend import RuntimeBackend
 
 #: Normals/tangents shorter than this after morphing fall back to the base direction.
 DEGENERATE_LENGTH = 1e-8
@@ -88,7 +91,10 @@ class RuntimeMesh:
         """The shared per-target runtime data of one primitive (made once, for all instances)."""
         table = self._tables.get(primitive_index)
         if table is None:
-            prim = self.mesh_asset.primitives[primitive_index]
+            mesh = self.mesh_asset
+            if mesh is None:
+                raise RuntimeError("RuntimeMesh.morph_table: no mesh asset (initialize() not called or released)")
+            prim = mesh.primitives[primitive_index]
             # the backend's smooth-normal deltas of this primitive (made once with its static buffer)
             smooth = getattr(self._backend, "smooth_deltas", None)
             table = morph_table(prim, smooth(prim) if smooth is not None else None)
@@ -201,9 +207,9 @@ class PrimitiveInstance:
         if states is not None:
             key = (tuple(target_key(t) for t in prim.morph_targets), self.muted.tobytes(),
                    tuple((float(t.weight_min), float(t.weight_max)) for t in prim.morph_targets))
-        state = states.get(key) if key is not None else None
+        state = states.get(key) if states is not None else None
         self.morph_state = state if state is not None else MorphState(prim.morph_targets, epoch)
-        if key is not None:
+        if states is not None:
             states.setdefault(key, self.morph_state)
         self._muted_w = None     # effective_weights with mutes: (frozen weights, their masked copy)
         self._targets = table if table is not None else morph_table(prim)
@@ -217,7 +223,7 @@ class PrimitiveInstance:
         # same weights: one bounds product for all of them (keyed by the targets' identity: nothing
         # of a deferred target is read for it; the targets are kept with it, so the ids stay theirs)
         self._memo = None
-        if shared_bounds is not None and not self._base_empty:
+        if shared_bounds is not None and self._base6 is not None:    # (None: empty base bounds)
             targets = tuple(prim.morph_targets)
             key = (tuple(id(t) for t in targets), self._base6.tobytes())
             self._memo = shared_bounds.setdefault(key, [None, None, targets, None])
@@ -226,7 +232,10 @@ class PrimitiveInstance:
         """The weights the shader composes with: muted targets contribute nothing.  A read-only
         array that owns its memory and is the same object while the weights hold (the backend
         keeps it without a copy; bounds and weight textures are found by its identity)."""
-        w = self.morph_state.frozen_weights()     # read-only, owned, one object per version
+        st = self.morph_state
+        if st is None:
+            raise RuntimeError("PrimitiveInstance.effective_weights: no MorphState (prepare() not called)")
+        w = st.frozen_weights()     # read-only, owned, one object per version
         if not self._any_muted:
             return w
         m = self._muted_w
@@ -304,12 +313,12 @@ class PrimitiveInstance:
         The instances of one mesh at the same weights share the rebuild (``RuntimeMesh.rebuild_memo``)."""
         memo = self._rebuild_memo
         w = self.effective_weights() if memo is not None else None
-        if memo is not None and (memo[0] is w or (memo[1] is not None and memo[1] == w.tobytes())):
+        if memo is not None and w is not None and (memo[0] is w or (memo[1] is not None and memo[1] == w.tobytes())):
             positions, normals, tangents, bounds, max_delta, snor = memo[2]
         else:
             positions, normals, tangents, bounds, max_delta = self.rebuild()
             snor = self.rebuild_smooth_normals()
-            if memo is not None:
+            if memo is not None and w is not None:
                 memo[0], memo[1], memo[2] = w, w.tobytes(), (positions, normals, tangents, bounds, max_delta, snor)
         try:
             stream = backend.create_stream(self.primitive, positions, normals, tangents, smooth_normals=snor)
@@ -320,7 +329,10 @@ class PrimitiveInstance:
     def rebuild_smooth_normals(self):
         """The outline's smooth normals for the current weights (None: the base ones)."""
         prim = self.primitive
-        active = self.morph_state.active_indices()
+        state = self.morph_state
+        if state is None:
+            raise RuntimeError("PrimitiveInstance.rebuild_smooth_normals: no MorphState (prepare() not called)")
+        active = state.active_indices()
         if active.size:
             active = active[~self.muted[active]]
         used = [int(i) for i in active
@@ -330,7 +342,7 @@ class PrimitiveInstance:
         base = prim.smooth_normals if prim.smooth_normals is not None else prim.normals
         v = prim.vertex_count
         acc = None
-        weights = self.morph_state.weights
+        weights = state.weights
         for i in used:                       # active targets only
             td = self._targets[i]
             w = np.float32(weights[i])
@@ -345,6 +357,8 @@ class PrimitiveInstance:
         """Morph from the base over active, non-muted targets. Returns (pos, nrm, tan, bounds, maxdelta)."""
         prim = self.primitive
         state = self.morph_state
+        if state is None:
+            raise RuntimeError("PrimitiveInstance.rebuild: no MorphState (prepare() not called)")
         active = state.active_indices()
         if active.size:
             active = active[~self.muted[active]]
@@ -362,6 +376,7 @@ class PrimitiveInstance:
                 acc_n = _accumulate(acc_n, rows, td.nrm, w, v)
             if td.tan is not None and prim.tangents is not None:
                 acc_t = _accumulate(acc_t, rows, td.tan, w, v)
+        assert acc is not None   # active is not empty: set by the loop
         positions = prim.positions + acc
         max_delta = float(np.sqrt(_row_norms_sq(acc).max())) if v else 0.0
         bounds = _bounds(positions)
@@ -391,13 +406,13 @@ class RuntimeMeshInstance:
         self.morph_primitive_count = 0
         self.last_upload_count = 0
         self.total_upload_count = 0
-        self._backend = None
+        self._backend: Optional[RuntimeBackend] = None
         self.morph_policy = "auto"      # one of MORPH_POLICIES
         self.idle = False               # the last update found every primitive settled
         self.counts = (0, 0, 0)         # update(): (total uploads, shader-composed primitives, active targets)
         self.refusal: Optional[str] = None   # why the composed shape cannot be drawn (not drawn then)
 
-    def initialize(self, mesh_asset, runtime_mesh: RuntimeMesh, backend, epoch=None, shared_bounds=None) -> bool:
+    def initialize(self, mesh_asset, runtime_mesh: Optional[RuntimeMesh], backend, epoch=None, shared_bounds=None) -> bool:
         """Primitive counts must match; builds and uploads every morph primitive once.  ``epoch``:
         the runtime's ``MorphEpoch`` its primitives' MorphStates bump; ``shared_bounds``: see
         ``PrimitiveInstance.prepare``."""
@@ -472,7 +487,9 @@ class RuntimeMeshInstance:
                     shader = can and (policy == "shader" or p.changes >= ANIMATED_CHANGES)
                 result = None
                 if shader:
-                    result = p.compose_in_shader(backend, self.runtime_mesh.stream(i))
+                    rm = self.runtime_mesh
+                    assert rm is not None   # primitives exist only after initialize() set it
+                    result = p.compose_in_shader(backend, rm.stream(i))
                     shader = not p.shader_unavailable      # the deltas do not fit: rebuild instead
                 if not shader:
                     result = p.rebuild_stream(backend)
@@ -481,6 +498,7 @@ class RuntimeMeshInstance:
                     continue
                 stream, bounds, max_delta = result
                 if p.stream is not None and p.stream is not stream:
+                    assert backend is not None   # the new stream came from it
                     backend.release_stream(p.stream)
                 p.stream = stream
                 shader_count += shader - p.shader_morph

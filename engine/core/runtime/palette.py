@@ -204,7 +204,7 @@ def skin_definitions_equal(a: SkinAsset, b: SkinAsset) -> bool:
     sa, sb = _segments(a), _segments(b)
     return (bool(getattr(a, "preserve_volume", False)) == bool(getattr(b, "preserve_volume", False))
             and (sa is None) == (sb is None)
-            and (sa is None or (sa.shape == sb.shape and bool(np.array_equal(sa, sb))))
+            and (sa is None or sb is None or (sa.shape == sb.shape and bool(np.array_equal(sa, sb))))
             and a.joint_node_indices.shape == b.joint_node_indices.shape
             and bool(np.array_equal(a.joint_node_indices, b.joint_node_indices))
             and a.inverse_bind_matrices.shape == b.inverse_bind_matrices.shape

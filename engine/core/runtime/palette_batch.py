@@ -181,6 +181,7 @@ class PaletteBatch:
             if not self._relations(world):
                 return None
             self._watched = watched
+        assert mesh_inv is not None   # the first update computes it (_watched and _mesh_w are set with it)
         if baked is None:
             # jointWorld^T, C-contiguous (T,4,4): one copy (a run of joints) or gather costs less
             # than the strided products below would
@@ -218,6 +219,7 @@ class PaletteBatch:
         elif len(self.groups) == 1:
             skin_t = np.dot(x.reshape(-1, 4), mesh_inv[0].T).reshape(x.shape)
         else:
+            assert self._minv_rows is not None   # made with the mesh inverses when there are several groups
             skin_t = np.matmul(x, self._minv_rows)
         if skin_t.shape[1] == 5:
             centres = skin_t[:, 4, :3]

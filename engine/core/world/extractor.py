@@ -140,7 +140,7 @@ class RenderExtractor:
                 pinst = inst.primitives[pi] if inst is not None and pi < len(inst.primitives) else None
                 morphed = pinst is not None and pinst.has_morphs and pinst.stream is not None
                 palette = palette_set.find(node, pi) if (palette_set is not None and prim.skin is not None) else None
-                if morphed:
+                if morphed and pinst is not None:     # (morphed implies pinst)
                     stream = pinst.stream
                 else:
                     stream = rmesh.stream(pi) if rmesh is not None else None
@@ -148,9 +148,9 @@ class RenderExtractor:
                     continue
                 if palette is not None:
                     local = palette.current_local_bounds
-                    if morphed:
+                    if morphed and pinst is not None:
                         local = expand_bounds(local, pinst.maximum_position_delta * palette.max_linear_scale)
-                elif morphed:
+                elif morphed and pinst is not None:
                     local = pinst.local_bounds
                 else:
                     local = prim.bounds

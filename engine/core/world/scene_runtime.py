@@ -232,6 +232,7 @@ class SceneRuntime:
                 self.last_error = err
                 self.player.set_clip(None)
                 return False
+            assert names is not None   # _crowd_maps gives the names whenever err is None
             self.crowd_targets = names
         # the keys the clip drives (a crowd: on every character), pushed from the morph mixer
         self._clip_bindings = self.morph_mix.clip_bindings(self.player.morph_keys)
@@ -393,6 +394,8 @@ class SceneRuntime:
             return False
         finite = bool(np.isfinite(vals).all())   # else each primitive checks its own keys
         inst = self.mesh_instances[node]
+        if inst is None:
+            return False
         ok = True
         for pi, slots, targets in binds:
             # a primitive with every key of the mesh, in order (the common case), takes them as they are
@@ -408,6 +411,8 @@ class SceneRuntime:
             return False
         s = names.index(key_name)
         inst = self.mesh_instances[node]
+        if inst is None:
+            return False
         ok = True
         for pi, slots, targets in self._bindings[node]:
             hit = targets[slots == s]
@@ -480,10 +485,12 @@ class SceneRuntime:
         t0 = time.perf_counter()
         ok = True
         self.last_error = None
-        self.guard.hold_undrawable(None)                 # Blender's matrices are read: the preview's hold ends
+        guard = self.guard
+        assert guard is not None                         # made by initialize()
+        guard.hold_undrawable(None)                      # Blender's matrices are read: the preview's hold ends
         if nodes is not None and len(nodes):
             # a NaN / infinite matrix (one broken object) is drawn nowhere, the rest goes on
-            local_matrices = self.guard.clean_locals(nodes, local_matrices)
+            local_matrices = guard.clean_locals(nodes, local_matrices)
             ok = self.pose.set_local_matrices(nodes, local_matrices)
         if bbone_segments is not None and not self.palette_set.set_bbone_segments(*bbone_segments):
             ok = False

@@ -37,6 +37,16 @@ def now_ms() -> float:
 class ViewerCpuTimings:
     alpha = ALPHA
     fields = FIELDS
+    # the FIELDS members (EMA, ms), set by reset() (declarations only)
+    frame_interval_ms: float
+    animation_ms: float
+    skinning_ms: float
+    morph_ms: float
+    update_ms: float
+    extraction_ms: float
+    pipeline_ms: float
+    ui_ms: float
+    render_ms: float
 
     def __init__(self):
         self.reset()
