@@ -19,6 +19,7 @@ if str(ROOT) not in sys.path:
 if "stylized_renderer" not in sys.modules:  # conftest normally did this already
     _spec = importlib.util.spec_from_file_location("stylized_renderer", ROOT / "__init__.py",
                                                    submodule_search_locations=[str(ROOT)])
+    assert _spec is not None and _spec.loader is not None, ROOT / "__init__.py"
     _m = importlib.util.module_from_spec(_spec)
     sys.modules["stylized_renderer"] = _m
     _spec.loader.exec_module(_m)
