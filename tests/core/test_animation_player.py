@@ -190,7 +190,8 @@ def test_pose_of_another_scene_is_rejected():
 
 # ------------------------------------------------------------------------- sampling
 def test_linear_interpolation_endpoints_and_single_key():
-    chans = [NodeAnimationChannelAsset(1, translation_times=np.array([1.0, 2.0]), translation_values=np.array([[0, 0, 0], [4, 0, 0]]),
+    chans = [NodeAnimationChannelAsset(1, translation_times=np.array([1.0, 2.0]),
+                                       translation_values=np.array([[0, 0, 0], [4, 0, 0]]),
                                        scale_times=np.array([0.5]), scale_values=np.array([[3, 3, 3]]))]
     scene, pose, p = setup(chans, duration=3.0)
     for t, x in ((0.0, 0.0), (1.0, 0.0), (1.25, 1.0), (2.0, 4.0), (3.0, 4.0)):
