@@ -19,7 +19,9 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))          # the shared helpers: `from support import rigs`
 if PACKAGE not in sys.modules:
     for name in ("bpy", "gpu", "mathutils", "bmesh"):
-        sys.modules.setdefault(name, None)  # `import bpy` raises ImportError from here on
+        # `import bpy` raises ImportError from here on
+        sys.modules.setdefault(name, None)  # pyright: ignore[reportArgumentType]  # typeshed: ModuleType values only
     spec = importlib.util.spec_from_file_location(PACKAGE, ROOT / "__init__.py",
                                                   submodule_search_locations=[str(ROOT)])
+    assert spec is not None, ROOT / "__init__.py"
     sys.modules[PACKAGE] = importlib.util.module_from_spec(spec)   # __init__ not executed

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stylized_renderer.engine.blender.importer.rotation import quat_mul
-from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose, TrackSet, slerp
+from stylized_renderer.engine.core.animation import AnimationPlayer, LocalTransform, ScenePose, TrackSet, slerp
 from stylized_renderer.engine.core.assets import AnimationClipAsset, MorphWeightChannelAsset, NodeAnimationChannelAsset
 from stylized_renderer.engine.core.assets.types import compose_trs
 from support import rigs as R
@@ -20,6 +20,13 @@ def setup(channels, duration=2.0, morph_channels=()):
     player = AnimationPlayer()
     player.set_clip(R.clip(channels, duration, morph_channels))
     return scene, pose, player
+
+
+def local(pose: ScenePose, node: int) -> LocalTransform:
+    """The node's local transform, which the test expects (the node exists)."""
+    lt = pose.local_transform(node)
+    assert lt is not None, node
+    return lt
 
 
 def tx(pose, node=1):
@@ -112,7 +119,7 @@ def test_stop_resets_time_and_restores_bind_pose_before_sampling():
     assert p.current_time == 0.0 and not p.is_playing and p.sample_pending
     assert p.update(0.3, scene, pose)
     assert p.current_time == 0.0
-    assert np.allclose(pose.local_transform(2).translation, 0.0)
+    assert np.allclose(local(pose, 2).translation, 0.0)
     assert math.isclose(tx(pose), 0.0)
 
 
@@ -122,7 +129,7 @@ def test_seek_does_not_reset_the_pose():
     pose.set_local_transform(2, (0, 5, 0), R.QI, (1, 1, 1))
     p.seek(1.0)
     p.update(0.0, scene, pose)
-    assert np.allclose(pose.local_transform(2).translation, (0, 5, 0))
+    assert np.allclose(local(pose, 2).translation, (0, 5, 0))
 
 
 def test_set_clip_resets_bind_pose_time_and_validation():
@@ -135,7 +142,7 @@ def test_set_clip_resets_bind_pose_time_and_validation():
     assert p.current_time == 0.0 and p.validated_scene is None
     assert p.update(0.0, scene, pose)
     assert math.isclose(tx(pose, 1), 0.0)           # left over from the old clip -> bind
-    assert np.allclose(pose.local_transform(2).translation, (0, 0, 4))
+    assert np.allclose(local(pose, 2).translation, (0, 0, 4))
 
 
 def test_clip_validation_is_lazy_and_cached_per_scene():
@@ -183,23 +190,25 @@ def test_pose_of_another_scene_is_rejected():
 
 # ------------------------------------------------------------------------- sampling
 def test_linear_interpolation_endpoints_and_single_key():
-    chans = [NodeAnimationChannelAsset(1, translation_times=[1.0, 2.0], translation_values=[[0, 0, 0], [4, 0, 0]],
-                                       scale_times=[0.5], scale_values=[[3, 3, 3]])]
+    chans = [NodeAnimationChannelAsset(1, translation_times=np.array([1.0, 2.0]),
+                                       translation_values=np.array([[0, 0, 0], [4, 0, 0]]),
+                                       scale_times=np.array([0.5]), scale_values=np.array([[3, 3, 3]]))]
     scene, pose, p = setup(chans, duration=3.0)
     for t, x in ((0.0, 0.0), (1.0, 0.0), (1.25, 1.0), (2.0, 4.0), (3.0, 4.0)):
         p.seek(t)
         p.update(0.0, scene, pose)
         assert math.isclose(tx(pose), x, abs_tol=1e-12), (t, tx(pose))
-        assert np.allclose(pose.local_transform(1).scale, 3.0)   # single key holds
+        assert np.allclose(local(pose, 1).scale, 3.0)   # single key holds
 
 
 def test_missing_tracks_keep_current_pose_values():
-    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0], rotation_values=[R.quat_axis_angle([0, 0, 1], 0.5)])]
+    chans = [NodeAnimationChannelAsset(1, rotation_times=np.array([0.0]),
+                                       rotation_values=np.array([R.quat_axis_angle([0, 0, 1], 0.5)]))]
     scene, pose, p = setup(chans)
     pose.set_local_transform(1, (1, 2, 3), R.QI, (2, 2, 2))
     p._reset_pose_on_next_sample = False      # keep our manual TRS for this check
     p.update(0.0, scene, pose)
-    lt = pose.local_transform(1)
+    lt = local(pose, 1)
     assert np.allclose(lt.translation, (1, 2, 3)) and np.allclose(lt.scale, 2.0)
     assert np.allclose(np.abs(lt.rotation @ R.quat_axis_angle([0, 0, 1], 0.5)), 1.0)
 
@@ -215,11 +224,11 @@ def test_tiny_interval_uses_right_key():
 def test_slerp_takes_the_shortest_path_and_normalises():
     qa = R.quat_axis_angle([0, 0, 1], 0.0)
     qb = -R.quat_axis_angle([0, 0, 1], np.pi / 2)   # same rotation as +q, opposite hemisphere
-    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0, 1.0], rotation_values=[qa, qb])]
+    chans = [NodeAnimationChannelAsset(1, rotation_times=np.array([0.0, 1.0]), rotation_values=np.array([qa, qb]))]
     scene, pose, p = setup(chans, duration=1.0)
     p.seek(0.5)
     p.update(0.0, scene, pose)
-    q = pose.local_transform(1).rotation
+    q = local(pose, 1).rotation
     expected = R.quat_axis_angle([0, 0, 1], np.pi / 4)
     assert math.isclose(abs(np.dot(q, expected)), 1.0, abs_tol=1e-12)
     assert math.isclose(np.linalg.norm(q), 1.0)
@@ -349,9 +358,9 @@ def test_sampled_rotations_turn_at_a_constant_rate_and_stay_unit_at_every_angle(
 
 def _turning_at_a_quarter():
     """Node 1 turning 1 rad about z over a 1 s clip, played to 0.25 s."""
-    chans = [NodeAnimationChannelAsset(1, rotation_times=[0.0, 1.0],
-                                       rotation_values=[R.quat_axis_angle([0, 0, 1], 0.0),
-                                                        R.quat_axis_angle([0, 0, 1], 1.0)])]
+    chans = [NodeAnimationChannelAsset(1, rotation_times=np.array([0.0, 1.0]),
+                                       rotation_values=np.array([R.quat_axis_angle([0, 0, 1], 0.0),
+                                                                 R.quat_axis_angle([0, 0, 1], 1.0)]))]
     scene, pose, p = setup(chans, duration=1.0)
     p.play()
     assert p.update(0.25, scene, pose)
@@ -394,15 +403,16 @@ def test_clip_tracks_are_packed_and_the_player_views_them():
     rng = np.random.default_rng(5)
     qs = [rng.normal(size=(3, 4)) for _ in range(4)]
     qs = [q / np.linalg.norm(q, axis=1)[:, None] for q in qs]
-    chans = [NodeAnimationChannelAsset(i + 1, rotation_times=[0.0, 0.5, 1.0], rotation_values=q)
+    chans = [NodeAnimationChannelAsset(i + 1, rotation_times=np.array([0.0, 0.5, 1.0]), rotation_values=q)
              for i, q in enumerate(qs)]
-    clip = AnimationClipAsset("c", 1.0, chans)
+    clip = AnimationClipAsset("c", 1.0, tuple(chans))
     base = clip.channels[0].rotation_values.base
     assert base is not None and not base.flags.writeable
     for c, q in zip(clip.channels, qs):
         assert c.rotation_values.base is base and np.array_equal(c.rotation_values, q)
     player = AnimationPlayer()
     player._flatten(clip)
+    assert player._r_tracks is not None
     assert player._r_tracks.values.base is base
     assert np.array_equal(player._r_tracks.values, np.concatenate(qs))
     # tracks that are not consecutive rows of one array are copied
@@ -412,7 +422,7 @@ def test_clip_tracks_are_packed_and_the_player_views_them():
 
 
 def test_morph_channels_are_sampled_into_weights():
-    mc = [MorphWeightChannelAsset(3, "Smile", times=[0.0, 1.0], values=[0.0, 1.0])]
+    mc = [MorphWeightChannelAsset(3, "Smile", times=np.array([0.0, 1.0]), values=np.array([0.0, 1.0]))]
     scene, pose, p = setup(ramp(), duration=2.0, morph_channels=mc)
     p.seek(0.25)
     p.update(0.0, scene, pose)
@@ -430,4 +440,5 @@ def test_no_clip_keeps_bind_pose():
     assert p.update(0.1, scene, pose) is True
     p.set_clip(None)
     assert p.update(0.1, scene, pose)
+    assert scene.bind_locals is not None
     assert not pose.is_dirty and np.allclose(pose.local_matrices, scene.bind_locals)

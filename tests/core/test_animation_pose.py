@@ -17,13 +17,21 @@ def make_pose(scene=None):
     return scene, pose
 
 
+def world(pose: ScenePose, node: int) -> np.ndarray:
+    """The node's world matrix, which the test expects (the pose is clean)."""
+    w = pose.world_matrix(node)
+    assert w is not None, node
+    return w
+
+
 def test_initialize_copies_bind_pose_and_starts_dirty():
     scene, pose = make_pose()
     assert pose.is_dirty and pose.version == 0
     assert pose.world_matrix(0) is None and pose.world_matrices is None
+    assert scene.bind_locals is not None
     assert np.allclose(pose.local_matrices, scene.bind_locals)
     assert pose.update_world_matrices()
-    assert np.allclose(pose.world_matrix(2), R.translation(1, 0, 0))
+    assert np.allclose(world(pose, 2), R.translation(1, 0, 0))
 
 
 def test_initialize_rejects_invalid_scene_deeply():
@@ -45,8 +53,8 @@ def test_world_is_parent_world_times_local_with_pre_matrix():
     root = R.translation(0, 0, 3) @ np.block([[np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]]), np.zeros((3, 1))],
                                                 [np.zeros((1, 3)), np.ones((1, 1))]])
     expected_child = root @ R.translation(0, 2, 0) @ R.translation(1, 0, 0)
-    assert np.allclose(pose.world_matrix(1), root)
-    assert np.allclose(pose.world_matrix(0), expected_child)
+    assert np.allclose(world(pose, 1), root)
+    assert np.allclose(world(pose, 0), expected_child)
     assert np.all(pose.resolution_states == RESOLVED)
 
 
@@ -77,6 +85,7 @@ def test_batch_trs_matches_pre_matrix_times_trs():
     q = R.quat_axis_angle([0, 1, 0], 0.3)
     assert pose.set_local_trs([1, 2], [[0, 0, 1], [1, 0, 0]], [R.QI, q], [[1, 1, 1], [2, 2, 2]])
     lt = pose.local_transform(2)
+    assert lt is not None
     expected = scene.pre_matrices[2] @ R.translation(1, 0, 0)
     rot = np.eye(4)
     from stylized_renderer.engine.core.assets import quat_to_matrix
@@ -90,16 +99,17 @@ def test_set_local_matrices_writes_full_local_and_trs_is_recovered():
     scene, pose = make_pose()
     q = R.quat_axis_angle([1, 1, 0], 0.7)
     from stylized_renderer.engine.core.assets import compose_trs
-    basis = compose_trs([[0.5, 0, 0]], [q], [[1.5, 1.5, 1.5]])[0]
+    basis = compose_trs(np.array([[0.5, 0, 0]]), np.array([q]), np.array([[1.5, 1.5, 1.5]]))[0]
     m = scene.pre_matrices[2] @ basis
     assert pose.set_local_matrices([2], m[None])
     assert pose.is_dirty
     assert np.allclose(pose.local_matrices[2], m)
     lt = pose.local_transform(2)
+    assert lt is not None
     assert np.allclose(lt.translation, (0.5, 0, 0)) and np.allclose(lt.scale, 1.5)
     assert np.allclose(np.abs(np.dot(lt.rotation, q)), 1.0)
     assert pose.update_world_matrices()
-    assert np.allclose(pose.world_matrix(2), m)   # parents are identity
+    assert np.allclose(world(pose, 2), m)   # parents are identity
 
 
 def test_reset_to_bind_pose_restores_every_node():
@@ -108,6 +118,7 @@ def test_reset_to_bind_pose_restores_every_node():
     pose.set_local_matrices([3], R.translation(9, 9, 9)[None])
     assert pose.reset_to_bind_pose()
     assert pose.is_dirty
+    assert scene.bind_locals is not None
     assert np.allclose(pose.local_matrices, scene.bind_locals)
 
 
@@ -183,7 +194,7 @@ def test_world_matrices_equal_the_chain_products_of_a_shuffled_forest(depth):
         while k >= 0:
             m = local[k] @ m
             k = scene.parents[k]
-        assert np.allclose(pose.world_matrix(i), m, atol=1e-12 * max(1.0, np.abs(m).max())), i
+        assert np.allclose(world(pose, i), m, atol=1e-12 * max(1.0, np.abs(m).max())), i
 
 
 def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
@@ -204,7 +215,7 @@ def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
     out = np.full((n, 4, 4), np.nan)
     compose_pre_trs(pre, pre_rotation_forms(pre), t, q, s, out)
     assert np.allclose(out, pre @ compose_trs_fast(t, q, s), atol=1e-12)
-    compose_pre_trs(pre, pre_rotation_forms(pre), t, q, None, out)     # None: unit scales
+    compose_pre_trs(pre, pre_rotation_forms(pre), t, q, None, out)  # pyright: ignore[reportArgumentType]  # None: unit scales (documented; s is annotated ndarray)
     assert np.allclose(out, pre @ compose_trs_fast(t, q, np.ones((n, 3))), atol=1e-12)
 
 
@@ -233,6 +244,7 @@ def test_update_world_below_matches_the_full_update_after_a_subset_write():
         v = below.version
         assert below.update_world_below(written) and full.update_world_matrices()
         assert not below.is_dirty and below.version != v
+        assert below.world_matrices is not None and full.world_matrices is not None
         assert np.allclose(below.world_matrices, full.world_matrices, atol=1e-12)
         q = q[[1, 2, 0]]
     moved = ~np.isclose(below.world_matrices, ScenePose_bind_worlds(scene)).all(axis=(1, 2))  # pyright: ignore[reportCallIssue, reportArgumentType]  (world_matrices: set by initialize)

@@ -10,6 +10,7 @@ import numpy as np
 
 _path = pathlib.Path(__file__).resolve().parents[2] / "engine" / "core" / "compositing" / "cryptomatte.py"
 _spec = importlib.util.spec_from_file_location("cm_kernel", _path)
+assert _spec is not None and _spec.loader is not None, _path
 cm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cm)
 

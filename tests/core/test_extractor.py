@@ -15,8 +15,8 @@ UP = np.tile([0.0, 0.0, 1.0], (4, 1))
 def four_row_scene():
     """node 3: skinned mesh (prim 0 morph+skin, prim 1 skin only); node 4: static; node 5: morph only."""
     base = R.skinned_arm_scene(morph=True)
-    morph_only = MeshAsset("Face", "FaceMesh", [R.quad_primitive(0, "F", morphs=(
-        MorphTargetAsset("Blink", position_deltas=UP * 2, normal_deltas=None, tangent_deltas=None, key_name="Blink"),))])
+    morph_only = MeshAsset("Face", "FaceMesh", (R.quad_primitive(0, "F", morphs=(
+        MorphTargetAsset("Blink", position_deltas=UP * 2, normal_deltas=None, tangent_deltas=None, key_name="Blink"),)),))
     nodes = list(base.nodes) + [R.node("Face", mesh=2, t=(0, 10, 0))]
     return SceneAsset(nodes, list(base.meshes) + [morph_only])
 
@@ -42,10 +42,12 @@ def test_four_row_table():
     items = by_key(rt.extract())
     assert set(items) == {(3, 0), (3, 1), (4, 0), (5, 0)}
     pal = rt.palette_set.find(3, 0)
+    assert pal is not None and rt.mesh_instances[3] is not None and rt.mesh_instances[5] is not None
     inst3 = rt.mesh_instances[3].primitives[0]
     inst5 = rt.mesh_instances[5].primitives[0]
     # static
     st = items[(4, 0)]
+    assert rt.runtime_meshes[1] is not None
     assert st.stream is rt.runtime_meshes[1].stream(0) and st.palette is None and st.influences == 0
     assert st.local_bounds is rt.scene.meshes[1].primitives[0].bounds
     # morph only
@@ -54,6 +56,7 @@ def test_four_row_table():
     assert mo.local_bounds is inst5.local_bounds and np.isclose(mo.local_bounds.maximum[2], 1.0)
     # skin only
     sk = items[(3, 1)]
+    assert rt.runtime_meshes[0] is not None
     assert sk.stream is rt.runtime_meshes[0].stream(1) and sk.palette is pal and sk.influences == 4
     assert sk.local_bounds is pal.current_local_bounds
     # morph + skin: skin bounds expanded by maxDelta * max linear scale
@@ -70,7 +73,9 @@ def test_world_matrix_and_world_bounds_from_the_pose():
     rt.update(0.0)
     items = by_key(rt.extract())
     face = items[(5, 0)]
-    assert np.allclose(face.world, rt.pose.world_matrix(5))
+    w5 = rt.pose.world_matrix(5)
+    assert w5 is not None
+    assert np.allclose(face.world, w5)
     assert np.allclose(face.world_bounds.minimum, [0, 10, 0]) and np.allclose(face.world_bounds.maximum, [1, 11, 0])
     assert face.object_name == "Face" and face.material_name == "F" and face.cast_shadow is True
     assert face.object_id == 6
@@ -83,11 +88,14 @@ def test_morph_skin_bounds_are_conservative_for_scaled_joints():
     rt.pose.update_world_matrices()
     rt.update(0.0)
     pal = rt.palette_set.find(3, 0)
+    assert pal is not None
     assert np.isclose(pal.max_linear_scale, 3.0)
     item = by_key(rt.extract())[(3, 0)]
     # CPU-skin the morphed vertices and check they are inside the bounds
     prim = rt.scene.meshes[0].primitives[0]
-    pos = rt.mesh_instances[3].primitives[0].stream.positions
+    mi3 = rt.mesh_instances[3]
+    assert mi3 is not None and mi3.primitives[0].stream is not None
+    pos = mi3.primitives[0].stream.positions
     m = pal.matrices[prim.joints[:, 0]]
     skinned = np.einsum("vij,vj->vi", m, np.c_[pos, np.ones(4)])[:, :3]
     assert np.all(skinned >= item.local_bounds.minimum - 1e-5) and np.all(skinned <= item.local_bounds.maximum + 1e-5)
@@ -162,7 +170,7 @@ def test_world_bounds_of_every_item_are_its_local_box_moved_by_its_world():
 
 
 def test_static_scene_without_palettes():
-    scene = SceneAsset([R.node("Box", mesh=0)], [MeshAsset("Box", "Box", [R.quad_primitive()])])
+    scene = SceneAsset([R.node("Box", mesh=0)], [MeshAsset("Box", "Box", (R.quad_primitive(),))])
     rt = runtime(scene)
     assert rt.palette_set.palette_count == 0
     rt.update(0.0)

@@ -7,13 +7,14 @@ from stylized_renderer.engine.core.assets import MeshAsset
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
 from support import rigs as R
-from support.morph_meshes import RIGHT, UP, build, instances, mesh_with, target
+from support.morph_meshes import RIGHT, UP, build, instances, mesh_with, state_of, stream_of, target
 
 
 def test_runtime_mesh_has_one_stream_per_primitive():
     mesh, rm, inst, be = build([target("a", UP)])
     assert rm.primitive_count == 2
-    assert rm.stream(0).positions is mesh.primitives[0].positions
+    s0 = rm.stream(0)
+    assert s0 is not None and s0.positions is mesh.primitives[0].positions
     assert rm.stream(5) is None
 
 
@@ -30,7 +31,7 @@ def test_initialize_requires_matching_primitive_counts():
     mesh = mesh_with([target("a", UP)])
     be = CpuBackend()
     rm = RuntimeMesh()
-    rm.initialize(MeshAsset("x", "x", [mesh.primitives[0]]), be)
+    rm.initialize(MeshAsset("x", "x", (mesh.primitives[0],)), be)
     assert not RuntimeMeshInstance().initialize(mesh, rm, be)
 
 
@@ -39,7 +40,7 @@ def test_update_only_when_version_changes():
     created = be.streams_created
     assert inst.update()
     assert inst.last_upload_count == 0 and be.streams_created == created
-    inst.morph_state(0).set_weight(0, 0.5)
+    state_of(inst, 0).set_weight(0, 0.5)
     assert inst.update()
     assert inst.last_upload_count == 1 and inst.total_upload_count == 2
     assert be.streams_created == created + 1
@@ -49,14 +50,14 @@ def test_update_only_when_version_changes():
 
 def test_sum_of_active_targets_bounds_and_max_delta():
     mesh, rm, inst, be = build([target("a", UP), target("b", RIGHT, hi=2.0), target("c", UP * 7)])
-    st = inst.morph_state(0)
+    st = state_of(inst, 0)
     st.set_weight(0, 0.5)
     st.set_weight(1, 2.0)
     inst.update()
     p = inst.primitives[0]
     base = mesh.primitives[0].positions
     expected = base + 0.5 * UP + 2.0 * RIGHT
-    assert np.allclose(p.stream.positions, expected)
+    assert np.allclose(stream_of(p).positions, expected)
     assert np.allclose(p.local_bounds.minimum, expected.min(0)) and np.allclose(p.local_bounds.maximum, expected.max(0))
     assert np.isclose(p.maximum_position_delta, np.sqrt(0.25 + 4.0))
 
@@ -64,48 +65,48 @@ def test_sum_of_active_targets_bounds_and_max_delta():
 def test_rebuild_is_from_the_base_never_incremental():
     third = np.full((4, 3), 1.0 / 3.0)
     mesh, rm, inst, be = build([target("t", third)])
-    st = inst.morph_state(0)
+    st = state_of(inst, 0)
     snapshots = []
     for w in (0.1, 0.7, 0.3, 0.9, 0.6):
         st.set_weight(0, w)
         inst.update()
-        snapshots.append(np.array(inst.primitives[0].stream.positions))
+        snapshots.append(np.array(stream_of(inst.primitives[0]).positions))
     base = mesh.primitives[0].positions
     d = mesh.primitives[0].morph_targets[0].dense_positions()
     # bit-exact float32 result of base + w*d: an incremental update would drift
-    assert np.array_equal(inst.primitives[0].stream.positions, base + d * np.float32(0.6))
+    assert np.array_equal(stream_of(inst.primitives[0]).positions, base + d * np.float32(0.6))
     assert np.array_equal(snapshots[0], base + d * np.float32(0.1))   # earlier streams untouched
 
     mesh, rm, inst, be = build([target("a", UP)])
-    st = inst.morph_state(0)
+    st = state_of(inst, 0)
     for w in (0.3, 0.9, 0.6):
         st.set_weight(0, w)
         inst.update()
     p = inst.primitives[0]
-    assert np.allclose(p.stream.positions, mesh.primitives[0].positions + 0.6 * UP)
+    assert np.allclose(stream_of(p).positions, mesh.primitives[0].positions + 0.6 * UP)
     assert np.isclose(p.maximum_position_delta, 0.6)
     st.set_weight(0, 0.0)
     inst.update()
-    assert np.allclose(p.stream.positions, mesh.primitives[0].positions)
+    assert np.allclose(stream_of(p).positions, mesh.primitives[0].positions)
     assert p.maximum_position_delta == 0.0
     assert np.allclose(p.local_bounds.maximum, mesh.primitives[0].bounds.maximum)
 
 
 def test_muted_targets_are_ignored():
     mesh, rm, inst, be = build([target("a", UP, mute=True), target("b", RIGHT)])
-    st = inst.morph_state(0)
+    st = state_of(inst, 0)
     st.set_weight(0, 1.0)
     st.set_weight(1, 1.0)
     inst.update()
-    assert np.allclose(inst.primitives[0].stream.positions, mesh.primitives[0].positions + RIGHT)
+    assert np.allclose(stream_of(inst.primitives[0]).positions, mesh.primitives[0].positions + RIGHT)
 
 
 def test_each_rebuild_creates_a_new_stream_and_releases_the_old():
     mesh, rm, inst, be = build([target("a", UP)])
-    old = inst.primitives[0].stream
-    inst.morph_state(0).set_weight(0, 1.0)
+    old = stream_of(inst.primitives[0])
+    state_of(inst, 0).set_weight(0, 1.0)
     inst.update()
-    new = inst.primitives[0].stream
+    new = stream_of(inst.primitives[0])
     assert new is not old and old.released and not new.released
 
 
@@ -114,14 +115,14 @@ def test_failed_upload_does_not_advance_applied_version():
     p = inst.primitives[0]
     old_stream = p.stream
     applied = p.applied_morph_version
-    inst.morph_state(0).set_weight(0, 1.0)
+    state_of(inst, 0).set_weight(0, 1.0)
     be.fail_stream_create = True
     assert not inst.update()
     assert p.applied_morph_version == applied and p.stream is old_stream
     assert inst.last_upload_count == 0 and inst.total_upload_count == 1
     be.fail_stream_create = False
     assert inst.update()                                  # retried next frame
-    assert p.applied_morph_version == inst.morph_state(0).version
+    assert p.applied_morph_version == state_of(inst, 0).version
     assert inst.last_upload_count == 1
 
 
@@ -129,9 +130,9 @@ def test_normals_and_tangents_renormalised_with_base_fallback():
     nd = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 0, 0], [0, 0, 0]])   # v1 degenerates (0,0,1)-(0,0,1)=0
     td = np.array([[0, 1.0, 0], [-1.0, 0, 0], [0, 0, 0], [0, 0, 0]])   # v1 tangent degenerates too
     mesh, rm, inst, be = build([target("a", np.zeros((4, 3)), nd, td)])
-    inst.morph_state(0).set_weight(0, 1.0)
+    state_of(inst, 0).set_weight(0, 1.0)
     inst.update()
-    s = inst.primitives[0].stream
+    s = stream_of(inst.primitives[0])
     assert np.allclose(s.normals[0], np.array([1, 0, 1]) / np.sqrt(2))
     assert np.allclose(s.normals[1], [0, 0, 1])           # fallback to base
     assert np.allclose(np.linalg.norm(s.normals, axis=1), 1.0)
@@ -147,10 +148,10 @@ def test_sparse_and_dense_targets_give_the_same_result():
     sparse = np.zeros((4, 3))
     sparse[2] = (0.5, -0.25, 1.0)
     mesh, rm, inst, be = build([target("d", dense), target("s", sparse, nrm=sparse)])
-    st = inst.morph_state(0)
+    st = state_of(inst, 0)
     st.set_weights([0, 1], [0.3, 0.8])
     inst.update()
-    s = inst.primitives[0].stream
+    s = stream_of(inst.primitives[0])
     assert np.allclose(s.positions, mesh.primitives[0].positions + 0.3 * dense + 0.8 * sparse, atol=1e-6)
     n = mesh.primitives[0].normals + 0.8 * sparse
     assert np.allclose(s.normals, n / np.linalg.norm(n, axis=1, keepdims=True), atol=1e-6)
@@ -163,15 +164,15 @@ def test_primitives_with_the_same_shape_keys_share_one_morph_state():
     prims = [R.quad_primitive(0, "Skin", morphs=(target("a", UP), target("b", RIGHT))),
              R.quad_primitive(1, "Lips", offset=(0, 0, 1), morphs=(target("a", RIGHT), target("b", UP))),
              R.quad_primitive(2, "Brow", offset=(0, 0, 2), morphs=(target("a", UP),))]
-    inst, = instances(MeshAsset("Head", "HeadMesh", prims))
+    inst, = instances(MeshAsset("Head", "HeadMesh", tuple(prims)))
     assert inst.morph_state(0) is inst.morph_state(1)
     assert inst.morph_state(2) is not inst.morph_state(0)
-    inst.morph_state(0).set_weights([0, 1], np.array([0.5, 1.0]))
+    state_of(inst, 0).set_weights([0, 1], np.array([0.5, 1.0]))
     assert inst.update() and inst.last_upload_count == 2      # both primitives of the shared state
-    p0, p1 = (inst.primitives[i].stream.positions for i in (0, 1))
+    p0, p1 = (stream_of(inst.primitives[i]).positions for i in (0, 1))
     assert np.allclose(p0, prims[0].positions + 0.5 * UP + RIGHT)
     assert np.allclose(p1, prims[1].positions + 0.5 * RIGHT + UP)
-    assert np.allclose(inst.primitives[2].stream.positions, prims[2].positions)   # its own state: 0
+    assert np.allclose(stream_of(inst.primitives[2]).positions, prims[2].positions)   # its own state: 0
 
 
 def test_effective_weights_are_one_frozen_array_per_version():
@@ -180,7 +181,7 @@ def test_effective_weights_are_one_frozen_array_per_version():
     primitives of one state; a new version gives a new array and leaves the old one as it was."""
     prims = [R.quad_primitive(0, "Skin", morphs=(target("a", UP),)),
              R.quad_primitive(1, "Lips", offset=(0, 0, 1), morphs=(target("a", RIGHT),))]
-    inst, = instances(MeshAsset("Head", "HeadMesh", prims))
+    inst, = instances(MeshAsset("Head", "HeadMesh", tuple(prims)))
     st = inst.morph_state(0)
     st.set_weight(0, 0.25)
     a, b = inst.primitives[0], inst.primitives[1]

@@ -21,6 +21,13 @@ def build(scene=None, backend=None):
     return scene, pose, ps, backend
 
 
+def palette(ps: SkinningPaletteSet, node: int, primitive: int) -> SkinningPalette:
+    """The primitive's palette, which the test expects (a skinned primitive)."""
+    pal = ps.find(node, primitive)
+    assert pal is not None, (node, primitive)
+    return pal
+
+
 def bend(pose, angle=np.pi / 2):
     pose.set_local_transform(2, (0, 0, 0), R.quat_axis_angle([0, 0, 1], angle), (1, 1, 1))
     assert pose.update_world_matrices()
@@ -35,20 +42,21 @@ def test_skin_matrix_is_inverse_mesh_world_joint_world_inverse_bind():
     assert ps.update(pose)
     w = pose.world_matrices
     assert w is not None
-    pal = ps.find(3, 0)
+    pal = palette(ps, 3, 0)
     sk = scene.meshes[0].primitives[0].skin
     for j, jn in enumerate(sk.joint_node_indices):
         expected = np.linalg.inv(w[3]) @ w[jn] @ sk.inverse_bind_matrices[j]
         assert np.allclose(pal.matrices[j], expected, atol=1e-6)
     assert pal.matrices.dtype == np.float32 and pal.matrices.shape == (2, 4, 4)
     handle = pal.gpu_buffer
+    assert handle is not None
     assert np.array_equal(handle.matrices, pal.matrices)   # what the backend received
 
 
 def test_bind_pose_gives_identity_palette():
     scene, pose, ps, be = build()
     assert ps.update(pose)
-    assert np.allclose(ps.find(3, 0).matrices, np.eye(4)[None], atol=1e-6)
+    assert np.allclose(palette(ps, 3, 0).matrices, np.eye(4)[None], atol=1e-6)
 
 
 def test_identical_skins_share_one_palette_with_merged_bounds():
@@ -62,7 +70,7 @@ def test_identical_skins_share_one_palette_with_merged_bounds():
     assert np.allclose(g.skin.joint_bounds_min, [[0, -1, 0], [1, 0, 0]])
     assert np.allclose(g.skin.joint_bounds_max, [[1, 1, 0], [2, 2, 0]])
     assert ps.update(pose)
-    b = ps.find(3, 0).current_local_bounds
+    b = palette(ps, 3, 0).current_local_bounds
     assert np.allclose(b.minimum, [0, -1, 0]) and np.allclose(b.maximum, [2, 2, 0])
 
 
@@ -75,7 +83,7 @@ def _scene_with_second_skin(modify):
     sk2 = SkinAsset(jn, ibm, sk.joint_bounds_min, sk.joint_bounds_max)
     p = prims[1]
     prims[1] = R.quad_primitive(1, "B", skin=sk2, joints=p.joints, weights=p.weights)
-    return SceneAsset(base.nodes, [MeshAsset("Body", "BodyMesh", prims)])
+    return SceneAsset(base.nodes, [MeshAsset("Body", "BodyMesh", tuple(prims))])
 
 
 def test_grouping_requires_exact_joint_indices():
@@ -138,7 +146,7 @@ def test_failed_group_does_not_advance_cached_version():
     scene = SceneAsset(nodes, [base.meshes[0], base.meshes[0]])
     scene, pose, ps, be = build(scene)
     assert ps.palette_count == 2
-    be.fail_palette_upload = {ps.palette_groups[1].palette.gpu_buffer}
+    be.fail_palette_upload = {ps.palette_groups[1].palette.gpu_buffer}  # pyright: ignore[reportAttributeAccessIssue]  # bool or a set (documented; typed bool)
     bend(pose)
     assert not ps.update(pose)
     assert ps.last_pose_version != pose.version
@@ -175,6 +183,7 @@ def test_palette_ready_state_and_clear_keeps_buffer():
     assert pal.update(np.eye(4), eye, eye)
     assert pal.is_gpu_ready()
     buf = pal.gpu_buffer
+    assert buf is not None
     pal.clear()
     assert pal.gpu_buffer is buf and pal.joint_capacity == 2
     assert not pal.is_gpu_ready() and pal.matrices.shape[0] == 0 and pal.current_local_bounds.is_empty
@@ -198,11 +207,11 @@ def test_dynamic_bounds_follow_the_pose():
     scene, pose, ps, be = build(R.skinned_arm_scene(two_prims_same_skin=False))
     bend(pose, np.pi / 2)      # bone 2 turns +90 deg about z at x=1: [1,2]x[0,1] -> [0,1]x[0,1] rotated
     assert ps.update(pose)
-    b = ps.find(3, 0).current_local_bounds
+    b = palette(ps, 3, 0).current_local_bounds
     # joint 1 box corners (1..2, 0..1) rotated about (1,0): x in [0,1], y in [0,1]
     assert np.allclose(b.minimum, [0, 0, 0]) and np.allclose(b.maximum, [1, 1, 0])
     # a linear-scale bound used for morph expansion: rigid motion -> 1
-    assert np.isclose(ps.find(3, 0).max_linear_scale, 1.0)
+    assert np.isclose(palette(ps, 3, 0).max_linear_scale, 1.0)
 
 
 def test_timeline_matrices_drive_palettes_without_a_player():
@@ -213,7 +222,7 @@ def test_timeline_matrices_drive_palettes_without_a_player():
     assert pose.set_local_matrices([2], m[None])
     assert pose.update_world_matrices()
     assert ps.update(pose)
-    pal = ps.find(3, 0)
+    pal = palette(ps, 3, 0)
     assert np.allclose(pal.matrices[1] @ [2, 0, 0, 1], [1, 1, 0, 1], atol=1e-6)
 
 

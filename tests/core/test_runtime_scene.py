@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from stylized_renderer.engine.core.animation import MorphState
 from stylized_renderer.engine.core.assets import MorphWeightChannelAsset
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
 from stylized_renderer.engine.core.world import SceneRuntime
 from support import rigs as R
+from support.morph_meshes import stream_of
 
 
 def runtime(scene=None):
@@ -15,8 +17,18 @@ def runtime(scene=None):
     return rt
 
 
+def morph_state(rt: SceneRuntime, node: int, primitive: int = 0) -> MorphState:
+    """The MorphState of the node's primitive, which the test expects (a mesh with shape keys)."""
+    inst = rt.mesh_instances[node]
+    assert inst is not None, node
+    st = inst.morph_state(primitive)
+    assert st is not None, (node, primitive)
+    return st
+
+
 def rot_clip(with_morph=True):
-    mc = [MorphWeightChannelAsset(3, "Smile", times=[0.0, 1.0], values=[0.0, 1.0])] if with_morph else []
+    mc = ([MorphWeightChannelAsset(3, "Smile", times=np.array([0.0, 1.0]), values=np.array([0.0, 1.0]))]
+          if with_morph else [])
     return R.clip([R.vec_channel(2, [0, 1], [R.QI, R.quat_axis_angle([0, 0, 1], 1.0)], "rotation")], 1.0, mc)
 
 
@@ -37,7 +49,7 @@ def test_player_frame_then_paused_frame_counts():
     assert rt.update(0.5)
     assert rt.stats.palette_uploads == 1
     assert rt.stats.morph_uploads == 1                        # Smile sampled to 0.5
-    assert np.isclose(rt.mesh_instances[3].morph_state(0).weight(0), 0.5)
+    assert np.isclose(morph_state(rt, 3).weight(0), 0.5)
     rt.player.pause()
     assert rt.update(0.5)
     assert rt.stats.palette_uploads == 0 and rt.stats.morph_uploads == 0
@@ -54,6 +66,7 @@ def test_timeline_mode_matrices_and_morph_values():
     assert rt.update_timeline([2], m[None], {3: [0.25]})
     assert rt.stats.palette_uploads == 1 and rt.stats.morph_uploads == 1
     pal = rt.palette_set.find(3, 0)
+    assert pal is not None
     assert np.allclose(pal.matrices[1] @ [2, 0, 0, 1], [1, 1, 0, 1], atol=1e-6)
     # same frame again: the session's timeline reader hands over the same locals and values
     # (it never passes None), and nothing uploads
@@ -66,10 +79,10 @@ def test_timeline_mode_matrices_and_morph_values():
 def test_set_morph_weight_by_name_reaches_every_primitive():
     rt = runtime()
     assert rt.set_morph_weight(3, "Smile", 2.0)               # clamped to the key's max 1.0
-    assert rt.mesh_instances[3].morph_state(0).weight(0) == 1.0
+    assert morph_state(rt, 3).weight(0) == 1.0
     assert not rt.set_morph_weight(3, "Nope", 1.0)
     rt.reset_morphs()
-    assert rt.mesh_instances[3].morph_state(0).active_count == 0
+    assert morph_state(rt, 3).active_count == 0
 
 
 def test_release_frees_backend_resources():
@@ -86,6 +99,7 @@ def test_settled_morph_instances_are_skipped_until_a_weight_changes():
     until some weight changes; the change is then picked up, and the stats stay whole."""
     rt = runtime()
     inst = rt.mesh_instances[3]
+    assert inst is not None
     assert rt.set_morph_weight(3, "Smile", 0.4)
     for _ in range(4):
         assert rt.update_timeline()
@@ -99,7 +113,7 @@ def test_settled_morph_instances_are_skipped_until_a_weight_changes():
     assert rt.set_morph_weight(3, "Smile", 0.9)
     assert rt.update_timeline() and calls == [1] and rt.stats.morph_uploads == 1
     prim = rt.scene.meshes[0].primitives[0]
-    assert np.allclose(inst.primitives[0].stream.positions, prim.positions + 0.9 * prim.morph_targets[0].dense_positions(),
+    assert np.allclose(stream_of(inst.primitives[0]).positions, prim.positions + 0.9 * prim.morph_targets[0].dense_positions(),
                        atol=1e-6)
     rt.set_morph_policy("rebuild")
     assert rt.update_timeline() and len(calls) == 2                 # a policy change: looked at again
@@ -113,9 +127,10 @@ def test_a_weight_change_in_one_runtime_does_not_wake_another_runtimes_idle_inst
         assert rt.set_morph_weight(3, "Smile", 0.4)
         for _ in range(4):
             assert rt.update_timeline()
-        assert rt.mesh_instances[3].idle and rt._hot == []
+        assert rt.mesh_instances[3] is not None and rt.mesh_instances[3].idle and rt._hot == []
     calls = []
     inst = b.mesh_instances[3]
+    assert inst is not None
     real = inst.update
     inst.update = lambda: calls.append(1) or real()
     assert a.set_morph_weight(3, "Smile", 0.9)
@@ -137,13 +152,13 @@ def test_a_non_finite_weight_is_refused_by_the_primitives_that_hold_its_key_alon
     frown = MorphTargetAsset("Frown", position_deltas=np.tile([0, 0, -0.5], (4, 1)), normal_deltas=None,
                              tangent_deltas=None, key_name="Frown")
     prims = [body.primitives[0], replace(body.primitives[1], morph_targets=(frown,))]
-    rt = runtime(SceneAsset(sc.nodes, [MeshAsset(body.name, body.mesh_name, prims)] + list(sc.meshes[1:])))
+    rt = runtime(SceneAsset(sc.nodes, [MeshAsset(body.name, body.mesh_name, tuple(prims))] + list(sc.meshes[1:])))
     assert rt.morph_key_names(3) == ["Smile", "Frown"]
     assert not rt.set_node_morph_weights(3, [0.5, np.nan])
-    assert rt.mesh_instances[3].morph_state(0).weight(0) == 0.5       # Smile: finite, taken
-    assert rt.mesh_instances[3].morph_state(1).weight(0) == 0.0       # Frown: NaN, refused
+    assert morph_state(rt, 3, 0).weight(0) == 0.5    # Smile: finite, taken
+    assert morph_state(rt, 3, 1).weight(0) == 0.0    # Frown: NaN, refused
     assert rt.set_node_morph_weights(3, [0.25, 0.75])
-    assert rt.mesh_instances[3].morph_state(1).weight(0) == 0.75
+    assert morph_state(rt, 3, 1).weight(0) == 0.75
 
 
 def test_the_singular_inverse_rule_comes_from_whoever_makes_the_runtime():

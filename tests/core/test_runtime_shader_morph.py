@@ -53,9 +53,9 @@ def test_outline_smooth_normals_follow_the_morph_in_both_paths():
     prim = mesh.primitives[0]
     span, entries = pack_morph_entries(prim)
     _m, _rm, inst, be = M.build([target("turn", np.zeros((4, 3)), nrm=nrm)])
-    inst.morph_state(0).set_weights([0], np.array([1.0], np.float32))
+    M.state_of(inst, 0).set_weights([0], np.array([1.0], np.float32))
     inst.update()
-    cpu = inst.primitives[0].stream.smooth_normals
+    cpu = M.stream_of(inst.primitives[0]).smooth_normals
     ds = np.zeros((4, 3))
     for vert in range(4):
         first, count = span[vert]
@@ -80,15 +80,16 @@ def test_packed_entries_reproduce_the_cpu_rebuild():
     span, entries = pack_morph_entries(prim)
     w = np.array([0.3, -0.7, 0.9], np.float32)
     _m, _rm, inst, _be = M.build([target(f"t{k}", d, lo=-1.0) for k, d in enumerate(ds)])
-    inst.morph_state(0).set_weights([0, 1, 2], w)
+    M.state_of(inst, 0).set_weights([0, 1, 2], w)
     inst.update()
-    assert np.allclose(compose_like_the_shader(prim, span, entries, w), inst.primitives[0].stream.positions, atol=1e-6)
+    assert np.allclose(compose_like_the_shader(prim, span, entries, w), M.stream_of(inst.primitives[0]).positions,
+                       atol=1e-6)
 
 
 def test_auto_policy_animated_weights_go_to_the_shader_and_settle_when_still():
     mesh, rm, inst, be = M.build([target("a", UP), target("b", RIGHT, mute=True)], shader_backend())
     p = inst.primitives[0]
-    st = inst.morph_state(0)
+    st = M.state_of(inst, 0)
     st.set_weight(0, 0.2)
     inst.update()                                   # one change: an edit -> CPU rebuild
     assert not p.shader_morph and not isinstance(p.stream, CpuMorphStream)
@@ -108,7 +109,9 @@ def test_auto_policy_animated_weights_go_to_the_shader_and_settle_when_still():
     assert p.maximum_position_delta == pytest.approx(0.6)
     inst.update()
     assert inst.last_upload_count == 0              # still: nothing more
-    assert be.live_streams == {p.stream.id, rm.stream(0).id, rm.stream(1).id}   # old streams released
+    s0, s1 = rm.stream(0), rm.stream(1)
+    assert p.stream is not None and s0 is not None and s1 is not None
+    assert be.live_streams == {p.stream.id, s0.id, s1.id}   # old streams released
 
 
 def test_policies_rebuild_and_shader():
@@ -116,7 +119,7 @@ def test_policies_rebuild_and_shader():
     p = inst.primitives[0]
     inst.morph_policy = "rebuild"
     for w in (0.1, 0.2, 0.3):
-        inst.morph_state(0).set_weight(0, w)
+        M.state_of(inst, 0).set_weight(0, w)
         inst.update()
         assert not p.shader_morph
     inst.morph_policy = "shader"
@@ -130,7 +133,7 @@ def test_backend_without_shader_morph_always_rebuilds():
     mesh, rm, inst, be = M.build([target("a", UP)])
     inst.morph_policy = "shader"
     for w in (0.1, 0.2, 0.3):
-        inst.morph_state(0).set_weight(0, w)
+        M.state_of(inst, 0).set_weight(0, w)
         inst.update()
         assert not inst.primitives[0].shader_morph
 
@@ -138,7 +141,7 @@ def test_backend_without_shader_morph_always_rebuilds():
 def test_failed_weight_upload_does_not_advance_applied_version():
     mesh, rm, inst, be = M.build([target("a", UP)], shader_backend())
     p = inst.primitives[0]
-    st = inst.morph_state(0)
+    st = M.state_of(inst, 0)
     st.set_weight(0, 0.2)
     inst.update()
     applied, stream = p.applied_morph_version, p.stream
@@ -178,14 +181,14 @@ def test_animated_weights_refresh_the_shader_stream_or_make_a_new_one(fail):
     mesh, rm, inst, be = M.build([target("a", UP), target("b", RIGHT)], RefreshingBackend(fail))
     inst.morph_policy = "shader"
     p = inst.primitives[0]
-    st = inst.morph_state(0)
+    st = M.state_of(inst, 0)
     st.set_weights([0, 1], np.array([0.2, 0.0], np.float32))
     assert inst.update() and p.shader_morph
-    first = p.stream
+    first = M.stream_of(p)
     for w in (0.4, 0.6):
         st.set_weights([0, 1], np.array([w, 1.0 - w], np.float32))
         assert inst.update() and p.shader_morph and inst.last_upload_count == 1
-        assert np.allclose(p.stream.weights, [w, 1.0 - w]) and not p.stream.released
+        assert np.allclose(M.stream_of(p).weights, [w, 1.0 - w]) and not M.stream_of(p).released
         assert p.applied_morph_version == st.version
     assert (p.stream is first) == (not fail)
     assert be.refreshed == (0 if fail else 2)
@@ -203,7 +206,7 @@ def test_shader_mode_bounds_and_max_delta_are_conservative():
     for _ in range(20):
         w = rng.uniform(-1.0, 2.0, 4).astype(np.float32)
         w[rng.random(4) < 0.3] = 0.0
-        inst.morph_state(0).set_weights(range(4), w)
+        M.state_of(inst, 0).set_weights(range(4), w)
         inst.update()
         assert p.shader_morph
         exact = base + sum(w[k] * ds[k] for k in range(4))
@@ -255,15 +258,15 @@ def test_linked_duplicates_share_bounds_only_at_the_same_weights():
 def test_a_primitive_the_shader_path_cannot_hold_is_rebuilt_instead():
     be = shader_backend()
 
-    def too_big(primitive, base, weights):
+    def too_big(primitive, base_stream, weights):
         raise ValueError("deltas exceed the largest texture")
     be.create_morph_stream = too_big
     mesh, rm, inst, _ = M.build([target("a", UP)], be)
     p = inst.primitives[0]
     for w in (0.1, 0.2, 0.3):
-        inst.morph_state(0).set_weight(0, w)
+        M.state_of(inst, 0).set_weight(0, w)
         assert inst.update()
         assert not p.shader_morph and inst.last_upload_count == 1
     assert p.shader_unavailable
-    assert np.allclose(p.stream.positions, mesh.primitives[0].positions + 0.3 * UP)
+    assert np.allclose(M.stream_of(p).positions, mesh.primitives[0].positions + 0.3 * UP)
     assert inst.update() and inst.last_upload_count == 0

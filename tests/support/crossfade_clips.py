@@ -5,6 +5,8 @@ weights at a time, fresh player), ``trs`` (a node's local translation, rotation,
 ``morph_weights`` (the player's morph sides blended through the mixer).  bpy-free."""
 from __future__ import annotations
 
+import numpy as np
+
 from stylized_renderer.engine.core.animation import AnimationPlayer, ScenePose
 from stylized_renderer.engine.core.animation.mixer import MorphMixer
 from stylized_renderer.engine.core.assets import MorphWeightChannelAsset, NodeAnimationChannelAsset
@@ -16,20 +18,21 @@ ZA = [0.0, 0.0, 1.0]
 def clip_a():
     """Node 1 walks +x (0 -> 2 m over 2 s) turning 0 -> 0.6 rad; node 2 scales 1 -> 2; Smile 0.2."""
     return R.clip([
-        NodeAnimationChannelAsset(1, translation_times=[0.0, 2.0], translation_values=[[0, 0, 0], [2, 0, 0]],
-                                  rotation_times=[0.0, 2.0],
-                                  rotation_values=[R.quat_axis_angle(ZA, 0.0), R.quat_axis_angle(ZA, 0.6)]),
-        NodeAnimationChannelAsset(2, scale_times=[0.0, 2.0], scale_values=[[1, 1, 1], [2, 2, 2]]),
-    ], 2.0, [MorphWeightChannelAsset(3, "Smile", times=[0.0], values=[0.2])], name="A")
+        NodeAnimationChannelAsset(1, translation_times=np.array([0.0, 2.0]),
+                                  translation_values=np.array([[0, 0, 0], [2, 0, 0]]),
+                                  rotation_times=np.array([0.0, 2.0]),
+                                  rotation_values=np.array([R.quat_axis_angle(ZA, 0.0), R.quat_axis_angle(ZA, 0.6)])),
+        NodeAnimationChannelAsset(2, scale_times=np.array([0.0, 2.0]), scale_values=np.array([[1, 1, 1], [2, 2, 2]])),
+    ], 2.0, [MorphWeightChannelAsset(3, "Smile", times=np.array([0.0]), values=np.array([0.2]))], name="A")
 
 
 def clip_b():
     """Node 1 at y = 3 turned 1.6 rad (node 2 untouched: bind); Blink 0 -> 1 over 1 s."""
     return R.clip([
-        NodeAnimationChannelAsset(1, translation_times=[0.0], translation_values=[[0, 3, 0]],
-                                  rotation_times=[0.0, 1.0],
-                                  rotation_values=[R.quat_axis_angle(ZA, 1.6), R.quat_axis_angle(ZA, 1.2)]),
-    ], 1.0, [MorphWeightChannelAsset(3, "Blink", times=[0.0, 1.0], values=[0.0, 1.0])], name="B")
+        NodeAnimationChannelAsset(1, translation_times=np.array([0.0]), translation_values=np.array([[0, 3, 0]]),
+                                  rotation_times=np.array([0.0, 1.0]),
+                                  rotation_values=np.array([R.quat_axis_angle(ZA, 1.6), R.quat_axis_angle(ZA, 1.2)])),
+    ], 1.0, [MorphWeightChannelAsset(3, "Blink", times=np.array([0.0, 1.0]), values=np.array([0.0, 1.0]))], name="B")
 
 
 def morph_weights(p):

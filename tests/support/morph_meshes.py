@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from stylized_renderer.engine.core.animation import MorphState
 from stylized_renderer.engine.core.assets import MeshAsset, MorphTargetAsset
 from stylized_renderer.engine.core.runtime.backend import CpuBackend
-from stylized_renderer.engine.core.runtime.mesh_instance import RuntimeMesh, RuntimeMeshInstance
+from stylized_renderer.engine.core.runtime.mesh_instance import PrimitiveInstance, RuntimeMesh, RuntimeMeshInstance
 from support import rigs as R
 
 
@@ -20,7 +21,7 @@ def mesh_with(targets, static_second=True):
     prims = [R.quad_primitive(0, "Face", morphs=tuple(targets))]
     if static_second:
         prims.append(R.quad_primitive(1, "Cloth", offset=(0, 0, 1)))
-    return MeshAsset("Head", "HeadMesh", prims)
+    return MeshAsset("Head", "HeadMesh", tuple(prims))
 
 
 def build(targets, backend=None):
@@ -45,6 +46,20 @@ def instances(mesh, n=1, policy="auto", epoch=None):
         assert inst.initialize(mesh, rm, be, epoch)
         out.append(inst)
     return out
+
+
+def state_of(inst: RuntimeMeshInstance, primitive_index: int = 0) -> MorphState:
+    """The primitive's MorphState, which the test expects (the primitive has shape keys)."""
+    st = inst.morph_state(primitive_index)
+    assert st is not None, primitive_index
+    return st
+
+
+def stream_of(p: PrimitiveInstance):
+    """The primitive instance's current stream, which the test expects (uploaded)."""
+    s = p.stream
+    assert s is not None
+    return s
 
 
 UP = np.tile([0.0, 0.0, 1.0], (4, 1))

@@ -5,6 +5,7 @@ independent of the GLSL."""
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -153,7 +154,7 @@ def render_direct(specs, materials, lights, camera, width=128, height=128, **set
                 stream=backend.create_stream(p, cache_static=False), world=s["world"], world_bounds=lb.transformed(s["world"]), local_bounds=lb,
                 palette=None, influences=0, material_name=s["material"], material_index=0,
                 cast_shadow=s["cast_shadow"], object_id=s["object_id"], object_name=f"obj{s['object_id']}"))
-        kw = dict(fxaa=False, outlines=True, shadows=True)
+        kw: dict[str, Any] = dict(fxaa=False, outlines=True, shadows=True)   # FrameSettings fields
         kw.update(settings)
         fs = FrameSettings(width=width, height=height, **kw)
         frame = FrameData(items=items, camera=camera, lights=list(lights), settings=fs, materials=materials)

@@ -42,7 +42,9 @@ def clocked_session(monkeypatch, strict: bool = True):
 
     yield types.SimpleNamespace(session=s, update=update)
     gpu_util.run_in_gpu_context(s.free)
-    C.addon().forget_viewport_session()
+    addon = C.addon()
+    assert addon is not None            # registered (conftest.addon registers the add-on)
+    addon.forget_viewport_session()
     preview.stop_timer()
     preview.clear_states()
 
@@ -66,6 +68,7 @@ def action_preview_session(arm, act, seek):
         s.ensure_gpu()
         s.ensure_runtime(dg)
         ok = s.update_frame(dg, st)
+        assert s.runtime is not None    # made by ensure_runtime
         return ok, s.runtime.player.clip, s.runtime.player.current_time
 
     return s, st, lambda: gpu_util.run_in_gpu_context(task)

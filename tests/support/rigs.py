@@ -88,10 +88,10 @@ def skinned_arm_scene(two_prims_same_skin=True, morph=False, extra_static=True):
     if two_prims_same_skin:
         skin_b = chain_skin([1, 2], jwb, bmin=[[0, -1, 0], [1, 0, 0]], bmax=[[0.5, 1, 0], [2, 2, 0]])
         prims.append(quad_primitive(1, "B", offset=(0, 0, 0), skin=skin_b, joints=joints, weights=weights))
-    meshes = [MeshAsset("Body", "BodyMesh", prims)]
+    meshes = [MeshAsset("Body", "BodyMesh", tuple(prims))]
     if extra_static:
         nodes.append(node("Prop", mesh=1, t=(5, 0, 0)))
-        meshes.append(MeshAsset("Prop", "PropMesh", [quad_primitive(0, "P")]))
+        meshes.append(MeshAsset("Prop", "PropMesh", (quad_primitive(0, "P"),)))
     return SceneAsset(nodes, meshes)
 
 
