@@ -199,7 +199,7 @@ def render_samples(pipeline, frame, accumulator: Accumulator, after_first=None, 
     pipeline's targets still hold it (the render passes are read there); it may return the
     passes to average like the colour (a pass_resolve.Sources): ``accumulator.averaged`` holds
     their slots' textures after (with one sample, or shading every sample: the centre's values).
-    ``ids`` (Cryptomatte, engine/blender/cryptomatte_pass.py): an object with ``key(item)`` (the
+    ``ids`` (Cryptomatte, engine/features/passes/cryptomatte.py): an object with ``key(item)`` (the
     id each item draws with in the coverage samples) and ``take(texture, width, height)``, handed
     every sample's id image (centre first) right after it is drawn.  ``frame_at(i)`` (motion
     blur, engine/features/passes/motion_blur.py): the frame of sample ``i`` >= 1 at its own instant
