@@ -2,6 +2,8 @@
 the engine's GPU context).  Each test fails if the feature behind it is removed."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from conftest import ARTIFACTS, save_png
@@ -13,7 +15,7 @@ PLANE_XZ = [(-1, 0, -1), (1, 0, -1), (1, 0, 1), (-1, 0, 1)]   # faces -Y (toward
 def params(**kw):
     from stylized_renderer.engine.core.assets.material import MToonParams
 
-    base = dict(base_color=(0.9, 0.5, 0.3, 1.0), shade_color=(0.2, 0.1, 0.25), shading_toony=0.9,
+    base: dict[str, Any] = dict(base_color=(0.9, 0.5, 0.3, 1.0), shade_color=(0.2, 0.1, 0.25), shading_toony=0.9,
                 gi_equalization=0.9)
     base.update(kw)
     return MToonParams(**base)
@@ -312,8 +314,8 @@ def test_many_lights(ext, empty_scene):
 def test_screen_space_outline(ext, empty_scene):
     p = params()
     cam = T.ortho_camera(half_height=1.6)
-    kw = dict(width=100, height=100, shadows=False, outlines=False, world_color=np.full(3, 0.5),
-              screen_space_outline_color=np.array([1.0, 0.0, 1.0]), screen_space_outline_width=2.0)
+    kw: dict[str, Any] = dict(width=100, height=100, shadows=False, outlines=False, world_color=np.full(3, 0.5),
+                              screen_space_outline_color=np.array([1.0, 0.0, 1.0]), screen_space_outline_width=2.0)
     col, aux = T.render_direct([T.item_spec(T.uv_sphere())], {"M": p}, [T.sun((0, 1, 0))], cam,
                                screen_space_outline=True, **kw)
     save_png(col, ARTIFACTS / "passes_screen_space_outline.png")

@@ -125,6 +125,7 @@ def test_a_primitives_live_target_check_keeps_one_slot(empty_scene):
         inst.morph_policy = "shader"
         p = inst.primitives[0]
         st = inst.morph_state(0)
+        assert st is not None
         w = np.zeros(n, np.float32)
         sizes, refreshed = [], []
         try:
@@ -133,7 +134,7 @@ def test_a_primitives_live_target_check_keeps_one_slot(empty_scene):
                     w[k] = value
                     before = p.stream
                     assert st.set_weights(np.arange(n), w) and inst.update() and p.shader_morph
-                    assert np.array_equal(p.stream.morph_weights, w)
+                    assert p.stream is not None and np.array_equal(p.stream.morph_weights, w)
                 refreshed.append(p.stream is before)
                 sizes.append(len(be._live_ok))
         finally:

@@ -204,7 +204,9 @@ def test_preserve_volume_bounds_hold_blenders_mesh(empty_scene):
     for f in range(1, 9):
         scene.frame_set(f)
         render_scene(scene)
-        groups = render_engine.kept_final_session().runtime.palette_set.palette_groups
+        session = render_engine.kept_final_session()
+        assert session is not None and session.runtime is not None
+        groups = session.runtime.palette_set.palette_groups
         assert len(groups) == 1 and groups[0].dq
         b = groups[0].palette.current_local_bounds
         ev = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import types
+from typing import Any
 
 import bpy
 import numpy as np
@@ -88,7 +89,9 @@ def viewport(ext, monkeypatch):
     vp = Viewport(clock)
     yield vp
     vp.close()
-    C.addon().forget_viewport_session()
+    addon = C.addon()
+    assert addon is not None
+    addon.forget_viewport_session()
     preview.stop_timer()
     preview.clear_states()
 
@@ -391,7 +394,7 @@ def test_deleting_the_previewed_armature_stops_with_a_message(character, viewpor
 # 10: expressions of a character linked from another .blend
 # ------------------------------------------------------------------------------------------------
 
-def link_objects(path, names=None):
+def link_objects(path, names=None) -> dict[str, Any]:
     """Link objects of ``path`` into the current scene (File > Link, objects directly)."""
     with bpy.data.libraries.load(str(path), link=True) as (src, dst):
         dst.objects = list(src.objects) if names is None else list(names)
@@ -458,8 +461,8 @@ def test_expressions_of_a_linked_character_are_refused_with_a_message(character,
     inst = bpy.data.objects.new("CharacterInstance", None)
     inst.instance_type, inst.instance_collection = "COLLECTION", dst.collections[0]
     scene.collection.objects.link(inst)
-    dst.collections[0].override_hierarchy_create(scene, bpy.context.view_layer, reference=inst,
-                                                 do_fully_editable=True)
+    linked: Any = dst.collections[0]     # the loader put the linked collection in place of its name
+    linked.override_hierarchy_create(scene, bpy.context.view_layer, reference=inst, do_fully_editable=True)
     bpy.data.objects.remove(inst)
     with pytest.raises(RuntimeError, match="The shape keys of 'Body' are linked"):
         bpy.ops.stylized.expression_set(character="Rig", name="Smile", value=0.7)
@@ -483,7 +486,9 @@ def test_vrm_expressions_of_a_linked_avatar_are_refused_with_a_message(ext, tmp_
     obs = link_objects(GODETTE)
     arm = obs["Armature"]
     es = vx.expression_set_of(arm)
+    assert es is not None
     joy = es.by_name("Joy")
+    assert joy is not None
     before = vx.get_preview(arm, joy)
     with bpy.context.temp_override(active_object=arm, object=arm):
         with pytest.raises(RuntimeError, match="Nothing changed: The VRM expressions of 'Armature' are linked from "

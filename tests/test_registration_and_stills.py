@@ -72,7 +72,7 @@ def test_register_unregister_register_leaves_nothing_behind(ext):
     assert StylizedRenderEngine.is_registered
     assert _engine_accepted(bpy.context.scene)
     fresh = render_engine.addon_state()
-    assert fresh is not addon and not fresh.previews.states and not fresh.bakes.entries
+    assert fresh is not None and fresh is not addon and not fresh.previews.states and not fresh.bakes.entries
     # registering again after a full cycle gives the same panels (no duplicates)
     assert sorted(p.__name__ for p in registration.compat_panels()) == sorted(p.__name__ for p in panels)
 

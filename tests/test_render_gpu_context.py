@@ -39,7 +39,9 @@ def _scene(scene):
 def _kept():
     from stylized_renderer.engine.blender import render_engine
 
-    return render_engine.kept_final_session()
+    session = render_engine.kept_final_session()
+    assert session is not None, "no final-render session is kept after the render"
+    return session
 
 
 def test_renders_in_one_gpu_context_keep_their_targets(empty_scene, render, tmp_path):
@@ -47,6 +49,7 @@ def test_renders_in_one_gpu_context_keep_their_targets(empty_scene, render, tmp_
     _scene(scene)
     render(scene)
     session = _kept()
+    assert session.pipeline is not None
     color, shadow = session.pipeline._color, session.pipeline.shadow.texture
     assert color is not None and shadow is not None
     render(scene)
@@ -62,6 +65,7 @@ def test_render_in_another_gpu_context_remakes_targets(empty_scene, render, tmp_
     _scene(scene)
     first = render(scene).copy()
     session = _kept()
+    assert session.pipeline is not None
     color, fb = session.pipeline._color, session.pipeline._fb_main
     # what the GUI does between two renders: the Render's GPU context is freed and the next render
     # gets a new one; the session's mark of the context its targets were made in is then stale

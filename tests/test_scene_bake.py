@@ -130,6 +130,7 @@ def test_rigify_scene_play_bakes_draws_and_rebakes_after_an_nla_edit(rigify_scen
     names the bake and its reasons; the drawn body matches Blender's timeline at integer and
     fractional frames; an NLA edit makes the bake stale: the session refuses (never a wrong
     pose) until Play bakes again, after which it matches the edited timeline."""
+    from stylized_renderer.engine.blender.bake.scene import SceneBakes
     from stylized_renderer.engine.features.preview import control as preview
     from stylized_renderer.panels import preview_panel
     from support.panels import Ctx, draw_panel
@@ -139,7 +140,7 @@ def test_rigify_scene_play_bakes_draws_and_rebakes_after_an_nla_edit(rigify_scen
     try:
         assert bpy.ops.stylized.preview_scene(action="PLAY") == {"FINISHED"}
         st = preview.get_state(scene)
-        assert st.scene_bakes is not None and set(st.scene_bakes.bakes) == {"rig"}
+        assert isinstance(st.scene_bakes, SceneBakes) and set(st.scene_bakes.bakes) == {"rig"}
         assert st.scene_bakes.range == (1, 28)
         assert bpy.ops.stylized.preview_scene(action="PAUSE") == {"FINISHED"}
         frames = [(f, 0.0) for f in (1, 5, 9, 14, 20, 27)] + [(f, 0.5) for f in (3, 7, 12, 19)] + [(10, 0.3)]
@@ -176,7 +177,8 @@ def test_a_scene_bake_follows_what_needs_blender(ik_nla_scene):
     from stylized_renderer.engine.blender.bake import scene as bake_scene
 
     bakes = bake_scene.SceneBakes()
-    assert bakes.stale(ik_nla_scene).startswith("armature 'HumanArmature' needs a bake through Blender (IK on bone")
+    why = bakes.stale(ik_nla_scene)
+    assert why is not None and why.startswith("armature 'HumanArmature' needs a bake through Blender (IK on bone"), why
     assert bakes.ensure(ik_nla_scene) and set(bakes.bakes) == {"HumanArmature"} and bakes.range == (0, 30)
     assert bakes.stale(ik_nla_scene) is None and not bakes.ensure(ik_nla_scene)
     ik_nla_scene.frame_set(-2)

@@ -202,6 +202,7 @@ def test_an_nla_edit_while_the_scene_plays_is_followed(nla_scene):
             st.push("scene_seek", t)
             st.push("pause")
             assert s.update_frame(dg, st) and st.active, st.last_error
+            assert s.scene_asset is not None and s.runtime is not None
             node = next(i for i, nd in enumerate(s.scene_asset.nodes) if nd.object_name == "Char1_0")
             return np.array(s.runtime.pose.world_matrix(node)), s.preview.scene_playback
 
@@ -293,8 +294,12 @@ def test_shape_keys_holding_still_are_pushed_again_after_another_write(nla_scene
         s.ensure_runtime(dg)
         assert s.update_frame(dg, st), s.update_error
         rt = s.runtime
+        assert rt is not None
         node = next(i for i, nd in enumerate(rt.scene.nodes) if nd.object_name == "Face" and nd.bone_name is None)
-        prim = next(p for p in rt.mesh_instances[node].primitives if p.morph_state is not None)
+        inst = rt.mesh_instances[node]
+        assert inst is not None
+        prim = next(p for p in inst.primitives if p.morph_state is not None)
+        assert prim.morph_state is not None
         got.append(np.array(prim.morph_state.weights))
         return rt, node
 
@@ -323,6 +328,7 @@ def test_the_pick_table_gives_what_the_direct_pick_gives(nla_scene):
     anim = SceneAnimation(nla_scene)
     anim.evaluate_all(0.0)
     b = anim._batch
+    assert b is not None
     assert b._pick_table is not None
     edges = np.concatenate([b._start, b._end])
     times = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf),

@@ -71,6 +71,7 @@ def _fresh(scene):
     from stylized_renderer.engine.blender import render_engine
 
     session = render_engine.kept_final_session()
+    assert session is not None and session.pipeline is not None
     passes = (session.pipeline.shadow, session.pipeline.local_shadow)
     caches = [p.depth_cache for p in passes]
     for p in passes:
@@ -91,8 +92,11 @@ def _keep_all(scene):
 
     _, st = _f12(scene)
     assert st["shadow_bypassed"] == 2 and st["shadow_static_draws"] == 0   # (drawn directly)
-    pipe = render_engine.kept_final_session().pipeline
+    session = render_engine.kept_final_session()
+    assert session is not None and session.pipeline is not None
+    pipe = session.pipeline
     for p in (pipe.shadow, pipe.local_shadow):
+        assert p.depth_cache is not None
         p.depth_cache.min_triangles_per_texel = 0.0
 
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import bpy
 import numpy as np
@@ -111,6 +112,7 @@ def _check_snapping(size, moves):
         tgt = np.array([dx, dy, 1.0]) + np.array([math.sin(yaw), math.cos(yaw) - 1.0, 0.0])
         cam = T.persp_camera(location=(0.3 + dx, -5.0 + dy, 1.6), target=tgt, near=0.1, far=50.0)
         fit = _fit(cam, scene)
+        assert fit is not None
         for i in range(4):
             assert fit.texel[i] == pytest.approx(base.texel[i], rel=1e-9), (size, k, i)
             # same light rotation; the window's origin differs by whole texels
@@ -127,9 +129,11 @@ def test_fit_splits_follow_the_view_and_ignore_huge_bounds():
     cam = T.persp_camera(location=(0.0, -5.0, 1.6), target=(0, 0, 1.0), near=0.1, far=1000.0)
     scene = _items(((-10, -10, -0.1), (10, 10, 0.0)), ((-0.3, -0.3, 0.0), (0.3, 0.3, 1.8)))
     fit = _fit(cam, scene)
+    assert fit is not None
     assert np.all(np.diff(fit.splits) > 0) and fit.splits[-1] <= 100.0 + 1e-6
     huge = scene + _items(((-1e20, -1e20, -1e20), (1e20, 1e20, 1e20)), ((np.nan, 0, 0), (1, 1, 1)))
     fit2 = _fit(cam, huge)
+    assert fit2 is not None
     assert np.all(np.isfinite(np.concatenate([m.ravel() for m in fit2.matrices])))
     assert np.all(np.isfinite(fit2.depth_range)) and np.all(fit2.depth_range < 1e5)
     for i in range(4):
@@ -164,7 +168,7 @@ def _pole_scene(cascades, shadows=True, width=192, height=128):
 def T_params(**kw):
     from stylized_renderer.engine.core.assets.material import MToonParams
 
-    base = dict(shading_toony=0.95, gi_equalization=0.9)
+    base: dict[str, Any] = dict(shading_toony=0.95, gi_equalization=0.9)
     base.update(kw)
     return MToonParams(**base)
 
@@ -196,7 +200,7 @@ def test_cascade_borders_do_not_show(ext, empty_scene):
     cam = T.persp_camera(location=(5.0, -4.0, 3.0), target=(1.0, 10.0, 0.0), fov_y=0.7, aspect=1.5,
                          near=0.1, far=300.0)
     specs = [T.item_spec(ground, "G", object_id=1), T.item_spec(wall, "P", object_id=2, world=world)]
-    kw = dict(width=240, height=160, outlines=False, world_color=np.zeros(3), shadow_resolution=1024)
+    kw: dict[str, Any] = dict(width=240, height=160, outlines=False, world_color=np.zeros(3), shadow_resolution=1024)
     col, aux = T.render_direct(specs, mats, [T.sun((1.0, 0.0, -1.0))], cam, shadow_cascades=4, **kw)
     off, _ = T.render_direct(specs, mats, [T.sun((1.0, 0.0, -1.0))], cam, shadows=False, **kw)
     C.save_png(col, C.ARTIFACTS / "cascades_wall.png")

@@ -105,6 +105,7 @@ def test_static_primitives_upload_a_slim_buffer_and_skinned_ones_the_whole_layou
     gpu_util.run_in_gpu_context(lambda: (s.ensure_gpu(), s.ensure_runtime(dg)))
     try:
         tris = len(me.loop_triangles)
+        assert s.backend is not None
         assert s.backend.static_uploads == 1
         assert s.backend.static_bytes == 16 * len(me.vertices) + 12 * tris, s.backend.static_bytes
     finally:

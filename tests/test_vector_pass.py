@@ -81,6 +81,8 @@ def test_vector_pass_of_a_skinned_bar_and_moving_camera_matches_eevee(empty_scen
     _keys(scene.camera, "location", 0, (0.0, 0.2, 0.3))
     scene.frame_set(2, subframe=0.5)
     ours, eevee = _vectors(scene, tmp_path)
-    stats = render_engine.kept_final_session().stats
+    session = render_engine.kept_final_session()
+    assert session is not None
+    stats = session.stats
     assert stats["gpu_items"] >= 2 and not stats["fallbacks"], stats["fallbacks"]
     _compare(ours, eevee, "skinned", 300)

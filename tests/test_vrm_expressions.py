@@ -228,7 +228,8 @@ def test_without_the_addon_the_stored_previews_drive_the_keys(ext):
     arm = bpy.data.objects["Armature"]
     s = vx.expression_set_of(arm)
     assert s is not None and s.spec == vx.SPEC_VRM0 and s.count == 17
-    assert s.by_name("Angry").preset == "angry" and s.by_name("Joy").preset == "happy"
+    angry, joy = s.by_name("Angry"), s.by_name("Joy")
+    assert angry is not None and angry.preset == "angry" and joy is not None and joy.preset == "happy"
     groups = _vrm0_groups(arm)
     groups[ANGRY]["preview"] = 1.0
     keys = bpy.data.objects["Face"].data.shape_keys.key_blocks
@@ -262,9 +263,10 @@ def test_vrm1_avatar_expressions_binary_and_overrides(vrm_addon):
     from stylized_renderer.engine.features.vrm.driver import VrmDriver
 
     s = vx.expression_set_of(arm)
-    assert s.spec == vx.SPEC_VRM1
+    assert s is not None and s.spec == vx.SPEC_VRM1
     assert s.names[:18] == list(vrm_rules.PRESET_NAMES) and s.names[18:] == ["wink"]
-    assert s.by_name("happy").overrides == (vrm_rules.OVERRIDE_BLOCK, vrm_rules.OVERRIDE_NONE, vrm_rules.OVERRIDE_BLEND)
+    happy = s.by_name("happy")
+    assert happy is not None and happy.overrides == (vrm_rules.OVERRIDE_BLOCK, vrm_rules.OVERRIDE_NONE, vrm_rules.OVERRIDE_BLEND)
     rt = runtime_for_scene()
     reader = TimelineReader(rt.scene, rt, expressions=VrmDriver())
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
@@ -449,6 +451,7 @@ def test_panel_without_the_addon_writes_and_keys_the_stored_previews(ext):
         angry.value = 1.0
         assert bpy.ops.stylized.vrm_expression_keyframe(name="Angry") == {"FINISHED"}
     s = vx.expression_set_of(arm)
+    assert s is not None
     for f, want in ((1, 0.0), (6, 0.5), (11, 1.0)):
         scene.frame_set(f)
         got = s.read_values(arm, bpy.context.evaluated_depsgraph_get())[ANGRY]
@@ -510,7 +513,7 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
         st = preview.get_state(scene, arm)
         st.active = True                                    # the preview player drives the pose
         player = draw(s, view, window, False, 160, 120)
-        assert st.active and s.runtime.stats.palette_count >= 1
+        assert st.active and s.runtime is not None and s.runtime.stats.palette_count >= 1
         assert s.imports.import_count == 2                          # the first preview frame imports the clips
         angry.value = 0.0
         player_reset = draw(s, view, window, False, 160, 120)
@@ -518,7 +521,9 @@ def test_viewport_and_preview_player_show_the_expressions(ext, monkeypatch):
         assert s.imports.import_count == 2                          # expressions never re-import
     finally:
         gpu_util.run_in_gpu_context(s.free)
-        C.addon().forget_viewport_session()
+        addon = C.addon()
+        assert addon is not None
+        addon.forget_viewport_session()
         preview.clear_states()
     C.save_png(timeline, ART / "viewport_angry.png")
     assert face_diff(base, timeline) > 60
@@ -542,6 +547,7 @@ def test_bad_vrm_data_is_named_and_never_breaks_a_frame(ext):
     node = next(n for n, ob, _ in reader.morph_bindings if ob == "Face")
     w = dict(zip(rt.morph_key_names(node), reader.read_morph_weights(None)[node]))
     assert w["oh"] == pytest.approx(0.5) and w["blink_left"] == 0.0        # NaN counts as 0
+    assert reader.expressions is not None
     msgs = reader.expressions.problems
     assert "expression 'Angry' of 'Armature': shape key 'no_such_key' not found on mesh 'Face'" in msgs, msgs
     assert any(m.startswith("expression 'Angry' of 'Armature': value nan is not a finite number") for m in msgs)
@@ -568,6 +574,7 @@ def test_bind_edits_show_in_the_viewport_within_half_a_second(ext):
     w = dict(zip(names, reader.read_morph_weights(bpy.context.evaluated_depsgraph_get())[node]))
     assert w["oh"] == pytest.approx(0.5) and w["ee"] == 0.0
     groups[7]["binds"][0]["index"] = "ee"                    # edited in the add-on's panel
+    assert reader.expressions is not None
     reader.expressions.checked -= 1.0                               # half a second later
     w = dict(zip(names, reader.read_morph_weights(bpy.context.evaluated_depsgraph_get())[node]))
     assert w["ee"] == pytest.approx(0.5) and w["oh"] == 0.0

@@ -348,7 +348,9 @@ def test_without_the_addon_curves_are_baked_bad_ones_named_and_mapped(ext):
     from support.vrm_scenes import runtime_for_scene
 
     s = vx.expression_set_of(arm)
+    assert s is not None
     angry = s.by_name("Angry")
+    assert angry is not None
     grp = vx.group_at(vx.extension_props(arm.data), angry.location)
     assert grp is not None
     for frame, value in ((1, 0.0), (13, 1.0)):           # the panel's key button without the add-on

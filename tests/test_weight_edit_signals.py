@@ -223,7 +223,10 @@ def test_signals_are_answered_by_a_verified_f12(grid_scene, weight_reads):
     spline.points[1].co = (-1.2, -0.5, 1.8, 1.0)
     cu.update_tag()
     bpy.context.view_layer.update()
-    edits = render_engine.kept_final_session().assets.edits
+    session = render_engine.kept_final_session()
+    assert session is not None
+    edits = session.assets.edits
+    assert edits is not None
     assert "Wire" in edits.objects          # the handler heard the curve's geometry update
     render_scene(scene)
     assert weight_reads == ["Sheet"]

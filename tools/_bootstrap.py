@@ -22,6 +22,8 @@ def load(register: bool = True):
     mod = sys.modules.get(PACKAGE)
     if mod is None or getattr(mod, "register", None) is None:
         spec = importlib.util.spec_from_file_location(PACKAGE, ROOT / "__init__.py", submodule_search_locations=[str(ROOT)])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no loader for the package {PACKAGE} at {ROOT / '__init__.py'}")
         mod = mod or importlib.util.module_from_spec(spec)
         sys.modules[PACKAGE] = mod
         spec.loader.exec_module(mod)

@@ -54,6 +54,7 @@ from __future__ import annotations
 import pathlib
 import statistics
 import sys
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tools import _bootstrap  # noqa: E402
@@ -77,10 +78,11 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     scene.render.engine = "STYLIZED"
-    rig, body, action = rigify_rig.build_rigify(rings=rings, sides=sides, **({"frames": tuple(keys)} if keys else {}))
+    frames_kw: dict[str, Any] = {"frames": tuple(keys)} if keys else {}
+    rig, body, action = rigify_rig.build_rigify(rings=rings, sides=sides, **frames_kw)
     f0, f1 = scene.frame_start, scene.frame_end
     span = f1 - f0 + 1
-    result = {"bones": len(rig.data.bones), "deform_bones": sum(b.use_deform for b in rig.data.bones),
+    result: dict[str, Any] = {"bones": len(rig.data.bones), "deform_bones": sum(b.use_deform for b in rig.data.bones),
               "vertices": len(body.data.vertices)}
 
     def frame_set(i):
@@ -94,6 +96,8 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
         scene.frame_set(f0)
         session.bakes.clear()
         b = session.bakes.ensure(rig, action.name)
+        if b is None:
+            raise RuntimeError(f"the rig '{rig.name}' got no bake of '{action.name}' (it needs none)")
         # per frame of the action (the adaptive bake's sub-frame samples and mid-point checks
         # are part of each frame's cost)
         per_frame.append(b.seconds / max(b.frame_count - b.added, 1) * 1e3)
@@ -123,6 +127,7 @@ def measure(frames: int = 60, bakes: int = 3, rings: int = 16, sides: int = 19, 
             session.update_frame(dg, state)
 
         r = {"player_ms": _median_ms(player_frame, frames)}
+        assert session.runtime is not None      # update_frame returned True above
         r["palette_uploads_playing"] = session.runtime.stats.palette_uploads
         r["fallbacks"] = dict(session.imports.fallbacks)
         return r

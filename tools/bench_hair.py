@@ -46,7 +46,7 @@ def build(strands: int, points: int):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--strands", type=int, default=10000)
     ap.add_argument("--points", type=int, default=8)
     ap.add_argument("--runs", type=int, default=3)
@@ -72,7 +72,10 @@ def main() -> None:
             bpy.ops.render.render()
             out.append(time.perf_counter() - t0)
     dg = bpy.context.evaluated_depsgraph_get()
-    strands = hair.evaluate(hair.read_strands(ob.evaluated_get(dg), np.array(ob.matrix_world)))
+    read = hair.read_strands(ob.evaluated_get(dg), np.array(ob.matrix_world))
+    if read is None:
+        raise RuntimeError(f"the object '{ob.name}' has no hair strands")
+    strands = hair.evaluate(read)
     view = np.eye(4)
     view[2, 3] = -8.0
     proj = np.array([[2.7, 0, 0, 0], [0, 3.6, 0, 0], [0, 0, -1.002, -0.2], [0, 0, -1, 0]])

@@ -137,6 +137,7 @@ def clip_keys(frames: int = 400) -> dict:
         session.ensure_runtime(dg)
         assert session.update_frame(dg, state), session.update_error     # the clips are imported now
         asset = session.scene_asset
+        assert asset is not None        # update_frame returned True: the scene is imported
         clips = list(asset.animations)
         k = next(i for i, c in enumerate(clips) if c.target_object == arm.name and c.name == "Wave")
         keys = next(c for c in clips if c.name == "Wave" and c.target_object != arm.name and c.morph_channels)
@@ -148,7 +149,10 @@ def clip_keys(frames: int = 400) -> dict:
         state.push("play")
         assert session.update_frame(dg, state) and state.last_error is None, state.last_error
         rt = session.runtime
-        st = next(p.morph_state for p in rt.mesh_instances[face].primitives if p.morph_state is not None)
+        assert rt is not None           # update_frame returned True
+        inst = rt.mesh_instances[face]
+        assert inst is not None         # the Wave keys' node has a mesh instance
+        st = next(p.morph_state for p in inst.primitives if p.morph_state is not None)
         calls = [0]
         real_set = st.set_weights
 
@@ -166,7 +170,7 @@ def clip_keys(frames: int = 400) -> dict:
         for block in range(frames // 10):
             mode = "fill" if block % 2 == 0 else "former"
             if mode == "former":
-                rt.update = former
+                rt.__dict__["update"] = former      # the instance's update (popped below)
             for i in range(10):
                 calls[0] = 0
                 session.last_update_time = time.perf_counter() - 1.0 / 60.0     # the clip advances a 60 fps frame
@@ -188,7 +192,7 @@ def clip_keys(frames: int = 400) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--fps", type=float, default=60.0)
     ap.add_argument("--memory-frames", type=int, default=1000)

@@ -333,7 +333,7 @@ def run_skin_cost(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--width", type=int, default=None, help="default 1280 (crowd mode: 640)")
     ap.add_argument("--height", type=int, default=None, help="default 720 (crowd mode: 480)")

@@ -218,7 +218,7 @@ def measure_crowd(n: int, frames: int = 40) -> dict:
         for cmd in (("loop", True), ("clip", clip.name), ("play",)):
             st.push(*cmd)
         s.update_frame(dg, st)
-        assert s.runtime.crowd_targets == names and st.last_error is None, st.last_error
+        assert s.runtime is not None and s.runtime.crowd_targets == names and st.last_error is None, st.last_error
         ms = median_ms(lambda i: s.update_frame(dg, st), frames)
         s.free()
         return ms

@@ -168,6 +168,7 @@ def measure(frames: int = 40, blocks: int = 6, block: int = 10) -> dict:
     pb = s.preview.scene_playback
     # the real clock moved the scene (a few frames per step: a frame_set lies between two of ours)
     assert st.playing and st.active and len(set(shown)) == len(shown), shown
+    assert pb is not None and s.runtime is not None     # Scene playback showed the frames
     r = {"scene_ms": statistics.median(ours), "frame_set_ms": statistics.median(fs), "ids": len(pb.anim.ids),
          "channels": sum(len(a.keys) for a in pb.anim.ids), "palette_uploads": s.runtime.stats.palette_uploads,
          "build_ms": pb.build_ms, "frame_set_cpu_ms": statistics.median(fs_cpu),

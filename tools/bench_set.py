@@ -236,7 +236,7 @@ def _fresh(args) -> dict:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="terrain vertices and rocks x S (default 1)")
     ap.add_argument("--runs", type=int, default=1, help="fresh-process runs per engine (default 1; 0: none)")
     ap.add_argument("--file", default=None, help="use this saved set instead of building one")

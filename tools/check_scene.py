@@ -23,8 +23,12 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from stylized_renderer.engine.blender.bake.scene import SceneBakes
 
 TOL = 1e-4
 BAKED_TOL = 1e-3      # objects deformed by a Scene bake (engine/blender/bake/scene.py), at any frame
@@ -161,7 +165,7 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
         # a bake holds the frames Scene playback shows (bake_scene.played_range); the check's
         # extrapolation frames outside them are never played (also where the baked armature
         # deforms no mesh: Scene playback refuses them all the same)
-        lo, hi = state.scene_bakes.range
+        lo, hi = cast("SceneBakes", state.scene_bakes).range
         kept = [(f, s_) for f, s_ in frames if lo <= f + s_ <= hi]
         if len(kept) < len(frames):
             out(f"  {len(frames) - len(kept)} frame(s) outside the baked frames {lo}..{hi} (never played) skipped")
@@ -183,7 +187,9 @@ def run_deform(scene, frames=None, out=print, state=None, seek=None, reference=N
             s.ensure_gpu()
             s.ensure_runtime(dg)
             if not s.update_frame(dg, state):
-                raise RuntimeError(f"Scene preview update failed: {s.update_error or s.runtime.last_failure()}")
+                rt = s.runtime
+                why = s.update_error or (rt.last_failure() if rt is not None else "the session has no runtime")
+                raise RuntimeError(f"Scene preview update failed: {why}")
             if not state.active:
                 refused.append(state.last_error)      # a failure, never Blender compared with itself
                 return

@@ -34,6 +34,7 @@ import contextlib
 import math
 import pathlib
 import sys
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tools import _bootstrap  # noqa: E402
@@ -64,6 +65,8 @@ def _joint_bones(arm):
 
     node_of, arm_node = reader.standalone_nodes(arm)
     spec = reader.read_character(arm, node_of, arm_node)
+    if spec is None:
+        raise RuntimeError(f"'{arm.name}' has no spring bones")
     names = [b.name for b in arm.data.bones]
     nodes = {j.node for s in spec.springs for j in s.joints if j.node >= 0}
     return [names[n] for n in sorted(nodes)]
@@ -119,9 +122,10 @@ def _motion(arm, joints, seconds, log):
             pb.keyframe_insert("rotation_quaternion", frame=scene.frame_start + f)
     for pb in carriers:
         pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
-    ad.action.name = SHAKE
+    shake: Any = ad.action          # the action keyframe_insert made (ad.action was None above)
+    shake.name = SHAKE
     log(f"spring-check: '{arm.name}' plays a generated head shake of {', '.join(p.name for p in carriers)}")
-    return ad.action
+    return shake
 
 
 def _fcurves(action):
@@ -137,12 +141,12 @@ def _fcurves(action):
     return out
 
 
-def _control(sr, control):
-    """A negative control: the setup our preview simulates, broken on purpose."""
+def _control(scene_asset, control):
+    """A negative control: the setup our preview simulates (of ``scene_asset``), broken on purpose."""
     from stylized_renderer.engine.core.animation import spring_rig as core
     from stylized_renderer.engine.features.springs import runtime as springs_runtime
 
-    chars, warnings, names = springs_runtime.read_characters(sr.scene_asset)
+    chars, warnings, names = springs_runtime.read_characters(scene_asset)
     for ch in chars:
         for s in ch.springs:
             if control == "no-collisions":
@@ -217,6 +221,8 @@ def play_preview(arms, updates, dt, control="none"):
                 return s.update_frame(dg, st)
             if not gpu_util.run_in_gpu_context(task) or st.last_error:
                 raise RuntimeError(f"preview update failed: {st.last_error or s.update_error}")
+            if s.runtime is None:
+                raise RuntimeError("the preview update left the session without a runtime")
             return s.runtime
 
         try:
@@ -227,8 +233,7 @@ def play_preview(arms, updates, dt, control="none"):
             if sr is None or not sr.rig.chain_count:
                 raise RuntimeError("the preview simulates no spring bones (Animate Spring Bones off?)")
             if control != "none":
-                sr.scene_asset = rt.scene
-                s.springs.state = sr = _control(sr, control)
+                s.springs.state = sr = _control(rt.scene, control)
             index = {n.name: i for i, n in enumerate(rt.scene.nodes)}
             nodes = {arm.name: np.array([index[f"{arm.name}/{b}"] for b in joints]) for arm, joints, _ in arms}
             cnodes = {}
@@ -239,6 +244,7 @@ def play_preview(arms, updates, dt, control="none"):
             cm = {k: [_worlds(rt)[v].copy()] for k, v in cnodes.items()}
             steps = []
             for _ in range(updates):
+                assert s.springs.state is not None      # the preview simulates springs (checked above)
                 before = s.springs.state.steps_total
                 clock.now += dt
                 rt = update()
@@ -368,7 +374,7 @@ def _carrier_motion(arm, joints, pos, carrier_mats) -> float:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("file")
     ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--dt", type=float, default=STEP)

@@ -39,7 +39,7 @@ from tools import (
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("blend", help=".blend file to render (its scene camera)")
     p.add_argument("--out", default=None, help="folder for the sheet and the renders (default out/compare_look)")
     p.add_argument("--eevee", action="store_true", help="also render with EEVEE")

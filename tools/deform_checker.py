@@ -271,6 +271,7 @@ class Checker:
         asset = self.session.scene_asset
         if asset is None:
             return 0
+        assert _bake is not None and _actions is not None      # bound by Checker.__init__
         saved = _bake.save_animation()
         self.clip_rows = []
         written = []      # the pose / key values the last checked action wrote (restored after it)
@@ -312,6 +313,7 @@ class Checker:
                         print(f"  bake failed: clip '{clip.name}' on '{clip.target_object}': {ex}")
                         self.bake_failures.append((clip.name, clip.target_object, str(ex)))
                         continue
+                    assert baked is not None      # the armature has bake reasons: ensure baked it
                     self.baked.append((clip.name, clip.target_object, baked.frame_count, baked.seconds))
                     print(f"  baked: clip '{clip.name}' on '{clip.target_object}' ({baked.frame_count} frames, "
                           f"{baked.seconds:.2f} s): {'; '.join(baked.reasons)}")
@@ -356,11 +358,14 @@ class Checker:
                         s.ensure_runtime(dg)
                         self._apply_policy()
                         if not s.update_frame(dg, state):
-                            raise RuntimeError(f"preview update failed: {s.runtime.last_failure()}")
+                            rt = s.runtime
+                            why = rt.last_failure() if rt is not None else "the session has no runtime"
+                            raise RuntimeError(f"preview update failed: {why}")
                         if not state.active:
                             # the preview refused the clip (e.g. a bake is missing): a failure,
                             # never a comparison of Blender with itself
                             print(f"  refused: clip '{clip.name}' at frame {f + sub:g}: {state.last_error}")
+                            assert s.scene_asset is not None      # update_frame returned True
                             for name in played:
                                 if name in s.imports.fallbacks or not any(s.scene_asset.nodes[n].object_name == name
                                                                   for n in s.imports.gpu_nodes):
@@ -387,6 +392,7 @@ def _animates_file(action) -> bool:
     import bpy
 
     bones = {b.name for ob in bpy.data.objects if ob.type == "ARMATURE" for b in ob.data.bones}
+    assert _actions is not None     # bound by Checker.__init__ (Checker.run_player calls this)
     for slot in action.slots:
         for fc in _actions.slot_fcurves(action, slot):
             m = _actions.RE_BONE_ANY.match(fc.data_path)

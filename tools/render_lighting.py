@@ -23,7 +23,7 @@ def main():
     import numpy as np
     from mathutils import Vector
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", default=str(pathlib.Path(__file__).resolve().parents[1] / "docs" / "lighting.png"))
     ap.add_argument("--width", type=int, default=480)
     ap.add_argument("--height", type=int, default=360)

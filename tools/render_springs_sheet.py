@@ -14,6 +14,7 @@ import argparse
 import math
 import pathlib
 import sys
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from tools import _bootstrap, render_demo  # noqa: E402
@@ -35,7 +36,7 @@ class _Clock:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--out", default="out/springs")
     ap.add_argument("--frames", type=int, default=24)
     ap.add_argument("--off", action="store_true")
@@ -64,11 +65,13 @@ def main(argv=None) -> int:
     hb.rotation_mode = "QUATERNION"
     if arm.animation_data is None:
         arm.animation_data_create()
-    arm.animation_data.action = None
+    ad: Any = arm.animation_data        # made above when missing
+    ad.action = None
     for f in range(1, 50):
         hb.rotation_quaternion = Quaternion((0, 0, 1), math.radians(40.0) * math.sin(2 * math.pi * (f - 1) / 24.0))
         hb.keyframe_insert("rotation_quaternion", frame=f)
-    arm.animation_data.action.name = "HeadShake"
+    shake: Any = ad.action              # the action keyframe_insert made
+    shake.name = "HeadShake"
     hb.rotation_quaternion = (1, 0, 0, 0)
     cam_data = bpy.data.cameras.new("SheetCam")
     cam = bpy.data.objects.new("SheetCam", cam_data)

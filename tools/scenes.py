@@ -353,7 +353,7 @@ def build_driven_shape_keys(scene=None):
     ob = make_mesh("DrivenFace", verts, quads, scene)
     ob.shape_key_add(name="Basis", from_mix=False)
     kb = ob.shape_key_add(name="Open", from_mix=False)
-    co = np.array(verts, np.float32) + np.float32([0, 0, -0.1])
+    co = np.array(verts, np.float32) + np.array([0, 0, -0.1], np.float32)
     kb.data.foreach_set("co", co.ravel())
     fc = kb.driver_add("value")
     drv = fc.driver

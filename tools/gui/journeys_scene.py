@@ -321,6 +321,7 @@ def j_vrm(h: H.Harness):
     new = [o for o in bpy.data.objects if o not in before]
     arm = next((o for o in new if o.type == "ARMATURE"), None)
     h.check(arm is not None, f"Godette imported ({len(new)} objects)")
+    assert arm is not None      # h.check raised JourneyFailed otherwise
     for ob in before:
         if ob.type != "CAMERA":
             ob.hide_set(True)
