@@ -149,7 +149,9 @@ def addon():
     from stylized_renderer.engine.blender import render_engine
 
     ensure_registered()
-    return render_engine.addon_state()
+    state = render_engine.addon_state()
+    assert state is not None, "the registered add-on has its AddonState"
+    return state
 
 
 class BakeModule:

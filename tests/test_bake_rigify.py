@@ -113,7 +113,9 @@ def test_rigify_fast_paths_match_the_general_path(rigify_scene, bakes):
     from stylized_renderer.engine.gpu import util as gpu_util
 
     s, st, frame, feed, fps, size = _rigify_playing(rigify_scene, bakes)
-    pose, ps = s.runtime.pose, s.runtime.palette_set
+    rt = s.runtime
+    assert rt is not None and s.scene_asset is not None     # the first frame was made
+    pose, ps = rt.pose, rt.palette_set
     try:
         for seek, exact in ((2.0 / fps, True), (5.0 / fps, True), (3.5 / fps, False)):
             st.push("seek", seek)
@@ -192,7 +194,9 @@ def test_rigify_fast_paths_follow_a_moving_mesh(rigify_scene, bakes):
     from stylized_renderer.engine.gpu import util as gpu_util
 
     s, st, frame, feed, fps, size = _rigify_playing(rigify_scene, bakes)
-    pose, ps = s.runtime.pose, s.runtime.palette_set
+    rt = s.runtime
+    assert rt is not None and s.scene_asset is not None     # the first frame was made
+    pose, ps = rt.pose, rt.palette_set
     try:
         mesh = s.scene_asset.node_index(rigify_scene[1].name)
         base = np.array(pose.local_matrices[mesh])
