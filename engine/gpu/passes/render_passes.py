@@ -48,6 +48,8 @@ path, which stops at a surface at least that opaque and passes a thinner one wit
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...core.compositing import cryptomatte, ssao
@@ -225,6 +227,7 @@ def read(pipeline, frame, names, scene, object_pass_index, view_layer=None) -> d
     if depth is not None:
         z, x, y = _view_points(frame.camera.projection, frame.camera.is_ortho, depth)
     if "Depth" in names:
+        assert empty is not None        # the depth is read when Depth is asked for
         out["Depth"] = np.where(empty, BACKGROUND_DEPTH, -z).astype(np.float32)[..., None]
     if "Position" in names:
         inv = np.linalg.inv(np.asarray(frame.camera.view, np.float64))
@@ -289,7 +292,8 @@ def averaged_sources(pipeline, frame, names, scene):
     from .pass_resolve import Sources, pack
 
     names = set(names)
-    samplers, items, pre = {}, [], {}
+    samplers, items = {}, []
+    pre: dict[str, Any] = {}        # Sources' pre_body / pre_samplers / pre_floats
     if "Mist" in names:             # Normal and Mist per pixel once (a pre-pass), then resolved
         p = np.asarray(frame.camera.projection, np.float64)
         start, dist, exponent = mist_settings(scene)
