@@ -63,7 +63,7 @@ class GpuStream:
         self.shared = None                    # the backend's key of a stream shared by instances
         self.identity = None                  # the identity palette of the backend that made it (bind_deform)
         self.morph_live = None                # (T,) bool: the targets ``morph``'s deltas hold (None: all)
-        self.morph_owner = None               # the backend's key of the primitive ``morph`` draws
+        self.morph_owner: tuple | None = None  # the backend's key of the primitive ``morph`` draws
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""

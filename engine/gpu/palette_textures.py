@@ -32,7 +32,7 @@ class SliceSource:
     __slots__ = ("flat", "version", "intact", "ok", "count")
 
     def __init__(self):
-        self.flat = None
+        self.flat: np.ndarray | None = None
         self.version = 0
         self.intact = True
         self.ok = []
@@ -160,6 +160,6 @@ def palette_texture(palette):
     uploaded rows on first use after an upload and kept until the next one."""
     h = palette_handle(palette)
     tex = getattr(h, "texture", None)
-    if tex is None and getattr(h, "rows", None) is not None:
+    if tex is None and h is not None and getattr(h, "rows", None) is not None:
         tex = h.texture = rows_texture(h.rows)
     return tex

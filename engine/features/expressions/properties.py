@@ -57,7 +57,7 @@ def _vrm_handle(item):
 
 def _get_vrm_value(self):
     arm, e = _vrm_handle(self)
-    if arm is None:
+    if arm is None or e is None:
         return 0.0
     try:
         return vx.get_preview(arm, e)
@@ -67,7 +67,7 @@ def _get_vrm_value(self):
 
 def _set_vrm_value(self, value):
     arm, e = _vrm_handle(self)
-    if arm is None or linked_problem(arm, _item_meshes(self)):
+    if arm is None or e is None or linked_problem(arm, _item_meshes(self)):
         return          # linked: nothing is written (the panel says why)
     vx.set_preview(arm, e, value)
     tag_redraw()

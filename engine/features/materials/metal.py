@@ -12,6 +12,7 @@ shader's (glsl/mtoon_shading.glsl ``metal_params``): EEVEE's GGX lobe and reflec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 CHANNELS = {"Red": 0, "R": 0, "Green": 1, "G": 1, "Blue": 2, "B": 2, "Alpha": 3}
 LUMINANCE = 4
@@ -22,7 +23,7 @@ class ScalarTerm:
     """factor x channel ``channel`` of ``image`` (an Image Texture node) when set."""
 
     factor: float = 0.0
-    image: object = None
+    image: Any = None               # the Image Texture node (bpy, untyped)
     channel: int = -1
 
 

@@ -21,7 +21,7 @@ message per finding: material, node and what was done instead) and an approximat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from ...core.assets.material import MToonParams, TextureRef
 from .metal import read_metal
@@ -48,7 +48,7 @@ class ColorTerm:
     """factor x image colour (when ``image``) x vertex colour (when ``vertex``)."""
 
     factor: tuple = (1.0, 1.0, 1.0)
-    image: object = None            # the Image Texture node
+    image: Any = None               # the Image Texture node (bpy, untyped)
     vertex: bool = False
     vertex_layer: str = ""          # the Color Attribute node's layer ("" = the mesh's default)
 
@@ -70,7 +70,7 @@ class AlphaTerm:
     alpha clip."""
 
     factor: float = 1.0
-    image: object = None
+    image: Any = None               # the Image Texture node (bpy, untyped)
     vertex: bool = False
     cutoff: Optional[float] = None
 
@@ -86,7 +86,7 @@ class AlphaTerm:
 @dataclass
 class Surface:
     kind: str                       # "principled" | "unlit" | "diffuse"
-    node: object
+    node: Any                       # the shader node (bpy, untyped); None for a lone Transparent BSDF
     alpha: AlphaTerm = field(default_factory=AlphaTerm)
     emission: list = field(default_factory=list)   # Emission nodes added to the surface (Add Shader)
 

@@ -79,10 +79,11 @@ def casts_shadow(material) -> bool:
 def vrm_receive_shadow_rate(material):
     """The VRM Add-on's MToon 0.x receive-shadow rate (0..1) of ``material``, or None."""
     ext = getattr(material, "vrm_addon_extension", None)
-    try:
-        return min(max(float(ext.mtoon1.mtoon0_receive_shadow_rate), 0.0), 1.0)
-    except (AttributeError, TypeError, ValueError):
-        pass
+    if ext is not None:
+        try:
+            return min(max(float(ext.mtoon1.mtoon0_receive_shadow_rate), 0.0), 1.0)
+        except (AttributeError, TypeError, ValueError):
+            pass
     try:
         raw = material.get("vrm_addon_extension")
         mt = raw.get("mtoon1") if raw is not None else None

@@ -13,6 +13,8 @@ each key's material value (coverage-weighted, as EEVEE accumulates it).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 PREFIX = "AOV:"
@@ -28,8 +30,8 @@ def _aov_name(node) -> str:
     return getattr(node, "aov_name", None) or getattr(node, "name", "")
 
 
-def _constant(socket):
-    """The socket's value when it is a constant (unlinked, or from an RGB / Value node), else
+def _constant(socket) -> tuple[Any, Any]:
+    """(the socket's value, None) when it is a constant (unlinked, or from an RGB / Value node), else
     (None, the node it comes from)."""
     if not socket.is_linked:
         return socket.default_value, None
@@ -44,7 +46,7 @@ def material_values(material, aovs) -> tuple:
     """({aov name: value tuple (4 for COLOR, 1 for VALUE)}, [log lines]) of ``material``."""
     out, lines = {}, []
     tree = getattr(material, "node_tree", None) if material is not None else None
-    if tree is None or not getattr(material, "use_nodes", True):
+    if tree is None or material is None or not getattr(material, "use_nodes", True):
         return out, lines
     kinds = dict(aovs)
     for node in tree.nodes:

@@ -29,8 +29,8 @@ def _track(collection, ref: tuple, name: str, ok=None):
     idb = collection.get(name)
     fits = idb is not None and (ok is None or ok(idb))
     if not ref or ref[0] != name:
-        return ((name, idb.session_uid) if fits else ()), None, False
-    if fits and idb.session_uid == ref[1]:
+        return ((name, idb.session_uid) if fits and idb is not None else ()), None, False
+    if fits and idb is not None and idb.session_uid == ref[1]:
         return ref, None, False
     for other in collection:           # renamed or deleted: only then a scan
         if other.session_uid == ref[1] and (ok is None or ok(other)):

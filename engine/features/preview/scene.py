@@ -70,13 +70,15 @@ def needs_blender(scene) -> List[str]:
                        "does not evaluate tweak mode; leave it, or use the timeline")
         data = getattr(ob, "data", None)
         for idb in (ob, getattr(data, "shape_keys", None)):
+            if idb is None:
+                continue
             ad = getattr(idb, "animation_data", None)
             odd = [st for t in (ad.nla_tracks if ad is not None else ()) for st in t.strips if st.type != "CLIP"]
             if odd:
                 out.append(f"'{idb.name}': NLA strip '{odd[0].name}' is a {odd[0].type.lower()} strip: Scene "
                            "playback evaluates action strips only; use the timeline")
         other = _armature_data_paths(ob)
-        if other:
+        if other and data is not None:       # (other is only found on the armature's data)
             out.append(f"armature '{ob.name}': its data '{data.name}' animates {other[0]}: Scene playback "
                        "evaluates VRM expression previews there, nothing else; use the timeline")
     return out
@@ -86,7 +88,7 @@ def _armature_data_paths(ob) -> List[str]:
     """The curves an armature's data animation keys besides VRM expression previews."""
     data = getattr(ob, "data", None)
     ad = getattr(data, "animation_data", None) if ob.type == "ARMATURE" else None
-    if ad is None:
+    if ad is None or data is None:
         return []
     from ...blender.importer.actions import pick_slot, slot_fcurves
 
@@ -242,20 +244,21 @@ class ScenePlayback:
         for feed in self.feeds:
             ok = feed.write_segments(frame, rt.palette_set) and ok
         weights = {}
-        read = None
-        if self._expr is not None:
+        read = src = None
+        reader = self.reader
+        if self._expr is not None and reader is not None:     # (_expr is only set with a reader)
             # the expressions at this scene time: every VRM-bound key from them (the VRM rules),
             # as the timeline reader does with the add-on's previews
             keys, chans = self._expr
-            read = self.reader.read_morph_weights(None, expression_values=(keys, vals[chans]))
+            read = reader.read_morph_weights(None, expression_values=(keys, vals[chans]))
             weights.update(read)
+            src = getattr(reader.expressions, "source", None)    # the VRM driver's
         for nodes, base, slots, chans in self._morphs:
             shared = base.copy()
             shared[slots] = vals[chans]
             for node in nodes:
                 w = shared
                 if read is not None and node in read:
-                    src = getattr(self.reader.expressions, "source", None)    # the VRM driver's
                     bound = src.bound.get(node) if src is not None else None
                     if bound is not None:          # a bound key follows its expression (the add-on's write wins)
                         w = shared.copy()

@@ -86,6 +86,8 @@ class KeyFeed:
     """One baked shape-key datablock (``bake.scene_keys.KeyBake``) in Scene playback: the driven
     blocks' values at the shown scene time over the weights of the nodes that use it."""
 
+    base: np.ndarray        # the values nothing animates (set by ``key_feeds``)
+
     def __init__(self, bake, nodes, names):
         self.bake = bake
         self.nodes = tuple(nodes)

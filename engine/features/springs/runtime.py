@@ -109,6 +109,8 @@ class SpringsRuntime:
         q = self.rotations if rotations is None else rotations
         if not len(self.nodes):
             return True
+        if q is None:
+            raise RuntimeError("SpringsRuntime.write: no rotations given and none simulated yet")
         if not math.isfinite(float(q.sum())):          # a NaN anywhere (unit quaternions: no overflow)
             return False
         clean = not pose.is_dirty

@@ -14,8 +14,14 @@ rotations on the spring joints.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
 
 from ...core.animation import spring_solver as solver
+
+if TYPE_CHECKING:
+    from ...core.animation.pose import ScenePose
 
 STEP = 1.0 / 60.0
 
@@ -27,8 +33,8 @@ class TimelineSprings:
         self.state = rig.new_state()
         self.steps = 0
         self.key = None
-        self.rotations = None
-        self.pose = None
+        self.rotations: Optional[np.ndarray] = None
+        self.pose: Optional[ScenePose] = None
         self.playback = None
         self.warnings = []
 
@@ -109,6 +115,7 @@ def after_timeline(runtime, sr, frame=None) -> bool:
         if not _setup(tl, runtime, scene, key):
             return False
     pose, rig = tl.pose, sr.rig
+    assert pose is not None         # _setup sets it, and the first call sets up (tl.key starts None)
     start_frame = key[1]
     while tl.steps < target:
         k = tl.steps + 1
@@ -120,7 +127,9 @@ def after_timeline(runtime, sr, frame=None) -> bool:
             return False
         if pose.is_dirty and not pose.update_world_matrices():
             return False
-        tl.rotations = solver.step(rig, tl.state, pose.world_matrices, STEP)
+        world = pose.world_matrices
+        assert world is not None        # clean: updated just above
+        tl.rotations = solver.step(rig, tl.state, world, STEP)
         tl.steps = k
     if tl.rotations is None:
         return True

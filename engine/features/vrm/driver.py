@@ -114,7 +114,10 @@ class VrmDriver:
         keys, values = expression_values
         cache = self._channel_cache
         if cache is None or cache[1] is not self.source or not (cache[0] is keys or cache[0] == keys):
-            nodes = {s.armature_name: self._scene.node_index(s.armature_name, None) for s in self.source.sets}
+            scene = self._scene
+            if scene is None:
+                raise RuntimeError("VrmDriver: no scene asset to find the armatures' nodes in (bind() was not called)")
+            nodes = {s.armature_name: scene.node_index(s.armature_name, None) for s in self.source.sets}
             chans, cols = self.source.channel_columns(list(keys), nodes)
             cache = self._channel_cache = (keys, self.source, chans, cols)
         chans, cols = cache[2], cache[3]
@@ -131,6 +134,7 @@ class VrmDriver:
         import bpy
 
         src = self.source
+        assert src is not None          # apply() returns before _apply without a source
         frame = None
         if depsgraph is None:
             sc = bpy.context.scene

@@ -43,7 +43,7 @@ over every expression binding it), clamped later by MorphState to the key's slid
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -194,8 +194,8 @@ class ExpressionSet:
         return evaluate(values, self.is_binary, self.overrides, self.category)
 
 
-def preview_fcurves(armature_data, data_paths: Sequence[str]) -> Dict[int, object]:
-    """{expression index: F-Curve} of the armature data's active action that animate a preview."""
+def preview_fcurves(armature_data, data_paths: Sequence[str]) -> Dict[int, Any]:
+    """{expression index: F-Curve (bpy)} of the armature data's active action that animate a preview."""
     ad = getattr(armature_data, "animation_data", None)
     action = getattr(ad, "action", None) if ad is not None else None
     if action is None:
@@ -237,6 +237,8 @@ class VrmMorphSource:
 
     ``bound[node]`` = (slots into the node's key names, rows into the bound-key vector);
     per frame ``weights = bind_matrix @ outputs`` for all bound keys at once."""
+
+    signature: tuple        # sets_signature of its sets (set by build_source)
 
     def __init__(self, sets: List[ExpressionSet], mesh_keys: Dict[int, Tuple[str, List[str]]]):
         """sets: the avatars; mesh_keys: {node: (mesh object name, key names of the node)}."""

@@ -56,6 +56,8 @@ def is_outline_material(material) -> bool:
     if material.name.startswith(OUTLINE_PREFIX):
         return True
     ext = getattr(material, "vrm_addon_extension", None)
+    if ext is None:
+        return False
     try:
         return bool(ext.mtoon1.is_outline_material)
     except AttributeError:
@@ -212,6 +214,8 @@ def _prefer_rna(material, p):
     """Where the add-on is installed, its RNA holds values that have no socket (UV animation speeds,
     cast/receive shadow are not in MToon 1.0)."""
     ext = getattr(material, "vrm_addon_extension", None)
+    if ext is None:
+        return
     try:
         mt = ext.mtoon1.extensions.vrmc_materials_mtoon
     except AttributeError:

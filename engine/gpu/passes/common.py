@@ -69,7 +69,9 @@ class FullscreenPass:
             self._out = gpu.types.GPUTexture(size, format="RGBA32F")
             self._fb = gpu.types.GPUFrameBuffer(color_slots=(self._out,))
             self._size = size
-        with self._fb.bind():
+        fb = self._fb
+        assert fb is not None       # made above on the first draw (_size starts None)
+        with fb.bind():
             gpu.state.viewport_set(0, 0, width, height)
             gpu.state.depth_test_set("NONE")
             gpu.state.blend_set("NONE")
@@ -211,7 +213,7 @@ def frustum_visible(items, view_projection: np.ndarray) -> list:
 
 def view_depth(item, view: np.ndarray) -> float:
     b = getattr(item, "world_bounds", None)
-    if bounds_valid(b):
+    if b is not None and bounds_valid(b):
         c = 0.5 * (np.asarray(b.minimum) + np.asarray(b.maximum))
     else:
         c = np.asarray(item.world)[:3, 3]

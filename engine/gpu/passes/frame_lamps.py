@@ -49,12 +49,18 @@ class FrameLamps:
             rows = lamp_rows(c, mtoon_light_colors(c.lamps), kinds,
                              [shadow_slots.get(id(l), -1) for l in c.lamps], [at[id(l)] for l in c.lamps])
             self._data = rows_texture(rows, width=4)
-            self._lists = rows_texture(c.lists, width=c.lists.shape[1])
+            lists = c.lists
+            if lists is None:
+                raise RuntimeError("FrameLamps.textures: the lamp clusters have no lamp lists (not made by build_clusters)")
+            self._lists = rows_texture(lists, width=lists.shape[1])
         return self._data, self._lists
 
     def texture_index(self, light) -> int:
         """The row of ``light`` (a local lamp of this frame) in ``lamp_data``."""
-        return next(i for i, l in enumerate(self.clusters.lamps) if l is light)
+        c = self.clusters
+        if c is None:
+            raise ValueError("FrameLamps.texture_index: this frame has no local lamps (no clusters)")
+        return next(i for i, l in enumerate(c.lamps) if l is light)
 
     def pack(self) -> np.ndarray:
         """FrameBlock's cluster_params, cluster_depth (glsl/mtoon_blocks.glsl)."""

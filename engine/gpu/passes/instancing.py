@@ -96,7 +96,7 @@ class FrameInstances:
             h = palette_handle(it.palette) if infl else None
             ready = (h is not None and getattr(h, "rows", None) is not None
                      and getattr(it.palette, "is_gpu_ready", lambda: True)())
-            if ready:
+            if ready and h is not None:     # (ready implies h)
                 self.influences[i] = infl
                 r = h.rows
                 self.vgeneral[i] = infl > 8 or (getattr(r, "size", 0) > 3 and float(r[3]) > 1.5)

@@ -218,6 +218,8 @@ class LocalShadowPass(ShadowPass):
         """Render every face into its tile (the frame block ``fr`` must hold the matrices);
         ``material_key`` / ``mspec``: ShadowPass.draw's (the static depth cache)."""
         fit = self.fit_result
+        if fit is None:
+            raise RuntimeError("local shadow draw: no faces fitted (fit() returned False or was not called)")
         cols, t = fit.columns, fit.tile
         tiles = [((s % cols) * t, (s // cols) * t, t, LOCAL_FACE0 + s, fit.casters[s], fit.matrices[s])
                  for s in range(fit.slots)]

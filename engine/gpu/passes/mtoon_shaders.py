@@ -421,7 +421,7 @@ def surface_spec(mspec, frame, vclass: str, outline: bool = False) -> tuple:
     (frame_spec) and the draw group's vertex class (VERTEX_DEFINES); an outline variant also
     fixes the outline width mode (world or screen coordinates)."""
     shadows_on, sun_only, lights, pcf, cascades, local, clusters, soft = frame
-    d = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
+    d: list[str | tuple[str, str]] = [("SPEC_TEX_MASK", str(mspec["tex"])), ("SPEC_ALPHA_MODE", str(mspec["alpha"])),
          ("SPEC_FLAGS", str(mspec["flags"]))]
     if not mspec["uv_anim"]:
         d.append("SPEC_NO_UV_ANIM")
@@ -455,7 +455,7 @@ def shadow_spec(mspec, vclass: str, local: bool = False) -> tuple:
     """Defines of a shadow variant: OPAQUE casters read no texture and never discard; ``local``:
     a face of a local lamp (a perspective map, SPEC_LOCAL_SHADOW)."""
     if mspec["alpha"] == 0:
-        d = [("SPEC_ALPHA_MODE", "0"), ("SPEC_TEX_MASK", "0"), "SPEC_NO_UV_ANIM"]
+        d: list[str | tuple[str, str]] = [("SPEC_ALPHA_MODE", "0"), ("SPEC_TEX_MASK", "0"), "SPEC_NO_UV_ANIM"]
     else:
         d = [("SPEC_ALPHA_MODE", str(mspec["alpha"])), ("SPEC_TEX_MASK", str(mspec["tex"]))]
         if not mspec["uv_anim"]:

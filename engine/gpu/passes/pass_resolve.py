@@ -158,8 +158,10 @@ class PassResolve:
             self._fb = gpu.types.GPUFrameBuffer(color_slots=tuple(self.textures[s] for s in slots))
             self._key = key
         if first:
-            with self._fb.bind():
-                self._fb.clear(color=(0.0, 0.0, 0.0, 0.0))
+            fb = self._fb
+            assert fb is not None       # made above for this key (free() resets the key with it)
+            with fb.bind():
+                fb.clear(color=(0.0, 0.0, 0.0, 0.0))
 
     def resolve(self, cache, sources: Sources, ids, weight: float, width: int, height: int, offsets=(),
                 first: bool = True) -> dict:
@@ -196,7 +198,9 @@ class PassResolve:
         sh.uniform_float("params", (float(weight), 0.0, 0.0, 0.0))
         for i, name in enumerate(("o01", "o23", "o45", "o67")[:(count + 1) // 2]):
             sh.uniform_float(name, tuple(float(v) for v in o[4 * i:4 * i + 4]))
-        with self._fb.bind():
+        fb = self._fb
+        assert fb is not None           # made by _bind above
+        with fb.bind():
             gpu.state.viewport_set(0, 0, width, height)
             gpu.state.depth_test_set("NONE")
             gpu.state.face_culling_set("NONE")

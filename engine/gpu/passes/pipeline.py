@@ -253,7 +253,7 @@ class FramePipeline:
         # a later anti-aliasing sample of the same frame keeps its shadow maps (engine/gpu/passes/samples.py)
         reuse = bool(getattr(s, "reuse_shadow", False)) and self._shadow_on is not None
         if reuse:
-            shadows_on, local_on = self._shadow_on, self._local_on
+            shadows_on, local_on = bool(self._shadow_on), self._local_on   # (reuse: _shadow_on is not None)
         else:
             shadows_on = sun_i >= 0 and self.shadow.fit(frame, visible, sun_casters, lights[sun_i])
             local_on = bool(local_i) and self.local_shadow.fit(frame, lights, local_i, visible, casters)
@@ -265,8 +265,9 @@ class FramePipeline:
         self._frame_ubo = make_ubo(pack_frame(frame, lamps.suns, self.shadow.fit_result if shadows_on else None,
                                               sun_i if shadows_on else -1, lfit, lamps))
         self._shadow_tex = self._local_tex = None
+        sfit = self.shadow.fit_result if shadows_on else None
         self._frame_spec = frame_spec(lamps.suns, shadows_on, max(0, int(getattr(s, "shadow_pcf", 1))),
-                                      self.shadow.fit_result.count if shadows_on else 0,
+                                      sfit.count if sfit is not None else 0,
                                       self.local_shadow.count if local_on else 0, lamps.clusters is not None,
                                       frame_soft(s, lights, sun_i, self.shadow.fit_result if shadows_on else None,
                                                  lfit))
@@ -315,10 +316,12 @@ class FramePipeline:
         alpha = 0.0 if s.film_transparent else 1.0
         # colour + depth through the colour-only framebuffer, the aux target to zero on its own:
         # each target is cleared once (a clear of the main framebuffer also wrote the aux target)
-        with self._fb_blend.bind():
-            self._fb_blend.clear(color=(float(wc[0]), float(wc[1]), float(wc[2]), alpha), depth=1.0)
+        fb_blend, fb_main = self._fb_blend, self._fb_main
+        assert fb_blend is not None and fb_main is not None     # made by _ensure_targets above
+        with fb_blend.bind():
+            fb_blend.clear(color=(float(wc[0]), float(wc[1]), float(wc[2]), alpha), depth=1.0)
         self._aux_clear()
-        with self._fb_main.bind():
+        with fb_main.bind():
             gpu.state.viewport_set(0, 0, s.width, s.height)
             gpu.state.depth_test_set("LESS_EQUAL")
             gpu.state.depth_mask_set(True)
@@ -340,7 +343,7 @@ class FramePipeline:
                 return (0 if m.transparent_with_zwrite else 1, int(m.render_queue_offset), -view_depth(it, view))
 
             blend.sort(key=key)
-            with self._fb_blend.bind():
+            with fb_blend.bind():
                 gpu.state.viewport_set(0, 0, s.width, s.height)
                 gpu.state.depth_test_set("LESS_EQUAL")
                 gpu.state.blend_set("ALPHA")
@@ -426,7 +429,9 @@ class FramePipeline:
 
         thr = ("SPEC_ALPHA_THRESHOLD", repr(float(min(max(getattr(s, "alpha_threshold", 0.5), 0.0), 1.0))))
         mask = bool(self._mats[it.material_name][0].transparent_with_zwrite)
-        with self._fb_main.bind():
+        fb_main = self._fb_main
+        assert fb_main is not None      # made by _ensure_targets (execute's BLEND loop calls this)
+        with fb_main.bind():
             gpu.state.viewport_set(0, 0, s.width, s.height)
             gpu.state.depth_mask_set(False)
             for mode, blend in (("1", "MULTIPLY"), ("2", "ADDITIVE_PREMULT")):
@@ -439,18 +444,21 @@ class FramePipeline:
         # the aux target must read (0,0,0,0) (object id 0) where nothing was drawn
         import gpu
 
-        if getattr(self, "_fb_aux", None) is None or self._fb_aux_src is not self._aux:
-            self._fb_aux = gpu.types.GPUFrameBuffer(color_slots=(self._aux,))
+        fb_aux = getattr(self, "_fb_aux", None)
+        if fb_aux is None or self._fb_aux_src is not self._aux:
+            fb_aux = self._fb_aux = gpu.types.GPUFrameBuffer(color_slots=(self._aux,))
             self._fb_aux_src = self._aux
-        with self._fb_aux.bind():
-            self._fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
+        with fb_aux.bind():
+            fb_aux.clear(color=(0.0, 0.0, 0.0, 0.0))
         if self._passes:
             # the pass targets where nothing is drawn: Shadow 1 (nothing received), the rest 0
             if getattr(self, "_fb_pass_src", None) is not self.pass_targets:
                 self._fb_pass_clear = tuple(gpu.types.GPUFrameBuffer(color_slots=(t,))
                                             for t in self.pass_targets or ())
                 self._fb_pass_src = self.pass_targets
-            for fb, c in zip(self._fb_pass_clear, ((1.0, 0.0, 0.0, 0.0),) + ((0.0, 0.0, 0.0, 0.0),) * 3):
+            clears = self._fb_pass_clear
+            assert clears is not None   # made above for the pass targets (_passes: _ensure_targets made them)
+            for fb, c in zip(clears, ((1.0, 0.0, 0.0, 0.0),) + ((0.0, 0.0, 0.0, 0.0),) * 3):
                 with fb.bind():
                     fb.clear(color=c)
 
@@ -462,6 +470,8 @@ class FramePipeline:
         import gpu
 
         inst = self._instances
+        if inst is None:
+            raise RuntimeError("FramePipeline._draw_list: no FrameInstances (called outside execute / draw_ids)")
         fspec = self._frame_spec
         bound = None
         current = None

@@ -48,6 +48,8 @@ path, which stops at a surface at least that opaque and passes a thinner one wit
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...core.compositing import cryptomatte, ssao
@@ -301,7 +303,8 @@ def averaged_sources(pipeline, frame, names, scene):
     from .pass_resolve import Sources, pack
 
     names = set(names)
-    samplers, items, pre = {}, [], {}
+    samplers, items = {}, []
+    pre: dict[str, Any] = {}        # Sources' pre_body / pre_samplers / pre_floats
     if "Mist" in names:             # Normal and Mist per pixel once (a pre-pass), then resolved
         p = np.asarray(frame.camera.projection, np.float64)
         start, dist, exponent = mist_settings(scene)

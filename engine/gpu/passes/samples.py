@@ -139,13 +139,17 @@ class Accumulator:
             self._fb = gpu.types.GPUFrameBuffer(color_slots=(self.texture,))
             self._size = (width, height)
         if first:
-            with self._fb.bind():
-                self._fb.clear(color=(0.0, 0.0, 0.0, 0.0))
+            fb = self._fb
+            assert fb is not None       # made above for this size (free() resets the size with it)
+            with fb.bind():
+                fb.clear(color=(0.0, 0.0, 0.0, 0.0))
 
     def _draw(self, cache, sh, width: int, height: int):
         import gpu
 
-        with self._fb.bind():
+        fb = self._fb
+        assert fb is not None           # made by _bind, which the callers run first
+        with fb.bind():
             gpu.state.viewport_set(0, 0, width, height)
             gpu.state.depth_test_set("NONE")
             gpu.state.face_culling_set("NONE")

@@ -27,6 +27,7 @@ bilinear-weighted (2r+2)^2 texel filter kept inside the tile (textureGather: 2x2
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
 
 import numpy as np
 
@@ -246,7 +247,8 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
                       tile=tile, casters=drawn, near=float(near))
 
 
-def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material, clear="all") -> int:
+def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material,
+               clear: Optional[Union[str, Callable[[int, int, int], None]]] = "all") -> int:
     """Draw ``casters`` into the tiles of the depth atlas ``fb``: ``tiles`` holds (x, y, size,
     index, caster indices) per tile; ``index`` reaches the shader as ``shadow_cascade`` (which
     matrix of the frame block projects).  ``clear``: "all" clears the whole atlas first, a
@@ -358,6 +360,8 @@ class ShadowPass:
             instances = FrameInstances(casters, enabled=False)
         shader_for = shader if callable(shader) and not hasattr(shader, "bind") else (lambda _n, _g: shader)
         fit = self.fit_result
+        if fit is None:
+            raise RuntimeError("shadow draw: no cascades fitted (fit() returned False or was not called)")
         cols, t = self.columns, fit.tile
         tiles = [((c % cols) * t, (c // cols) * t, t, c, fit.casters[c], fit.matrices[c]) for c in range(fit.count)]
         self._draw_atlas(tiles, casters, instances, shader_for, bind_material, material_key, mspec)

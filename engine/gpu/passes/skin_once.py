@@ -166,7 +166,9 @@ class SkinOnce:
             groups.setdefault(key, []).append((int(i), inst.items[i]))
         inst.rows[sel, 5, 0] = first        # before any instance_data texture is made
         used = {}
-        with self._fb.bind():
+        fb = self._fb
+        assert fb is not None           # made with _tex above (free() drops both)
+        with fb.bind():
             gpu.state.viewport_set(0, 0, 2 * SKIN_ONCE_BLOCKS, self._height)
             gpu.state.depth_test_set("NONE")
             gpu.state.depth_mask_set(False)
