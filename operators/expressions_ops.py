@@ -4,6 +4,7 @@ VRM expressions."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import bpy
 from bpy.props import FloatProperty, StringProperty
@@ -28,6 +29,9 @@ class _ExpressionOp:
     character: StringProperty(
         name="Character", default="", options={"SKIP_SAVE"},
         description="Armature or mesh of the character (empty: the active object's character)")
+
+    if TYPE_CHECKING:   # given by bpy.types.Operator, which the operators below also derive from
+        def report(self, type: set[str], message: str) -> set[str]: ...
 
     def _meshes(self, context):
         ob = bpy.data.objects.get(self.character) if self.character else getattr(context, "active_object", None)
@@ -121,7 +125,7 @@ class _VrmExpressionOp(_ExpressionOp):
         """(armature, ExpressionSet, Expression) or None after reporting why not."""
         root, _meshes = self._meshes(context)
         es = vrm_set(root)
-        if es is None:
+        if es is None or root is None:     # (vrm_set(None) is None)
             who = f"'{root.name}'" if root is not None else "the active object"
             self.report({"ERROR"}, f"No VRM expressions on {who}: select an avatar imported with the VRM Add-on")
             return None

@@ -7,11 +7,16 @@ engine/features/preview/properties.py.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import bpy
 from bpy.props import EnumProperty, FloatProperty, StringProperty
 
 from ..engine.features.preview import control as preview
 from ..engine.features.preview.properties import ensure_bake, redraw, seek, state_for
+
+if TYPE_CHECKING:
+    from ..engine.blender.bake.scene import SceneBakes
 
 # ------------------------------------------------------------------------------------------------
 # operators
@@ -23,6 +28,9 @@ class _PreviewOp:
     armature: StringProperty(
         name="Armature", default="", options={"SKIP_SAVE"},
         description="Armature to preview (empty: the active object's armature)")
+
+    if TYPE_CHECKING:   # given by bpy.types.Operator, which the operators below also derive from
+        def report(self, type: set[str], message: str) -> set[str]: ...
 
     @classmethod
     def poll(cls, context):
@@ -177,7 +185,8 @@ class STYLIZED_OT_preview_scene(bpy.types.Operator):
                 st.last_error = str(ex)
                 self.report({"ERROR"}, str(ex))
                 return {"CANCELLED"}
-            for line in (st.scene_bakes.lines() if st.scene_bakes is not None else ()):
+            bakes = cast("SceneBakes | None", st.scene_bakes)    # (PreviewState types it object)
+            for line in (bakes.lines() if bakes is not None else ()):
                 self.report({"INFO"}, line)
             if not (st.active and st.scene_mode):
                 st.scene_frame = float(scene.frame_current) + float(scene.frame_subframe)

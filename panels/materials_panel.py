@@ -1,6 +1,8 @@
 """Material Properties > MToon (Stylized engine)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import bpy
 
 ENGINE = "STYLIZED"
@@ -69,6 +71,11 @@ class STYLIZED_PT_material_mtoon(_MToonBase, bpy.types.Panel):
 class _MToonSub(_MToonBase):
     bl_parent_id = "STYLIZED_PT_material_mtoon"
     bl_options = {"DEFAULT_CLOSED"}
+
+    if TYPE_CHECKING:   # layout: bpy.types.Panel's, which the panels below derive from; draw_props: theirs
+        layout: Any
+
+        def draw_props(self, layout, props) -> None: ...
 
     @classmethod
     def poll(cls, context):

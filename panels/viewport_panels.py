@@ -130,7 +130,7 @@ class STYLIZED_PT_viewport_stats(SidebarPanel, bpy.types.Panel):
         col.label(text=f"Morph uploads: {stats.get('morph_uploads', 0)}")
         col.label(text=f"Morphs composed in the shader: {stats.get('shader_morphs', 0)}")
         driver = getattr(sess, "springs", None)     # the session's SpringsDriver (features/springs)
-        springs = driver.of(sess.runtime) if driver is not None else None
+        springs = driver.of(sess.runtime) if driver is not None and sess is not None else None
         if springs is not None and (springs.joint_count or springs.warnings):
             # (its warnings are listed with the session's problems, as the render log lists them)
             col.label(text=f"Spring bones: {springs.joint_count} joints | {springs.last_ms:.3f} ms per frame")

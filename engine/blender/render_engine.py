@@ -54,7 +54,7 @@ def last_viewport_session():
     return a.viewport_session() if a is not None else None
 
 
-def _keeper(create: bool = False):
+def _keeper(create: bool = False) -> FinalSessionKeeper | None:
     a = addon_state()
     keeper = a.final_sessions if a is not None else None
     if keeper is None and create:       # (the class used without register(): a session per F12)
@@ -101,8 +101,8 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.session = None
-        self.view_session = None
+        self.session: StylizedSession | None = None
+        self.view_session: StylizedSession | None = None
         self.last_result = {}       # what this instance's last final render produced (pixels, stats, log)
         self._drawn_from = None     # (depsgraph, session, frame) of this instance's last final render
 
@@ -110,8 +110,9 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         # Engine instances are freed by Blender; GPU objects are released with the session (the
         # final-render session is shared by the scene's renders: free_final_session releases it).
         try:
-            if getattr(self, "view_session", None) is not None:
-                self.view_session.free()
+            view_session = getattr(self, "view_session", None)
+            if view_session is not None:
+                view_session.free()
         except Exception:
             pass
 
@@ -152,7 +153,9 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         self.update_progress(0.0)
         try:
             if self.session is None:
-                self.session = _keeper(create=True).session_for(scene)
+                keeper = _keeper(create=True)
+                assert keeper is not None       # (create=True always gives one)
+                self.session = keeper.session_for(scene)
             self.session.follow_gpu_context()     # the render window closed: a new GPU context
             # Blender keeps one engine instance and one depsgraph for every frame of an
             # animation render (a new instance for each F12): a later frame reads the
@@ -198,6 +201,8 @@ class StylizedRenderEngine(bpy.types.RenderEngine):
         (Blender hands a result of the region's size: the frame is drawn whole and cropped, so
         the region equals the full render inside it).  Returns (the first view's Combined as
         written, ms spent writing the result); (None, 0) when the render was cancelled."""
+        if self.session is None:
+            raise RuntimeError("_render_views: no session to draw with (render() makes it first)")
         rd = depsgraph.scene.render
         layer = depsgraph.view_layer
         passes = render_passes.requested(layer)

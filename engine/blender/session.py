@@ -56,8 +56,8 @@ class StylizedSession:
 
         self.viewport = viewport
         self.imports = session_sync.SyncState(viewport)   # what the syncs and imports keep (session_sync.py)
-        self.pipeline = None
-        self.backend = None
+        self.pipeline: Optional[_pipeline.FramePipeline] = None
+        self.backend: Optional[_gpu_backend.GpuBackend] = None
         self.scene_asset: Optional[SceneAsset] = None
         self.runtime: Optional[_scene_runtime.SceneRuntime] = None
         self.reader: Optional[_timeline.TimelineReader] = None
@@ -106,6 +106,7 @@ class StylizedSession:
         (the render window closed: FramePipeline.follow_gpu_context), the pipeline's and the
         anti-aliasing targets are dropped and the frame makes them again (True)."""
         self.ensure_gpu()
+        assert self.pipeline is not None        # (ensure_gpu made it)
         if not self.pipeline.follow_gpu_context():
             return False
         if self._accumulator is not None:
@@ -149,6 +150,8 @@ class StylizedSession:
     def update_timeline(self, depsgraph) -> bool:
         """Blender's evaluated pose and shape-key values at the shown frame (the reader's) into
         the runtime: palettes and morphs."""
+        if self.reader is None or self.runtime is None:
+            raise RuntimeError("update_timeline: no scene runtime or timeline reader (ensure_runtime makes them)")
         nodes, mats, weights = self.reader.read(depsgraph)
         return self.runtime.update_timeline(nodes, mats, weights, bbone_segments=self.reader.bbone_segments)
 
@@ -226,7 +229,7 @@ class StylizedSession:
     def gpu_items(self, depsgraph) -> list:
         """The runtime's items of the pose it holds now that the frame draws itself (visible
         GPU-path objects; the Vector pass reads them at other instants too)."""
-        if self.runtime is None:
+        if self.runtime is None or self.scene_asset is None:     # (set and dropped together)
             return []
         import bpy
 
@@ -326,7 +329,7 @@ class StylizedSession:
                 self._accumulator = Accumulator()
             tex = render_samples(self.pipeline, frame, self._accumulator, after_first, ids=ids, frame_at=frame_at)
         finally:
-            if frame_at is not None:
+            if frame_at is not None and blur is not None:     # (frame_at is made only with a blur)
                 blur.leave()
         t2 = time.perf_counter()
         self.stats["pipeline_ms"] = (t2 - t1) * 1e3
@@ -359,6 +362,8 @@ class StylizedSession:
 
         def read_passes():          # on the first (centre) sample, while its targets are current
             frame = self.last_frame
+            if frame is None:
+                raise RuntimeError("render_layers: no frame to read the passes of (render_texture sets it)")
             ids = {}
             if "IndexOB" in passes:
                 import bpy
@@ -377,6 +382,7 @@ class StylizedSession:
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
                                   after_first=read_passes if passes else None, ids=crypto, blur=blur)
+        assert self._accumulator is not None    # (render_texture made it)
         render_passes.apply_averaged(out, self._accumulator.averaged, layout, width, height)
         if crypto is not None:
             self.stats["aov_losses"] = self.passes.finish(crypto, depsgraph.view_layer, out, stamp)

@@ -292,6 +292,7 @@ def ensure_runtime(session, depsgraph) -> None:
     if error is not None:
         session.imports.import_error = error
         return
+    assert asset is not None        # (no import error: the import gave one)
     import bpy
 
     # the buffers of replaced primitives go before the new ones are made (an edited big mesh

@@ -217,7 +217,7 @@ def baked_clip(bake, scene_asset, template=None):
                 for j, n in enumerate(chan_nodes.tolist())]
     clip = AnimationClipAsset(
         name=template.name if template is not None else bake.clip_name,
-        duration_seconds=bake.duration_seconds, channels=channels,
+        duration_seconds=bake.duration_seconds, channels=tuple(channels),
         morph_channels=template.morph_channels if template is not None else (),
         frame_start=bake.frame_start, fps=bake.fps,
         target_object=template.target_object if template is not None else bake.armature,

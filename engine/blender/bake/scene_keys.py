@@ -30,7 +30,7 @@ def driven_keys(scene) -> Dict[str, List[str]]:
     for ob in scene.objects:
         key = getattr(getattr(ob, "data", None), "shape_keys", None)
         ad = getattr(key, "animation_data", None)
-        if ad is None or key.name in out:
+        if ad is None or key is None or key.name in out:     # (no key: no animation data)
             continue
         blocks = []
         for d in ad.drivers:

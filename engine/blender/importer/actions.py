@@ -292,8 +292,8 @@ def bake_object_action(action, slot, fps: float, target_object: str, object_targ
         if c is not None:
             channels.append(c)
     channels.sort(key=lambda c: c.node_index)
-    return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, channels=channels,
-                              morph_channels=morph, frame_start=start, fps=fps, target_object=target_object,
+    return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, channels=tuple(channels),
+                              morph_channels=tuple(morph), frame_start=start, fps=fps, target_object=target_object,
                               action_name=action.name, curves=binding, notes=tuple(notes))
 
 
@@ -319,7 +319,7 @@ def bake_key_action(action, slot, fps: float, target_object: str, node_index: in
             kcurves.append(fc)
     curves, notes = read_curve_set(action.name, kcurves, frames, [m.values for m in morph])
     binding = build_binding(curves, [], {}, range(len(kcurves)))
-    return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, morph_channels=morph,
+    return AnimationClipAsset(name=action.name, duration_seconds=(end - start) / fps, morph_channels=tuple(morph),
                               frame_start=start, fps=fps, target_object=target_object, action_name=action.name,
                               curves=binding, notes=tuple(notes))
 

@@ -53,7 +53,7 @@ def _hasher():
     def add(tag: str, a: np.ndarray) -> None:
         h.update(tag.encode())
         h.update(np.int64(a.size).tobytes())
-        h.update(np.ascontiguousarray(a).view(np.uint8))
+        h.update(np.ascontiguousarray(a).view(np.uint8))  # pyright: ignore[reportArgumentType]  (numpy's stubs give ndarray __buffer__ only for Python >= 3.12)
 
     return h, add
 
@@ -221,7 +221,7 @@ class AssetCache:
                     and len(e.content) == 3 and (e.content[2] is not None) == wm)
 
         own = self.meshes.get(obj.name)
-        if usable(own):
+        if own is not None and usable(own):
             return own.content
         if self._held_index is None:        # mesh name -> held entries, once per import / check
             self._held_index = {}
@@ -366,7 +366,7 @@ class KnownState:
 
     def __init__(self):
         self.objects: Dict[str, tuple] = {}    # object name -> object_signature
-        self.keys: Dict[str, tuple] = {}       # shape-key datablock name -> key_signature
+        self.keys: Dict[str, Optional[tuple]] = {}   # shape-key datablock name -> key_signature
         self.armatures: Dict[str, tuple] = {}  # armature datablock name -> armature_signature
         self.actions: Dict[str, tuple] = {}    # action name -> action_content_signature
         self.scene_objects: Optional[frozenset] = None

@@ -137,7 +137,7 @@ def build_binding(curves: FCurveSetAsset, work, curve_index, morph_curves=()) ->
             mul = np.ones(3) if target.delta_scale is None else np.asarray(target.delta_scale, np.float64)
             s_rows.append((target.index, np.asarray(target.scale, np.float64) * mul, sc, mul))
 
-    def col(rows, j, shape, dtype=np.float64):
+    def col(rows, j, shape, dtype: type[np.generic] = np.float64):
         return np.array([r[j] for r in rows], dtype).reshape(shape)
 
     return CurveBindingAsset(

@@ -69,7 +69,7 @@ def _int_attribute(mesh, name: str, domain: str, count: int) -> Optional[np.ndar
     return _get(attr.data, "value", count, 1, np.int32).astype(np.int64)
 
 
-def corner_verts(mesh, dtype=np.int64) -> np.ndarray:
+def corner_verts(mesh, dtype: type[np.generic] = np.int64) -> np.ndarray:
     """(L,) vertex of each corner (int64, or ``dtype``): the ``.corner_vert`` attribute (a bulk
     copy), else ``MeshLoop.vertex_index`` (a per-item read, about 13 ms for 200k corners)."""
     nl = len(mesh.loops)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -146,7 +146,7 @@ def _bbone_rest_signature(bone) -> tuple:
     vals = []
     for p in _BBONE_REST_PROPS:
         v = getattr(bone, p, None)
-        vals.append(tuple(v) if hasattr(v, "__len__") and not isinstance(v, str) else v)
+        vals.append(tuple(v) if v is not None and hasattr(v, "__len__") and not isinstance(v, str) else v)
     hs, he = bone.bbone_custom_handle_start, bone.bbone_custom_handle_end
     return (bone.name, tuple(vals), hs.name if hs is not None else None, he.name if he is not None else None)
 
@@ -194,7 +194,7 @@ def import_mesh(obj, nb: NodeBuilder, cache=None, verify: bool = True, stats: Op
     except AssetError as ex:
         msg = str(ex)
         prefix = f"mesh '{obj.name}' "
-        asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=[],
+        asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=(),
                           fallback_reason=msg[len(prefix):] if msg.startswith(prefix) else msg,
                           vertex_count=len(mesh.vertices))
         palette_bones = []
@@ -266,12 +266,12 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
 
     key = mesh.shape_keys
     use_keys = key is not None and len(key.key_blocks) > 1
-    if use_keys and not key.use_relative:
+    if use_keys and key is not None and not key.use_relative:     # (use_keys: key is not None)
         reasons.append("absolute (non-relative) shape keys")
         use_keys = False
     need_vg = len(obj.vertex_groups) > 0 and (
         (arm is not None and am.use_vertex_groups) or
-        (use_keys and any(kb.vertex_group for kb in key.key_blocks)))
+        (use_keys and key is not None and any(kb.vertex_group for kb in key.key_blocks)))
     vg = reads.vertex_groups() if need_vg else None
 
     # --- skin ---------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
             if (us >= 0).any():
                 joint_segments = us[order].astype(np.int64)
     skin_asset = None
-    if infl is not None:
+    if infl is not None and arm is not None:    # (infl is made only with an armature)
         jn, ibm = _palette_nodes(obj, arm, palette_bones, nb, mesh_world)
         lo, hi = _skin.joint_bounds(base_co, infl.joints, infl.weights, len(palette_bones))
         # vertices without deform weight stay where they are (as in Blender's Armature modifier):
@@ -339,15 +339,15 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
     for pi, p in enumerate(prims):
         mi = p.material_index
         mname = slots[mi].material.name if 0 <= mi < len(slots) and slots[mi].material is not None else ""
-        kw = {}
-        if skin_asset is not None:
+        kw: dict[str, Any] = {}
+        if skin_asset is not None and infl is not None:     # (skin_asset is made only from infl)
             kw = dict(joints=infl.joints[p.source_vertices].astype(np.uint32),
                       weights=infl.weights[p.source_vertices], skin=skin_asset)
         out.append(PrimitiveAsset(material_index=mi, material_name=mname, positions=p.positions, normals=p.normals,
                                   indices=p.indices, source_vertices=p.source_vertices,
                                   smooth_normals=p.smooth_normals, tangents=p.tangents, uv0=p.uv0, colors=p.colors,
-                                  morph_targets=morphs_per_prim[pi], **kw))
-    asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=out,
+                                  morph_targets=tuple(morphs_per_prim[pi]), **kw))
+    asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=tuple(out),
                       fallback_reason="; ".join(reasons) if reasons else None, vertex_count=nv)
     return asset, palette_bones
 

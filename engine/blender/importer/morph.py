@@ -6,6 +6,8 @@ exactly zero deltas and a key touching a small region costs little.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ...core.geometry import cross3, dot3, norm3
@@ -141,7 +143,7 @@ class NormalDeltaSolver:
         np.cumsum(np.bincount(lv, minlength=nsrc), out=self.vptr[1:])
         self.vloops = order.astype(np.int32)
 
-    def _contrib(self, loops: np.ndarray, co: np.ndarray, d: np.ndarray = None) -> np.ndarray:
+    def _contrib(self, loops: np.ndarray, co: np.ndarray, d: Optional[np.ndarray] = None) -> np.ndarray:
         """Angle-weighted polygon normal of each loop in ``loops`` (whole polygons expected),
         with vertex positions ``co`` (+ ``d``)."""
         if loops.size == 0:
@@ -160,7 +162,7 @@ class NormalDeltaSolver:
         ang = np.arccos(np.clip(cosang, -1.0, 1.0))
         return n * ang[:, None]
 
-    def deltas(self, vertex_deltas: np.ndarray, moved_v: np.ndarray = None):
+    def deltas(self, vertex_deltas: np.ndarray, moved_v: Optional[np.ndarray] = None):
         """Sparse normal deltas: (split vertex ids (K,), deltas (K,3) float64) for per-Blender-vertex
         position deltas; ``moved_v`` (nv,) bool marks vertices with a nonzero delta."""
         d = vertex_deltas

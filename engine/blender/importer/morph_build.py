@@ -126,8 +126,10 @@ class _KeyRows:
             d[mids] = dm
             moved[mids] = True
             n_ids, n_d = nsolver.deltas(d, moved)
+            prims = self.prims
+            assert prims is not None            # dropped only once every key is made
             per = [_target(p, split_local[i], tsolvers[i], d, moved, n_ids, n_d)
-                   for i, p in enumerate(self.prims)]
+                   for i, p in enumerate(prims)]
             self.made[k] = per
             self.left -= 1
             if not self.left:            # every key made: no later key needs the solvers

@@ -2,7 +2,7 @@
 for the action baker).  Reads bpy; no caching."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -186,7 +186,7 @@ def bone_targets(arm, names, idxs) -> list:
     vals = {}
     for prop, width in _POSE_CHANNELS:
         a = np.empty(len(pbs) * width, np.float32)
-        if pbs:
+        if pbs and pose is not None:     # (pbs: the pose's bones)
             pose.bones.foreach_get(prop, a)
         vals[prop] = a.reshape(len(pbs), width).astype(np.float64)   # float32 values, exactly
     out = []
@@ -283,7 +283,7 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
 
 def collect_objects(view_layer) -> list:
     objs = list(view_layer.objects) if view_layer is not None else []
-    include: Dict[str, object] = {}
+    include: Dict[str, Any] = {}      # name -> bpy.types.Object
     for o in objs:
         if o.type in ("MESH", "ARMATURE"):
             include[o.name] = o

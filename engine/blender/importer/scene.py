@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from ...core.assets import NODE_OBJECT, AssetError, SceneAsset, SceneNodeAsset
 from .animations import import_animations
@@ -92,7 +92,7 @@ def import_scene(depsgraph_or_scene, view_layer=None, *, strict: bool = False, c
                                       verify=verify, clips=clips, expression_check=expression_check)[0]
 
 
-def same_structure(a: SceneAsset, b: SceneAsset, compare_bind_pose: bool = True) -> bool:
+def same_structure(a: Optional[SceneAsset], b: Optional[SceneAsset], compare_bind_pose: bool = True) -> bool:
     """Whether a runtime built for ``a`` can draw ``b`` unchanged: the same nodes (names, kinds,
     parents, meshes, pre-matrices), the very same mesh and clip assets (the cache returns the same
     objects for unchanged data) and, with ``compare_bind_pose``, the same bind transforms (the
@@ -110,8 +110,8 @@ def same_structure(a: SceneAsset, b: SceneAsset, compare_bind_pose: bool = True)
            for p, q in zip(a.nodes, b.nodes)):
         return False
     if not (np.array_equal(a.parents, b.parents) and np.array_equal(a.mesh_indices, b.mesh_indices)
-            and np.array_equal(a.pre_matrices, b.pre_matrices)):
+            and np.array_equal(np.asarray(a.pre_matrices), np.asarray(b.pre_matrices))):   # (as array_equal reads them)
         return False
-    if compare_bind_pose and not np.array_equal(a.bind_locals, b.bind_locals):
+    if compare_bind_pose and not np.array_equal(np.asarray(a.bind_locals), np.asarray(b.bind_locals)):
         return False
     return True

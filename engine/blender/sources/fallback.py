@@ -88,9 +88,9 @@ def _finite_primitive(p):
 def _digest(cs, mats) -> str:
     h = hashlib.sha1()
     for a in (cs.positions, cs.normals, cs.tri_vertices, cs.tri_materials):
-        h.update(np.ascontiguousarray(a).view(np.uint8))
+        h.update(np.ascontiguousarray(a).view(np.uint8))  # pyright: ignore[reportArgumentType]  (numpy's stubs give ndarray __buffer__ only for Python >= 3.12)
     if cs.uv0 is not None:
-        h.update(np.ascontiguousarray(cs.uv0).view(np.uint8))
+        h.update(np.ascontiguousarray(cs.uv0).view(np.uint8))  # pyright: ignore[reportArgumentType]  (numpy's stubs give ndarray __buffer__ only for Python >= 3.12)
     h.update("\0".join(mats).encode())
     return h.hexdigest()
 
@@ -188,7 +188,7 @@ class FallbackDrawer:
                 entry = (digest, built)
             seen[key] = entry
             world = np.array(inst.matrix_world)
-            if geometry_of:
+            if geometry_of and inst.parent is not None:     # (geometry_of: the parent's name)
                 reason = reasons.get(geometry_of) or f"{inst.parent.type.lower()} object"
             elif inst.is_instance:
                 reason = "instance"

@@ -95,7 +95,7 @@ def read_strands(ob_eval, matrix_world) -> Optional[HairStrands]:
     scale = float(np.abs(np.linalg.det(m[:3, :3]))) ** (1.0 / 3.0)
     h = hashlib.sha1()
     for a in (pos, offsets, radius, mat, types, res, m):
-        h.update(np.ascontiguousarray(a).view(np.uint8))
+        h.update(np.ascontiguousarray(a).view(np.uint8))  # pyright: ignore[reportArgumentType]  (numpy's stubs give ndarray __buffer__ only for Python >= 3.12)
     return HairStrands(positions=p, radius=np.abs(radius) * scale, offsets=offsets.astype(np.int64),
                        materials=mat, digest=h.hexdigest(), types=types, resolution=res)
 
@@ -107,6 +107,7 @@ def evaluate(strands: HairStrands) -> HairStrands:
     as the outer neighbours; other curve types keep their points.  All curves at once."""
     if strands.types is None:
         return strands
+    assert strands.resolution is not None       # (read_strands sets it with the types; evaluate() sets neither)
     p, radius, offsets = strands.positions, strands.radius, strands.offsets
     counts = np.diff(offsets)
     n_curves = counts.shape[0]
@@ -260,6 +261,6 @@ def camera_key(camera, height: int, strip: bool) -> bytes:
     """What the ribbons depend on besides the strands (the streams are rebuilt when it changes)."""
     h = hashlib.sha1()
     for a in (camera.view, camera.projection):
-        h.update(np.ascontiguousarray(a, np.float64).view(np.uint8))
+        h.update(np.ascontiguousarray(a, np.float64).view(np.uint8))  # pyright: ignore[reportArgumentType]  (numpy's stubs give ndarray __buffer__ only for Python >= 3.12)
     h.update(f"{bool(camera.is_ortho)}:{int(height)}:{bool(strip)}".encode())
     return h.digest()

@@ -11,7 +11,7 @@ stacks, what Scene playback runs per frame).
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Sequence
 
 import numpy as np
 
@@ -66,7 +66,7 @@ def _channel_info(idb, path: str, index: int):
     lo = hi = np.nan
     default = 0.0
     rp = None
-    if owner is not None:
+    if owner is not None and prop is not None:     # (an owner comes with its property's name)
         try:
             v = getattr(owner, prop)
             cur = float(v[index]) if hasattr(v, "__len__") else float(v)
@@ -105,7 +105,7 @@ class IdAnimation:
     channels held when read (what a channel nobody writes keeps)."""
 
     def __init__(self, idb, stack: Stack, keys: List[tuple], current: np.ndarray, notes: List[str],
-                 unsupported: List[str] = ()):
+                 unsupported: Sequence[str] = ()):
         self.id = idb
         self.name = idb.name
         self.stack = stack

@@ -26,7 +26,7 @@ The ``expressions`` hook (None: shape-key values only) has four members:
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -283,7 +283,7 @@ class TimelineReader:
             kmap = self._key_map
             if kmap is not None and kmap[0] is bindings and kmap[1] == self.sync_token and kmap[2] == obnames:
                 names = kmap[3]
-                found = {n: bpy.data.shape_keys.get(n) for n in kmap[4]}
+                found: Dict[Any, Any] = {n: bpy.data.shape_keys.get(n) for n in kmap[4]}   # (a None name finds None)
                 if all(k is not None for k in found.values()):
                     keys = [found.get(n) for n in names]
                 else:
@@ -304,8 +304,9 @@ class TimelineReader:
         # the per-node weights below and the caller's change checks are identity checks); the
         # returned arrays are shared between calls: callers copy before writing (VRM: below)
         blocks = {}     # shape-key datablock -> (values, mute): linked duplicates share one, read once
+        assert keys is not None         # (read with names above)
         for name, key in zip(names, keys):
-            if name is None or name in blocks:
+            if name is None or key is None or name in blocks:     # (a name comes with its key)
                 continue
             if depsgraph is not None:
                 key = key.evaluated_get(depsgraph)
