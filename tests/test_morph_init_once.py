@@ -7,7 +7,7 @@ import numpy as np
 
 from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.core import geometry
-from stylized_renderer.engine.core.runtime import mesh_instance
+from stylized_renderer.engine.core.runtime import morph_table
 from support.bump_grid import bump_grid, morph_targets_of
 
 
@@ -43,8 +43,8 @@ def test_spans_alone_equal_the_packed_spans(empty_scene):
     ob = bump_grid()
     prim, _ = morph_targets_of(ob)
     smooth = geometry.smooth_normal_deltas(prim)
-    span, entries = mesh_instance.pack_morph_entries(prim, smooth)
-    alone = mesh_instance.pack_morph_span(prim, smooth)
+    span, entries = morph_table.pack_morph_entries(prim, smooth)
+    alone = morph_table.pack_morph_span(prim, smooth)
     assert alone.dtype == span.dtype and np.array_equal(alone, span)
     assert int(span[:, 1].sum()) == entries.shape[0] > 0
 

@@ -14,12 +14,11 @@ sharing a mesh and a root bone).  Rigs without B-Bones have no table and pay not
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from .palette import SkinningPalette
     from .palette_batch import PaletteBatch
 
 
@@ -32,7 +31,7 @@ class BBoneInputs:
 
     # the set's fields read here (set in SkinningPaletteSet.__init__; declarations only)
     _batch: Optional[PaletteBatch]
-    palette_lookup: List[List[Optional[SkinningPalette]]]
+    palette_lookup: List[List[Optional[Any]]]     # SkinningPalette (palette.py imports this module)
 
     def _init_bbone_inputs(self) -> None:
         self.segment_keys = np.zeros((0, 2), np.int64)   # (R,2) bone node, segment index
