@@ -16,6 +16,8 @@ if str(ROOT) not in sys.path:
 if "stylized_renderer" not in sys.modules:  # conftest normally did this already
     _spec = importlib.util.spec_from_file_location("stylized_renderer", ROOT / "__init__.py",
                                                    submodule_search_locations=[str(ROOT)])
+    if _spec is None or _spec.loader is None:
+        raise ImportError(f"cannot load the stylized_renderer package from {ROOT / '__init__.py'}")
     _m = importlib.util.module_from_spec(_spec)
     sys.modules["stylized_renderer"] = _m
     _spec.loader.exec_module(_m)
