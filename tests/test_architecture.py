@@ -181,7 +181,7 @@ def state_violations(modules: dict) -> set:
             for t in _targets(s):
                 if not isinstance(t, ast.Name) or t.id == "__all__" or (mod, t.id) in REGISTRATION:
                     continue
-                made_by_function = call and _callee(v).lstrip("_")[:1].islower()     # np.zeros(...), _table(): a value
+                made_by_function = isinstance(v, ast.Call) and call and _callee(v).lstrip("_")[:1].islower()     # np.zeros(...), _table(): a value
                 if _is_constant_name(t.id) and (container or made_by_function):
                     constants[(mod, t.id)] = s.lineno
                 else:

@@ -111,7 +111,8 @@ def test_preview_refuses_clip_without_bake(crig, bakes):
         ok, clip, _t = frame()
         assert ok and st.active and st.last_error is None
         roots = {b.name for b in arm.data.bones if b.parent is None}
-        assert clip is not None and {s.scene_asset.nodes[c.node_index].bone_name for c in clip.channels} == roots
+        assert clip is not None and s.scene_asset is not None
+        assert {s.scene_asset.nodes[c.node_index].bone_name for c in clip.channels} == roots
     finally:
         s.free()
 
@@ -269,7 +270,7 @@ def test_clip_choice_bakes(crig, bakes):
     bpy.context.view_layer.objects.active = arm
     bpy.context.scene.stylized_preview.clip = act.name
     st = preview.peek_state(bpy.context.scene)
-    assert st.clip_name == act.name and st.active
+    assert st is not None and st.clip_name == act.name and st.active
     assert bakes.cache.bake_count == 1 and bakes.cache.lookup(arm.name, act.name)[0] is not None
     preview.clear_states()
 
@@ -322,11 +323,13 @@ def test_bakes_belong_to_their_owner(crig, bakes):
         b.free()
     assert not a.bakes.entries                                          # freed with its session
     bakes.cache.ensure(arm, act.name)
-    v = StylizedSession(viewport=True, addon=C.addon())
-    assert v.bakes is bakes.cache and C.addon().viewport_session() is v
+    addon = C.addon()
+    assert addon is not None
+    v = StylizedSession(viewport=True, addon=addon)
+    assert v.bakes is bakes.cache and addon.viewport_session() is v
     v.free()
     assert bakes.cache.lookup(arm.name, act.name)[0] is not None        # still the add-on's
-    C.addon().forget_viewport_session()
+    addon.forget_viewport_session()
 
 
 def test_substeps_keep_the_adaptive_bake(crig, capsys, bakes):
@@ -368,6 +371,7 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
         for _ in range(6):
             ok, clip, t = frame()
             assert ok and st.active and st.playing, st.last_error
+            assert s.runtime is not None
             baked = s.preview.baked
             assert baked is not None
             feed = baked[1][(arm.name, act.name)][2]
@@ -380,6 +384,7 @@ def test_playing_writes_the_bake_at_the_sampled_time(crig, bakes):
         # paused: nothing is written, recomputed or uploaded
         st.commands.append(("pause",))
         frame()
+        assert s.runtime is not None
         version = s.runtime.pose.version
         frame()
         assert s.runtime.stats.palette_uploads == 0 and s.runtime.pose.version == version
@@ -404,7 +409,7 @@ def test_session_sync_marks_bakes_dirty(crig, bakes):
 
     bpy.app.handlers.depsgraph_update_post.append(on_update)
     try:
-        s.imports.synced_frame = (bpy.context.scene.frame_current, 0.0)
+        s.imports.synced_frame = (bpy.context.scene.frame_current, 0.0)  # pyright: ignore[reportAttributeAccessIssue]  # SyncState declares it as None only (session_sync.py); the engine stores this tuple
         arm.pose.bones["arm2"].constraints[0].influence = 0.25
         bpy.context.view_layer.update()
     finally:

@@ -31,7 +31,9 @@ def test_a_scene_bake_bounds_each_deformed_meshs_error_between_frames(empty_scen
     rc = check_scene.run_deform(empty_scene, [(f, s) for f in range(1, 20) for s in (0.25, 0.5, 0.75)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    err = float(re.search(r"scene Hat: verts=\d+ max_rel_error=(\S+)", out).group(1))
+    m = re.search(r"scene Hat: verts=\d+ max_rel_error=(\S+)", out)
+    assert m is not None, out
+    err = float(m.group(1))
     assert err <= check_scene.BAKED_TOL, out
     said = re.search(r"largest error between samples (\S+) of the size of mesh '(\w+)'", out)
     assert said and float(said.group(1)) <= 5e-4 and said.group(2) in ("Hat", "Body"), out

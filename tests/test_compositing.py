@@ -153,13 +153,15 @@ def test_passes_not_enabled_make_no_targets(empty_scene, tmp_path):
     scene = empty_scene
     _toon_scene(scene)
     S.render_exr(scene, tmp_path / "with.exr")
-    assert render_engine.kept_final_session().pipeline.pass_targets is not None
+    kept = render_engine.kept_final_session()
+    assert kept is not None and kept.pipeline is not None and kept.pipeline.pass_targets is not None
     scene.objects["Sun"].rotation_euler = (0.0, np.radians(60.0), 0.0)     # from the right: a dark side
     toon = scene.view_layers[0].stylized_passes
     toon.use_outline = toon.use_shadow = toon.use_shade = toon.use_rim = False
     render_engine.free_final_session()
     ch = S.render_exr(scene, tmp_path / "without.exr")
-    assert render_engine.kept_final_session().pipeline.pass_targets is None
+    kept = render_engine.kept_final_session()
+    assert kept is not None and kept.pipeline is not None and kept.pipeline.pass_targets is None
     assert not any(k.startswith("ViewLayer.Outline") for k in ch)
 
 

@@ -11,6 +11,7 @@ batched update's texel rows as they are (``SkinningPaletteSet.texel_rows``)."""
 from __future__ import annotations
 
 import types
+from typing import Any, cast
 
 import bpy
 import numpy as np
@@ -356,7 +357,12 @@ def test_crowd_refused_when_a_copy_gains_a_constraint_while_playing(empty_scene,
 def _handles(session):
     from stylized_renderer.engine.gpu.palette_textures import palette_handle
 
-    return [palette_handle(g.palette) for g in session.runtime.palette_set.palette_groups]
+    handles = []
+    for g in session.runtime.palette_set.palette_groups:
+        h = palette_handle(g.palette)
+        assert h is not None, "a palette of the session has no GPU buffer"
+        handles.append(h)
+    return handles
 
 
 def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, monkeypatch):
@@ -380,6 +386,7 @@ def test_palette_textures_are_made_only_for_palettes_drawn_alone(empty_scene, mo
     grouped = render_scene(scene).copy()
     stats = last_pipeline_stats()
     session = render_engine.kept_final_session()
+    assert session is not None and session.runtime is not None
     handles = _handles(session)
     assert len(handles) >= 4 and all(h.rows is not None for h in handles)
     assert stats["instanced_draws"] > 0
@@ -424,7 +431,9 @@ def test_palette_texture_follows_the_upload(empty_scene):
         m2 = m.copy()
         m2[0, 1, 3] = -1.0
         assert be.upload_palette(h, m2) and h.texture is None
-        got = np.array(palette_texture(pal).read().to_list(), np.float32).reshape(2, 4, 4)
+        tex = palette_texture(pal)
+        assert tex is not None
+        got = np.array(tex.read().to_list(), np.float32).reshape(2, 4, 4)
         assert np.array_equal(got.transpose(0, 2, 1), m2)
         be.release_palette(h)
         assert palette_texture(pal) is None
@@ -463,7 +472,7 @@ def test_linked_library_keys_are_not_mixed_with_local_ones(empty_scene, tmp_path
     assert locals_[0].data.shape_keys.name == "Key"
     with bpy.data.libraries.load(str(lib_path), link=True) as (src, dst):
         dst.objects = ["LibPlane"]
-    linked = dst.objects[0]
+    linked = cast(Any, dst.objects[0])       # the load replaced the names by the linked objects
     bpy.context.scene.collection.objects.link(linked)
     assert linked.library is not None and linked.data.shape_keys.name == "Key"
     asset = importer.import_scene(bpy.context.evaluated_depsgraph_get())

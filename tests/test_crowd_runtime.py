@@ -56,14 +56,17 @@ def test_crowd_matches_each_character_alone_and_blender(empty_scene):
             for node, pi in pairs[name]:
                 got = rt.palette_set.find(node, pi)
                 ref = r.palette_set.find(node, pi)
+                assert got is not None and ref is not None, (name, node)
                 assert np.allclose(got.matrices, ref.matrices, atol=1e-6), (name, node, frame)
                 assert np.allclose(got.current_local_bounds.minimum, ref.current_local_bounds.minimum, atol=1e-9)
                 assert np.allclose(got.current_local_bounds.maximum, ref.current_local_bounds.maximum, atol=1e-9)
                 assert np.isclose(got.max_linear_scale, ref.max_linear_scale, atol=1e-9)
             for i, nd in enumerate(asset.nodes):
                 if nd.object_name == name and nd.bone_name is not None:
-                    assert np.allclose(rt.pose.world_matrix(i), r.pose.world_matrix(i), atol=1e-9)
-                    moved += not np.allclose(rt.pose.world_matrix(i), bind_worlds[i], atol=1e-4)
+                    w, w_alone = rt.pose.world_matrix(i), r.pose.world_matrix(i)
+                    assert w is not None and w_alone is not None       # both poses are clean after the seek
+                    assert np.allclose(w, w_alone, atol=1e-9)
+                    moved += not np.allclose(w, bind_worlds[i], atol=1e-4)
         assert moved >= 2 * COPIES                       # every character really plays the clip
         # Blender, with the action on every rig: armature world @ pose bone matrix per joint
         scene.frame_set(frame)
@@ -74,13 +77,15 @@ def test_crowd_matches_each_character_alone_and_blender(empty_scene):
             for i, nd in enumerate(asset.nodes):
                 if nd.object_name == name and nd.bone_name is not None:
                     ref = aw @ np.array(arm.pose.bones[nd.bone_name].matrix)
-                    assert np.allclose(rt.pose.world_matrix(i), ref, atol=1e-4), (name, nd.bone_name, frame)
+                    w = rt.pose.world_matrix(i)
+                    assert w is not None and np.allclose(w, ref, atol=1e-4), (name, nd.bone_name, frame)
             for node, pi in pairs[name]:
                 skin = asset.meshes[asset.nodes[node].mesh_index].primitives[pi].skin
                 mw = np.array(bpy.data.objects[asset.nodes[node].object_name].evaluated_get(dg).matrix_world)
                 ref = np.array([np.linalg.inv(mw) @ aw @ np.array(arm.pose.bones[asset.nodes[j].bone_name].matrix)
                                 @ skin.inverse_bind_matrices[k] for k, j in enumerate(skin.joint_node_indices)])
-                assert np.allclose(rt.palette_set.find(node, pi).matrices, ref, atol=1e-4), (name, node, frame)
+                pal = rt.palette_set.find(node, pi)
+                assert pal is not None and np.allclose(pal.matrices, ref, atol=1e-4), (name, node, frame)
     for r in alone:
         r.release()
     rt.release()
@@ -97,6 +102,7 @@ def test_batched_palettes_equal_the_per_group_path(empty_scene):
     assert rt.set_clip(clip, targets=names[1:])         # the first character keeps its bind pose
     seek_frame(rt, clip, 7)
     world = rt.pose.world_matrices
+    assert world is not None
     be = CpuBackend()
     for g in rt.palette_set.palette_groups:
         ref = copy.copy(g)
@@ -166,9 +172,11 @@ def test_crowd_root_motion_in_place_matches_alone(empty_scene, in_place):
         seek_frame(r, clip, 12)
         for bone in ("Root", "Spine", "Head"):
             node = asset.node_index(name, bone)
-            assert np.allclose(rt.pose.world_matrix(node), r.pose.world_matrix(node), atol=1e-9), (name, bone)
+            w, w_alone = rt.pose.world_matrix(node), r.pose.world_matrix(node)
+            assert w is not None and w_alone is not None and np.allclose(w, w_alone, atol=1e-9), (name, bone)
         spine = asset.node_index(name, "Spine")
-        assert not np.allclose(rt.pose.world_matrix(spine), bind[spine], atol=1e-3)    # it plays
+        w = rt.pose.world_matrix(spine)
+        assert w is not None and not np.allclose(w, bind[spine], atol=1e-3)    # it plays
         r.release()
     rt.release()
 
@@ -216,7 +224,9 @@ def test_batched_palettes_are_read_through_views_every_frame(empty_scene):
             assert np.allclose(pal.current_local_bounds.minimum, ref.palette.current_local_bounds.minimum, atol=1e-9)
             assert np.allclose(pal.current_local_bounds.maximum, ref.palette.current_local_bounds.maximum, atol=1e-9)
             assert np.isclose(pal.max_linear_scale, ref.palette.max_linear_scale, rtol=1e-9)
-            tex = np.array(palette_texture(pal).read().to_list(), np.float32).reshape(-1, 4, 4)
+            ptex = palette_texture(pal)
+            assert ptex is not None
+            tex = np.array(ptex.read().to_list(), np.float32).reshape(-1, 4, 4)
             assert np.allclose(tex.transpose(0, 2, 1), ref.palette.matrices, atol=1e-6)
 
     def task():
@@ -233,6 +243,7 @@ def test_batched_palettes_are_read_through_views_every_frame(empty_scene):
             assert all(g.palette._view is not None for g in groups)       # read through the batch
             check(rt)
         batch = rt.palette_set._batch
+        assert batch is not None
         real = batch.update
         batch.update = lambda *a, **k: None                               # a frame on the per-group path
         seek_frame(rt, clip, 5)

@@ -531,6 +531,7 @@ def test_linked_duplicates_share_assets_and_static_streams(empty_scene, capsys):
     gpu_util.run_in_gpu_context(lambda: (s.ensure_gpu(), s.ensure_runtime(dg)))
     prims = len(meshes[0].primitives)
     try:
+        assert s.backend is not None, "ensure_gpu made no backend"
         assert s.backend.static_uploads == prims, (s.backend.static_uploads, prims)
     finally:
         gpu_util.run_in_gpu_context(s.free)

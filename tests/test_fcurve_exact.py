@@ -52,7 +52,7 @@ def test_curve_values_equal_blenders_at_every_eighth_frame(empty_scene, seed):
     assert not clip.notes
     tracks = CurveTracks(clip.curves, clip.frame_start, clip.fps)
     frames = np.arange(-3.0, 31.0, 0.125)
-    ours = np.array([tracks.evaluator.evaluate(f) for f in frames])
+    ours = np.array([tracks.evaluator.evaluate(float(f)) for f in frames])
     fcs = slot_fcurves(act, act.slots[0])
     assert ours.shape[1] == len(fcs)
     ref = np.array([[fc.evaluate(f) for fc in fcs] for f in frames])

@@ -39,7 +39,9 @@ def test_linked_duplicates_draw_one_batch_per_primitive(empty_scene):
     assert five["batches_drawn"] == one["batches_drawn"], (one, five)
     assert five["draw_calls"] == one["draw_calls"], (one, five)
     assert five["instanced_draws"] > 0
-    backend = render_engine.kept_final_session().backend
+    kept = render_engine.kept_final_session()
+    assert kept is not None and kept.backend is not None
+    backend = kept.backend
     assert backend.stream_uploads == one["batches_drawn"]
 
 

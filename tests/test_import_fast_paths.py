@@ -82,7 +82,8 @@ def test_bone_targets_and_binds_in_bulk_are_the_per_bone_ones(empty_scene):
     from stylized_renderer.engine.blender.importer import nodes
 
     modes = ["QUATERNION", "XYZ", "ZXY", "YZX", "AXIS_ANGLE", "XZY", "YXZ", "ZYX", "QUATERNION", "QUATERNION"]
-    specs = [("b0", None, (0, 0, 0), (0, 0, 1))]
+    specs: list[tuple[str, str | None, tuple[float, float, float], tuple[float, float, float]]] = [
+        ("b0", None, (0, 0, 0), (0, 0, 1))]
     for i in range(1, len(modes)):
         specs.append((f"b{i}", f"b{(i - 1) // 2}", (0.1 * i, 0, i), (0.1 * i, 0.2, i + 1)))
     arm = scenes.make_armature("Rig", specs)

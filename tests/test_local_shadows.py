@@ -129,6 +129,7 @@ def test_lamp_shadow_falls_where_eevee_puts_it(empty_scene, tmp_path, kind):
     scene = empty_scene
     light = _stage(scene, kind)
     ours, eevee, imgs = _both(scene, light, tmp_path, kind.lower())
+    assert eevee is not None                        # both engines rendered
     assert eevee.sum() > 150, eevee.sum()           # the scene has a shadow worth comparing
     score = iou(ours, eevee)
     print(f"{kind}: shadow pixels ours {ours.sum()} EEVEE {eevee.sum()} IoU {score:.3f}")
@@ -147,6 +148,7 @@ def test_skinned_character_casts_its_posed_shadow(empty_scene, tmp_path):
     for name in ("Ball", "Box"):
         bpy.data.objects[name].visible_shadow = False
     ours, eevee, _ = _both(scene, light, tmp_path, "point_character")
+    assert eevee is not None                        # both engines rendered
     score = iou(ours, eevee)
     print(f"character only: ours {ours.sum()} (all casters {ours_all.sum()}) EEVEE {eevee.sum()} IoU {score:.3f}")
     assert ours_all.sum() - ours.sum() > 200        # the ball's and the cube's shadows are gone

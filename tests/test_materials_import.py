@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+from typing import Any
 
 import bpy
 import numpy as np
@@ -96,7 +97,7 @@ def write_gltf(path: pathlib.Path, prims, materials, images=(), extensions_used=
             blob.append(0)
         views.append(dict(buffer=0, byteOffset=len(blob), byteLength=arr.nbytes, target=target))
         blob.extend(arr.tobytes())
-        acc = dict(bufferView=len(views) - 1, componentType=comp, count=int(arr.shape[0]), type=typ)
+        acc: dict[str, object] = dict(bufferView=len(views) - 1, componentType=comp, count=int(arr.shape[0]), type=typ)
         if minmax:
             acc["min"] = [float(v) for v in arr.min(0)]
             acc["max"] = [float(v) for v in arr.max(0)]
@@ -481,11 +482,11 @@ def test_read_mesh_colors(ext, empty_scene, domain):
 def test_primitive_asset_colors_validated():
     from stylized_renderer.engine.core.assets.types import PrimitiveAsset
 
-    kw = dict(material_index=0, material_name="m", positions=np.zeros((3, 3)), normals=np.zeros((3, 3)),
+    kw: dict[str, Any] = dict(material_index=0, material_name="m", positions=np.zeros((3, 3)), normals=np.zeros((3, 3)),
               indices=np.array([[0, 1, 2]]), source_vertices=np.arange(3))
     assert PrimitiveAsset(**kw).colors is None
     p = PrimitiveAsset(colors=np.ones((3, 4)), **kw)
-    assert p.colors.dtype == np.float32 and not p.colors.flags.writeable
+    assert p.colors is not None and p.colors.dtype == np.float32 and not p.colors.flags.writeable
     with pytest.raises(ValueError):
         PrimitiveAsset(colors=np.ones((3, 3)), **kw)
     with pytest.raises(ValueError):
@@ -500,7 +501,8 @@ def test_cpu_stream_carries_colors():
     prim = PrimitiveAsset(material_index=0, material_name="m", positions=np.zeros((3, 3)), normals=np.zeros((3, 3)),
                           indices=np.array([[0, 1, 2]]), source_vertices=np.arange(3), colors=cols)
     s = CpuBackend().create_stream(prim)
-    assert np.array_equal(s.colors, cols)
+    assert s is not None
+    assert s.colors is not None and np.array_equal(s.colors, cols)
 
 
 # ------------------------------------------------------------------------------------------------

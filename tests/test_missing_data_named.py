@@ -303,7 +303,9 @@ def test_hair_strands_are_evaluated_as_blender_evaluates_them(empty_scene):
     ob.location = (1.0, 2.0, 3.0)
     ob.rotation_euler = (0.3, 0.2, 0.1)
     dg = bpy.context.evaluated_depsgraph_get()
-    ours = hair.evaluate(hair.read_strands(ob.evaluated_get(dg), np.array(ob.matrix_world)))
+    strands = hair.read_strands(ob.evaluated_get(dg), np.array(ob.matrix_world))
+    assert strands is not None
+    ours = hair.evaluate(strands)
     assert list(np.diff(ours.offsets)) == [4 * 12 + 1, 4 + 1, 2 * 3 + 1, 4]
     bpy.context.view_layer.objects.active = ob
     ob.select_set(True)

@@ -219,7 +219,7 @@ def test_a_crowd_crossfades_through_the_mixer(empty_scene):
         for b in bones:
             want = aw @ np.array(arm.pose.bones[b].matrix)
             got = crowd.pose.world_matrix(asset.node_index(name, b))
-            assert np.allclose(got, want, atol=1e-4), (name, b)
+            assert got is not None and np.allclose(got, want, atol=1e-4), (name, b)
     for rt in (crowd, alone):
         rt.release()
 

@@ -6,6 +6,8 @@ fragment shader used), so the comparison is pixel by pixel with a 2/255 toleranc
 outlines and shadows are off."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -20,7 +22,7 @@ SUN_C = np.array([1.0, 0.95, 0.9])
 def params(**kw):
     from stylized_renderer.engine.core.assets.material import MToonParams
 
-    base = dict(base_color=(0.9, 0.5, 0.3, 1.0), shade_color=(0.2, 0.1, 0.25), shading_toony=0.9,
+    base: dict[str, Any] = dict(base_color=(0.9, 0.5, 0.3, 1.0), shade_color=(0.2, 0.1, 0.25), shading_toony=0.9,
                 shading_shift=0.0, gi_equalization=0.9, matcap_factor=(1, 1, 1), rim_color=(0, 0, 0))
     base.update(kw)
     return MToonParams(**base)
