@@ -409,7 +409,7 @@ def test_session_sync_marks_bakes_dirty(crig, bakes):
 
     bpy.app.handlers.depsgraph_update_post.append(on_update)
     try:
-        s.imports.synced_frame = (bpy.context.scene.frame_current, 0.0)  # pyright: ignore[reportAttributeAccessIssue]  # SyncState declares it as None only (session_sync.py); the engine stores this tuple
+        s.imports.synced_frame = (bpy.context.scene.frame_current, 0.0)
         arm.pose.bones["arm2"].constraints[0].influence = 0.25
         bpy.context.view_layer.update()
     finally:

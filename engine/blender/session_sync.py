@@ -5,6 +5,7 @@ they keep between frames is the session's ``SyncState`` (``session.imports``).""
 from __future__ import annotations
 
 import time
+from typing import Optional
 
 
 class SyncState:
@@ -29,7 +30,7 @@ class SyncState:
         self.last_sync = ""                  # how the last final-render sync went (import / a step)
         self.structure_key = None            # importer.structure_key of the last import (final renders)
         self.remember_after_import = False
-        self.synced_frame = None             # the frame the last sync saw (a change = animation evaluation)
+        self.synced_frame: Optional[tuple] = None   # (frame, subframe) the last sync saw (a change = animation evaluation)
 
 
 def sync(session, depsgraph, updates=None) -> None:

@@ -215,7 +215,7 @@ def test_pre_trs_without_a_4x4_product_equals_pre_at_trs():
     out = np.full((n, 4, 4), np.nan)
     compose_pre_trs(pre, pre_rotation_forms(pre), t, q, s, out)
     assert np.allclose(out, pre @ compose_trs_fast(t, q, s), atol=1e-12)
-    compose_pre_trs(pre, pre_rotation_forms(pre), t, q, None, out)  # pyright: ignore[reportArgumentType]  # None: unit scales (documented; s is annotated ndarray)
+    compose_pre_trs(pre, pre_rotation_forms(pre), t, q, None, out)
     assert np.allclose(out, pre @ compose_trs_fast(t, q, np.ones((n, 3))), atol=1e-12)
 
 

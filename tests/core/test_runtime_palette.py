@@ -146,7 +146,7 @@ def test_failed_group_does_not_advance_cached_version():
     scene = SceneAsset(nodes, [base.meshes[0], base.meshes[0]])
     scene, pose, ps, be = build(scene)
     assert ps.palette_count == 2
-    be.fail_palette_upload = {ps.palette_groups[1].palette.gpu_buffer}  # pyright: ignore[reportAttributeAccessIssue]  # bool or a set (documented; typed bool)
+    be.fail_palette_upload = {ps.palette_groups[1].palette.gpu_buffer}
     bend(pose)
     assert not ps.update(pose)
     assert ps.last_pose_version != pose.version

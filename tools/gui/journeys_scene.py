@@ -200,14 +200,15 @@ def j_viewports(h: H.Harness):
                 f"viewport {i + 1} of 2 draws the character")
     xid = blender_xwindow()
     h.check(xid is not None, "found Blender's X window")
-    subprocess.run(["xdotool", "windowsize", xid, "1200", "760"], check=True)  # pyright: ignore[reportCallIssue, reportArgumentType]  (xid checked above)
+    assert xid is not None                       # (h.check raised otherwise)
+    subprocess.run(["xdotool", "windowsize", xid, "1200", "760"], check=True)
     yield 2.0
     win = window()
     h.check((win.width, win.height) == (1200, 760), f"the window was resized to {win.width}x{win.height}")
     for i, a in enumerate(view3d_areas()):
         yield from h.settled(f"resized-{i}", screen_rect(region(a)))
         h.check(colour_share(h._settled, DEMO_COLOURS["clothes"]) > 0.001, f"after the resize viewport {i + 1} draws")
-    subprocess.run(["xdotool", "windowsize", xid, "1600", "900"], check=True)  # pyright: ignore[reportCallIssue, reportArgumentType]  (xid checked above)
+    subprocess.run(["xdotool", "windowsize", xid, "1600", "900"], check=True)
     yield 2.0
     a = view3d_areas()[0]
     x0, y0, x1, y1 = screen_rect(region(a))

@@ -65,7 +65,7 @@ def pre_rotation_forms(pre: np.ndarray) -> np.ndarray:
     return f.reshape(n, 14, 12)
 
 
-def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.ndarray, s: np.ndarray,
+def compose_pre_trs(pre: np.ndarray, forms: np.ndarray, t: np.ndarray, q: np.ndarray, s: Optional[np.ndarray],
                     out: np.ndarray, bottom: bool = True) -> None:
     """``out = pre @ T @ R @ S`` for affine (N,4,4) ``pre`` with ``forms = pre_rotation_forms(pre)``,
     (N,3) ``t``, unit (N,4) wxyz ``q`` and (N,3) ``s`` (None: all ones): the top three rows are one batched

@@ -119,7 +119,7 @@ class CpuBackend(RuntimeBackend):
 
     def __init__(self):
         self.fail_palette_create = False
-        self.fail_palette_upload = False
+        self.fail_palette_upload: bool | set = False
         self.fail_stream_create = False
         self.palette_buffers_created = 0
         self.palette_uploads = 0
