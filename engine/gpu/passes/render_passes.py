@@ -295,11 +295,13 @@ void main()
 """
 
 
-def averaged_sources(pipeline, frame, names, scene):
+def averaged_sources(pipeline, frame, names, scene, extra=()):
     """The passes among ``names`` to average over the samples, as a ``pass_resolve.Sources``
     (drawn by engine/gpu/passes/samples.py with the colour's coverage samples, packed into as
     few outputs as their channels need; ``Sources.layout`` says where each is); None when none
-    is requested."""
+    is requested.  ``extra``: more passes ((name, channels, GLSL expression at ``q``, sampler
+    name, texture), ...: the AOVs' drawn inputs, engine/gpu/passes/aov_draw.py), each taken
+    while the resolve's outputs and samplers have room (``layout`` leaves out the others)."""
     from .pass_resolve import Sources, pack
 
     names = set(names)
@@ -333,6 +335,17 @@ def averaged_sources(pipeline, frame, names, scene):
         if "Outline" in names:
             samplers["color"] = pipeline.last_color
             items.append(("Outline", 4, "vec4(texelFetch(color, q, 0).rgb, 1.0) * texelFetch(pass0, q, 0).a"))
+    room = MAX_RESOLVE_SAMPLERS - len(samplers) - (1 if pre else 0)
+    for name, ch, expr, sampler, tex in extra:
+        try:
+            pack(items + [(name, ch, expr)], MAX_AVERAGED_SLOTS)
+        except ValueError:
+            continue
+        if room < 1:
+            break
+        room -= 1
+        samplers[sampler] = tex
+        items.append((name, ch, expr))
     if not items:
         return None
     outputs, layout = pack(items, MAX_AVERAGED_SLOTS)
@@ -341,6 +354,9 @@ def averaged_sources(pipeline, frame, names, scene):
 
 #: outputs of the averaged passes' resolve: Blender's framebuffer limit less the colour's
 MAX_AVERAGED_SLOTS = 5
+#: the resolve's samplers besides the colour and the coverage samples' ids (samples.BATCH + 1):
+#: 16 in all, the least a GPU gives a fragment shader
+MAX_RESOLVE_SAMPLERS = 16 - 1 - 8
 
 
 def apply_averaged(out: dict, averaged: dict, layout, width: int, height: int) -> None:
