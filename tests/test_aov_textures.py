@@ -107,3 +107,56 @@ def test_textured_aovs_match_eevee(empty_scene, tmp_path):
     named = [line for line in log if "AOV Output node 'Wave AOV'" in line]
     assert len(named) == 1 and "'Blue'" in named[0] and "Math" in named[0], log
     assert not [line for line in log if "Grey" in line and "AOV" in line], log
+
+
+def _attribute_scene(scene):
+    """The ground's VALUE AOV from an image's Alpha output (x 0.5 through Math Multiply); the
+    ball's COLOR AOV from its colour attribute (a float colour per point, varying with height)."""
+    S.stage(scene)
+    layer = scene.view_layers[0]
+    layer.aovs.add().name = "vcol"
+    val = layer.aovs.add()
+    val.name, val.type = "alpha", "VALUE"
+    n = 32
+    img = bpy.data.images.new("AOVAlpha", n, n, float_buffer=True)
+    u, v = np.meshgrid((np.arange(n) + 0.5) / n, (np.arange(n) + 0.5) / n)
+    img.pixels.foreach_set(np.stack([u, v, u * 0 + 0.5, 0.2 + 0.7 * v], -1).astype(np.float32).ravel())
+    img.pack()
+    grey = bpy.data.materials["Grey"].node_tree
+    tex = grey.nodes.new("ShaderNodeTexImage")
+    tex.image = img
+    mul = grey.nodes.new("ShaderNodeMath")
+    mul.operation = "MULTIPLY"
+    grey.links.new(tex.outputs["Alpha"], mul.inputs[0])
+    mul.inputs[1].default_value = 0.5
+    grey.links.new(mul.outputs[0], _output(grey, "alpha").inputs["Value"])
+    ball = bpy.data.objects["Ball"].data
+    attr = ball.color_attributes.new("Paint", "FLOAT_COLOR", "POINT")
+    z = np.array([vert.co.z for vert in ball.vertices])
+    t = (z - z.min()) / (np.ptp(z) or 1.0)
+    attr.data.foreach_set("color", np.stack([t, 1.0 - t, t * 0 + 0.25, t * 0 + 1.0], -1).astype(np.float32).ravel())
+    ball.color_attributes.render_color_index = ball.color_attributes.active_color_index = 0
+    red = bpy.data.materials["Red"].node_tree
+    col = red.nodes.new("ShaderNodeVertexColor")
+    col.layer_name = "Paint"
+    red.links.new(col.outputs["Color"], _output(red, "vcol").inputs["Color"])
+
+
+def test_alpha_and_colour_attribute_aovs_match_eevee(empty_scene, tmp_path):
+    scene = empty_scene
+    _attribute_scene(scene)
+    scene.stylized.render_samples = 8
+    ours = S.render_exr(scene, tmp_path / "ours.exr")
+    log = render_capture.LAST_RENDER["log"]
+    eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=8)
+    c_o = np.stack([ours[f"ViewLayer.vcol.{c}"] for c in "RGBA"], -1)
+    c_e = np.stack([eevee[f"ViewLayer.vcol.{c}"] for c in "RGBA"], -1)
+    v_o, v_e = ours["ViewLayer.alpha.X"], eevee["ViewLayer.alpha.X"]
+    ball = interior(interior(c_e[..., 3] > 0.5))
+    ground = interior(interior(v_e > 0.05)) & ~interior(c_e[..., 3] > 0.01)
+    assert np.count_nonzero(ball) > 100 and np.count_nonzero(ground) > 2000
+    assert np.ptp(c_o[ball][:, 0]) > 0.3 and np.ptp(v_o[ground]) > 0.15
+    assert np.abs(c_o[ball] - c_e[ball]).mean() < 0.01, np.abs(c_o[ball] - c_e[ball]).mean(0)
+    assert np.abs(v_o[ground] - v_e[ground]).mean() < 0.01
+    assert np.abs(v_o[ground] - v_e[ground]).max() < 0.05
+    assert not [line for line in log if "AOV" in line], log
