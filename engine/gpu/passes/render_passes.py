@@ -27,11 +27,15 @@ DiffCol    RGB       Diffuse Color: the surface's base colour (texture x factor)
 Emit       RGB       Emission: the emissive colour (texture x factor; an unlit surface's colour)
 Vector     XYZW      motion to the previous / next frame in pixels, EEVEE's layout (written by
                      engine/features/passes/vector.py from the exact state at frame -1 and +1)
+(an AOV)   RGBA, X   a view layer AOV (COLOR, VALUE), named as it is: the materials' AOV Output
+                     input (engine/features/passes/aov.py): constants from the coverage samples'
+                     keys, image textures / colour attributes drawn per pixel (aov_draw.py) and
+                     averaged here (``averaged_sources``' ``extra``); 0 on the background
 =========  ========  =====================================================================
 
-With Render Samples > 1, Normal, Mist and the toon passes are averaged over the samples as the
-Combined is (``averaged_sources`` / ``apply_averaged``, resolved by engine/gpu/passes/samples.py);
-Depth and the index passes keep the centre sample's value.
+With Render Samples > 1, Normal, Mist, the toon passes and the AOVs are averaged over the samples
+as the Combined is (``averaged_sources`` / ``apply_averaged``, resolved by
+engine/gpu/passes/samples.py); Depth and the index passes keep the centre sample's value.
 
 The toon passes (Outline, Shadow, Shade, Rim) are switched on per view layer under
 *View Layer > Passes > Stylized*; Depth, Normal, Mist and the index passes use Blender's own
