@@ -160,3 +160,41 @@ def test_alpha_and_colour_attribute_aovs_match_eevee(empty_scene, tmp_path):
     assert np.abs(v_o[ground] - v_e[ground]).mean() < 0.01
     assert np.abs(v_o[ground] - v_e[ground]).max() < 0.05
     assert not [line for line in log if "AOV" in line], log
+
+
+def test_constants_convert_as_blender_does(empty_scene):
+    """An RGB node on a VALUE AOV is its luminance, a Value node on a COLOR AOV grey with alpha 1
+    (Blender's implicit conversions); an image behind a node the reader does not evaluate
+    (Hue/Saturation) is not drawn, and the log names that node."""
+    from engine.features.passes import aov
+
+    mat = bpy.data.materials.new("Consts")
+    mat.use_nodes = True
+    tree = mat.node_tree
+    rgb = tree.nodes.new("ShaderNodeRGB")
+    rgb.outputs[0].default_value = (0.2, 0.5, 0.8, 1.0)
+    tree.links.new(rgb.outputs[0], _output(tree, "val").inputs["Value"])
+    value = tree.nodes.new("ShaderNodeValue")
+    value.outputs[0].default_value = 0.3
+    tree.links.new(value.outputs[0], _output(tree, "col").inputs["Color"])
+    tex = tree.nodes.new("ShaderNodeTexImage")
+    tex.image = _gradient()
+    hue = tree.nodes.new("ShaderNodeHueSaturation")
+    tree.links.new(tex.outputs["Color"], hue.inputs["Color"])
+    tree.links.new(hue.outputs["Color"], _output(tree, "hue", "Hue AOV").inputs["Color"])
+    tree.links.new(tex.outputs["Color"], _output(tree, "tex").inputs["Color"])
+    values, lines = aov.material_values(mat, [("val", "VALUE"), ("col", "COLOR"), ("hue", "COLOR"),
+                                              ("tex", "COLOR")])
+    assert abs(values["val"][0] - float(np.dot((0.2, 0.5, 0.8), LUMA))) < 1e-6
+    assert np.allclose(values["col"], (0.3, 0.3, 0.3, 1.0))
+    assert "hue" not in values and isinstance(values["tex"], aov.Drawn) and values["tex"].texture.image == tex.image
+    assert len(lines) == 1 and "'Hue AOV'" in lines[0] and "'Hue/Saturation/Value'" in lines[0], lines
+    # deeper: an evaluated Mix whose input is not evaluated names that input's node
+    mix = tree.nodes.new("ShaderNodeMix")
+    mix.data_type, mix.blend_type = "RGBA", "MULTIPLY"
+    noise = tree.nodes.new("ShaderNodeTexNoise")
+    tree.links.new(noise.outputs["Color"], mix.inputs["A"])
+    tree.links.new(mix.outputs["Result"], _output(tree, "deep", "Deep AOV").inputs["Color"])
+    values, lines = aov.material_values(mat, [("deep", "COLOR")])
+    assert values == {} and len(lines) == 1 and "comes from 'Mix'" in lines[0], lines
+    assert "not evaluated: node 'Noise Texture' (Noise Texture)" in lines[0], lines

@@ -115,6 +115,8 @@ def _evaluate(material, socket, color: bool) -> tuple:
     if term.image is None and not term.vertex:
         return _as(term.factor, color), None, [], []
     ref = reader.tex_ref(term.image) if term.image is not None else None
+    if term.vertex:
+        reader._check_vertex_colors(term.vertex_layer)     # (a layer other than the drawn one: noted)
     mode = "COLOR" if color else "LUMINANCE"
     return None, Drawn(tuple(float(c) for c in term.factor) + (1.0,), ref, term.vertex, False, mode), [], \
         reader.unmapped
@@ -150,8 +152,10 @@ def material_values(material, aovs) -> tuple:
         value, drawn, failed, approx = _evaluate(material, socket, color)
         where = f"material '{material.name}': AOV Output node '{node.name}' (AOV '{name}')"
         if failed:
+            nodes = _nodes(failed)
+            inner = "" if nodes == f"node '{src.name}' ({src.bl_label})" else f" (not evaluated: {nodes})"
             lines.append(f"{where}: its {socket.name} comes from '{src.name}', which Stylized does not "
-                         f"evaluate: the AOV is 0 on this material (not evaluated: {_nodes(failed)})")
+                         f"evaluate: the AOV is 0 on this material{inner}")
             continue
         lines += [f"{msg} (AOV '{name}')" for msg in approx]
         out[name] = drawn if drawn is not None else value
