@@ -64,16 +64,22 @@ def _scene(scene):
     return layer
 
 
-def test_textured_aovs_match_eevee(empty_scene, tmp_path):
-    scene = empty_scene
-    _scene(scene)
+def _render_both(scene, tmp_path, colour: str, value: str):
+    """F12 with Stylized and with EEVEE (8 samples each) into multilayer EXRs: (Stylized's log,
+    the COLOR AOV ``colour`` (H, W, 4) ours and EEVEE's, the VALUE AOV ``value`` ours and EEVEE's)."""
     scene.stylized.render_samples = 8
     ours = S.render_exr(scene, tmp_path / "ours.exr")
     log = render_capture.LAST_RENDER["log"]
     eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=8)
-    c_o = np.stack([ours[f"ViewLayer.texcol.{c}"] for c in "RGBA"], -1)
-    c_e = np.stack([eevee[f"ViewLayer.texcol.{c}"] for c in "RGBA"], -1)
-    v_o, v_e = ours["ViewLayer.texval.X"], eevee["ViewLayer.texval.X"]
+    c_o = np.stack([ours[f"ViewLayer.{colour}.{c}"] for c in "RGBA"], -1)
+    c_e = np.stack([eevee[f"ViewLayer.{colour}.{c}"] for c in "RGBA"], -1)
+    return log, c_o, c_e, ours[f"ViewLayer.{value}.X"], eevee[f"ViewLayer.{value}.X"]
+
+
+def test_textured_aovs_match_eevee(empty_scene, tmp_path):
+    scene = empty_scene
+    _scene(scene)
+    log, c_o, c_e, v_o, v_e = _render_both(scene, tmp_path, "texcol", "texval")
     # the ground: where EEVEE's colour AOV is drawn and is not the ball's constant (the box has
     # no colour AOV: 0), two pixels in from every edge
     ball = np.all(np.abs(c_e[..., :3] - (0.2, 0.4, 0.6)) < 0.01, -1)
@@ -145,13 +151,7 @@ def _attribute_scene(scene):
 def test_alpha_and_colour_attribute_aovs_match_eevee(empty_scene, tmp_path):
     scene = empty_scene
     _attribute_scene(scene)
-    scene.stylized.render_samples = 8
-    ours = S.render_exr(scene, tmp_path / "ours.exr")
-    log = render_capture.LAST_RENDER["log"]
-    eevee = S.render_exr(scene, tmp_path / "eevee.exr", engine="EEVEE", samples=8)
-    c_o = np.stack([ours[f"ViewLayer.vcol.{c}"] for c in "RGBA"], -1)
-    c_e = np.stack([eevee[f"ViewLayer.vcol.{c}"] for c in "RGBA"], -1)
-    v_o, v_e = ours["ViewLayer.alpha.X"], eevee["ViewLayer.alpha.X"]
+    log, c_o, c_e, v_o, v_e = _render_both(scene, tmp_path, "vcol", "alpha")
     ball = interior(interior(c_e[..., 3] > 0.5))
     ground = interior(interior(v_e > 0.05)) & ~interior(c_e[..., 3] > 0.01)
     assert np.count_nonzero(ball) > 100 and np.count_nonzero(ground) > 2000
