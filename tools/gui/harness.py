@@ -86,59 +86,6 @@ def screen_rect(reg, win=None):
     return x0, y0, x0 + reg.width, y0 + reg.height
 
 
-def display_height():
-    """The X screen's height in pixels (xdotool getdisplaygeometry)."""
-    out = subprocess.run(["xdotool", "getdisplaygeometry"], check=True, capture_output=True, text=True).stdout
-    return int(out.split()[1])
-
-
-def window_rect(reg, win):
-    """``screen_rect`` for a window other than the main one (Preferences, a file browser): Blender
-    gives a window's origin from the screen's bottom-left corner."""
-    x0 = win.x + reg.x
-    y0 = display_height() - (win.y + reg.y + reg.height)
-    return x0, y0, x0 + reg.width, y0 + reg.height
-
-
-def xwindows(name):
-    """X window ids whose title contains ``name`` (xdotool search --name)."""
-    out = subprocess.run(["xdotool", "search", "--name", name], capture_output=True, text=True).stdout
-    return out.split()
-
-
-def close_xwindow(xid):
-    """Ask a window to close the way a window manager's close button does: a WM_DELETE_WINDOW
-    message (Xvfb runs no window manager, so nothing draws that button; tools/gui/wm_atoms.py
-    makes Blender take the message)."""
-    import ctypes
-
-    class ClientMessage(ctypes.Structure):
-        _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong), ("send_event", ctypes.c_int),
-                    ("display", ctypes.c_void_p), ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong),
-                    ("format", ctypes.c_int), ("data", ctypes.c_long * 5)]
-
-    class XEvent(ctypes.Union):
-        _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
-
-    x11 = ctypes.CDLL("libX11.so.6")
-    x11.XOpenDisplay.restype = ctypes.c_void_p
-    x11.XInternAtom.restype = ctypes.c_ulong
-    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
-    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long, ctypes.c_void_p]
-    x11.XFlush.argtypes = [ctypes.c_void_p]
-    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
-    dpy = x11.XOpenDisplay(None)
-    ev = XEvent()
-    ev.xclient.type = 33                      # ClientMessage
-    ev.xclient.window = int(xid)
-    ev.xclient.message_type = x11.XInternAtom(dpy, b"WM_PROTOCOLS", False)
-    ev.xclient.format = 32
-    ev.xclient.data[0] = x11.XInternAtom(dpy, b"WM_DELETE_WINDOW", False)
-    x11.XSendEvent(dpy, int(xid), False, 0, ctypes.byref(ev))
-    x11.XFlush(dpy)
-    x11.XCloseDisplay(dpy)
-
-
 def override(area, kind="WINDOW", win=None):
     win = win or window()
     return bpy.context.temp_override(window=win, screen=win.screen, area=area, region=region(area, kind))
@@ -223,14 +170,6 @@ class Harness:
             yield TICK
         yield settle
 
-    def type_text(self, text, settle=0.2):
-        """Type ``text`` one key per tick (lower-case letters, digits and xdotool key names of
-        punctuation: a press and its release in one tick would be lost)."""
-        names = {"/": "slash", ".": "period", "_": "underscore", "-": "minus", " ": "space"}
-        for ch in text:
-            yield from self.key(names.get(ch, ch), settle=TICK)
-        yield settle
-
     # ---- screenshots --------------------------------------------------------------------------
     def shot(self, name) -> np.ndarray:
         """The whole X screen now, saved as OUT/BACKEND-NAME.png; returns (H, W, 3) uint8."""
@@ -287,10 +226,9 @@ class Harness:
     def locate(self, reg, wanted, x_fracs=(0.15,), step=10, win=None, start=0.0):
         """Scan ``reg`` top to bottom at the given fractions of its width; for each name in
         ``wanted`` (a dict name -> predicate(kind, text)) the first screen point whose button matches
-        (``start``: the fraction of the region's height the scan starts at; ``win``: a window other
-        than the main one, such as Preferences).
+        (``start``: the fraction of the region's height the scan starts at).
         Sets ``self.found`` {name: (x, y, text)}; stops early once all are found."""
-        x0, y0, x1, y1 = screen_rect(reg) if win is None else window_rect(reg, win)
+        x0, y0, x1, y1 = screen_rect(reg, win)
         found = {}
         for fx in x_fracs:
             x = x0 + int((x1 - x0) * fx)

@@ -16,8 +16,7 @@ sys.path.insert(0, "/repo/tools/gui")
 import harness as H  # noqa: E402
 from common import close_other_windows, main_view, preview_state  # noqa: E402
 from harness import window  # noqa: E402
-from journeys_prefs import j_extension_cycle  # noqa: E402
-from journeys_scene import j_render, j_render_anim, j_viewports, j_vrm  # noqa: E402
+from journeys_scene import j_extension_cycle, j_render, j_render_anim, j_viewports, j_vrm  # noqa: E402
 from journeys_ui import j_expressions, j_rendered_view, j_stylized_tab  # noqa: E402
 
 JOURNEYS = {

@@ -1,5 +1,4 @@
-"""GUI journeys 4, 5 and 7: F12 and Ctrl+F12, viewports and memory, VRM (tools/gui/journeys.py runs them;
-the extension cycle, 6, is in journeys_prefs.py)."""
+"""GUI journeys 4-7: F12 and Ctrl+F12, viewports and memory, the extension cycle, VRM (tools/gui/journeys.py runs them)."""
 from __future__ import annotations
 
 import sys
@@ -11,12 +10,14 @@ sys.path.insert(0, "/repo/tools/gui")
 import harness as H  # noqa: E402
 from common import (  # noqa: E402
     DEMO_COLOURS,
+    EXT,
     changed_share,
     close_other_windows,
     colour_share,
     ensure_rendered_camera,
     main_view,
     other_windows,
+    viewport_session,
     wait_until,
 )
 from harness import region, screen_rect, view3d_areas, window  # noqa: E402
@@ -240,6 +241,49 @@ def j_viewports(h: H.Harness):
     with H.override(other[0]):
         bpy.ops.screen.area_close()
     yield 0.5
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. the extension disabled and enabled while a viewport is Rendered; save (Ctrl+S) and reopen
+# ------------------------------------------------------------------------------------------------
+
+def j_extension_cycle(h: H.Harness):
+    import os
+
+    area = main_view()
+    yield from ensure_rendered_camera(area)
+    rect = screen_rect(region(area))
+    bpy.ops.preferences.addon_disable(module=EXT)
+    yield 2.0
+    h.check(EXT not in bpy.context.preferences.addons, "the extension is disabled")
+    yield from h.settled("ext-disabled", rect)
+    h.check(colour_share(h._settled, DEMO_COLOURS["clothes"]) < 0.0005,
+            "disabled: the Stylized drawing is gone from the viewport")
+    bpy.ops.preferences.addon_enable(module=EXT)
+    area = main_view()
+    area.tag_redraw()
+    yield 3.0
+    h.check(EXT in bpy.context.preferences.addons, "the extension is enabled again")
+    yield from h.settled("ext-enabled", screen_rect(region(area)))
+    h.check(colour_share(h._settled, DEMO_COLOURS["clothes"]) > 0.002, "enabled: the viewport draws the character again")
+    h.check(viewport_session() is not None, "enabled: a new viewport session draws")
+    key = bpy.data.objects["DemoFace"].data.shape_keys.key_blocks["angry"]
+    key.value = 0.75
+    path = bpy.data.filepath
+    before = os.path.getmtime(path)
+    x0, y0, x1, y1 = rect
+    yield from h.move((x0 + x1) // 2, (y0 + y1) // 2)
+    yield from h.key("ctrl+s", settle=1.0)
+    h.check(os.path.getmtime(path) > before, f"Ctrl+S saved {os.path.basename(path)}")
+    bpy.ops.wm.open_mainfile(filepath=path)
+    yield 4.0
+    area = main_view()
+    h.check(bpy.context.scene.render.engine == "STYLIZED", "reopened: the engine is Stylized")
+    h.check(abs(bpy.data.objects["DemoFace"].data.shape_keys.key_blocks["angry"].value - 0.75) < 1e-6,
+            "reopened: the expression value saved is there")
+    yield from ensure_rendered_camera(area)
+    yield from h.settled("reopened", screen_rect(region(area)))
+    h.check(colour_share(h._settled, DEMO_COLOURS["clothes"]) > 0.002, "reopened: the viewport draws the character")
 
 
 # ------------------------------------------------------------------------------------------------

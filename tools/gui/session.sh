@@ -11,8 +11,6 @@ blender --command extension install-file -r user_default -e "$zip" >"$HOME/insta
     echo "session: installing $zip through 'blender --command extension install-file' failed:"; cat "$HOME/install.log"; exit 1; }
 blender -b --python tools/gui/make_scene.py -- "$HOME/demo.blend" >"$HOME/scene.log" 2>&1 || {
     echo "session: building the demo scene failed:"; tail -n 30 "$HOME/scene.log"; exit 1; }
-# -noreset and tools/gui/wm_atoms.py: the atoms a window manager makes exist before Blender starts,
-# so its windows take the close message a window manager's close button sends
-exec xvfb-run -a -s "-screen 0 1600x900x24 -nolisten tcp -noreset" sh -c 'python3 tools/gui/wm_atoms.py && exec "$@"' sh \
+exec xvfb-run -a -s "-screen 0 1600x900x24 -nolisten tcp" \
     blender "$HOME/demo.blend" --gpu-backend "$backend" --window-geometry 0 0 1600 900 --no-window-focus \
     --python "$script" -- --backend "$backend" "$@"
