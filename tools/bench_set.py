@@ -12,7 +12,8 @@ Each engine runs in its own fresh process (``--run FILE ENGINE``), which opens t
 and prints: the first F12, the second F12 (nothing changed), the F12 after moving one terrain
 vertex, then 8 more rounds of move-a-vertex-and-F12; the peak resident memory (ru_maxrss, which
 on llvmpipe holds the "GPU" memory too), and the growth of resident memory from the end of the
-first edit round to the end of the eighth.  The processes alternate (Workbench, Stylized,
+first edit round to the end of the eighth, and the same of the heap in use (glibc's ``mallinfo2``:
+``heap_growth_mb``, which leaves out the freed pages glibc keeps).  The processes alternate (Workbench, Stylized,
 repeated ``--runs N`` times) and the medians are compared.  The load average is printed with
 the figures (the machine is shared).
 
@@ -47,6 +48,23 @@ EDIT_ROUNDS = 8
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def _heap_mb() -> float:
+    """Heap in use (glibc ``mallinfo2``: allocated, not what glibc keeps of freed pages), MB;
+    NaN where glibc is not the allocator."""
+    import ctypes
+
+    class _Info(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                    "fsmblks", "uordblks", "fordblks", "keepcost")]
+    try:
+        fn = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return float("nan")
+    fn.restype = _Info
+    m = fn()
+    return (m.uordblks + m.hblkhd) / 2 ** 20
 
 
 def _peak_mb() -> float:
@@ -217,11 +235,12 @@ def run_engine(path: str, engine: str, rounds: int = EDIT_ROUNDS, profile: str =
     out["second_s"] = profiled("second")
     edit(0)
     out["edit_s"] = profiled("edit")
-    rss0 = _rss_mb()
+    rss0, heap0 = _rss_mb(), _heap_mb()
     for k in range(1, rounds):
         edit(k)
         f12()
     out["growth_mb"] = _rss_mb() - rss0
+    out["heap_growth_mb"] = _heap_mb() - heap0
     out["peak_mb"] = _peak_mb()
     out["load"] = os.getloadavg()[0]
     return out
@@ -275,7 +294,7 @@ def main(argv=None):
             runs[e].append(r)
             print(f"  {e:18s} first {r['first_s']:.2f} s  second {r['second_s']:.2f} s  after edit "
                   f"{r['edit_s']:.2f} s  peak {r['peak_mb']:.0f} MB  growth {r['growth_mb']:.1f} MB  "
-                  f"(load {r['load']:.1f})", flush=True)
+                  f"(heap {r['heap_growth_mb']:+.1f} MB)  (load {r['load']:.1f})", flush=True)
     if a.profile:
         res = subprocess.run([sys.executable, __file__, "--run", path, "STYLIZED", "--profile", a.profile, "--rounds", "1"],
                              check=False, capture_output=True, text=True, timeout=3600)
@@ -283,12 +302,14 @@ def main(argv=None):
     if len(engines) < 2 or a.runs < 1:
         return
     med = {e: {k: statistics.median(r[k] for r in runs[e]) for k in ("first_s", "second_s", "edit_s", "peak_mb",
-                                                                        "growth_mb")} for e in engines}
+                                                                        "growth_mb", "heap_growth_mb")}
+           for e in engines}
     s, w = med["STYLIZED"], med["BLENDER_WORKBENCH"]
     print(f"bench-set: set={a.file or a.scale} first_ratio={s['first_s'] / w['first_s']:.2f} "
           f"second_ratio={s['second_s'] / w['second_s']:.2f} edit_ratio={s['edit_s'] / w['edit_s']:.2f} "
           f"memory_ratio={s['peak_mb'] / w['peak_mb']:.2f} growth_mb={s['growth_mb']:.1f} "
-          f"wb_growth_mb={w['growth_mb']:.1f} load={os.getloadavg()[0]:.1f}")
+          f"wb_growth_mb={w['growth_mb']:.1f} heap_growth_mb={s['heap_growth_mb']:.1f} "
+          f"wb_heap_growth_mb={w['heap_growth_mb']:.1f} load={os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -359,6 +359,7 @@ class StylizedSession:
         crypto = self.passes.ids_for(depsgraph.view_layer, passes)
 
         layout = []                 # where the averaged passes lie in the resolve's outputs
+        dropped = []                # drawn AOV passes the resolve had no room for
 
         def read_passes():          # on the first (centre) sample, while its targets are current
             frame = self.last_frame
@@ -375,9 +376,13 @@ class StylizedSession:
                                           view_layer=depsgraph.view_layer))
             if motion is not None:
                 out["Vector"] = motion.finish(self.pipeline, frame)
-            # averaged with the samples, in one draw (engine/gpu/passes/pass_resolve.py)
-            sources = render_passes.averaged_sources(self.pipeline, frame, passes, depsgraph.scene)
+            # averaged with the samples, in one draw (engine/gpu/passes/pass_resolve.py); the
+            # AOVs' inputs drawn per pixel too (engine/features/passes/aov.py)
+            extra = self.passes.draw_aovs(self.pipeline, frame, depsgraph.view_layer, passes)
+            sources = render_passes.averaged_sources(self.pipeline, frame, passes, depsgraph.scene, extra)
             layout[:] = sources.layout if sources is not None else ()
+            placed = {entry[0] for entry in layout}
+            dropped[:] = [e[0] for e in extra if e[0] not in placed]
             return sources
 
         tex = self.render_texture(depsgraph, camera, width, height, film_transparent, passes=passes,
@@ -385,7 +390,7 @@ class StylizedSession:
         assert self._accumulator is not None    # (render_texture made it)
         render_passes.apply_averaged(out, self._accumulator.averaged, layout, width, height)
         if crypto is not None:
-            self.stats["aov_losses"] = self.passes.finish(crypto, depsgraph.view_layer, out, stamp)
+            self.stats["aov_losses"] = self.passes.finish(crypto, depsgraph.view_layer, out, stamp, dropped)
         out["Combined"] = texture_to_numpy(tex, width, height)
         self.last_frame = None
         return out

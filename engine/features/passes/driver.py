@@ -22,18 +22,37 @@ class PassesDriver:
         wants_aovs = any(p.startswith(aov.PREFIX) for p in passes)
         return cryptomatte.CryptoIds(kinds) if kinds or wants_aovs else None
 
-    def finish(self, ids, view_layer, out: dict, stamp=None) -> list:
-        """Add the Cryptomatte layers and AOV images of ``ids`` to ``out`` and Cryptomatte's
-        metadata to ``stamp`` (a dict, when given); returns the log lines of AOV inputs not
-        evaluated."""
+    def draw_aovs(self, pipeline, frame, view_layer, passes) -> tuple:
+        """Draw the AOVs' inputs evaluated per pixel (image textures, colour attributes) of the
+        frame the pipeline just drew (engine/gpu/passes/aov_draw.py); returns the averaged
+        passes' extra sources (``render_passes.averaged_sources``), () when every AOV input is
+        a constant or no AOV is requested (nothing drawn)."""
+        aovs = aov.requested(view_layer) if any(p.startswith(aov.PREFIX) for p in passes) else []
+        if not aovs:
+            return ()
+        import bpy
+
+        from ...gpu.passes import aov_draw
+
+        inputs = aov.drawn_inputs(aovs, {it.material_name for it in frame.items}, bpy.data.materials.get)
+        return aov_draw.draw(pipeline, frame, inputs, dict(aovs), aov.DRAWN_PREFIX) if inputs else ()
+
+    def finish(self, ids, view_layer, out: dict, stamp=None, dropped=()) -> list:
+        """Add the Cryptomatte layers and AOV images of ``ids`` to ``out`` (the AOVs' drawn
+        parts, under ``aov.DRAWN_PREFIX``, taken out of it and added) and Cryptomatte's metadata
+        to ``stamp`` (a dict, when given); returns the log lines of AOV inputs not evaluated
+        (and of ``dropped``: drawn AOV passes the resolve had no room for)."""
         import bpy
 
         out.update(ids.passes(int(getattr(view_layer, "pass_cryptomatte_depth", 6))))
         lines = []
+        drawn = {k: out.pop(k) for k in [k for k in out if k.startswith(aov.DRAWN_PREFIX)]}
         aovs = aov.requested(view_layer)
         if aovs:
-            images, lines = aov.fill(ids, aovs, bpy.data.materials.get)
+            images, lines = aov.fill(ids, aovs, bpy.data.materials.get, drawn)
             out.update(images)
+        lines += [f"AOV '{name[len(aov.DRAWN_PREFIX):]}': its image-texture inputs are not drawn (no room in the "
+                  f"averaged passes' resolve for more passes): 0 there" for name in dropped]
         if stamp is not None:
             stamp.update(ids.metadata(view_layer.name))
         return lines

@@ -98,6 +98,7 @@ void main()
 {
   load_fragment_material();
   vec2 uvA = animate_uv(v_uv);
+  AOV_OUT(uvA);
   vec4 base = mtoon_base(uvA);
 #ifdef SPEC_ID_ONLY
   /* a coverage sample (engine/gpu/passes/samples.py): only which surface covers the sample */
@@ -223,6 +224,7 @@ void main()
 {
   load_fragment_material();
   vec2 uvA = animate_uv(v_uv);
+  AOV_OUT(uvA);
   vec4 base = mtoon_base(uvA);
 #ifdef SPEC_ID_ONLY
   frag_color = vec4(v_object_id * 2.0 + 1.0, 0.0, 0.0, 1.0);   /* the object's outline */
@@ -345,6 +347,39 @@ void pass_blend(float a, vec3 N)
 #define PASS_BLEND(a, N) pass_blend(a, N)
 #else
 #define PASS_BLEND(a, N)
+#endif
+"""
+# An AOV's drawn input (engine/gpu/passes/aov_draw.py): the material block bound is the AOV's
+# (factor in base_color, the image in the base colour slot, the colour attribute flags), and
+# SPEC_AOV says what is written: 1 the colour (RGB, alpha = the factor's: 1 where drawn, 0 on
+# the materials without such an input), 2 its luminance (GPU materials' implicit colour -> float:
+# Rec.709 coefficients, engine/features/passes/aov.py LUMINANCE), 3 the alpha (factor x image
+# alpha x colour attribute alpha).  Nothing is shaded; the surface is never cut out.
+_AOV_OUT = """
+#ifdef SPEC_AOV
+void aov_out(vec2 uvA)
+{
+  vec4 a = mt.base_color;
+  if (has_tex(TEX_BASE)) {
+    vec4 t = texture(tex_base, tex_uv(TEX_BASE, uvA));
+#if SPEC_AOV == 3
+    a.a *= t.a;
+#else
+    a.rgb *= t.rgb;
+#endif
+  }
+#if SPEC_AOV == 2
+  a = vec4(dot(a.rgb, vec3(0.2126, 0.7152, 0.0722)));
+#elif SPEC_AOV == 3
+  a = vec4(a.a);
+#endif
+  frag_color = a;
+  /* (reads v_object_id, never negative, so the variant keeps the object_id push constant) */
+  frag_aux = (v_object_id < -0.5) ? vec4(1.0) : vec4(0.0);
+}
+#define AOV_OUT(uvA) aov_out(uvA); return
+#else
+#define AOV_OUT(uvA)
 #endif
 """
 _SURFACE_OUT = (("VEC4", "frag_color"), ("VEC4", "frag_aux"))
@@ -492,14 +527,14 @@ def forward_shader(cache, spec=None):
     return _variant(cache, "mtoon_forward", spec, lambda d: _build(
         "stylized_mtoon_forward", _FORWARD_VS,
         _MATERIAL_VIEW + _PASS_OUT + _mtoon_fragment_lib() + _PASS_BLEND
-        + _FORWARD_FS,
+        + _AOV_OUT + _FORWARD_FS,
         _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 
 def outline_shader(cache, spec=None):
     return _variant(cache, "mtoon_outline", spec, lambda d: _build(
         "stylized_mtoon_outline", _OUTLINE_VS,
-        _MATERIAL_VIEW + _PASS_OUT + _mtoon_fragment_lib() + _OUTLINE_FS,
+        _MATERIAL_VIEW + _PASS_OUT + _mtoon_fragment_lib() + _AOV_OUT + _OUTLINE_FS,
         _SURFACE_IFACE, _surface_outputs(d), defines=d))
 
 

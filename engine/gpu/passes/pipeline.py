@@ -384,9 +384,6 @@ class FramePipeline:
         its outline; 0 where nothing is drawn), into ``target`` (an R32F texture with its depth),
         with the ID-only shader variants (nothing is shaded).  ``key``: item -> the id to draw
         instead of its object id (Cryptomatte: one per object and material)."""
-        import gpu
-
-        s = frame.settings
         items = self._drawn
         # the instance data (palette and weight textures, each group's instance rows) is the
         # frame's: the shaded frame's, reused by every coverage sample (only the jittered
@@ -403,6 +400,42 @@ class FramePipeline:
             if self._id_instances is None:
                 self._id_instances = FrameInstances(items, palette_rows=frame.palette_rows, tally=self.stats)
             self._instances = self._id_instances
+        self._draw_into(frame, target, ("SPEC_ID_ONLY",))
+
+    def draw_override(self, frame, target, material_for) -> None:
+        """The frame just drawn (its items seen by the camera, the coverage samples' instances)
+        once more into ``target`` ((texture, depth texture, framebuffer): cleared, its own
+        depth), each material drawn as ``material_for(name, params)`` gives it: (MToonParams
+        bound instead, its images from the texture cache; defines added to its variants).  The
+        AOVs' drawn inputs (engine/gpu/passes/aov_draw.py)."""
+        mats, mspecs, extras = {}, {}, {}
+        for name, (mat, _ubo, _texs) in self._mats.items():
+            sub, extra = material_for(name, mat)
+            texs, present = [], 0
+            for i, slot in enumerate(TEX_SLOTS):
+                ref = (sub.textures or {}).get(slot)
+                tex = self.textures.get(getattr(ref, "image", None)) if ref is not None else None
+                present |= (1 << i) if tex is not None else 0
+                texs.append(tex)
+            mats[name] = (sub, make_ubo(pack_material(sub, present)), texs)
+            mspecs[name], extras[name] = material_spec(sub, present), tuple(extra)
+        if self._id_instances is None:
+            self._id_instances = FrameInstances(self._drawn, palette_rows=frame.palette_rows, tally=self.stats)
+        self._instances = self._id_instances
+        saved = self._mats, self._mspec
+        self._mats, self._mspec = mats, mspecs
+        try:
+            self._draw_into(frame, target, (), extras)
+        finally:
+            self._mats, self._mspec = saved
+
+    def _draw_into(self, frame, target, extra, extra_for=None) -> None:
+        """Draw the frame's items (and outlines) into ``target`` (cleared) with the shader
+        variants' ``extra`` defines (and ``extra_for[material name]``'s), no render passes."""
+        import gpu
+
+        s = frame.settings
+        items = self._drawn
         self._frame_ubo = make_ubo(pack_frame(frame, [], None, -1))
         passes, self._passes = self._passes, False
         tex, depth, fb = target
@@ -412,9 +445,9 @@ class FramePipeline:
             gpu.state.depth_test_set("LESS_EQUAL")
             gpu.state.depth_mask_set(True)
             gpu.state.blend_set("NONE")
-            self._draw_list(forward_shader, items, outline=False, extra=("SPEC_ID_ONLY",))
+            self._draw_list(forward_shader, items, outline=False, extra=extra, extra_for=extra_for)
             if s.outlines:
-                self._draw_list(outline_shader, items, outline=True, extra=("SPEC_ID_ONLY",))
+                self._draw_list(outline_shader, items, outline=True, extra=extra, extra_for=extra_for)
         gpu.state.face_culling_set("NONE")
         gpu.state.front_facing_set(False)
         gpu.state.depth_test_set("NONE")
@@ -462,11 +495,11 @@ class FramePipeline:
                 with fb.bind():
                     fb.clear(color=c)
 
-    def _draw_list(self, shader_for, items, outline: bool, extra=()):
+    def _draw_list(self, shader_for, items, outline: bool, extra=(), extra_for=None):
         """Draw ``items`` (sorted by material) grouped: one draw per group of instances
         (engine/gpu/passes/instancing.py; a group of one is drawn alone, as before), each with
         ``shader_for(self.gpu, spec)``'s variant for its material, the frame and its deformation
-        (mtoon_shaders.surface_spec)."""
+        (mtoon_shaders.surface_spec), plus ``extra`` (and ``extra_for[material]``) defines."""
         import gpu
 
         inst = self._instances
@@ -483,6 +516,8 @@ class FramePipeline:
                             or mat.outline_width <= 0):
                 continue
             spec = surface_spec(self._mspec[name], fspec, inst.vertex_class(group), outline) + tuple(extra)
+            if extra_for:
+                spec = spec + extra_for.get(name, ())
             if self._passes:
                 spec = spec + ("SPEC_PASSES",)
             shader = shader_for(self.gpu, spec)

@@ -27,11 +27,15 @@ DiffCol    RGB       Diffuse Color: the surface's base colour (texture x factor)
 Emit       RGB       Emission: the emissive colour (texture x factor; an unlit surface's colour)
 Vector     XYZW      motion to the previous / next frame in pixels, EEVEE's layout (written by
                      engine/features/passes/vector.py from the exact state at frame -1 and +1)
+(an AOV)   RGBA, X   a view layer AOV (COLOR, VALUE), named as it is: the materials' AOV Output
+                     input (engine/features/passes/aov.py): constants from the coverage samples'
+                     keys, image textures / colour attributes drawn per pixel (aov_draw.py) and
+                     averaged here (``averaged_sources``' ``extra``); 0 on the background
 =========  ========  =====================================================================
 
-With Render Samples > 1, Normal, Mist and the toon passes are averaged over the samples as the
-Combined is (``averaged_sources`` / ``apply_averaged``, resolved by engine/gpu/passes/samples.py);
-Depth and the index passes keep the centre sample's value.
+With Render Samples > 1, Normal, Mist, the toon passes and the AOVs are averaged over the samples
+as the Combined is (``averaged_sources`` / ``apply_averaged``, resolved by
+engine/gpu/passes/samples.py); Depth and the index passes keep the centre sample's value.
 
 The toon passes (Outline, Shadow, Shade, Rim) are switched on per view layer under
 *View Layer > Passes > Stylized*; Depth, Normal, Mist and the index passes use Blender's own
@@ -295,11 +299,13 @@ void main()
 """
 
 
-def averaged_sources(pipeline, frame, names, scene):
+def averaged_sources(pipeline, frame, names, scene, extra=()):
     """The passes among ``names`` to average over the samples, as a ``pass_resolve.Sources``
     (drawn by engine/gpu/passes/samples.py with the colour's coverage samples, packed into as
     few outputs as their channels need; ``Sources.layout`` says where each is); None when none
-    is requested."""
+    is requested.  ``extra``: more passes ((name, channels, GLSL expression at ``q``, sampler
+    name, texture), ...: the AOVs' drawn inputs, engine/gpu/passes/aov_draw.py), each taken
+    while the resolve's outputs and samplers have room (``layout`` leaves out the others)."""
     from .pass_resolve import Sources, pack
 
     names = set(names)
@@ -333,6 +339,17 @@ def averaged_sources(pipeline, frame, names, scene):
         if "Outline" in names:
             samplers["color"] = pipeline.last_color
             items.append(("Outline", 4, "vec4(texelFetch(color, q, 0).rgb, 1.0) * texelFetch(pass0, q, 0).a"))
+    room = MAX_RESOLVE_SAMPLERS - len(samplers) - (1 if pre else 0)
+    for name, ch, expr, sampler, tex in extra:
+        try:
+            pack(items + [(name, ch, expr)], MAX_AVERAGED_SLOTS)
+        except ValueError:
+            continue
+        if room < 1:
+            break
+        room -= 1
+        samplers[sampler] = tex
+        items.append((name, ch, expr))
     if not items:
         return None
     outputs, layout = pack(items, MAX_AVERAGED_SLOTS)
@@ -341,6 +358,9 @@ def averaged_sources(pipeline, frame, names, scene):
 
 #: outputs of the averaged passes' resolve: Blender's framebuffer limit less the colour's
 MAX_AVERAGED_SLOTS = 5
+#: the resolve's samplers besides the colour and the coverage samples' ids (samples.BATCH + 1):
+#: 16 in all, the least a GPU gives a fragment shader
+MAX_RESOLVE_SAMPLERS = 16 - 1 - 8
 
 
 def apply_averaged(out: dict, averaged: dict, layout, width: int, height: int) -> None:
