@@ -190,9 +190,17 @@ def j_viewports(h: H.Harness):
     yield 0.5
     views = view3d_areas()
     h.check(len(views) == 2, f"two 3D viewports ({len(views)})")
-    for a in views:
-        a.spaces.active.shading.type = "RENDERED"
-        a.spaces.active.region_3d.view_perspective = "CAMERA"
+    for i, a in enumerate(views):                     # over each view: Numpad 0, then Solid and Rendered from the Z pie
+        x0, y0, x1, y1 = screen_rect(region(a))
+        yield from h.move((x0 + x1) // 2, (y0 + y1) // 2)
+        space = a.spaces.active
+        if space.region_3d.view_perspective != "CAMERA":
+            yield from h.key("KP_0", settle=0.4)
+        h.check(space.region_3d.view_perspective == "CAMERA", f"viewport {i + 1} of 2 looks through the camera")
+        for target, item in (("SOLID", "6"), ("RENDERED", "8")):   # (the split copied the view: Rendered)
+            yield from h.key("z", settle=0.3)
+            yield from h.key(item, settle=0.3)
+            h.check(space.shading.type == target, f"viewport {i + 1} of 2: the Z pie set {target} ({space.shading.type})")
     yield 3.0
     for i, a in enumerate(views):
         yield from h.settled(f"two-views-{i}", screen_rect(region(a)))
