@@ -56,3 +56,45 @@ def test_resident_memory_is_flat_over_edit_and_render_rounds(empty_scene):
     # 1151, 1141, 1151, 1151, 1151, 1151 and a loaded run 1049.5, 1049.5, 1059.8 x4 (both flat).
     slopes = sorted((rss[j] - rss[i]) / (j - i) for i in range(len(rss)) for j in range(i + 1, len(rss)))
     assert slopes[len(slopes) // 2] < 5.0, [round(r, 1) for r in rss]
+
+
+def test_an_edited_mesh_s_old_assets_are_gone_before_its_new_data_is_read(empty_scene):
+    """The after-edit F12's peak: the edited mesh's replaced primitive (its arrays, its GPU buffers,
+    the last frame's draw items that hold it) is released before the import reads the new mesh,
+    so the process never holds an edited big mesh twice (session_sync.release_stale)."""
+    import gc
+    import weakref
+
+    from stylized_renderer.engine.blender import render_engine
+    from stylized_renderer.engine.blender.importer import meshes as mesh_reader
+
+    scene = empty_scene
+    scene.render.resolution_x, scene.render.resolution_y = 64, 48
+    grid = _grid(scene, n=60)
+    C.add_sun(scene, rotation=(0.5, 0.2, 0.0))
+    C.add_camera(scene, location=(0.0, -12.0, 6.0), rotation=(1.1, 0.0, 0.0))
+    C.render_scene(scene)
+    session = render_engine.kept_final_session()
+    assert session is not None and session.scene_asset is not None
+    old = session.scene_asset.meshes[int(session.scene_asset.mesh_indices[session.scene_asset.node_index("Grid")])]
+    old_prim = weakref.ref(old.primitives[0])
+    del old
+    seen = []
+    real = mesh_reader.read_mesh
+
+    def watching(mesh, *a, **kw):
+        if mesh.name == grid.data.name:
+            gc.collect()
+            seen.append(old_prim() is None)
+        return real(mesh, *a, **kw)
+
+    grid.data.vertices[100].co.z += 0.05
+    grid.data.update()
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mesh_reader, "read_mesh", watching)
+        C.render_scene(scene)
+    assert seen, "the edited grid was not read again"
+    assert all(seen), "the grid's replaced primitive was still held when its new data was read"
+    assert old_prim() is None

@@ -30,6 +30,7 @@ class SyncState:
         self.last_sync = ""                  # how the last final-render sync went (import / a step)
         self.structure_key = None            # importer.structure_key of the last import (final renders)
         self.remember_after_import = False
+        self.stale_meshes = False            # sync_render_step dropped edited meshes from the cache (release_stale)
         self.synced_frame: Optional[tuple] = None   # (frame, subframe) the last sync saw (a change = animation evaluation)
 
 
@@ -209,6 +210,10 @@ def _step_changes(session, depsgraph, verify_all: bool) -> list:
         why = session.assets.mesh_content_changed(name, keys=verify_all)
         if why:
             reasons.append(why)
+            # its assets are rebuilt whatever happens: forgotten now, so that the import can
+            # release them before it reads the new ones (ensure_runtime: release_stale)
+            session.assets.invalidate_mesh(name)
+            session.imports.stale_meshes = True
     if verify_all and not reasons and edits is not None:
         edits.trusted()             # every held mesh was read anew and matched
     return reasons
@@ -242,6 +247,22 @@ def _structure_changes(session, depsgraph) -> list:
     return out
 
 
+def release_stale(session) -> None:
+    """Before a final render re-imports edited meshes: drop the runtime and the GPU buffers of
+    every primitive the asset cache no longer holds, and collect them, so that the process never
+    holds an edited big mesh's old assets and buffers while it reads the new ones (the runtime is
+    rebuilt after such an import anyway; unchanged primitives keep their buffers)."""
+    from .heap import release_freed
+
+    session.imports.stale_meshes = False
+    session.drop_runtime()
+    if session.pipeline is not None:
+        session.pipeline.forget_items()
+    if session.backend is not None:
+        session.backend.retain([p for e in session.assets.meshes.values() for p in e.asset.primitives])
+    release_freed()
+
+
 def ensure_runtime(session, depsgraph) -> None:
     """Import the scene and (re)build the runtime when needed.  On invalid input the whole
     scene is drawn through the fallback path and the error is kept for the stats/report."""
@@ -259,6 +280,8 @@ def ensure_runtime(session, depsgraph) -> None:
     session.imports.last_import_reason = ("; ".join(dict.fromkeys(session.imports.reimport_reasons))
                                           or "first import")
     session.imports.reimport_reasons = []
+    if session.imports.stale_meshes:
+        release_stale(session)
     try:
         asset, problems = importer.import_scene_with_problems(depsgraph, cache=session.assets,
                                                               verify=session.imports.verify_imports,

@@ -81,10 +81,10 @@ class Bounds:
 
     @staticmethod
     def from_points(points: np.ndarray) -> "Bounds":
-        p = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        p = np.asarray(points).reshape(-1, 3)      # (no float64 copy: the extremes convert exactly)
         if p.shape[0] == 0:
             return Bounds.empty()
-        return Bounds(p.min(axis=0), p.max(axis=0))
+        return Bounds(p.min(axis=0).astype(np.float64), p.max(axis=0).astype(np.float64))
 
     @property
     def is_empty(self) -> bool:

@@ -554,15 +554,19 @@ class FramePipeline:
         self.pass_targets = self._size = self.last_color = self._shadow_on = self._local_tex = None
         self._local_on = False
 
+    def forget_items(self):
+        """Drop the last frame's draw items (and the assets they hold): before a re-import
+        replaces those assets, or when the pipeline is freed."""
+        self._drawn = []
+        self._key_instances = self._id_instances = self._instances = None
+
     def free(self):
         self.release_targets()
         self.gpu.free()
         self.textures.clear()
         self._lamp_tex = None
         self._frame_ubo = None
-        self._drawn = []
-        self._key_instances = None
-        self._id_instances = None
+        self.forget_items()
         self._mats = {}
         self._mspec = {}
         self._mat_cache = {}
