@@ -25,24 +25,34 @@ def cross3(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+SMOOTH_BLOCK = 1 << 16     # rows a block of smooth_normals works on (its float64 scratch stays small)
+
+
 def smooth_normals(normals: np.ndarray, source_vertices: np.ndarray, vertex_count: int) -> np.ndarray:
     """Average split-vertex normals over the Blender vertex they came from (outline expansion);
-    a vertex whose average vanishes keeps its own normal."""
-    n = np.asarray(normals, np.float64)
+    a vertex whose average vanishes keeps its own normal.  In float64, a block of rows at a time
+    (a big mesh's import holds no full-size float64 copies; every row's arithmetic is the same)."""
+    n_in = np.asarray(normals)
     src = np.asarray(source_vertices, np.int64)
     size = max(int(vertex_count), int(src.max()) + 1 if src.size else 0, 1)
-    if src.size < 2 or bool((src[1:] > src[:-1]).all()):
-        out = n + 0.0           # one split vertex per source vertex: its sum is its own normal (-0 -> +0 as a sum)
-    else:
-        acc = np.stack([np.bincount(src, weights=n[:, k], minlength=size) for k in range(3)], axis=1)
-        out = acc[src]
-    ln = norm3(out)[:, None]
-    good = ln > 1e-12
-    out /= np.where(good, ln, 1.0)     # in place (no gathered copy of the good rows)
-    bad = ~good[:, 0]
-    if bad.any():
-        out[bad] = n[bad]
-    return out.astype(np.float32)
+    acc = None                  # None: one split vertex per source vertex, its sum is its own normal
+    if not (src.size < 2 or bool((src[1:] > src[:-1]).all())):
+        n64 = np.asarray(n_in, np.float64)
+        acc = np.stack([np.bincount(src, weights=n64[:, k], minlength=size) for k in range(3)], axis=1)
+        del n64
+    out = np.empty((n_in.shape[0], 3), np.float32)
+    for a in range(0, n_in.shape[0], SMOOTH_BLOCK):
+        b = min(a + SMOOTH_BLOCK, n_in.shape[0])
+        n = np.asarray(n_in[a:b], np.float64)
+        o = n + 0.0 if acc is None else acc[src[a:b]]      # (-0 -> +0 as a sum)
+        ln = norm3(o)[:, None]
+        good = ln > 1e-12
+        o /= np.where(good, ln, 1.0)     # in place (no gathered copy of the good rows)
+        bad = ~good[:, 0]
+        if bad.any():
+            o[bad] = n[bad]
+        out[a:b] = o                     # (float64 -> float32 as astype rounds)
+    return out
 
 
 def smooth_normal_deltas(primitive) -> list:

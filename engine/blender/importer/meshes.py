@@ -9,6 +9,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from ...core.assets import AssetError, Bounds, MeshAsset, PrimitiveAsset, SkinAsset
+from ...core.assets.readonly import hand_over
 from . import skin as _skin
 from .mesh import read_mesh, split_by_material
 from .morph_build import build_morphs as _build_morphs
@@ -343,10 +344,13 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
         if skin_asset is not None and infl is not None:     # (skin_asset is made only from infl)
             kw = dict(joints=infl.joints[p.source_vertices].astype(np.uint32),
                       weights=infl.weights[p.source_vertices], skin=skin_asset)
-        out.append(PrimitiveAsset(material_index=mi, material_name=mname, positions=p.positions, normals=p.normals,
-                                  indices=p.indices, source_vertices=p.source_vertices,
-                                  smooth_normals=p.smooth_normals, tangents=p.tangents, uv0=p.uv0, colors=p.colors,
-                                  morph_targets=tuple(morphs_per_prim[pi]), **kw))
+        # the split's fresh arrays go to the asset as they are (no copies: a big mesh's import
+        # would otherwise hold each twice); nothing writes them after this
+        h = hand_over
+        out.append(PrimitiveAsset(material_index=mi, material_name=mname, positions=h(p.positions),
+                                  normals=h(p.normals), indices=h(p.indices), source_vertices=h(p.source_vertices),
+                                  smooth_normals=h(p.smooth_normals), tangents=h(p.tangents), uv0=h(p.uv0),
+                                  colors=h(p.colors), morph_targets=tuple(morphs_per_prim[pi]), **kw))
     asset = MeshAsset(name=obj.name, mesh_name=mesh.name, primitives=tuple(out),
                       fallback_reason="; ".join(reasons) if reasons else None, vertex_count=nv)
     return asset, palette_bones

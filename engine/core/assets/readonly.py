@@ -19,6 +19,16 @@ def _owns_immutable(a: np.ndarray) -> bool:
     return base is None or (isinstance(base, np.ndarray) and not base.flags.writeable and base.base is None)
 
 
+def hand_over(a):
+    """Make an array that only the caller holds (it owns its memory) read-only, so that an asset
+    made from it takes it as it is (``readonly_array``) instead of copying it: an importer hands
+    its fresh arrays to the asset and keeps no writable reference.  Anything else is returned
+    unchanged (and is copied by the asset as before)."""
+    if isinstance(a, np.ndarray) and a.base is None and a.flags.c_contiguous:
+        a.flags.writeable = False
+    return a
+
+
 @overload
 def readonly_array(a: None, dtype=None, shape_tail: Optional[tuple] = None, name: str = "array") -> None: ...
 @overload
