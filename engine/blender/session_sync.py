@@ -280,7 +280,8 @@ def ensure_runtime(session, depsgraph) -> None:
     session.imports.last_import_reason = ("; ".join(dict.fromkeys(session.imports.reimport_reasons))
                                           or "first import")
     session.imports.reimport_reasons = []
-    if session.imports.stale_meshes:
+    stale = session.imports.stale_meshes
+    if stale:
         release_stale(session)
     try:
         asset, problems = importer.import_scene_with_problems(depsgraph, cache=session.assets,
@@ -308,7 +309,7 @@ def ensure_runtime(session, depsgraph) -> None:
         session.imports.remember_after_import = False
         return
     session.imports.remember_after_import = False
-    replaced = session.runtime is not None
+    replaced = session.runtime is not None or stale
     session.drop_runtime()
     session.imports.import_error = None
     session.imports.fallbacks = {}
@@ -323,9 +324,9 @@ def ensure_runtime(session, depsgraph) -> None:
     # would otherwise hold its old and new buffers at once); unchanged primitives keep theirs
     session.backend.retain([p for m in asset.meshes for p in m.primitives])
     if replaced and not session.viewport:
-        # a final render after an edit: the replaced assets (in reference cycles) and the
-        # import's scratch pages go back before the new buffers are made, so the process
-        # never holds both (the render's end collects again: render_engine, heap.py)
+        # a final render after an edit: the replaced assets (in reference cycles, unless
+        # release_stale let them go before the import) and the import's scratch pages go back
+        # before the new buffers are made (the render's end collects again: render_engine, heap.py)
         from .heap import release_freed
 
         release_freed()
