@@ -281,10 +281,15 @@ def _add_bones(nb: NodeBuilder, arm, arm_idx: int, arm_world: np.ndarray) -> Non
                      local_location=bool(local_loc[i]))
         nb.targets[(arm.name, b.name)] = targets[k]
 
-def collect_objects(view_layer) -> list:
+def collect_objects(view_layer, hidden: frozenset = frozenset()) -> list:
+    """The view layer's meshes and armatures, with the armatures their Armature modifiers name
+    and every parent up the chain; ``hidden``: names of meshes left out (a final render's meshes
+    hidden from rendering: ``render_hidden``), unless an included object needs them as a parent."""
     objs = list(view_layer.objects) if view_layer is not None else []
     include: Dict[str, Any] = {}      # name -> bpy.types.Object
     for o in objs:
+        if o.type == "MESH" and o.name in hidden:
+            continue
         if o.type in ("MESH", "ARMATURE"):
             include[o.name] = o
             for a in _armature_modifier_targets(o):
@@ -300,6 +305,16 @@ def collect_objects(view_layer) -> list:
                 include[p.name] = p
                 p = p.parent
     return list(include.values())
+
+
+def render_hidden(depsgraph, view_layer) -> frozenset:
+    """Names of the view layer's meshes a final render's depsgraph does not show (Disable in
+    Renders, a collection hidden from rendering): not imported, not uploaded.  Empty for a
+    viewport depsgraph (hiding there is a quick toggle; the viewport's draw list skips them)."""
+    if depsgraph is None or view_layer is None or getattr(depsgraph, "mode", "VIEWPORT") != "RENDER":
+        return frozenset()
+    shown = {getattr(o, "original", o).name for o in depsgraph.objects}
+    return frozenset(o.name for o in view_layer.objects if o.type == "MESH" and o.name not in shown)
 
 
 def structure_key(objects) -> Optional[tuple]:
