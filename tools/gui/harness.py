@@ -79,8 +79,15 @@ def region(area, kind="WINDOW"):
 
 
 def screen_rect(reg, win=None):
-    """(x0, y0, x1, y1) of a region in X screen pixels, top-left origin (x1, y1 exclusive)."""
+    """(x0, y0, x1, y1) of a region in X screen pixels, top-left origin (x1, y1 exclusive).
+
+    The main window's top-left corner is the X screen's (tools/gui/session.sh opens it at 0 0 and
+    nothing moves it; ``viewports`` resizes it in place): Blender's ``window.y`` (from the bottom of
+    the screen) stays at its value for the smaller size after the window is resized back (140 after
+    760 px high and back to 900), which put every point computed from it 140 px too low."""
     win = win or window()
+    if win == window():
+        return reg.x, win.height - (reg.y + reg.height), reg.x + reg.width, win.height - reg.y
     x0 = win.x + reg.x
     y0 = (win.y + win.height) - (reg.y + reg.height)
     return x0, y0, x0 + reg.width, y0 + reg.height
@@ -105,6 +112,9 @@ class Harness:
         self.results: list[dict] = []
         self.current: dict | None = None
         self.cleanup = cleanup      # called after each journey, passed or not (stop what it left running)
+        # no X key auto-repeat: on a loaded machine a timer tick between a key's press and release
+        # can outlast the repeat delay, and a typed "stylized" arrived as "sstyliizedd"
+        subprocess.run(["xset", "r", "off"], check=False)
 
     # ---- input, one event per tick ----------------------------------------------------------
     def _xdo(self, *args):

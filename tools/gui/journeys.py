@@ -36,6 +36,9 @@ JOURNEYS = {
 def all_journeys(h, names):
     yield 2.0
     for name in names:
+        if name not in JOURNEYS:            # (run.sh reports it as not run)
+            h.log(f"no journey named {name!r}; known: {', '.join(JOURNEYS)}")
+            continue
         yield from h.run_journey(name, JOURNEYS[name])
         h.write_results()
 
@@ -61,6 +64,12 @@ def main():
     ap.add_argument("--only", default="")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(JOURNEYS)
+    # the requested list, written before any journey runs: run.sh names those with no result (a
+    # Blender crash mid-run leaves the journeys after it without one)
+    import json
+    import pathlib
+    pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+    (pathlib.Path(args.out) / f"{args.backend}-requested.json").write_text(json.dumps(names))
     # a pie's key released later than the tap timeout closes the pie without choosing (Blender's
     # "hold" pie): under software Vulkan one event tick can outlast the default 0.2 s
     bpy.context.preferences.view.pie_tap_timeout = 100

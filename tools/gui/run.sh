@@ -35,17 +35,27 @@ for b in "${backends[@]}"; do
     brc=$?
     res="$out/$b-results.json"
     if [ ! -f "$res" ]; then
-        echo "test-gui: $b: no results (exit $brc); log: $out/$b.log"; tail -n 20 "$out/$b.log"; status=1; continue
+        echo "test-gui: $b: no results (exit $brc); log: $out/$b.log"; tail -n 20 "$out/$b.log"; status=1
     fi
-    "$PY" - "$res" "$b" "$((SECONDS - t0))" <<'PYEOF' || status=1
-import json, sys
-res = json.load(open(sys.argv[1])); backend, secs = sys.argv[2], sys.argv[3]
+    "$PY" - "$res" "$b" "$((SECONDS - t0))" "$out/$b-requested.json" "$brc" <<'PYEOF' || status=1
+import json, os, sys
+res = json.load(open(sys.argv[1])) if os.path.isfile(sys.argv[1]) else []; backend, secs, req_path, brc = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+# journeys.py writes the requested list before the first journey: a journey with no result did
+# not run (Blender exited or crashed before it finished)
+requested = json.load(open(req_path)) if os.path.isfile(req_path) else None
 bad = [r for r in res if not r["passed"]]
 for r in res:
     print(f"test-gui: {backend}: {r['journey']}: {'passed' if r['passed'] else 'FAILED: ' + r['error'].splitlines()[0]} "
           f"({r['seconds']} s, {len(r['screenshots'])} screenshots)")
-print(f"test-gui: {backend}: {len(res) - len(bad)} of {len(res)} journeys passed in {secs} s")
-sys.exit(1 if bad or not res else 0)
+ran = {r["journey"] for r in res}
+missing = [n for n in (requested or []) if n not in ran]
+for n in missing:
+    print(f"test-gui: {backend}: {n}: DID NOT RUN (no result; Blender exit status {brc})")
+total = len(requested) if requested is not None else len(res)
+print(f"test-gui: {backend}: {len(res) - len(bad)} of {total} journeys passed in {secs} s"
+      + (f"; did not run: {', '.join(missing)}" if missing else "")
+      + ("; no list of requested journeys (journeys.py did not start?)" if requested is None else ""))
+sys.exit(1 if bad or not res or missing or requested is None else 0)
 PYEOF
 done
 exit $status
