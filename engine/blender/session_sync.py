@@ -227,7 +227,7 @@ def _structure_changes(session, depsgraph) -> list:
 
     known = session.assets.known
     _scene, view_layer = importer.resolve_scene(depsgraph)
-    key = importer.structure_key(importer.collect_objects(view_layer, importer.render_hidden(depsgraph, view_layer)))
+    key = importer.structure_key(importer.render_objects(depsgraph, view_layer))
     if key is None or key != session.imports.structure_key:
         return ["objects, parents or bones changed"]
     out = []
@@ -297,7 +297,7 @@ def ensure_runtime(session, depsgraph) -> None:
             session.assets.edits.trusted()     # every mesh was fingerprinted anew
     if error is None and not session.viewport:
         _scene, view_layer = importer.resolve_scene(depsgraph)
-        session.imports.structure_key = importer.structure_key(importer.collect_objects(view_layer, importer.render_hidden(depsgraph, view_layer)))
+        session.imports.structure_key = importer.structure_key(importer.render_objects(depsgraph, view_layer))
     if error is None and session.runtime is not None and importer.same_structure(
             session.scene_asset, asset, compare_bind_pose=session.viewport):
         # nothing changed (every asset came back from the cache): keep the runtime and its

@@ -20,11 +20,12 @@ from .animations import compatible_clips, import_action
 from .cache import AssetCache, mesh_content_fingerprint
 from .mesh import compute_tangents, read_mesh, smooth_normals, split_by_material
 from .meshes import armature_signature, import_mesh, key_signature, object_signature
-from .nodes import build_nodes, collect_objects, node_world_matrices, render_hidden, structure_key
+from .nodes import build_nodes, collect_objects, node_world_matrices, render_hidden, render_objects, structure_key
 from .scene import import_scene, import_scene_with_problems, resolve_scene, same_structure
 
 __all__ = ["import_scene", "import_scene_with_problems", "import_action", "compatible_clips",
            "AssetCache", "mesh_content_fingerprint", "import_mesh", "build_nodes", "collect_objects", "render_hidden",
+           "render_objects",
            "object_signature", "key_signature", "armature_signature", "action_content_signature",
            "node_world_matrices", "structure_key", "resolve_scene", "same_structure",
            "read_mesh", "split_by_material", "smooth_normals", "compute_tangents"]

@@ -317,6 +317,12 @@ def render_hidden(depsgraph, view_layer) -> frozenset:
     return frozenset(o.name for o in view_layer.objects if o.type == "MESH" and o.name not in shown)
 
 
+def render_objects(depsgraph, view_layer) -> list:
+    """``collect_objects`` of what ``depsgraph`` draws: a final render's hidden meshes
+    (``render_hidden``) left out; a viewport's or no depsgraph: the whole view layer."""
+    return collect_objects(view_layer, render_hidden(depsgraph, view_layer))
+
+
 def structure_key(objects) -> Optional[tuple]:
     """What of ``objects`` (``collect_objects``) the node array of ``build_nodes`` depends on,
     read cheaply: each object's name, type, data, parent, parent type, parent bone and parent

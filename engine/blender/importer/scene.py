@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 from ...core.assets import NODE_OBJECT, AssetError, SceneAsset, SceneNodeAsset
 from .animations import import_animations
 from .meshes import import_mesh
-from .nodes import build_nodes, collect_objects, render_hidden
+from .nodes import build_nodes, render_objects
 
 
 def resolve_scene(depsgraph_or_scene, view_layer=None):
@@ -53,7 +53,7 @@ def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: b
     t0 = time.perf_counter()
     scene, view_layer = resolve_scene(depsgraph_or_scene, view_layer)
     depsgraph = depsgraph_or_scene if isinstance(depsgraph_or_scene, bpy.types.Depsgraph) else None
-    objects = collect_objects(view_layer, render_hidden(depsgraph, view_layer))
+    objects = render_objects(depsgraph, view_layer)
     nb = build_nodes(objects)
     t1 = time.perf_counter()
     meshes = []
