@@ -2,9 +2,8 @@
 
 A ground, a box and a ball (static casters), a skinned two-bone column (a moving caster), a sun
 (cascades) and a point lamp (a cube map), F12 through bpy.ops: the second F12 redraws no static
-tile and draws only the character over the kept depth (once the caches keep every static caster:
-with the default threshold this small scene is drawn directly, as before the cache); bending the character redraws no static
-tile; moving the box redraws the tiles it reaches (not all); every warm frame is pixel for pixel
+tile and draws only the character over the kept depth; bending the character redraws no static
+tile and copies only the character's footprints; moving the box redraws the tiles it reaches (not all); every warm frame is pixel for pixel
 the frame drawn without the cache (every caster into every tile it reaches).
 """
 from __future__ import annotations
@@ -21,8 +20,8 @@ from support.two_bone_rig import bend, two_bone_rig
 
 @pytest.fixture(autouse=True)
 def _free_kept_session():
-    """``_keep_all`` lowers the kept final session's threshold: free that session after each test
-    so no later test (another file's F12) renders with it."""
+    """Free the kept final session after each test (``_fresh`` takes its depth caches away for
+    one F12), so no later test (another file's F12) renders with it."""
     yield
     from stylized_renderer.engine.blender import render_engine
 
@@ -85,25 +84,16 @@ def _fresh(scene):
     return px, st
 
 
-def _keep_all(scene):
-    """An F12 that makes the session, whose depth caches then keep every static caster (this
-    scene's few hundred triangles are below the threshold from which keeping pays)."""
+def _atlas_texels() -> int:
     from stylized_renderer.engine.blender import render_engine
 
-    _, st = _f12(scene)
-    assert st["shadow_bypassed"] == 2 and st["shadow_static_draws"] == 0   # (drawn directly)
-    session = render_engine.kept_final_session()
-    assert session is not None and session.pipeline is not None
-    pipe = session.pipeline
-    for p in (pipe.shadow, pipe.local_shadow):
-        assert p.depth_cache is not None
-        p.depth_cache.min_triangles_per_texel = 0.0
+    pipe = render_engine.kept_final_session().pipeline
+    return sum(p._size[0] * p._size[1] for p in (pipe.shadow, pipe.local_shadow) if p._size is not None)
 
 
 def test_static_depth_is_kept_and_redrawn_only_where_a_static_caster_moved(empty_scene):
     scene = empty_scene
     rig, box = _scene(scene)
-    _keep_all(scene)
     _, first = _f12(scene)
     assert first["local_shadows"] == 1 and first["shadow_static_tiles_drawn"] >= 7   # 3 cascades + 6 faces (some empty)
     px, second = _f12(scene)
@@ -111,12 +101,16 @@ def test_static_depth_is_kept_and_redrawn_only_where_a_static_caster_moved(empty
     assert second["shadow_static_tiles_drawn"] == 0 and second["shadow_static_draws"] == 0
     assert second["shadow_moving_draws"] > 0                # the skinned column, over the kept depth
     assert np.array_equal(px, _fresh(scene)[0])
+    _, again = _f12(scene)                # (a frame drawn without the cache: the atlas is redrawn)
+    assert again["shadow_static_tiles_drawn"] == first["shadow_static_tiles_drawn"]
 
     bend(rig, "upper", 80.0)                               # only the character moves
     bpy.context.view_layer.update()
     px, bent = _f12(scene)
     assert bent["shadow_static_tiles_drawn"] == 0 and bent["shadow_static_draws"] == 0
     assert bent["shadow_moving_draws"] > 0
+    # only the column's footprints are copied (back, then saved), not the atlases
+    assert 0 < bent["shadow_restored_texels"] < 0.5 * _atlas_texels()
     ref, _ = _fresh(scene)
     assert np.array_equal(px, ref)
     assert not np.array_equal(px, second_px)                # (the bent column's shadow moved)
@@ -135,7 +129,6 @@ def test_a_moving_static_object_is_drawn_over_the_kept_depth(empty_scene):
     starts moving in (it leaves the static set), it is drawn with the moving casters."""
     scene = empty_scene
     _rig, box = _scene(scene)
-    _keep_all(scene)
     _f12(scene)
     _f12(scene)
     redrawn = []

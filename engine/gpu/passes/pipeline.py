@@ -289,7 +289,7 @@ class FramePipeline:
         if not reuse:     # the static depth caches' work this frame (shadow_cache.py)
             drawn = [p.depth_cache.stats for p, on in ((self.shadow, shadows_on), (self.local_shadow, local_on))
                      if on and p.depth_cache is not None]
-            for k in ("static_tiles_drawn", "static_draws", "moving_draws", "bypassed"):
+            for k in ("static_tiles_drawn", "static_draws", "moving_draws", "restored_texels", "bypassed"):
                 if drawn:
                     self.stats["shadow_" + k] = sum(int(d.get(k, 0)) for d in drawn)
                 else:

@@ -294,7 +294,9 @@ class ShadowPass:
         self._size = None
         self._depth = None
         self._fb = None
-        self._out = None              # the atlas the frame samples (None: ``_depth``)
+        # names what the atlas holds: renewed with a new texture and by every draw made without the
+        # depth cache, which then trusts nothing the atlas held (shadow_cache.py)
+        self.atlas_token = None
         self.fit_result = None
         self.caster_count = 0
         self.draw_count = 0           # caster draws over all cascades (last frame)
@@ -309,10 +311,11 @@ class ShadowPass:
             self._depth = gpu.types.GPUTexture(size, format="DEPTH_COMPONENT32F")
             self._fb = gpu.types.GPUFrameBuffer(depth_slot=self._depth)
             self._size = size
+            self.atlas_token = object()
 
     @property
     def texture(self):
-        return self._out if self._out is not None else self._depth
+        return self._depth
 
     def _draw_atlas(self, tiles, casters, instances, shader_for, bind_material, material_key=None,
                     mspec=None) -> None:
@@ -320,12 +323,12 @@ class ShadowPass:
         through the depth cache when there is one and the pipeline names the materials' keys."""
         cache = self.depth_cache
         if cache is None or material_key is None or mspec is None:
-            self._out = None
+            self.atlas_token = object()
             self.draw_count = draw_tiles(self._fb, [t[:5] for t in tiles], casters, instances, shader_for,
                                          bind_material)
             return
-        self._out, self.draw_count = cache.draw(self._fb, self._size, tiles, casters, instances, shader_for,
-                                                bind_material, material_key, mspec)
+        self.draw_count = cache.draw(self._fb, self._depth, self._size, tiles, casters, instances, shader_for,
+                                     bind_material, material_key, mspec, token=self.atlas_token)
 
     @property
     def columns(self) -> int:
@@ -369,7 +372,7 @@ class ShadowPass:
     def free(self):
         self._depth = None
         self._fb = None
-        self._out = None
+        self.atlas_token = None
         self._size = None
         if self.depth_cache is not None:
             self.depth_cache.free()

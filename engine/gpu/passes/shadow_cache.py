@@ -1,52 +1,56 @@
 """Static casters' shadow depth kept between frames (issue 37).
 
-A depth atlas (the sun's cascades, the local lamps' spot maps and cube faces) is drawn in two
-layers:
+A depth atlas (the sun's cascades, the local lamps' spot maps and cube faces) holds two layers:
 
 * **static casters**: items with no palette, no morph (neither shader-composed nor rebuilt on
   the CPU), no animated UVs on an alpha-tested material, and the same world matrix as in the
-  previous frame.  They are drawn into this cache's own atlas, tile by tile, and a tile is
-  redrawn only when its key changes: the tile's place and size, its projection (the lamp, the
-  camera-dependent cascade fit), and per static caster drawn into it its vertex batch, world
-  matrix, material block, textures and shader variant.  A caster that moves, appears or
-  disappears, a lamp that moves, a changed shadow resolution, a light-linking change (a lamp's
-  caster set) or an edited mesh (a new batch) therefore redraws exactly the tiles it reaches.
+  previous frame.  A tile's static depth is drawn once and redrawn only when the tile's key
+  changes: the tile's place and size, its projection (the lamp, the camera-dependent cascade
+  fit), and per static caster drawn into it its vertex batch, world matrix, material block,
+  textures and shader variant.  A caster that moves, appears or disappears, a lamp that moves,
+  a changed shadow resolution, a light-linking change (a lamp's caster set) or an edited mesh (a
+  new batch) therefore redraws exactly the tiles it reaches.
 * **moving casters** (skinned and morphed characters, objects whose matrix changed since the
-  last frame): drawn every frame over a copy of the cached static depth (one full-screen draw
-  writing ``gl_FragDepth``).  Depth testing keeps the nearest surface whatever the order, so the
+  last frame): drawn every frame over the static depth.  Before they are drawn, the static depth
+  under them is saved into a small *backup* texture: per tile, the rectangle their world boxes
+  cover through the tile's projection (``footprint``; the whole tile where a box reaches behind
+  a perspective face's eye or is not finite).  The next frame first copies those rectangles
+  back, which leaves the atlas holding the static depth alone again, then draws its own moving
+  casters the same way.  Depth testing keeps the nearest surface whatever the order, so the
   atlas is the one drawing every caster at once would give, bit for bit.
 
-A frame without a moving caster in any tile samples the cache's atlas directly (no copy).  A
-frame whose static casters are few triangles for the atlas's size (``worth_it``: the copy would
-cost more than drawing them) draws every caster directly, as before the cache.  The
-objects a key names by ``id`` (batches, material blocks, textures) are referenced by the cache,
-so an id cannot be reused by a new object while its key is kept.  Owned by a ShadowPass
-(``depth_cache``), freed with it; ``stats`` counts the last frame's work.
+One atlas is drawn and sampled (the ShadowPass's): the cache costs only the backup of the
+moving casters' footprints (a character's few hundred texels a side, not a second atlas), and a
+frame copies those footprints instead of clearing and redrawing every tile.  A frame with no
+static caster draws every caster directly.  The atlas is trusted only while the ShadowPass's
+``atlas_token`` is the one this cache last drew with: a new atlas texture or a frame drawn
+without the cache changes it, and every tile is then redrawn.  The objects a key names by ``id``
+(batches, material blocks, textures) are referenced by the cache, so an id cannot be reused by
+a new object while its key is kept.  Owned by a ShadowPass (``depth_cache``), freed with it;
+``stats`` counts the last frame's work.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .shadow import draw_tiles
+from .shadow import caster_boxes, draw_tiles
 
-#: ``StaticDepthCache.worth_it``: static triangles per atlas texel from which the cache pays.  On
-#: llvmpipe a full-screen depth copy costs about as much as drawing 1 triangle per 16 texels (a
-#: depth-only triangle of a few texels); the demo (a 512-triangle ground, 3 cascades on a 3072 x
-#: 1024 atlas: 0.0005) draws directly, the set's terrain (2,000,000 triangles in ~20 tiles) keeps.
-MIN_TRIANGLES_PER_TEXEL = 1.0 / 16.0
+#: texels added on each side of a footprint (the projection here is float64, the GPU's float32)
+FOOTPRINT_MARGIN = 2
 
 _COPY_FRAGMENT = """
 void main()
 {
-  gl_FragDepth = (params.x > 0.5) ? 1.0 : texelFetch(src, ivec2(gl_FragCoord.xy), 0).r;
+  gl_FragDepth = (params.x > 0.5) ? 1.0 : texelFetch(src, ivec2(gl_FragCoord.xy) + ivec2(params.yz), 0).r;
   frag_color = vec4(0.0);
 }
 """
 
 
 def _copy_shader(cache):
-    """A full-screen shader writing depth: the static atlas's texel (params.x 0) or 1.0 (a
-    tile's clear, params.x 1: a clear limited to the viewport, whatever the backend)."""
+    """A full-screen shader writing depth: ``src``'s texel at the fragment + (params.y, params.z)
+    (params.x 0), or 1.0 (a tile's clear, params.x 1: a clear limited to the viewport, whatever
+    the backend)."""
     def make():
         import gpu
 
@@ -63,6 +67,55 @@ def _copy_shader(cache):
     return cache.shader("shadow_depth_copy", make)
 
 
+def footprint(matrix, boxes, x: int, y: int, size: int):
+    """(x0, y0, x1, y1): the atlas texels (half-open) that geometry inside ``boxes`` ((K,2,3) world
+    min/max) can cover in the tile of ``size`` texels at (x, y) drawn through ``matrix`` (world
+    to clip), widened by ``FOOTPRINT_MARGIN``; the whole tile where a box is not finite or
+    reaches behind a perspective projection's eye (w <= 0); None where nothing can be drawn."""
+    whole = (x, y, x + size, y + size)
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 2, 3)
+    if not len(boxes):
+        return None
+    if not np.all(np.isfinite(boxes)) or np.any(boxes[:, 0] > boxes[:, 1]):
+        return whole
+    corners = boxes[:, _CORNERS, np.arange(3)].reshape(-1, 3)
+    clip = np.hstack([corners, np.ones((len(corners), 1))]) @ np.asarray(matrix, np.float64).T
+    w = clip[:, 3]
+    if not np.all(w > 1e-9):
+        return whole
+    ndc = clip[:, :2] / w[:, None]
+    lo = np.floor(x + (ndc.min(0) + 1.0) * 0.5 * size)
+    hi = np.ceil(x + (ndc.max(0) + 1.0) * 0.5 * size)
+    lo[1] += y - x
+    hi[1] += y - x
+    x0, y0 = (max(int(v) - FOOTPRINT_MARGIN, lim) for v, lim in zip(lo, (x, y)))
+    x1, y1 = (min(int(v) + FOOTPRINT_MARGIN, lim) for v, lim in zip(hi, (x + size, y + size)))
+    if x1 <= x0 or y1 <= y0:
+        return None
+    return (x0, y0, x1, y1)
+
+
+_CORNERS = np.array([[i, j, k] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+
+
+def pack_rows(rects, width: int):
+    """Shelf packing: the origin in a ``width``-wide texture of each (x0, y0, x1, y1) rectangle,
+    and the texture's (width, height) needed."""
+    origins = []
+    cx = cy = row = 0
+    used = 1
+    for x0, y0, x1, y1 in rects:
+        w, h = x1 - x0, y1 - y0
+        if cx and cx + w > width:
+            cy += row
+            cx = row = 0
+        origins.append((cx, cy))
+        cx += w
+        row = max(row, h)
+        used = max(used, cx)
+    return origins, (max(1, used), max(1, cy + row))
+
+
 def item_identity(it) -> tuple:
     """What names an item from frame to frame (its object, primitive and material slot)."""
     return (it.object_name, getattr(it, "node_index", 0), getattr(it, "primitive_index", 0),
@@ -70,36 +123,20 @@ def item_identity(it) -> tuple:
 
 
 class StaticDepthCache:
-    """The static casters' depth atlas of one ShadowPass and the key of each of its tiles."""
+    """The static casters' tile keys of one ShadowPass's atlas and the backup of the static depth
+    under the moving casters."""
 
     def __init__(self, gpu_cache):
         self.gpu = gpu_cache          # the pipeline's GpuCache (the copy shader and its batch)
-        self._size = None
-        self._depth = None
-        self._fb = None
-        self._keys = {}               # (x, y, size) -> the key its static depth was drawn with
+        self._token = None            # the ShadowPass's atlas_token this cache last drew with
+        self._keys = {}               # (x, y, size) -> the static key the atlas's tile holds
         self._refs = {}               # (x, y, size) -> objects its key names by id (kept alive)
         self._worlds = {}             # item_identity -> world matrices' bytes of the last frame
-        self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "copied": False}
-        # below this many static triangles drawn per atlas texel the atlas is drawn directly
-        # (``worth_it``); 0 always keeps the static depth
-        self.min_triangles_per_texel = MIN_TRIANGLES_PER_TEXEL
-
-    @property
-    def texture(self):
-        return self._depth
-
-    def _ensure(self, size) -> None:
-        import gpu
-
-        if self._size != size:
-            self._depth = gpu.types.GPUTexture(size, format="DEPTH_COMPONENT32F")
-            self._fb = gpu.types.GPUFrameBuffer(depth_slot=self._depth)
-            with self._fb.bind():
-                self._fb.clear(depth=1.0)
-            self._size = size
-            self._keys.clear()
-            self._refs.clear()
+        self._saved = {}              # (x, y, size) -> (atlas rectangle, its origin in the backup)
+        self._backup = None           # DEPTH_COMPONENT32F: the static depth under the moving casters
+        self._backup_fb = None
+        self._backup_size = None
+        self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "restored_texels": 0}
 
     def _moving(self, casters) -> np.ndarray:
         """(K,) bool: the casters whose world matrix is not one its object had last frame (an
@@ -135,19 +172,31 @@ class StaticDepthCache:
             out[k] = True
         return out
 
-    def draw(self, fb, size, tiles, casters, instances, shader_for, bind_material, material_key, mspec):
-        """Draw the atlas ``fb`` (of ``size``) as ``shadow.draw_tiles`` would; ``tiles``: (x, y,
+    def _forget(self) -> None:
+        self._token = None
+        self._keys.clear()
+        self._refs.clear()
+        self._saved.clear()
+
+    def draw(self, fb, atlas, size, tiles, casters, instances, shader_for, bind_material, material_key, mspec,
+             token=None) -> int:
+        """Draw the atlas ``fb`` (its depth texture ``atlas``, of ``size``) as ``shadow.draw_tiles`` would; ``tiles``: (x, y,
         size, index, caster indices, (4,4) projection) per tile; ``material_key(name)``: what the
         material's shadow draw reads (its block's bytes, then its textures: objects, compared by
-        identity and held); ``mspec(name)``: its material_spec.  Returns (the atlas to sample, the caster draws made)."""
+        identity and held); ``mspec(name)``: its material_spec; ``token``: the ShadowPass's
+        ``atlas_token`` (what the atlas holds is this cache's work only while it is unchanged).
+        Returns the caster draws made."""
         static = self._static(casters, instances, mspec)
-        if not self.worth_it(tiles, casters, static, size):
-            # little static geometry: drawing it costs less than copying the kept depth
-            self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "copied": False,
+        if not static.any():
+            # nothing to keep: every caster drawn directly
+            self._forget()
+            self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "restored_texels": 0,
                           "bypassed": True}
-            return None, draw_tiles(fb, [t[:5] for t in tiles], casters, instances, shader_for, bind_material)
-        self._ensure(size)
-        stale, moving_tiles = [], []
+            return draw_tiles(fb, [t[:5] for t in tiles], casters, instances, shader_for, bind_material)
+        if token is None or token is not self._token:
+            self._forget()
+        boxes, _valid = caster_boxes(casters)
+        stale, moving_tiles, rects = [], [], []
         keys, refs = {}, {}
         for x, y, sz, index, idx, matrix in tiles:
             idx = np.asarray(idx, np.intp)
@@ -167,66 +216,96 @@ class StaticDepthCache:
             if self._keys.get(tile) != key:
                 stale.append((x, y, sz, index, s_idx))
             if len(d_idx):
-                moving_tiles.append((x, y, sz, index, d_idx))
+                rect = footprint(matrix, boxes[d_idx], x, y, sz)
+                if rect is not None:
+                    moving_tiles.append((x, y, sz, index, d_idx))
+                    rects.append((tile, rect))
+        stale_tiles = {t[:3] for t in stale}
+        # 1. the static depth back under last frame's moving casters (tiles redrawn below aside)
+        back = [v for t, v in self._saved.items() if t in keys and t not in stale_tiles]
+        restored = self._copy(fb, atlas, back, into_atlas=True)
+        # 2. the tiles whose static casters changed: cleared and drawn
         static_draws = 0
         if stale:
-            static_draws = draw_tiles(self._fb, stale, casters, instances, shader_for, bind_material,
+            static_draws = draw_tiles(fb, stale, casters, instances, shader_for, bind_material,
                                       clear=self._clear_tile)
-        self._keys.update(keys)
-        self._refs.update(refs)
+        self._keys = keys
+        self._refs = refs
+        # 3. the static depth under this frame's moving casters saved, then those drawn over it
+        self._saved = {}
         moving_draws = 0
-        copied = bool(moving_tiles)
-        if copied:
-            self._copy_into(fb, size)
+        if rects:
+            origins, need = pack_rows([r for _t, r in rects], max(size[0], max(r[2] - r[0] for _t, r in rects)))
+            self._ensure_backup(need)
+            self._saved = {t: (r, o) for (t, r), o in zip(rects, origins)}
+            restored += self._copy(fb, atlas, list(self._saved.values()), into_atlas=False)
             moving_draws = draw_tiles(fb, moving_tiles, casters, instances, shader_for, bind_material, clear=None)
+        self._token = token
         self.stats = {"static_tiles_drawn": len(stale), "static_draws": static_draws,
-                      "moving_draws": moving_draws, "copied": copied}
-        return (None if copied else self._depth), static_draws + moving_draws
+                      "moving_draws": moving_draws, "restored_texels": restored}
+        return static_draws + moving_draws
 
-    def worth_it(self, tiles, casters, static, size) -> bool:
-        """Whether keeping the static depth pays: the static casters' triangles the tiles would
-        draw (each tile counts its own) are at least ``min_triangles_per_texel`` x the atlas's
-        texels (the copy draws every texel once).  A character on a small ground is drawn
-        directly, as before the cache."""
-        if self.min_triangles_per_texel <= 0.0:
-            return True
-        tris = np.fromiter((float(getattr(it.stream, "triangle_count", 0) or 0) if static[k] else 0.0
-                            for k, it in enumerate(casters)), np.float64, len(casters))
-        drawn = sum(float(tris[np.asarray(t[4], np.intp)].sum()) for t in tiles if len(t[4]))
-        return drawn >= self.min_triangles_per_texel * float(size[0]) * float(size[1])
-
-    def _fullscreen(self, mode: float, src=None) -> None:
+    def _ensure_backup(self, need) -> None:
+        """A backup texture of at least ``need`` (width, height); made anew (rounded up to 64
+        texels) when too small or more than four times too big."""
         import gpu
 
+        have = self._backup_size
+        if have is not None and have[0] >= need[0] and have[1] >= need[1] and have[0] * have[1] <= 4 * need[0] * need[1] + 4096:
+            return
+        size = tuple(int(-(-int(n) // 64) * 64) for n in need)
+        self._backup = gpu.types.GPUTexture(size, format="DEPTH_COMPONENT32F")
+        self._backup_fb = gpu.types.GPUFrameBuffer(depth_slot=self._backup)
+        self._backup_size = size
+
+    def _copy(self, fb, atlas, saved, into_atlas: bool) -> int:
+        """Copy each (atlas rectangle, backup origin) of ``saved`` from the backup into the atlas
+        (``fb``, its texture ``atlas``) with ``into_atlas``, else from the atlas into the backup;
+        returns the texels copied."""
+        import gpu
+
+        if not saved:
+            return 0
+        target, src = (fb, self._backup) if into_atlas else (self._backup_fb, atlas)
+        texels = 0
+        with target.bind():
+            sh = _copy_shader(self.gpu)
+            sh.bind()
+            sh.uniform_sampler("src", src)
+            gpu.state.depth_test_set("ALWAYS")
+            gpu.state.depth_mask_set(True)
+            gpu.state.face_culling_set("NONE")
+            for (x0, y0, x1, y1), (bx, by) in saved:
+                w, h = x1 - x0, y1 - y0
+                if into_atlas:
+                    gpu.state.viewport_set(x0, y0, w, h)
+                    sh.uniform_float("params", (0.0, float(bx - x0), float(by - y0), 0.0))
+                else:
+                    gpu.state.viewport_set(bx, by, w, h)
+                    sh.uniform_float("params", (0.0, float(x0 - bx), float(y0 - by), 0.0))
+                self.gpu.fullscreen_batch(sh).draw(sh)
+                texels += w * h
+            gpu.state.depth_test_set("LESS_EQUAL")
+        return texels
+
+    def _clear_tile(self, x, y, size) -> None:
+        """Depth 1 over one tile of the atlas (its framebuffer is bound)."""
+        import gpu
+
+        gpu.state.viewport_set(x, y, size, size)
         sh = _copy_shader(self.gpu)
         sh.bind()
-        sh.uniform_sampler("src", src if src is not None else self._depth)
-        sh.uniform_float("params", (float(mode), 0.0, 0.0, 0.0))
+        sh.uniform_sampler("src", self.gpu.dummy_texture("white"))
+        sh.uniform_float("params", (1.0, 0.0, 0.0, 0.0))
         gpu.state.depth_test_set("ALWAYS")
         gpu.state.depth_mask_set(True)
         gpu.state.face_culling_set("NONE")
         self.gpu.fullscreen_batch(sh).draw(sh)
         gpu.state.depth_test_set("LESS_EQUAL")
 
-    def _clear_tile(self, x, y, size) -> None:
-        """Depth 1 over one tile of the static atlas (the framebuffer is bound)."""
-        import gpu
-
-        gpu.state.viewport_set(x, y, size, size)
-        self._fullscreen(1.0, src=self.gpu.dummy_texture("white"))
-
-    def _copy_into(self, fb, size) -> None:
-        """The static atlas's depth into ``fb`` (the frame's atlas), every texel."""
-        import gpu
-
-        with fb.bind():
-            gpu.state.viewport_set(0, 0, size[0], size[1])
-            self._fullscreen(0.0)
-
     def free(self) -> None:
-        self._depth = None
-        self._fb = None
-        self._size = None
-        self._keys.clear()
-        self._refs.clear()
+        self._forget()
         self._worlds.clear()
+        self._backup = None
+        self._backup_fb = None
+        self._backup_size = None
