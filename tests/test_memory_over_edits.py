@@ -90,7 +90,9 @@ def test_an_edited_mesh_s_old_assets_are_gone_before_its_new_data_is_read(empty_
             gc.collect()
             seen.append(old_prim() is None)
             # the render targets and shadow atlases too: the frame after the import makes them again
-            targets.append((pipe.shadow.texture, pipe.last_color, getattr(pipe, "_color", None)))
+            acc = session._accumulator
+            targets.append((pipe.shadow.texture, pipe.last_color, getattr(pipe, "_color", None),
+                            None if acc is None else acc.texture))
         return real(mesh, *a, **kw)
 
     grid.data.vertices[100].co.z += 0.05
@@ -102,6 +104,6 @@ def test_an_edited_mesh_s_old_assets_are_gone_before_its_new_data_is_read(empty_
         C.render_scene(scene)
     assert seen, "the edited grid was not read again"
     assert all(seen), "the grid's replaced primitive was still held when its new data was read"
-    assert targets and all(t == (None, None, None) for t in targets), "render targets held during the import"
+    assert targets and all(t == (None, None, None, None) for t in targets), "render targets held during the import"
     assert pipe.shadow.texture is not None             # (made again for the frame)
     assert old_prim() is None

@@ -113,6 +113,14 @@ class StylizedSession:
             self._accumulator.free()
         return True
 
+    def release_targets(self) -> None:
+        """Drop the pipeline's render targets and shadow atlases and the anti-aliasing targets
+        (the next frame makes them again): before an after-edit import (session_sync.release_stale)."""
+        if self.pipeline is not None:
+            self.pipeline.release_targets()
+        if self._accumulator is not None:
+            self._accumulator.free()
+
     def sync(self, depsgraph, updates=None) -> None:
         """Note what changed (``updates``: the depsgraph's updates; None = everything):
         ``session_sync.sync``."""

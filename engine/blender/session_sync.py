@@ -260,7 +260,7 @@ def release_stale(session) -> None:
     session.drop_runtime()
     if session.pipeline is not None:
         session.pipeline.forget_items()
-        session.pipeline.release_targets()
+    session.release_targets()
     if session.backend is not None:
         session.backend.retain([p for e in session.assets.meshes.values() for p in e.asset.primitives])
     release_freed()

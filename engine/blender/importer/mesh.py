@@ -24,7 +24,7 @@ class CornerSplit:
     source_vertices: np.ndarray  # (V,) int64 Blender vertex index
     tri_vertices: np.ndarray     # (T,3) uint32 indices into the split vertices
     tri_materials: np.ndarray    # (T,) int64 material index per triangle
-    corner_to_split: np.ndarray  # (L,) int64 split vertex of each Blender corner (loop)
+    corner_to_split: np.ndarray  # (L,) int32 split vertex of each Blender corner (loop), -1: not drawn
     colors: Optional[np.ndarray] = None   # (V,4) float32 linear RGBA of the render colour attribute
 
 
@@ -155,7 +155,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
         del tv
         drawn = np.zeros(nl, bool)
         drawn[tri_loops.ravel()] = True
-        corner_to_split = lut[loop_verts].astype(np.int64)
+        corner_to_split = lut[loop_verts].view(np.int32)      # (fresh: lut's rows; < 2**31)
         corner_to_split[~drawn] = -1
         return _split(positions, vert_normals[src], None, src, tri_vertices, tri_mat, corner_to_split, None)
     loop_verts = loop_verts.astype(np.int64)
@@ -175,7 +175,7 @@ def read_mesh(mesh, uv_name: Optional[str] = None, colors: bool = True,
         src = loop_verts[split_corners]
     else:
         src = inverse = np.zeros(0, np.int64)
-    corner_to_split = np.full(nl, -1, np.int64)
+    corner_to_split = np.full(nl, -1, np.int32)
     corner_to_split[used] = inverse.reshape(-1)
     tri_vertices = corner_to_split[tri_loops].astype(np.uint32) if nt else np.zeros((0, 3), np.uint32)
     if not src.size:
