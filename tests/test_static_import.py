@@ -88,9 +88,10 @@ def test_point_normal_path_is_the_corner_path(empty_scene, monkeypatch, kind):
 
 
 def test_static_primitives_upload_a_slim_buffer_and_skinned_ones_the_whole_layout(empty_scene):
-    """A static grid's static buffer holds only its colour (16 bytes a vertex, no joints, weights
-    or morph spans: 96 before) and its indices; a skinned primitive holds the whole static
-    layout; the grid still draws (the F12 shows it lit)."""
+    """A static grid's static buffer holds only its colour (white, the mesh has none: 4 bytes a
+    vertex, layout.COMPACT_DEFAULTS; no joints, weights or morph spans: 96 before) and its
+    indices; a skinned primitive holds the whole static layout; the grid still draws (the F12
+    shows it lit)."""
     from stylized_renderer.engine.blender.session import StylizedSession
     from stylized_renderer.engine.gpu import util as gpu_util
     from stylized_renderer.engine.gpu.static_buffers import STATIC_NAMES, static_attributes
@@ -107,7 +108,7 @@ def test_static_primitives_upload_a_slim_buffer_and_skinned_ones_the_whole_layou
         tris = len(me.loop_triangles)
         assert s.backend is not None
         assert s.backend.static_uploads == 1
-        assert s.backend.static_bytes == 16 * len(me.vertices) + 12 * tris, s.backend.static_bytes
+        assert s.backend.static_bytes == 4 * len(me.vertices) + 12 * tris, s.backend.static_bytes
     finally:
         gpu_util.run_in_gpu_context(s.free)
     skinned = type("P", (), {"positions": np.zeros((3, 3)), "joints": np.zeros((3, 4)), "uv0": None})()
@@ -115,3 +116,40 @@ def test_static_primitives_upload_a_slim_buffer_and_skinned_ones_the_whole_layou
     h, w = px.shape[:2]
     centre, corner = px[h // 2 - 5:h // 2 + 5, w // 2 - 5:w // 2 + 5, :3].mean(), px[:5, :5, :3].mean()
     assert centre > corner + 0.05, (centre, corner)      # the grid, lit, over the empty background
+
+
+def test_a_mesh_without_colours_draws_as_with_a_white_colour_attribute(empty_scene):
+    """The compact white a mesh without a colour attribute is drawn with (8-bit, 4 bytes a vertex)
+    is exactly 1.0: a material that multiplies its base colour by the colour attribute draws such
+    a grid as it draws the grid with a float attribute of 1.0 (and not as with 0.5)."""
+    scene = empty_scene
+    scene.render.resolution_x, scene.render.resolution_y = 64, 48
+    me = _grid(scene, n=30)
+    mat = C.add_material("Tinted", (0.8, 0.6, 0.4))
+    tree = mat.node_tree
+    attr = tree.nodes.new("ShaderNodeVertexColor")
+    mix = tree.nodes.new("ShaderNodeMix")
+    mix.data_type, mix.blend_type = "RGBA", "MULTIPLY"
+    mix.inputs["Factor"].default_value = 1.0
+    mix.inputs[6].default_value = (0.8, 0.6, 0.4, 1.0)
+    tree.links.new(attr.outputs["Color"], mix.inputs[7])
+    bsdf = next(n for n in tree.nodes if n.type == "BSDF_PRINCIPLED")
+    tree.links.new(mix.outputs[2], bsdf.inputs["Base Color"])
+    me.materials.append(mat)
+    C.add_sun(scene, rotation=(0.5, 0.2, 0.0))
+    C.add_camera(scene, location=(0.0, -8.0, 5.0), rotation=(1.0, 0.0, 0.0))
+    none = C.render_scene(scene).copy()
+
+    def with_attribute(value):
+        if "Col" in me.color_attributes:
+            me.color_attributes.remove(me.color_attributes["Col"])
+        a = me.color_attributes.new("Col", "FLOAT_COLOR", "POINT")
+        a.data.foreach_set("color", np.full(4 * len(me.vertices), value, np.float32))
+        me.color_attributes.render_color_index = me.color_attributes.find("Col")
+        me.update()
+        return C.render_scene(scene).copy()
+
+    white = with_attribute(1.0)
+    grey = with_attribute(0.5)
+    assert np.array_equal(none, white)
+    assert np.abs(none - grey).max() > 0.05          # (the material does multiply by the attribute)

@@ -24,7 +24,7 @@ from ..core.animation.morph import is_frozen
 from ..core.geometry import SmoothNormalDeltas
 from ..core.runtime.backend import RuntimeBackend
 from ..core.runtime.morph_table import pack_morph_entries, pack_morph_span
-from .layout import MORPH_TEX_WIDTH, vertex_format
+from .layout import MORPH_TEX_WIDTH, compact_fill, vertex_format
 from .palette_textures import (
     GpuPaletteBuffer,
     SliceSource,
@@ -33,7 +33,15 @@ from .palette_textures import (
     matrix_rows,
     palette_texture,
 )
-from .static_buffers import STATIC_NAMES, build_slim_static, f32, static_attributes, static_bytes
+from .static_buffers import (
+    STATIC_NAMES,
+    build_slim_static,
+    compact_static,
+    f32,
+    fill_colour,
+    static_attributes,
+    static_bytes,
+)
 
 #: distinct morph weight textures a backend keeps for reuse (GpuBackend._weights_texture)
 WEIGHT_TEXTURES = 256
@@ -86,7 +94,7 @@ def build_static(primitive, morph_span=None):
     weights = getattr(primitive, "weights", None)
     if static_attributes(primitive, morph_span) != STATIC_NAMES:
         return build_slim_static(primitive, n)
-    vbo = gpu.types.GPUVertBuf(vertex_format("static"), n)
+    vbo = gpu.types.GPUVertBuf(vertex_format("static", compact=compact_static(primitive)), n)
     vbo.attr_fill("uv", f32(getattr(primitive, "uv0", None), 2, n))
     j = np.zeros((n, 8), np.uint32)
     w = np.zeros((n, 8), np.float32)
@@ -114,8 +122,7 @@ def build_static(primitive, morph_span=None):
     vbo.attr_fill("weights_hi", np.ascontiguousarray(w[:, 4:]))
     span = np.zeros((n, 2), np.uint32) if morph_span is None else np.array(morph_span, np.uint32, order="C")
     vbo.attr_fill("morph_span", span)
-    # the render colour attribute (linear RGBA); white where the mesh has none
-    vbo.attr_fill("col", f32(getattr(primitive, "colors", None), 4, n, (1.0, 1.0, 1.0, 1.0)))
+    fill_colour(vbo, primitive, n)
     indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
     ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
     return vbo, ibo, int(indices.shape[0]), entries
@@ -143,10 +150,11 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
     if static is None:
         static = build_static(primitive)
     static_vbo, ibo, tris, entries = static
-    vbo = gpu.types.GPUVertBuf(vertex_format("dynamic"), n)
+    # no tangents (no UV map): the constant (1, 0, 0, 1), compact (layout.COMPACT_DEFAULTS)
+    vbo = gpu.types.GPUVertBuf(vertex_format("dynamic", compact=("tan",) if tan is None else ()), n)
     vbo.attr_fill("pos", f32(pos, 3, n))
     vbo.attr_fill("nor", f32(nor, 3, n))
-    vbo.attr_fill("tan", f32(tan, 4, n, (1.0, 0.0, 0.0, 1.0)))
+    vbo.attr_fill("tan", compact_fill("tan", n) if tan is None else f32(tan, 4, n))
     snor = smooth_normals if smooth_normals is not None else getattr(primitive, "smooth_normals", None)
     vbo.attr_fill("snor", f32(snor if snor is not None else nor, 3, n))
     batch = gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=ibo)

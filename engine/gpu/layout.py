@@ -42,14 +42,44 @@ SKIN_ONCE_BLOCKS = 1024
 SLIM_STATIC_ATTRIBUTES = ("uv", "col")
 
 
-def vertex_format(which: str = "all", names=None):
+# Attributes a primitive may lack, filled with one constant then (a tangent where the mesh has no
+# UV map, white where it has no colour attribute): such a buffer stores them in 8-bit normalised
+# components (4 bytes a vertex, not 16), which read back as exactly the float constant (127/127,
+# 255/255 and 0 are exact).  name -> (comp type, the constant's components)
+COMPACT_DEFAULTS = {
+    "tan": ("I8", (127, 0, 0, 127)),       # (1, 0, 0, 1)
+    "col": ("U8", (255, 255, 255, 255)),   # (1, 1, 1, 1)
+}
+
+
+def vertex_format(which: str = "all", names=None, compact=()):
     """GPUVertFormat of the shared layout: "all", "dynamic" (pos/nor/tan/snor: what a morph
-    changes) or "static" (the rest); ``names``: only these of them, in the layout's order."""
+    changes) or "static" (the rest); ``names``: only these of them, in the layout's order;
+    ``compact``: attributes stored as their COMPACT_DEFAULTS constant (``compact_fill``)."""
     import gpu
 
     fmt = gpu.types.GPUVertFormat()
     for name, _glsl, comp, length, fetch in VERTEX_ATTRIBUTES:
         dyn = name in DYNAMIC_ATTRIBUTES
         if (which == "all" or (which == "dynamic") == dyn) and (names is None or name in names):
-            fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
+            if name in compact:
+                fmt.attr_add(id=name, comp_type=COMPACT_DEFAULTS[name][0], len=length, fetch_mode="INT_TO_FLOAT_UNIT")
+            else:
+                fmt.attr_add(id=name, comp_type=comp, len=length, fetch_mode=fetch)
     return fmt
+
+
+def compact_fill(name: str, n: int):
+    """The (n, 4) 8-bit array of ``name``'s COMPACT_DEFAULTS constant (what ``attr_fill`` takes for
+    a ``vertex_format(compact=...)`` attribute)."""
+    import numpy as np
+
+    comp, value = COMPACT_DEFAULTS[name]
+    return np.array(np.broadcast_to(np.array(value, np.int8 if comp == "I8" else np.uint8), (n, 4)))
+
+
+def attribute_bytes(name: str, compact=()) -> int:
+    """Bytes a vertex of ``name`` takes (``vertex_format``'s, with ``compact``)."""
+    if name in compact:
+        return 4
+    return next(4 * a[3] for a in VERTEX_ATTRIBUTES if a[0] == name)

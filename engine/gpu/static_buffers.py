@@ -3,7 +3,8 @@ big static mesh uploads only what its draws read), and the float32 copies ``attr
 
 A skinned or morphed primitive's static buffer holds the whole static layout (layout.py: uv,
 joints, weights, joints_hi, weights_hi, morph_span, col: 96 bytes a vertex); a static one only
-its colour and, when it has them, its UVs (16 or 24 bytes): its draws run with
+its colour and, when it has them, its UVs (4-24 bytes: a colour the mesh lacks is stored
+compact, layout.COMPACT_DEFAULTS): its draws run with
 ``skin_influences`` 0 and ``morph_mode`` 0, so glsl/skinning.glsl reads no joints, weights or
 spans, and a left-out ``uv`` reads Blender's default attribute value, (0, 0), as the zeros the
 whole layout holds.
@@ -12,17 +13,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import DYNAMIC_ATTRIBUTES, SLIM_STATIC_ATTRIBUTES, VERTEX_ATTRIBUTES, vertex_format
+from .layout import (
+    DYNAMIC_ATTRIBUTES,
+    SLIM_STATIC_ATTRIBUTES,
+    VERTEX_ATTRIBUTES,
+    attribute_bytes,
+    compact_fill,
+    vertex_format,
+)
 
 
-def f32(a, width, n, default=None):
-    """A writable, C-contiguous float32 (n, width) array.  ``attr_fill`` only takes the fast
+def f32(a, width, n):
+    """A writable, C-contiguous float32 (n, width) array (zeros for None).  ``attr_fill`` only takes the fast
     buffer-protocol path for writable arrays; asset arrays are read-only, so they are copied
     (a read-only array silently falls back to a per-element path ~50x slower)."""
     if a is None:
-        if default is None:
-            return np.zeros((n, width), np.float32)
-        return np.array(np.broadcast_to(np.asarray(default, np.float32), (n, width)))
+        return np.zeros((n, width), np.float32)
     out = np.asarray(a, dtype=np.float32).reshape(n, width)
     if not (out.flags.writeable and out.flags.c_contiguous):
         out = np.array(out, dtype=np.float32, order="C")
@@ -44,10 +50,23 @@ def static_attributes(primitive, morph_span=None) -> tuple:
     return SLIM_STATIC_ATTRIBUTES
 
 
+def compact_static(primitive) -> tuple:
+    """The static attributes ``primitive``'s buffer stores as a compact constant: the colour
+    where the mesh has no colour attribute (layout.COMPACT_DEFAULTS)."""
+    return ("col",) if getattr(primitive, "colors", None) is None else ()
+
+
+def fill_colour(vbo, primitive, n: int) -> None:
+    """The render colour attribute (linear RGBA) into ``vbo``; white, compact, where the mesh has none."""
+    colours = getattr(primitive, "colors", None)
+    vbo.attr_fill("col", compact_fill("col", n) if colours is None else f32(colours, 4, n))
+
+
 def static_bytes(primitive, morph_span=None) -> int:
     """Bytes of ``primitive``'s static vertex buffer and index buffer (what ``build_static`` makes)."""
     names = static_attributes(primitive, morph_span)
-    per_vertex = sum(4 * a[3] for a in VERTEX_ATTRIBUTES if a[0] in names)
+    compact = compact_static(primitive)
+    per_vertex = sum(attribute_bytes(a[0], compact) for a in VERTEX_ATTRIBUTES if a[0] in names)
     return (per_vertex * int(np.asarray(primitive.positions).shape[0])
             + 4 * int(np.asarray(primitive.indices).size))
 
@@ -58,10 +77,10 @@ def build_slim_static(primitive, n: int):
     import gpu
 
     uv = getattr(primitive, "uv0", None)
-    vbo = gpu.types.GPUVertBuf(vertex_format("static", static_attributes(primitive)), n)
+    vbo = gpu.types.GPUVertBuf(vertex_format("static", static_attributes(primitive), compact_static(primitive)), n)
     if uv is not None:
         vbo.attr_fill("uv", f32(uv, 2, n))
-    vbo.attr_fill("col", f32(getattr(primitive, "colors", None), 4, n, (1.0, 1.0, 1.0, 1.0)))
+    fill_colour(vbo, primitive, n)
     indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
     ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
     return vbo, ibo, int(indices.shape[0]), None
