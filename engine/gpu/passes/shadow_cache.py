@@ -227,8 +227,11 @@ class StaticDepthCache:
         # 2. the tiles whose static casters changed: cleared and drawn
         static_draws = 0
         if stale:
+            # every tile redrawn (a new fit, e.g. each motion-blur sample): one clear of the whole
+            # atlas, not a full-tile draw per tile (llvmpipe clears far faster than it fills)
+            whole = len(stale) == len(tiles)
             static_draws = draw_tiles(fb, stale, casters, instances, shader_for, bind_material,
-                                      clear=self._clear_tile)
+                                      clear="all" if whole else self._clear_tile)
         self._keys = keys
         self._refs = refs
         # 3. the static depth under this frame's moving casters saved, then those drawn over it
