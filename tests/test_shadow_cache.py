@@ -139,3 +139,23 @@ def test_a_moving_static_object_is_drawn_over_the_kept_depth(empty_scene):
         redrawn.append(st["shadow_static_tiles_drawn"])
     assert redrawn[0] > 0 and redrawn[1:] == [0, 0], redrawn
     assert np.array_equal(px, _fresh(scene)[0])
+
+
+def test_a_moving_caster_over_most_of_the_atlas_draws_every_caster_directly(empty_scene):
+    """Footprints over more than MAX_FOOTPRINT_SHARE of the tiles (here the column scaled to cover
+    the lamps' faces and the cascades): the frame draws every caster directly, keeps nothing, and
+    the pictures stay those drawn without the cache; back to its size, the footprints are kept."""
+    scene = empty_scene
+    rig, _box = _scene(scene)
+    _f12(scene)
+    rig.scale = (12.0, 12.0, 1.4)
+    bpy.context.view_layer.update()
+    px, big = _f12(scene)
+    assert big["shadow_bypassed"] >= 1
+    assert np.array_equal(px, _fresh(scene)[0])
+    rig.scale = (1.0, 1.0, 1.0)
+    bpy.context.view_layer.update()
+    _f12(scene)
+    px, small = _f12(scene)
+    assert small["shadow_bypassed"] == 0 and small["shadow_restored_texels"] > 0
+    assert np.array_equal(px, _fresh(scene)[0])

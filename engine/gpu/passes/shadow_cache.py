@@ -22,7 +22,8 @@ A depth atlas (the sun's cascades, the local lamps' spot maps and cube faces) ho
 One atlas is drawn and sampled (the ShadowPass's): the cache costs only the backup of the
 moving casters' footprints (a character's few hundred texels a side, not a second atlas), and a
 frame copies those footprints instead of clearing and redrawing every tile.  A frame with no
-static caster draws every caster directly.  The atlas is trusted only while the ShadowPass's
+static caster, or whose moving casters' footprints cover more than ``MAX_FOOTPRINT_SHARE`` of
+the tiles (a crowd), draws every caster directly and keeps nothing.  The atlas is trusted only while the ShadowPass's
 ``atlas_token`` is the one this cache last drew with: a new atlas texture or a frame drawn
 without the cache changes it, and every tile is then redrawn.  The objects a key names by ``id``
 (batches, material blocks, textures) are referenced by the cache, so an id cannot be reused by
@@ -37,6 +38,11 @@ from .shadow import caster_boxes, draw_tiles
 
 #: texels added on each side of a footprint (the projection here is float64, the GPU's float32)
 FOOTPRINT_MARGIN = 2
+#: the moving casters' footprints' share of the atlas's tiles above which a frame draws every
+#: caster directly: saving and restoring a texel is two full-screen depth writes by a shader,
+#: where a direct frame clears it (cheap on llvmpipe) and draws the static casters over it once
+#: (the demo's character and the 36-character crowd: about 1.5 % of the sun's cascades)
+MAX_FOOTPRINT_SHARE = 0.25
 
 _COPY_FRAGMENT = """
 void main()
@@ -188,11 +194,7 @@ class StaticDepthCache:
         Returns the caster draws made."""
         static = self._static(casters, instances, mspec)
         if not static.any():
-            # nothing to keep: every caster drawn directly
-            self._forget()
-            self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "restored_texels": 0,
-                          "bypassed": True}
-            return draw_tiles(fb, [t[:5] for t in tiles], casters, instances, shader_for, bind_material)
+            return self._direct(fb, tiles, casters, instances, shader_for, bind_material)   # nothing to keep
         if token is None or token is not self._token:
             self._forget()
         boxes, _valid = caster_boxes(casters)
@@ -220,6 +222,11 @@ class StaticDepthCache:
                 if rect is not None:
                     moving_tiles.append((x, y, sz, index, d_idx))
                     rects.append((tile, rect))
+        if sum((r[2] - r[0]) * (r[3] - r[1]) for _t, r in rects) > MAX_FOOTPRINT_SHARE * sum(
+                t[2] * t[2] for t in tiles):
+            # moving casters over much of the atlas (a crowd): saving and restoring their
+            # footprints would cost more than drawing every caster
+            return self._direct(fb, tiles, casters, instances, shader_for, bind_material)
         stale_tiles = {t[:3] for t in stale}
         # 1. the static depth back under last frame's moving casters (tiles redrawn below aside)
         back = [v for t, v in self._saved.items() if t in keys and t not in stale_tiles]
@@ -247,6 +254,13 @@ class StaticDepthCache:
         self.stats = {"static_tiles_drawn": len(stale), "static_draws": static_draws,
                       "moving_draws": moving_draws, "restored_texels": restored}
         return static_draws + moving_draws
+
+    def _direct(self, fb, tiles, casters, instances, shader_for, bind_material) -> int:
+        """Every caster drawn into a cleared atlas, nothing kept (the next frame redraws every tile)."""
+        self._forget()
+        self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "restored_texels": 0,
+                      "bypassed": True}
+        return draw_tiles(fb, [t[:5] for t in tiles], casters, instances, shader_for, bind_material)
 
     def _ensure_backup(self, need) -> None:
         """A backup texture of at least ``need`` (width, height); made anew (rounded up to 64
