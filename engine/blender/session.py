@@ -113,25 +113,6 @@ class StylizedSession:
             self._accumulator.free()
         return True
 
-    def held_targets(self) -> list:
-        """The render targets, shadow atlases and anti-aliasing targets this session holds now
-        (what ``release_targets`` drops)."""
-        held = []
-        if self.pipeline is not None:
-            pipe = self.pipeline
-            held += [pipe.shadow.texture, pipe.local_shadow.texture, pipe.last_color, getattr(pipe, "_color", None)]
-        if self._accumulator is not None:
-            held += self._accumulator.held()
-        return [t for t in held if t is not None]
-
-    def release_targets(self) -> None:
-        """Drop the pipeline's render targets and shadow atlases and the anti-aliasing targets
-        (the next frame makes them again): before an after-edit import (session_sync.release_stale)."""
-        if self.pipeline is not None:
-            self.pipeline.release_targets()
-        if self._accumulator is not None:
-            self._accumulator.free()
-
     def sync(self, depsgraph, updates=None) -> None:
         """Note what changed (``updates``: the depsgraph's updates; None = everything):
         ``session_sync.sync``."""

@@ -187,10 +187,6 @@ class Accumulator:
             sh.uniform_float(name, tuple(float(v) for v in o[4 * i:4 * i + 4]))
         self._draw(cache, sh, width, height)
 
-    def held(self) -> list:
-        """The textures this accumulator holds now (its sum and the id targets)."""
-        return [t for t in [self.texture] + [i[0] for i in self._ids] if t is not None]
-
     def free(self):
         self.texture = None
         self._fb = None
