@@ -87,7 +87,10 @@ def _fresh(scene):
 def _atlas_texels() -> int:
     from stylized_renderer.engine.blender import render_engine
 
-    pipe = render_engine.kept_final_session().pipeline
+    session = render_engine.kept_final_session()
+    assert session is not None, "F12 keeps its session"
+    pipe = session.pipeline
+    assert pipe is not None, "the kept session has its pipeline"
     return sum(p._size[0] * p._size[1] for p in (pipe.shadow, pipe.local_shadow) if p._size is not None)
 
 

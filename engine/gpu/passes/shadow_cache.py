@@ -283,6 +283,7 @@ class StaticDepthCache:
 
         if not saved:
             return 0
+        assert self._backup_fb is not None, "the backup is made (_ensure_backup) before a copy"
         target, src = (fb, self._backup) if into_atlas else (self._backup_fb, atlas)
         texels = 0
         with target.bind():
