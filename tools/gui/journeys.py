@@ -16,7 +16,8 @@ sys.path.insert(0, "/repo/tools/gui")
 import harness as H  # noqa: E402
 from common import close_other_windows, main_view, preview_state  # noqa: E402
 from harness import window  # noqa: E402
-from journeys_scene import j_extension_cycle, j_render, j_render_anim, j_viewports, j_vrm  # noqa: E402
+from journeys_files import j_extension_cycle, j_vrm  # noqa: E402
+from journeys_scene import j_render, j_render_anim, j_viewports  # noqa: E402
 from journeys_ui import j_expressions, j_rendered_view, j_stylized_tab  # noqa: E402
 
 JOURNEYS = {
@@ -62,18 +63,25 @@ def main():
     ap.add_argument("--backend", required=True)
     ap.add_argument("--out", default="/repo/out/gui")
     ap.add_argument("--only", default="")
+    ap.add_argument("--append", action="store_true",
+                    help="add to the results and requested list an earlier session of this backend wrote")
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(JOURNEYS)
     # the requested list, written before any journey runs: run.sh names those with no result (a
     # Blender crash mid-run leaves the journeys after it without one)
     import json
     import pathlib
-    pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
-    (pathlib.Path(args.out) / f"{args.backend}-requested.json").write_text(json.dumps(names))
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    req_path, res_path = out / f"{args.backend}-requested.json", out / f"{args.backend}-results.json"
+    earlier = json.loads(req_path.read_text()) if args.append and req_path.is_file() else []
+    req_path.write_text(json.dumps(earlier + names))
     # a pie's key released later than the tap timeout closes the pie without choosing (Blender's
     # "hold" pie): under software Vulkan one event tick can outlast the default 0.2 s
     bpy.context.preferences.view.pie_tap_timeout = 100
     h = H.Harness(args.out, args.backend, cleanup=cleanup)
+    if args.append and res_path.is_file():
+        h.results = json.loads(res_path.read_text())
     H.Runner(all_journeys(h, names), on_done=h.write_results).start(first=1.0)
 
 

@@ -1,4 +1,4 @@
-"""GUI journeys 4-7: F12 and Ctrl+F12, viewports and memory, the extension cycle, VRM (tools/gui/journeys.py runs them)."""
+"""GUI journeys 4-5: F12 and Ctrl+F12, viewports and memory (tools/gui/journeys.py runs them)."""
 from __future__ import annotations
 
 import sys
@@ -10,15 +10,11 @@ sys.path.insert(0, "/repo/tools/gui")
 import harness as H  # noqa: E402
 from common import (  # noqa: E402
     DEMO_COLOURS,
-    EXT,
-    changed_share,
     close_other_windows,
     colour_share,
     ensure_rendered_camera,
     main_view,
     other_windows,
-    viewport_session,
-    wait_until,
 )
 from harness import region, screen_rect, view3d_areas, window  # noqa: E402
 
@@ -241,124 +237,3 @@ def j_viewports(h: H.Harness):
     with H.override(other[0]):
         bpy.ops.screen.area_close()
     yield 0.5
-
-
-# ------------------------------------------------------------------------------------------------
-# 6. the extension disabled and enabled while a viewport is Rendered; save (Ctrl+S) and reopen
-# ------------------------------------------------------------------------------------------------
-
-def j_extension_cycle(h: H.Harness):
-    import os
-
-    area = main_view()
-    yield from ensure_rendered_camera(area)
-    rect = screen_rect(region(area))
-    bpy.ops.preferences.addon_disable(module=EXT)
-    yield 2.0
-    h.check(EXT not in bpy.context.preferences.addons, "the extension is disabled")
-    yield from h.settled("ext-disabled", rect)
-    h.check(colour_share(h._settled, DEMO_COLOURS["clothes"]) < 0.0005,
-            "disabled: the Stylized drawing is gone from the viewport")
-    bpy.ops.preferences.addon_enable(module=EXT)
-    area = main_view()
-    area.tag_redraw()
-    yield 3.0
-    h.check(EXT in bpy.context.preferences.addons, "the extension is enabled again")
-    yield from h.settled("ext-enabled", screen_rect(region(area)))
-    h.check(colour_share(h._settled, DEMO_COLOURS["clothes"]) > 0.002, "enabled: the viewport draws the character again")
-    h.check(viewport_session() is not None, "enabled: a new viewport session draws")
-    key = bpy.data.objects["DemoFace"].data.shape_keys.key_blocks["angry"]
-    key.value = 0.75
-    path = bpy.data.filepath
-    before = os.path.getmtime(path)
-    x0, y0, x1, y1 = rect
-    yield from h.move((x0 + x1) // 2, (y0 + y1) // 2)
-    yield from h.key("ctrl+s", settle=1.0)
-    h.check(os.path.getmtime(path) > before, f"Ctrl+S saved {os.path.basename(path)}")
-    bpy.ops.wm.open_mainfile(filepath=path)
-    yield 4.0
-    area = main_view()
-    h.check(bpy.context.scene.render.engine == "STYLIZED", "reopened: the engine is Stylized")
-    h.check(abs(bpy.data.objects["DemoFace"].data.shape_keys.key_blocks["angry"].value - 0.75) < 1e-6,
-            "reopened: the expression value saved is there")
-    yield from ensure_rendered_camera(area)
-    yield from h.settled("reopened", screen_rect(region(area)))
-    h.check(colour_share(h._settled, DEMO_COLOURS["clothes"]) > 0.002, "reopened: the viewport draws the character")
-
-
-# ------------------------------------------------------------------------------------------------
-# 7. a VRM avatar imported with the VRM Add-on; its expression previews show in the Stylized view
-# ------------------------------------------------------------------------------------------------
-
-VRM_ADDON = "/repo/../shared/vendor/vrm_addon"
-VRM_FILE = "/repo/../shared/testdata/vrm/Godette_vrm0.vrm"
-ANGRY = 8   # blend_shape_groups[8] of Godette: "Angry" (tests/test_vrm_expressions.py)
-
-
-def j_vrm(h: H.Harness):
-    import os
-
-    import addon_utils
-
-    h.check(os.path.isdir(VRM_ADDON) and os.path.isfile(VRM_FILE), "the VRM Add-on and Godette are in ../shared")
-    if VRM_ADDON not in sys.path:
-        sys.path.insert(0, VRM_ADDON)
-    addon_utils.enable("io_scene_gltf2", default_set=True)
-    addon_utils.enable("io_scene_vrm", default_set=True)
-    h.check("io_scene_vrm" in bpy.context.preferences.addons, "the VRM Add-on is enabled")
-    area = main_view()
-    yield from ensure_rendered_camera(area)
-    before = set(bpy.data.objects)
-    with H.override(area):
-        bpy.ops.import_scene.vrm(filepath=VRM_FILE)       # File > Import > VRM runs this operator
-    yield 1.0
-    new = [o for o in bpy.data.objects if o not in before]
-    arm = next((o for o in new if o.type == "ARMATURE"), None)
-    h.check(arm is not None, f"Godette imported ({len(new)} objects)")
-    assert arm is not None      # h.check raised JourneyFailed otherwise
-    for ob in before:
-        if ob.type != "CAMERA":
-            ob.hide_set(True)
-    meshes = [o for o in new if o.type == "MESH"]
-    for o in bpy.context.view_layer.objects:
-        o.select_set(o in meshes)
-    space = area.spaces.active
-    space.region_3d.view_perspective = "PERSP"
-    bpy.context.preferences.view.smooth_view = 0     # view_selected jumps (no animation after it)
-    with H.override(area):
-        bpy.ops.view3d.view_selected()
-    head = next((b for b in arm.data.bones if b.name.lower().endswith("head")), None)
-    if head is not None:
-        space.region_3d.view_location = arm.matrix_world @ head.head_local
-        space.region_3d.view_distance = 0.9
-    space.overlay.show_overlays = False
-    area.tag_redraw()
-    yield 4.0
-    rect = screen_rect(region(area))
-    yield from h.settled("vrm-neutral", rect)
-    neutral = h._settled
-
-    def key_values():
-        return [kb.value for o in meshes if o.data.shape_keys for kb in o.data.shape_keys.key_blocks]
-
-    keys0 = key_values()
-    groups = arm.data.vrm_addon_extension.vrm0.blend_shape_master.blend_shape_groups
-    grp = groups[ANGRY]
-    grp.preview = 1.0                            # the slider in the add-on's Blend Shape panel
-    area.tag_redraw()
-    yield from wait_until(lambda: key_values() != keys0, 6.0)
-    h.check(key_values() != keys0, f"the add-on applied its '{grp.name}' preview to the shape keys")
-    area.tag_redraw()
-    yield 1.0
-    yield from h.settled("vrm-angry", rect)
-    angry = h._settled
-    share = changed_share(neutral, angry)
-    h.measure("vrm_angry_changed_share", round(share, 4))
-    h.check(share > 0.001, f"the add-on's '{grp.name}' preview changes the face in the Stylized view ({share:.4f})")
-    grp.preview = 0.0
-    area.tag_redraw()
-    yield from wait_until(lambda: key_values() == keys0, 6.0)   # (a slow Vulkan draw: settle after the keys)
-    area.tag_redraw()
-    yield 1.0
-    yield from h.settled("vrm-back", rect)
-    h.check(changed_share(neutral, h._settled) < 0.0005, "preview back at 0: the neutral face again")
