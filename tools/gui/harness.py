@@ -103,6 +103,7 @@ def override(area, kind="WINDOW", win=None):
 # ------------------------------------------------------------------------------------------------
 
 class Harness:
+    found_item: tuple[int, int] | None = None     # journeys_files.file_menu_item: the menu item found
     def __init__(self, out_dir: str, backend: str, cleanup=None):
         self.out = pathlib.Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)

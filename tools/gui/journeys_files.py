@@ -55,6 +55,7 @@ def switch_editor(h: H.Harness, area, rows, want, shot):
     yield from h.click(hx0 + 16, (hy0 + hy1) // 2, settle=0.8)
     at = highlighted_row(h, shot, hy1)
     h.check(at is not None, "the Editor Type menu opened with the current editor highlighted")
+    assert at is not None
     yield from h.click(at[0], at[1] + rows * MENU_ROW, settle=1.0)
     h.check(area_of(want) is not None, f"the Editor Type menu switched the area to {want}")
 
@@ -151,8 +152,10 @@ def j_extension_cycle(h: H.Harness):
     bpy.app.handlers.load_post.append(handler)
     try:
         yield from file_menu_item(h, lambda t: "wm.revert_mainfile" in t)
-        h.check(h.found_item is not None, "found File > Revert")
-        yield from h.click(*h.found_item, settle=1.5)
+        item = h.found_item
+        h.check(item is not None, "found File > Revert")
+        assert item is not None
+        yield from h.click(*item, settle=1.5)
         if not loads:                                        # Blender asks first: confirm
             yield from h.key("Return", settle=1.0)
         yield from wait_until(lambda: bool(loads), 8.0)
@@ -185,6 +188,7 @@ def import_vrm(h: H.Harness):
     yield from file_menu_item(h, lambda t: "TOPBAR_MT_file_import" in t)
     h.check(h.found_item is not None, "found File > Import")
     import_row = h.found_item
+    assert import_row is not None
     yield from h.move(*import_row)
     yield 0.8                                                # the submenu opens on hover
     item = None
@@ -197,9 +201,11 @@ def import_vrm(h: H.Harness):
         if item:
             break
     h.check(item is not None, "found File > Import > VRM (.vrm)")
+    assert item is not None
     yield from h.click(*item, settle=2.0)
     fb = next((a for a in window().screen.areas if a.type == "FILE_BROWSER"), None)
     h.check(fb is not None, "the file browser opened")
+    assert fb is not None
     params = fb.spaces.active.params
     yield from h.locate(region(fb, "UI"), {"dir": lambda k, t: k == "prop" and t.endswith("params.directory")},
                         x_fracs=(0.3,), step=6)
