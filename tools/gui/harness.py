@@ -181,6 +181,13 @@ class Harness:
             yield TICK
         yield settle
 
+    KEYSYMS = {"/": "slash", "_": "underscore", ".": "period", "-": "minus", " ": "space"}
+
+    def type_text(self, text):
+        """Type ``text`` one key per tick (into a text field being edited)."""
+        for ch in text:
+            yield from self.key(self.KEYSYMS.get(ch, ch), settle=TICK)
+
     # ---- screenshots --------------------------------------------------------------------------
     def shot(self, name) -> np.ndarray:
         """The whole X screen now, saved as OUT/BACKEND-NAME.png; returns (H, W, 3) uint8."""

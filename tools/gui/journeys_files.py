@@ -72,12 +72,6 @@ def file_menu_item(h: H.Harness, pred, x=80, y_end=470):
             return
 
 
-def type_text(h: H.Harness, text):
-    names = {"/": "slash", "_": "underscore", ".": "period", "-": "minus", " ": "space"}
-    for ch in text:
-        yield from h.key(names.get(ch, ch), settle=H.TICK)
-
-
 # ------------------------------------------------------------------------------------------------
 # 6. the extension disabled and enabled while a viewport is Rendered; Ctrl+S and File > Revert
 # ------------------------------------------------------------------------------------------------
@@ -106,7 +100,7 @@ def j_extension_cycle(h: H.Harness):
     h.check("search" in h.found, "found the Add-ons search field")
     sx, sy, _ = h.found["search"]
     yield from h.click(sx, sy, settle=0.4)
-    yield from type_text(h, "stylized")
+    yield from h.type_text("stylized")
     yield from h.key("Return", settle=0.6)
     h.check(bpy.context.window_manager.addon_search == "stylized", "typed 'stylized' into the search field")
     box = {"box": lambda k, t: k == "op" and "addon_disable" in t and EXT.rsplit(".", 1)[1] in t}
@@ -212,7 +206,7 @@ def import_vrm(h: H.Harness):
     h.check("dir" in h.found, "found the file browser's folder field")
     dx, dy, _ = h.found["dir"]
     yield from h.click(dx, dy, settle=0.4)                   # editing starts with the text selected
-    yield from type_text(h, VRM_DIR)
+    yield from h.type_text(VRM_DIR)
     yield from h.key("Return", settle=1.0)
     h.check(os.path.normpath(params.directory.decode() if isinstance(params.directory, bytes) else params.directory)
             == os.path.normpath(VRM_DIR), f"typed the folder: {params.directory}")
@@ -232,7 +226,7 @@ def properties_search(h: H.Harness, area, text):
     x0, y0, x1, y1 = screen_rect(region(area))
     yield from h.move((x0 + x1) // 2, (y0 + y1) // 2)
     yield from h.key("ctrl+f", settle=0.5)
-    yield from type_text(h, text)
+    yield from h.type_text(text)
     yield from h.key("Return", settle=0.8)
 
 
@@ -240,7 +234,7 @@ def set_field(h: H.Harness, x, y, value):
     """A click on a number field (starts editing it), Ctrl+A, the value typed, Return."""
     yield from h.click(x, y, settle=0.4)
     yield from h.key("ctrl+a", settle=0.2)
-    yield from type_text(h, value)
+    yield from h.type_text(value)
     yield from h.key("Return", settle=0.6)
 
 
