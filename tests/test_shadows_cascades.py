@@ -122,6 +122,41 @@ def _check_snapping(size, moves):
             assert np.allclose(shift, np.round(shift), atol=1e-4), (size, k, i, shift)
 
 
+def test_fit_keeps_its_projections_while_a_character_moves_a_little():
+    """A character moving a little (as between a frame's motion-blur instants, or from one frame to
+    the next) keeps every cascade's projection: the depth its casters reach towards the sun is
+    rounded up in 1/8-octave steps, so the static casters' cached depth (shadow_cache.py) stays
+    valid and only the character is drawn again (before, the near plane followed the character's
+    top and every tile it reached was redrawn at every instant)."""
+    cam = T.persp_camera(location=(0.3, -5.0, 1.6), target=(0, 0, 1.0), near=0.1, far=50.0)
+    # a 3 m ground and a 5 m tall figure: the figure's top is what reaches farthest towards the sun
+    ground = ((-1.5, -1.5, -0.1), (1.5, 1.5, 0.0))
+    base = _fit(cam, _items(ground, ((-0.3, -0.3, 0.0), (0.3, 0.3, 5.0))))
+    low = _fit(cam, _items(ground, ((-0.3, -0.3, 0.0), (0.3, 0.3, 1.8))))
+    assert base is not None and low is not None
+    assert np.all(base.depth_range > low.depth_range)        # the figure sets the near planes
+    for k, dx in enumerate((0.004, 0.011, -0.007, 0.019)):
+        fit = _fit(cam, _items(ground, ((-0.3 + dx, -0.3, 0.0), (0.3 + dx, 0.3, 5.0 + dx))))
+        assert fit is not None
+        for i in range(4):
+            assert np.array_equal(fit.matrices[i], base.matrices[i]), (k, i, fit.matrices[i] - base.matrices[i])
+    # the sub-pixel offsets of a render's samples (each motion-blur sample fits its own instant)
+    # keep the projections too: the light-space centre is snapped along the sun as well
+    from stylized_renderer.engine.gpu.passes.samples import jittered
+
+    # (a centre that lies within a jitter of a half texel rounds the other way: a whole-texel step)
+    scene = _items(ground, ((-0.3, -0.3, 0.0), (0.3, 0.3, 5.0)))
+    kept = 0
+    for dx, dy in ((0.25, -0.125), (-0.375, 0.375), (0.0625, 0.3125), (-0.1875, -0.4375)):
+        fit = _fit(jittered(cam, dx, dy, 1280, 720), scene)
+        assert fit is not None
+        kept += sum(np.array_equal(fit.matrices[i], base.matrices[i]) for i in range(4))
+    assert kept >= 8, kept      # of 16: 11 here (none before: the centre's depth followed the offset)
+    # a caster far taller still widens the far cascade's depth (its shadow is kept)
+    tall = _fit(cam, _items(ground, ((-0.3, -0.3, 0.0), (0.3, 0.3, 30.0))))
+    assert tall is not None and tall.depth_range[-1] > 2.0 * base.depth_range[-1]
+
+
 def test_fit_splits_follow_the_view_and_ignore_huge_bounds():
     """Practical splits between the view's near and far (the nearer of the camera's far clip, the
     shadow distance and the farthest visible geometry); a 1e20 or non-finite box changes neither

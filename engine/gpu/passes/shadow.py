@@ -224,15 +224,19 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
         r = _round_up(radius) * tile / max(tile - 8, 1)             # + 4 texels each side (PCF, offsets)
         texel = 2.0 * r / tile
         cl = R @ centre
-        cx = np.round(cl[0] / texel) * texel
-        cy = np.round(cl[1] / texel) * texel
-        z_far = cl[2] - r                                           # away from the sun
-        z_near = cl[2] + r                                          # towards the sun
+        # snapped to whole texels along all three axes: a sample's sub-pixel offset or a camera
+        # move smaller than a texel keeps the projection (and the cached static depth)
+        cx, cy, cz = np.round(cl / texel) * texel
+        z_far = cz - r                                              # away from the sun
+        z_near = cz + r                                             # towards the sun
         over = (cvalid & (chi[:, 0] >= cx - r) & (clo[:, 0] <= cx + r) & (chi[:, 1] >= cy - r)
                 & (clo[:, 1] <= cy + r) & (chi[:, 2] >= z_far)) if len(casters) else np.zeros(0, bool)
-        if over.any():
-            z_near = max(z_near, float(chi[over, 2].max()))
-        z_near = min(z_near, cl[2] + r + DEPTH_CAP_RADII * r)
+        if over.any() and float(chi[over, 2].max()) > z_near:
+            # rounded up (1/8-octave steps of the reach past the centre) so a caster moving a
+            # little, as between motion-blur instants or frames, keeps the projection and the
+            # static casters' cached depth (shadow_cache.py)
+            z_near = cz + _round_up(float(chi[over, 2].max()) - cz)
+        z_near = min(z_near, cz + r + DEPTH_CAP_RADII * r)
         pad = 0.01 * r
         z_near += pad
         z_far -= pad
