@@ -24,6 +24,7 @@ from ..core.animation.morph import is_frozen
 from ..core.geometry import SmoothNormalDeltas
 from ..core.runtime.backend import RuntimeBackend
 from ..core.runtime.morph_table import pack_morph_entries, pack_morph_span
+from .chunks import CHUNK_TRIANGLES
 from .layout import MORPH_TEX_WIDTH, compact_fill, vertex_format
 from .palette_textures import (
     GpuPaletteBuffer,
@@ -55,10 +56,10 @@ class GpuStream:
     buffers)."""
 
     __slots__ = ("batch", "vbo", "static_vbo", "vertex_count", "triangle_count", "ibo", "morph", "skin_entries",
-                 "morph_weights", "shared", "identity", "morph_live", "morph_owner")
+                 "morph_weights", "shared", "identity", "morph_live", "morph_owner", "chunks")
 
     def __init__(self, batch, vbo, static_vbo, ibo, vertex_count: int, triangle_count: int, morph=None,
-                 skin_entries=None, morph_weights=None):
+                 skin_entries=None, morph_weights=None, chunks=None):
         self.batch = batch
         self.vbo = vbo
         self.static_vbo = static_vbo
@@ -72,6 +73,7 @@ class GpuStream:
         self.identity = None                  # the identity palette of the backend that made it (bind_deform)
         self.morph_live = None                # (T,) bool: the targets ``morph``'s deltas hold (None: all)
         self.morph_owner: tuple | None = None  # the backend's key of the primitive ``morph`` draws
+        self.chunks = chunks                  # a big static mesh's ChunkTable (engine/gpu/chunks.py) or None
 
     def points_batch(self):
         """A POINTS batch over the same vertices (GPU readback: one point per vertex)."""
@@ -82,10 +84,11 @@ class GpuStream:
         return batch
 
 
-def build_static(primitive, morph_span=None):
+def build_static(primitive, morph_span=None, chunk_triangles: int = CHUNK_TRIANGLES):
     """The per-primitive buffer of attributes no morph changes (uv, joints, weights, morph spans,
-    vertex colour), its index buffer, the triangle count and the influence-entries texture of a
-    primitive with more than 8 influences (else None).
+    vertex colour), its index buffer, the triangle count, the influence-entries texture of a
+    primitive with more than 8 influences (else None) and, for a big static primitive, its
+    ChunkTable (engine/gpu/chunks.py: triangles in chunks of about ``chunk_triangles``; else None).
     ``morph_span`` is the (V,2) span of ``pack_morph_entries`` (zeros when None)."""
     import gpu
 
@@ -93,7 +96,7 @@ def build_static(primitive, morph_span=None):
     joints = getattr(primitive, "joints", None)
     weights = getattr(primitive, "weights", None)
     if static_attributes(primitive, morph_span) != STATIC_NAMES:
-        return build_slim_static(primitive, n)
+        return build_slim_static(primitive, n, chunk_triangles)
     vbo = gpu.types.GPUVertBuf(vertex_format("static", compact=compact_static(primitive)), n)
     vbo.attr_fill("uv", f32(getattr(primitive, "uv0", None), 2, n))
     j = np.zeros((n, 8), np.uint32)
@@ -125,14 +128,14 @@ def build_static(primitive, morph_span=None):
     fill_colour(vbo, primitive, n)
     indices = np.ascontiguousarray(np.asarray(primitive.indices, dtype=np.int32).reshape(-1, 3))
     ibo = gpu.types.GPUIndexBuf(type="TRIS", seq=indices)
-    return vbo, ibo, int(indices.shape[0]), entries
+    return vbo, ibo, int(indices.shape[0]), entries, None
 
 
 def build_stream(primitive, positions=None, normals=None, tangents=None, static=None,
                  smooth_normals=None) -> GpuStream:
     """Create a GPU vertex stream for ``primitive`` (a PrimitiveAsset or anything with the same
     array attributes).  ``positions``/``normals``/``tangents``/``smooth_normals`` override the
-    base arrays (morphs); ``static`` is a (static vbo, ibo, triangle count) triple to share."""
+    base arrays (morphs); ``static`` is ``build_static``'s tuple to share."""
     import gpu
 
     pos = positions if positions is not None else primitive.positions
@@ -149,7 +152,7 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
         tan = tan_src
     if static is None:
         static = build_static(primitive)
-    static_vbo, ibo, tris, entries = static
+    static_vbo, ibo, tris, entries, chunks = static
     # no tangents (no UV map): the constant (1, 0, 0, 1), compact (layout.COMPACT_DEFAULTS)
     vbo = gpu.types.GPUVertBuf(vertex_format("dynamic", compact=("tan",) if tan is None else ()), n)
     vbo.attr_fill("pos", f32(pos, 3, n))
@@ -159,7 +162,7 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
     vbo.attr_fill("snor", f32(snor if snor is not None else nor, 3, n))
     batch = gpu.types.GPUBatch(type="TRIS", buf=vbo, elem=ibo)
     batch.vertbuf_add(static_vbo)
-    return GpuStream(batch, vbo, static_vbo, ibo, n, tris, skin_entries=entries)
+    return GpuStream(batch, vbo, static_vbo, ibo, n, tris, skin_entries=entries, chunks=chunks)
 
 
 class GpuBackend(RuntimeBackend):
@@ -186,6 +189,8 @@ class GpuBackend(RuntimeBackend):
         self.stream_uploads = 0
         self.morph_texture_bytes = 0   # GPU bytes of the delta textures uploaded (not numpy)
         self._identity = None    # the identity palette bound where nothing is read (identity_texture)
+        # big static meshes' triangles per chunk (engine/gpu/chunks.py); 0: none chunked
+        self.chunk_triangles = CHUNK_TRIANGLES
 
     def identity_texture(self):
         """This backend's one-joint identity palette (made on first use, in its GPU context):
@@ -305,7 +310,7 @@ class GpuBackend(RuntimeBackend):
             # no morph spans (zeros): the streams drawn from it are final (the base shape or a
             # CPU rebuild); a shader-morph stream draws with a static buffer that has them
             # (``create_morph_stream``), so no target's rows are needed before one is drawn
-            static = build_static(primitive)
+            static = build_static(primitive, chunk_triangles=self.chunk_triangles)
             self._static[key] = (geo, static)
             self.static_uploads += 1
             self.static_bytes += static_bytes(primitive)
@@ -358,7 +363,7 @@ class GpuBackend(RuntimeBackend):
     @staticmethod
     def _wrap(b, shared) -> GpuStream:
         w = GpuStream(b.batch, b.vbo, b.static_vbo, b.ibo, b.vertex_count, b.triangle_count,
-                      skin_entries=b.skin_entries)
+                      skin_entries=b.skin_entries, chunks=b.chunks)
         w.shared = shared
         return w
 

@@ -18,9 +18,12 @@ texture on first use (``palette_textures.palette_texture``); grouped ones make n
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..backend import bind_deform
+from ..chunks import Cull
 from ..palette_textures import float_texture, palette_handle, rows_texture
 from .common import gl_matrix
 
@@ -78,6 +81,10 @@ class FrameInstances:
         worlds = np.array([np.asarray(it.world, np.float64).reshape(4, 4) for it in items]).reshape(n, 4, 4)
         self.mirrored = np.linalg.det(worlds[:, :3, :3]) < 0.0 if n else np.zeros(0, bool)
         self.models = [gl_matrix(w) for w in worlds]
+        self.worlds = worlds
+        # what the current draws can see (engine/gpu/chunks.Cull): a big static mesh drawn
+        # alone draws only its chunks inside it; None draws every chunk.  Set by the passes.
+        self.cull: Optional[Cull] = None
         rows = np.zeros((n, INSTANCE_TEXELS, 4), np.float32)
         rows[:, :4, :] = worlds.transpose(0, 2, 1)                     # model columns
         self.ids = (np.fromiter((int(getattr(it, "object_id", 0)) for it in items), np.int64, n)
@@ -247,7 +254,15 @@ class FrameInstances:
                     shader.uniform_int("light_link", int(self.rows[i0, 4, 3]))
             bind_deform(shader, first)
             self._bind_fetch(shader, i0, True)
-            batch.draw(shader)
+            chunks = getattr(first.stream, "chunks", None)
+            if chunks is None or self.cull is None:
+                batch.draw(shader)
+                return
+            ranges, culled = chunks.visible_ranges(self.worlds[i0], self.cull)
+            self.tally["chunks_culled"] = self.tally.get("chunks_culled", 0) + culled
+            self.tally["chunks_drawn"] = self.tally.get("chunks_drawn", 0) + chunks.count - culled
+            for start, count in ranges:
+                batch.draw_range(shader, elem_start=start, elem_count=count)
             return
         if len(group) > self.limit:             # one instance_data row per instance: split
             self.draw_calls -= 1

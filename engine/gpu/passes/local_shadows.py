@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..chunks import lamp_face_cull
 from .lights import mtoon_light_colors, shading_lights
 from .shadow import ShadowPass, caster_boxes, light_rotation
 
@@ -115,6 +116,7 @@ class LocalFit:
     matrices: list                     # per slot: (4,4) world -> clip
     casters: list = field(default_factory=list)   # per slot: indices into the casters it draws
     tile: int = 512
+    reach: list = field(default_factory=list)     # per slot: (lamp position, its influence radius)
 
     @property
     def slots(self) -> int:
@@ -169,6 +171,7 @@ def fit_local(lights, indices, receivers, casters, resolution: int = 2048) -> Lo
         for r in rots:
             vp = proj @ _view(r, pos)
             fit.matrices.append(vp)
+            fit.reach.append((pos, float(getattr(l, "influence", np.inf))))
             planes = frustum_planes(vp)
             if len(casters):
                 out = bounds_outside_many(planes, np.where(cvalid[:, None], cbox[:, 0], 0.0),
@@ -214,15 +217,17 @@ class LocalShadowPass(ShadowPass):
         self._ensure((cols * fit.tile, ((fit.slots + cols - 1) // cols) * fit.tile))
         return True
 
-    def draw(self, shader_for, casters, bind_material, instances, material_key=None, mspec=None) -> None:
+    def draw(self, shader_for, casters, bind_material, instances, material_key=None, mspec=None,
+             cull: bool = True) -> None:
         """Render every face into its tile (the frame block ``fr`` must hold the matrices);
-        ``material_key`` / ``mspec``: ShadowPass.draw's (the static depth cache)."""
+        ``material_key`` / ``mspec``: ShadowPass.draw's (the static depth cache); ``cull``: big
+        static casters draw only their chunks inside each face and the lamp's reach (chunks.py)."""
         fit = self.fit_result
         if fit is None:
             raise RuntimeError("local shadow draw: no faces fitted (fit() returned False or was not called)")
         cols, t = fit.columns, fit.tile
-        tiles = [((s % cols) * t, (s // cols) * t, t, LOCAL_FACE0 + s, fit.casters[s], fit.matrices[s])
-                 for s in range(fit.slots)]
+        tiles = [((s % cols) * t, (s // cols) * t, t, LOCAL_FACE0 + s, fit.casters[s], fit.matrices[s],
+                  lamp_face_cull(fit.matrices[s], *fit.reach[s]) if cull else None) for s in range(fit.slots)]
         self._draw_atlas(tiles, casters, instances, shader_for, bind_material, material_key, mspec)
 
     def free(self):

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from ..chunks import camera_cull
 from ..util import GpuContextMark
 from .ambient_occlusion import AmbientOcclusionPass
 from .common import (
@@ -118,6 +119,8 @@ class FramePipeline:
         self._settings = None
         self._instances = None
         self.last_aux = None       # (tests) the aux target of the last frame: normal xyz, object id
+        self.chunk_culling = True  # big static meshes draw only their chunks a pass sees (chunks.py)
+        self._camera_cull = None   # the current frame's camera frustum (chunks.Cull) or None
 
     # -- resources ---------------------------------------------------------------------------------
     def _ensure_targets(self, width: int, height: int, passes: bool = False):
@@ -243,6 +246,9 @@ class FramePipeline:
         hidden = frame.camera_hidden
         seen = [it for it in items if it.object_name not in hidden] if hidden else items
         visible = frustum_visible(seen, frame.camera.view_projection)
+        self._camera_cull = camera_cull(frame.camera.view_projection) if self.chunk_culling else None
+        for k in ("chunks_drawn", "chunks_culled"):     # (counted by FrameInstances.draw_group)
+            self.stats.pop(k, None)
         # instance data of every item the passes may draw; items sharing a batch, material and
         # deformation layout are drawn with one instanced call (engine/gpu/passes/instancing.py)
         self._instances = FrameInstances(items, palette_rows=frame.palette_rows, tally=self.stats)
@@ -274,11 +280,12 @@ class FramePipeline:
         inst = self._instances
         if shadows_on and not reuse:
             self.shadow.draw(lambda name, group: shadow_shader(self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group))),
-                             sun_casters, self._bind_material, inst, self._material_key, self._mspec.get)
+                             sun_casters, self._bind_material, inst, self._material_key, self._mspec.get,
+                             cull=self.chunk_culling)
         if local_on and not reuse:
             self.local_shadow.draw(lambda name, group: shadow_shader(
                 self.gpu, shadow_spec(self._mspec[name], inst.vertex_class(group), local=True)),
-                casters, self._bind_material, inst, self._material_key, self._mspec.get)
+                casters, self._bind_material, inst, self._material_key, self._mspec.get, cull=self.chunk_culling)
         if shadows_on:
             self._shadow_tex = self.shadow.texture
         if local_on:
@@ -436,6 +443,7 @@ class FramePipeline:
 
         s = frame.settings
         items = self._drawn
+        self._camera_cull = camera_cull(frame.camera.view_projection) if self.chunk_culling else None
         self._frame_ubo = make_ubo(pack_frame(frame, [], None, -1))
         passes, self._passes = self._passes, False
         tex, depth, fb = target
@@ -508,6 +516,7 @@ class FramePipeline:
         fspec = self._frame_spec
         bound = None
         current = None
+        inst.cull = None if outline else self._camera_cull     # (an outline hull reaches past its chunk)
         for group in inst.groups(items):
             i0, it = group[0]
             name = it.material_name

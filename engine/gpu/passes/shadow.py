@@ -31,6 +31,8 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from ..chunks import sun_tile_cull
+
 MAX_CASCADES = 4
 DEPTH_CAP_RADII = 64.0       # casters farther towards the sun than this (x the window radius) are pancaked
 _QUANT = 8.0                 # radius / depth-range rounding: 2^(1/8) steps
@@ -251,16 +253,23 @@ def fit_cascades(direction, camera, receivers, casters, count: int = 4, resoluti
                       tile=tile, casters=drawn, near=float(near))
 
 
+def drawn_tile(tile) -> tuple:
+    """What ``draw_tiles`` takes of a (x, y, size, index, caster indices, projection, cull) tile."""
+    return tile[:5] + tile[6:7]
+
+
 def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material,
                clear: Optional[Union[str, Callable[[int, int, int], None]]] = "all") -> int:
     """Draw ``casters`` into the tiles of the depth atlas ``fb``: ``tiles`` holds (x, y, size,
-    index, caster indices) per tile; ``index`` reaches the shader as ``shadow_cascade`` (which
-    matrix of the frame block projects).  ``clear``: "all" clears the whole atlas first, a
+    index, caster indices, cull) per tile; ``index`` reaches the shader as ``shadow_cascade`` (which
+    matrix of the frame block projects); ``cull`` (engine/gpu/chunks.Cull or None): what the
+    tile sees, so a big static caster draws only its chunks there.  ``clear``: "all" clears the whole atlas first, a
     callable ``clear(x, y, size)`` clears each tile before it is drawn (engine/gpu/passes/
     shadow_cache.py), None draws over what is there.  Returns the draws made."""
     import gpu
 
     draws = 0
+    before = instances.cull
     with fb.bind():
         if clear == "all":
             fb.clear(depth=1.0)
@@ -269,7 +278,8 @@ def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material,
         gpu.state.face_culling_set("NONE")   # both sides cast: no leaks through thin geometry
         gpu.state.blend_set("NONE")
         bound = None
-        for x, y, size, index, idx in tiles:
+        for x, y, size, index, idx, cull in tiles:
+            instances.cull = cull
             if callable(clear):
                 clear(x, y, size)
                 bound = None                 # (the clear binds its own shader)
@@ -290,6 +300,7 @@ def draw_tiles(fb, tiles, casters, instances, shader_for, bind_material,
                     current = it.material_name
                 instances.draw_group(sh, group, object_id=False)
                 draws += 1
+    instances.cull = before
     return draws
 
 
@@ -323,12 +334,12 @@ class ShadowPass:
 
     def _draw_atlas(self, tiles, casters, instances, shader_for, bind_material, material_key=None,
                     mspec=None) -> None:
-        """Draw ``tiles`` ((x, y, size, index, caster indices, projection) each) into the atlas:
+        """Draw ``tiles`` ((x, y, size, index, caster indices, projection, cull) each) into the atlas:
         through the depth cache when there is one and the pipeline names the materials' keys."""
         cache = self.depth_cache
         if cache is None or material_key is None or mspec is None:
             self.atlas_token = object()
-            self.draw_count = draw_tiles(self._fb, [t[:5] for t in tiles], casters, instances, shader_for,
+            self.draw_count = draw_tiles(self._fb, [drawn_tile(t) for t in tiles], casters, instances, shader_for,
                                          bind_material)
             return
         self.draw_count = cache.draw(self._fb, self._depth, self._size, tiles, casters, instances, shader_for,
@@ -355,8 +366,10 @@ class ShadowPass:
         self._ensure((cols * fit.tile, rows * fit.tile))
         return True
 
-    def draw(self, shader, casters, bind_material, instances=None, material_key=None, mspec=None) -> None:
+    def draw(self, shader, casters, bind_material, instances=None, material_key=None, mspec=None,
+             cull: bool = True) -> None:
         """Render every cascade into its tile (the frame block ``fr`` must hold the matrices).
+        ``cull``: big static casters draw only their chunks inside each cascade (chunks.py).
         ``shader``: the shadow shader, or a callable ``(material name, group) -> shader`` (the
         specialised variant of each draw group); ``instances``: the frame's FrameInstances
         (grouped draws); None draws each caster alone.  ``material_key`` / ``mspec``: see
@@ -370,7 +383,8 @@ class ShadowPass:
         if fit is None:
             raise RuntimeError("shadow draw: no cascades fitted (fit() returned False or was not called)")
         cols, t = self.columns, fit.tile
-        tiles = [((c % cols) * t, (c // cols) * t, t, c, fit.casters[c], fit.matrices[c]) for c in range(fit.count)]
+        tiles = [((c % cols) * t, (c // cols) * t, t, c, fit.casters[c], fit.matrices[c],
+                  sun_tile_cull(fit.matrices[c]) if cull else None) for c in range(fit.count)]
         self._draw_atlas(tiles, casters, instances, shader_for, bind_material, material_key, mspec)
 
     def free(self):

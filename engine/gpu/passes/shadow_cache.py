@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .shadow import caster_boxes, draw_tiles
+from .shadow import caster_boxes, draw_tiles, drawn_tile
 
 #: texels added on each side of a footprint (the projection here is float64, the GPU's float32)
 FOOTPRINT_MARGIN = 2
@@ -200,7 +200,7 @@ class StaticDepthCache:
         boxes, _valid = caster_boxes(casters)
         stale, moving_tiles, rects = [], [], []
         keys, refs = {}, {}
-        for x, y, sz, index, idx, matrix in tiles:
+        for x, y, sz, index, idx, matrix, cull in tiles:
             idx = np.asarray(idx, np.intp)
             s_idx, d_idx = idx[static[idx]], idx[~static[idx]]
             tile = (x, y, sz)
@@ -216,11 +216,11 @@ class StaticDepthCache:
             key = (index, np.asarray(matrix, np.float64).tobytes(), tuple(parts))
             keys[tile], refs[tile] = key, held
             if self._keys.get(tile) != key:
-                stale.append((x, y, sz, index, s_idx))
+                stale.append((x, y, sz, index, s_idx, cull))
             if len(d_idx):
                 rect = footprint(matrix, boxes[d_idx], x, y, sz)
                 if rect is not None:
-                    moving_tiles.append((x, y, sz, index, d_idx))
+                    moving_tiles.append((x, y, sz, index, d_idx, cull))
                     rects.append((tile, rect))
         if sum((r[2] - r[0]) * (r[3] - r[1]) for _t, r in rects) > MAX_FOOTPRINT_SHARE * sum(
                 t[2] * t[2] for t in tiles):
@@ -260,7 +260,7 @@ class StaticDepthCache:
         self._forget()
         self.stats = {"static_tiles_drawn": 0, "static_draws": 0, "moving_draws": 0, "restored_texels": 0,
                       "bypassed": True}
-        return draw_tiles(fb, [t[:5] for t in tiles], casters, instances, shader_for, bind_material)
+        return draw_tiles(fb, [drawn_tile(t) for t in tiles], casters, instances, shader_for, bind_material)
 
     def _ensure_backup(self, need) -> None:
         """A backup texture of at least ``need`` (width, height); made anew (rounded up to 64

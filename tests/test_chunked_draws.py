@@ -1,0 +1,81 @@
+"""Big static meshes drawn in spatial chunks (engine/gpu/chunks.py, issue 37).
+
+A 180,000-triangle ground under a box, a sun (cascades) and a point lamp of short reach (a cube
+map), F12 through bpy.ops: the ground is uploaded in chunks, and the camera's passes, the
+cascades and the lamp's faces leave out the chunks they cannot see (the pipeline's
+``chunks_culled``); the frame is pixel for pixel the one drawn with every chunk in every draw.
+"""
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+
+import conftest as C
+
+
+@pytest.fixture(autouse=True)
+def _free_kept_session():
+    yield
+    from stylized_renderer.engine.blender import render_engine
+
+    render_engine.free_final_session()
+
+
+def _scene(scene):
+    scene.render.resolution_x, scene.render.resolution_y = 128, 96
+    scene.stylized.outlines = False
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=300, y_subdivisions=300, size=60.0)
+    ground = bpy.context.active_object
+    ground.name = "Ground"
+    ground.data.materials.append(C.add_material("Grey", (0.6, 0.6, 0.6, 1.0)))
+    bpy.ops.mesh.primitive_cube_add(size=0.8, location=(0.6, 0.4, 0.4))
+    bpy.context.active_object.data.materials.append(C.add_material("Red", (0.8, 0.2, 0.2, 1.0)))
+    C.add_sun(scene, rotation=(math.radians(40.0), 0.0, math.radians(30.0)), strength=2.0)
+    ld = bpy.data.lights.new("Lamp", "POINT")
+    ld.energy = 60.0
+    ld.use_custom_distance = True
+    ld.cutoff_distance = 5.0               # the lamp's reach: most of the ground lies beyond it
+    lamp = bpy.data.objects.new("Lamp", ld)
+    lamp.location = (-0.5, -0.6, 1.6)
+    scene.collection.objects.link(lamp)
+    C.add_camera(scene, location=(0.0, -7.0, 4.0), rotation=(math.radians(60.0), 0.0, 0.0), lens=35.0)
+
+
+def _f12(scene):
+    from tools import render_capture
+
+    px = C.render_scene(scene).copy()
+    return px, dict(render_capture.LAST_RENDER["pipeline"])
+
+
+def test_passes_draw_only_the_chunks_they_see_and_the_frame_is_unchanged(empty_scene):
+    scene = empty_scene
+    _scene(scene)
+    culled, st = _f12(scene)
+    print(f"chunks: drawn {st.get('chunks_drawn')} culled {st.get('chunks_culled')}")
+    assert st.get("chunks_culled", 0) > st.get("chunks_drawn", 0) > 0, st
+
+    from stylized_renderer.engine.blender import render_engine
+
+    session = render_engine.kept_final_session()
+    assert session is not None and session.pipeline is not None
+    pipe = session.pipeline
+    passes = (pipe.shadow, pipe.local_shadow)
+    caches = [p.depth_cache for p in passes]
+    pipe.chunk_culling = False                 # every chunk in every draw, every tile redrawn
+    for p in passes:
+        p.depth_cache = None
+    try:
+        whole, st2 = _f12(scene)
+    finally:
+        pipe.chunk_culling = True
+        for p, c in zip(passes, caches):
+            p.depth_cache = c
+    assert "chunks_culled" not in st2, st2
+    C.save_png(culled, C.ARTIFACTS / "chunked_ground.png")
+    lum = culled[..., :3].mean(-1)
+    assert lum.std() > 0.02                     # a lit ground with shadows, not an empty frame
+    assert np.array_equal(culled, whole), np.abs(culled - whole).max()
