@@ -153,6 +153,8 @@ def build_stream(primitive, positions=None, normals=None, tangents=None, static=
     if static is None:
         static = build_static(primitive)
     static_vbo, ibo, tris, entries, chunks = static
+    if positions is not None:
+        chunks = None                     # (the chunks' boxes hold the base positions)
     # no tangents (no UV map): the constant (1, 0, 0, 1), compact (layout.COMPACT_DEFAULTS)
     vbo = gpu.types.GPUVertBuf(vertex_format("dynamic", compact=("tan",) if tan is None else ()), n)
     vbo.attr_fill("pos", f32(pos, 3, n))
