@@ -4,6 +4,7 @@ A 180,000-triangle ground under a box, a sun (cascades) and a point lamp of shor
 map), F12 through bpy.ops: the ground is uploaded in chunks, and the camera's passes, the
 cascades and the lamp's faces leave out the chunks they cannot see (the pipeline's
 ``chunks_culled``); the frame is pixel for pixel the one drawn with every chunk in every draw.
+A longer lamp reach redraws the lamp's kept faces (their chunks depend on it).
 """
 from __future__ import annotations
 
@@ -79,3 +80,32 @@ def test_passes_draw_only_the_chunks_they_see_and_the_frame_is_unchanged(empty_s
     lum = culled[..., :3].mean(-1)
     assert lum.std() > 0.02                     # a lit ground with shadows, not an empty frame
     assert np.array_equal(culled, whole), np.abs(culled - whole).max()
+
+
+def test_a_lamp_reaching_farther_redraws_its_kept_faces(empty_scene):
+    """The static depth cache (shadow_cache.py) keeps a face while its key holds; a face drew only
+    the chunks within the lamp's reach, so a longer reach (and nothing else changed) must redraw
+    it, as a fresh render would draw it."""
+    scene = empty_scene
+    _scene(scene)
+    _f12(scene)
+    _px, st = _f12(scene)
+    assert st.get("shadow_static_tiles_drawn", 0) == 0, st          # kept
+    bpy.data.lights["Lamp"].cutoff_distance = 40.0
+    kept, st = _f12(scene)
+    assert st.get("shadow_static_tiles_drawn", 0) >= 6, st           # the lamp's six faces
+
+    from stylized_renderer.engine.blender import render_engine
+
+    session = render_engine.kept_final_session()
+    assert session is not None and session.pipeline is not None
+    passes = (session.pipeline.shadow, session.pipeline.local_shadow)
+    caches = [p.depth_cache for p in passes]
+    for p in passes:
+        p.depth_cache = None
+    try:
+        fresh, _st = _f12(scene)
+    finally:
+        for p, c in zip(passes, caches):
+            p.depth_cache = c
+    assert np.array_equal(kept, fresh), np.abs(kept - fresh).max()

@@ -6,7 +6,8 @@ A depth atlas (the sun's cascades, the local lamps' spot maps and cube faces) ho
   the CPU), no animated UVs on an alpha-tested material, and the same world matrix as in the
   previous frame.  A tile's static depth is drawn once and redrawn only when the tile's key
   changes: the tile's place and size, its projection (the lamp, the camera-dependent cascade
-  fit), and per static caster drawn into it its vertex batch, world matrix, material block,
+  fit), a lamp's reach (big static casters draw only their chunks within it: engine/gpu/chunks.py),
+  and per static caster drawn into it its vertex batch, world matrix, material block,
   textures and shader variant.  A caster that moves, appears or disappears, a lamp that moves,
   a changed shadow resolution, a light-linking change (a lamp's caster set) or an edited mesh (a
   new batch) therefore redraws exactly the tiles it reaches.
@@ -213,7 +214,9 @@ class StaticDepthCache:
                 parts.append((id(it.stream.batch), np.asarray(it.world, np.float64).tobytes(),
                                it.material_name, mk[0], tuple(id(o) for o in mk[1:])))
             parts.sort()
-            key = (index, np.asarray(matrix, np.float64).tobytes(), tuple(parts))
+            # (a big static caster draws the chunks the tile's cull holds: a lamp's reach is part of it)
+            reach = None if cull is None else float(cull.radius)
+            key = (index, np.asarray(matrix, np.float64).tobytes(), reach, tuple(parts))
             keys[tile], refs[tile] = key, held
             if self._keys.get(tile) != key:
                 stale.append((x, y, sz, index, s_idx, cull))
