@@ -4,7 +4,8 @@ A 180,000-triangle ground under a box, a sun (cascades) and a point lamp of shor
 map), F12 through bpy.ops: the ground is uploaded in chunks, and the camera's passes, the
 cascades and the lamp's faces leave out the chunks they cannot see (the pipeline's
 ``chunks_culled``); the frame is pixel for pixel the one drawn with every chunk in every draw.
-A longer lamp reach redraws the lamp's kept faces (their chunks depend on it).
+A longer lamp reach redraws the lamp's kept faces (their chunks depend on it); moving one
+ground vertex (a re-uploaded mesh) redraws only the tiles that see its chunk.
 """
 from __future__ import annotations
 
@@ -108,4 +109,49 @@ def test_a_lamp_reaching_farther_redraws_its_kept_faces(empty_scene):
     finally:
         for p, c in zip(passes, caches):
             p.depth_cache = c
+    assert np.array_equal(kept, fresh), np.abs(kept - fresh).max()
+
+
+def _fresh(scene):
+    """The frame drawn with no kept shadow depth (every tile drawn)."""
+    from stylized_renderer.engine.blender import render_engine
+
+    session = render_engine.kept_final_session()
+    assert session is not None and session.pipeline is not None
+    passes = (session.pipeline.shadow, session.pipeline.local_shadow)
+    caches = [p.depth_cache for p in passes]
+    for p in passes:
+        p.depth_cache = None
+    try:
+        return _f12(scene)
+    finally:
+        for p, c in zip(passes, caches):
+            p.depth_cache = c
+
+
+def test_an_edit_redraws_only_the_tiles_that_see_the_edited_chunk(empty_scene):
+    scene = empty_scene
+    _scene(scene)
+    _f12(scene)
+    ground = bpy.data.objects["Ground"]
+    verts = ground.data.vertices
+    far = int(np.argmax([v.co.x + v.co.y for v in verts]))        # the far corner (28 m from the lamp)
+    verts[far].co.z += 0.5
+    ground.data.update()
+    kept, st = _f12(scene)
+    drawn = st.get("shadow_static_tiles_drawn", 0)
+    print(f"edit far from the lamp: {drawn} static tiles drawn")
+    # the sun's three cascades and the lamp's six faces show the ground (8 tiles redrawn when the
+    # key was the mesh's buffer); the far corner lies in the far cascades only (2 here) and
+    # beyond the lamp's 5 m reach
+    assert 1 <= drawn <= 3, st
+    fresh, _st = _fresh(scene)
+    assert np.array_equal(kept, fresh), np.abs(kept - fresh).max()
+    # an edit near the box, inside the lamp's reach, redraws its faces that see it
+    near = int(np.argmin([(v.co.x - 0.6) ** 2 + (v.co.y - 0.4) ** 2 for v in verts]))
+    verts[near].co.z += 0.05
+    ground.data.update()
+    kept, st = _f12(scene)
+    assert st.get("shadow_static_tiles_drawn", 0) >= 2, st
+    fresh, _st = _fresh(scene)
     assert np.array_equal(kept, fresh), np.abs(kept - fresh).max()

@@ -17,6 +17,7 @@ The index buffer holds the reordered triangles, nothing more: the chunks cost no
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Optional
 
@@ -42,10 +43,14 @@ class Cull:
 @dataclass(frozen=True)
 class ChunkTable:
     """``starts`` (K+1,): each chunk's first triangle in the index buffer (the last entry: the
-    triangle count); ``lo`` / ``hi`` (K,3): the box of each chunk's vertices, mesh-local."""
+    triangle count); ``lo`` / ``hi`` (K,3): the box of each chunk's vertices, mesh-local;
+    ``digests`` (K,) uint64: CRC-32 and Adler-32 of each chunk's corner positions in order (what
+    an opaque caster's depth is drawn from: the static depth cache keys a tile by the digests of
+    the chunks it draws, so an edit redraws only the tiles that see a changed chunk)."""
     starts: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
+    digests: np.ndarray
 
     @property
     def count(self) -> int:
@@ -130,13 +135,20 @@ def chunk_order(positions, indices, per_chunk: int = CHUNK_TRIANGLES):
     del order
     clo = np.full((k, 3), np.inf)
     chi = np.full((k, 3), -np.inf)
+    crc, adler = [0] * k, [1] * k
     for b in range(0, t, _BLOCK):
         v = np.take(pos, ordered[b:b + _BLOCK].ravel(), axis=0)                 # (3B,3): corners
         ids = np.searchsorted(first, np.arange(b, b + v.shape[0] // 3), side="right") - 1
         seg = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
         np.minimum.at(clo, ids[seg], np.minimum.reduceat(v, 3 * seg, axis=0))
         np.maximum.at(chi, ids[seg], np.maximum.reduceat(v, 3 * seg, axis=0))
-    return ordered, ChunkTable(starts=np.concatenate((first, [t])).astype(np.int64), lo=clo, hi=chi)
+        # (a chunk split across blocks continues its checksums: zlib's running value)
+        for c, a, e in zip(ids[seg].tolist(), (3 * seg).tolist(), (3 * np.append(seg[1:], ids.size)).tolist()):
+            part = v[a:e].data.cast("B")
+            crc[c], adler[c] = zlib.crc32(part, crc[c]), zlib.adler32(part, adler[c])
+    digests = (np.array(crc, np.uint64) << np.uint64(32)) | np.array(adler, np.uint64)
+    return ordered, ChunkTable(starts=np.concatenate((first, [t])).astype(np.int64), lo=clo, hi=chi,
+                               digests=digests)
 
 
 def camera_cull(view_projection) -> Cull:

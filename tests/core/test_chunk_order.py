@@ -1,8 +1,11 @@
 """``chunks.chunk_order`` and ``ChunkTable.visible_ranges`` (big static meshes drawn in spatial
 chunks, engine/gpu/chunks.py) against the plain formulas: every triangle in exactly one chunk,
-each chunk's box the min / max of its triangles' vertices (across the ordering's blocks), a
+each chunk's box the min / max of its triangles' vertices and its digest the checksums of its
+corner positions (across the ordering's blocks), a
 chunk is seen exactly when its transformed box is not outside a plane or the reach."""
 from __future__ import annotations
+
+import zlib
 
 import numpy as np
 import pytest
@@ -38,6 +41,8 @@ def test_order_and_boxes_match_the_plain_formula(monkeypatch, block):
         v = pos[ordered[table.starts[k]:table.starts[k + 1]]].reshape(-1, 3)
         assert np.array_equal(table.lo[k], v.min(0).astype(np.float64)), k
         assert np.array_equal(table.hi[k], v.max(0).astype(np.float64)), k
+        data = np.ascontiguousarray(v, np.float32).tobytes()
+        assert int(table.digests[k]) == (zlib.crc32(data) << 32) | zlib.adler32(data), k
     # spatial: a chunk covers a small part of the mesh (not a scattered sample of it)
     area = np.prod((table.hi - table.lo)[:, :2], axis=1)
     assert area.max() < 4.0 * 100.0 / table.count

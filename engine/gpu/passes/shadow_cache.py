@@ -33,6 +33,8 @@ a new object while its key is kept.  Owned by a ShadowPass (``depth_cache``), fr
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from .shadow import caster_boxes, draw_tiles, drawn_tile
@@ -129,6 +131,19 @@ def item_identity(it) -> tuple:
             getattr(it, "material_index", 0))
 
 
+def _chunk_content(item, cull, mspec, alone: bool):
+    """What an opaque big static caster draws into a tile, by content: the digests of the chunks
+    the tile's ``cull`` holds (engine/gpu/chunks.py), so a re-uploaded mesh (an edit) keeps the
+    tiles whose chunks did not change; None where the batch itself is the key (no chunks, no
+    cull, drawn instanced with another caster of its batch: whole, or a material whose shadow
+    reads textures or discards: it reads more than positions)."""
+    chunks = getattr(item.stream, "chunks", None)
+    spec = mspec(item.material_name)
+    if chunks is None or cull is None or not alone or spec is None or spec["alpha"] != 0:
+        return None
+    return ("chunks", chunks.digests[chunks.visible(item.world, cull)].tobytes())
+
+
 class StaticDepthCache:
     """The static casters' tile keys of one ShadowPass's atlas and the backup of the static depth
     under the moving casters."""
@@ -206,12 +221,16 @@ class StaticDepthCache:
             s_idx, d_idx = idx[static[idx]], idx[~static[idx]]
             tile = (x, y, sz)
             parts, held = [], []
+            shared = Counter(id(casters[int(k)].stream.batch) for k in s_idx)
             for k in s_idx:
                 it = casters[int(k)]
                 mk = material_key(it.material_name)
-                held.append(it.stream.batch)
+                geo = _chunk_content(it, cull, mspec, shared[id(it.stream.batch)] == 1)
+                if geo is None:
+                    held.append(it.stream.batch)
+                    geo = ("batch", id(it.stream.batch))
                 held.extend(mk[1:])
-                parts.append((id(it.stream.batch), np.asarray(it.world, np.float64).tobytes(),
+                parts.append((geo, np.asarray(it.world, np.float64).tobytes(),
                                it.material_name, mk[0], tuple(id(o) for o in mk[1:])))
             parts.sort()
             # (a big static caster draws the chunks the tile's cull holds: a lamp's reach is part of it)
