@@ -50,12 +50,16 @@ def test_resident_memory_is_flat_over_edit_and_render_rounds(empty_scene):
         grid.data.update()
         C.render_scene(scene)
         rss.append(_rss_mb())
-    # no creep: the rounds' growth rate, as the median of every pair's slope (Theil-Sen), stays
-    # well under a kept asset's +16 MB a round.  A single step (a GPU buffer whose free Blender
-    # defers, the allocator returning pages early or late) moves that median by little: CI read
-    # 1151, 1141, 1151, 1151, 1151, 1151 and a loaded run 1049.5, 1049.5, 1059.8 x4 (both flat).
-    slopes = sorted((rss[j] - rss[i]) / (j - i) for i in range(len(rss)) for j in range(i + 1, len(rss)))
-    assert slopes[len(slopes) // 2] < 5.0, [round(r, 1) for r in rss]
+    # no creep: the old leak grew every round (+16 MB a round: a kept asset).  The allocator
+    # may take or return one block between two rounds (a single step of tens of MB, either way:
+    # CI read 1151, 1141, 1151 x4, a loaded run 1049.5 x2, 1059.8 x4, a Blender 4.5 full-suite
+    # run 1165.2 x4, 1201.1 x2 and the next one 1201.3, 1165.3 x5): at most one round may grow by
+    # more than 2 MB, and the rounds without that step may add up to less than 8 MB.
+    print("rss after each round:", [round(r, 1) for r in rss])
+    steps = np.diff(rss)
+    grown = steps[steps > 2.0]
+    assert grown.size <= 1, [round(r, 1) for r in rss]
+    assert float(steps.sum() - grown.sum()) < 8.0, [round(r, 1) for r in rss]
 
 
 def test_an_edited_mesh_s_old_assets_are_gone_before_its_new_data_is_read(empty_scene):
