@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import conftest as C
+from support.depth_caches import without_depth_caches
 
 
 @pytest.fixture(autouse=True)
@@ -60,22 +61,8 @@ def test_passes_draw_only_the_chunks_they_see_and_the_frame_is_unchanged(empty_s
     print(f"chunks: drawn {st.get('chunks_drawn')} culled {st.get('chunks_culled')}")
     assert st.get("chunks_culled", 0) > st.get("chunks_drawn", 0) > 0, st
 
-    from stylized_renderer.engine.blender import render_engine
-
-    session = render_engine.kept_final_session()
-    assert session is not None and session.pipeline is not None
-    pipe = session.pipeline
-    passes = (pipe.shadow, pipe.local_shadow)
-    caches = [p.depth_cache for p in passes]
-    pipe.chunk_culling = False                 # every chunk in every draw, every tile redrawn
-    for p in passes:
-        p.depth_cache = None
-    try:
+    with without_depth_caches(chunk_culling=False):    # every chunk in every draw, every tile redrawn
         whole, st2 = _f12(scene)
-    finally:
-        pipe.chunk_culling = True
-        for p, c in zip(passes, caches):
-            p.depth_cache = c
     assert "chunks_culled" not in st2, st2
     C.save_png(culled, C.ARTIFACTS / "chunked_ground.png")
     lum = culled[..., :3].mean(-1)
@@ -95,38 +82,14 @@ def test_a_lamp_reaching_farther_redraws_its_kept_faces(empty_scene):
     bpy.data.lights["Lamp"].cutoff_distance = 40.0
     kept, st = _f12(scene)
     assert st.get("shadow_static_tiles_drawn", 0) >= 6, st           # the lamp's six faces
-
-    from stylized_renderer.engine.blender import render_engine
-
-    session = render_engine.kept_final_session()
-    assert session is not None and session.pipeline is not None
-    passes = (session.pipeline.shadow, session.pipeline.local_shadow)
-    caches = [p.depth_cache for p in passes]
-    for p in passes:
-        p.depth_cache = None
-    try:
-        fresh, _st = _f12(scene)
-    finally:
-        for p, c in zip(passes, caches):
-            p.depth_cache = c
+    fresh, _st = _fresh(scene)
     assert np.array_equal(kept, fresh), np.abs(kept - fresh).max()
 
 
 def _fresh(scene):
     """The frame drawn with no kept shadow depth (every tile drawn)."""
-    from stylized_renderer.engine.blender import render_engine
-
-    session = render_engine.kept_final_session()
-    assert session is not None and session.pipeline is not None
-    passes = (session.pipeline.shadow, session.pipeline.local_shadow)
-    caches = [p.depth_cache for p in passes]
-    for p in passes:
-        p.depth_cache = None
-    try:
+    with without_depth_caches():
         return _f12(scene)
-    finally:
-        for p, c in zip(passes, caches):
-            p.depth_cache = c
 
 
 def test_an_edit_redraws_only_the_tiles_that_see_the_edited_chunk(empty_scene):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import conftest as C
+from support.depth_caches import without_depth_caches
 from support.two_bone_rig import bend, two_bone_rig
 
 
@@ -67,19 +68,8 @@ def _f12(scene):
 def _fresh(scene):
     """The same frame drawn without the cache (every caster into every tile it reaches, as before
     the cache): the kept session's shadow passes lose their depth caches for one F12."""
-    from stylized_renderer.engine.blender import render_engine
-
-    session = render_engine.kept_final_session()
-    assert session is not None and session.pipeline is not None
-    passes = (session.pipeline.shadow, session.pipeline.local_shadow)
-    caches = [p.depth_cache for p in passes]
-    for p in passes:
-        p.depth_cache = None
-    try:
+    with without_depth_caches():
         px, st = _f12(scene)
-    finally:
-        for p, c in zip(passes, caches):
-            p.depth_cache = c
     assert "shadow_static_draws" not in st
     return px, st
 
