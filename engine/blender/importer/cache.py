@@ -38,8 +38,13 @@ _ATTRIBUTE_LAYOUT = {
     "INT16_2D": ("value", 2, np.int32), "QUATERNION": ("value", 4, np.float32),
     "FLOAT4X4": ("value", 16, np.float32),
 }
-# internal attributes that change what is drawn (topology); other "."-names are selection/hiding
-_INTERNAL_DRAWN = {".corner_vert", ".edge_verts"}
+# internal attributes that change what is drawn (the corner topology); other "."-names are
+# selection/hiding.  Edges draw nothing: what they change in the normals is hashed anyway (the
+# public ``sharp_edge``, or the corner normals themselves), so ``.edge_verts`` is not read:
+# every attribute read through the Python API is copied out of the data Blender's evaluated mesh
+# shares with it (``CustomData_ensure_data_is_mutable``), and the copy stays (16 MB for a
+# 2,000,000-edge terrain).
+_INTERNAL_DRAWN = {".corner_vert"}
 
 
 def _domain_size(mesh, domain: str) -> int:
@@ -61,8 +66,13 @@ def _hasher():
 def base_fingerprint(mesh) -> str:
     """SHA-1 of every public mesh attribute, the corner topology and the normals' domain, and the
     corner normals unless they are the vertices' (point domain: derived from the rest): the bulk
-    arrays (``foreach_get``), cheap enough for every check."""
+    arrays (``foreach_get``), cheap enough for every check.
+
+    Every array is read into one scratch buffer, the size of the largest: a final render checks
+    every mesh on every F12, and a big mesh's attributes read one after another into fresh arrays
+    left the process tens of MB bigger for the rest of the render (glibc keeps freed pages)."""
     h, add = _hasher()
+    reads = []
     for attr in mesh.attributes:
         name = attr.name
         if name.startswith(".") and name not in _INTERNAL_DRAWN:
@@ -70,25 +80,32 @@ def base_fingerprint(mesh) -> str:
         layout = _ATTRIBUTE_LAYOUT.get(attr.data_type)
         n = _domain_size(mesh, attr.domain)
         if layout is None or n < 0:
-            h.update(f"{name}:{attr.data_type}:{attr.domain}:unread".encode())
+            reads.append((f"{name}:{attr.data_type}:{attr.domain}:unread", None, 0, None, None))
             continue
         prop, width, dtype = layout
-        a = np.empty(n * width, dtype)
-        if n:
-            attr.data.foreach_get(prop, a)
-        add(f"{name}:{attr.domain}:{attr.data_type}", a)
+        reads.append((f"{name}:{attr.domain}:{attr.data_type}", attr.data, n * width, dtype, prop))
     npoly = len(mesh.polygons)
-    starts = np.empty(npoly, np.int32)
+    nl = len(mesh.loops)
+    domain = getattr(mesh, "normals_domain", "CORNER")
+    sizes = [count * np.dtype(dtype).itemsize for _tag, _data, count, dtype, _prop in reads if dtype is not None]
+    scratch = np.empty(max(sizes + [4 * npoly, 12 * nl if domain != "POINT" else 0]), np.uint8)
+    for tag, data, count, dtype, prop in reads:
+        if dtype is None:
+            h.update(tag.encode())
+            continue
+        a = scratch[:count * np.dtype(dtype).itemsize].view(dtype)
+        if count:
+            data.foreach_get(prop, a)
+        add(tag, a)
+    starts = scratch[:4 * npoly].view(np.int32)
     if npoly:
         mesh.polygons.foreach_get("loop_start", starts)
     add("loop_start", starts)
-    nl = len(mesh.loops)
-    domain = getattr(mesh, "normals_domain", "CORNER")
     h.update(f"normals:{domain}".encode())
     # point-domain normals are a function of what is hashed above (positions, corner topology,
     # face starts, a point custom normal attribute): no corner normal can differ unseen
     if nl and domain != "POINT":
-        cn = np.empty(nl * 3, np.float32)
+        cn = scratch[:12 * nl].view(np.float32)
         mesh.corner_normals.foreach_get("vector", cn)
         add("corner_normals", cn)
     return h.hexdigest()
@@ -149,6 +166,7 @@ class AssetCache:
         self._content_memo: Dict[tuple, tuple] = {}  # (mesh name, weights, keys) -> (fingerprint, fresh), per import
         self._reads: Dict[str, object] = {}     # mesh name -> MeshReads, per import
         self._held_index: Optional[dict] = None  # mesh name -> entries (``_held_content``), per import
+        self._carried: Optional[tuple] = None   # (memo, reads) of a check its render's import goes on with
         self.mesh_hits = 0
         self.mesh_misses = 0
 
@@ -159,6 +177,7 @@ class AssetCache:
         self._reads = {}
         self._content_memo = {}
         self._held_index = None
+        self._carried = None
 
     def reads_of(self, mesh):
         """The ``MeshReads`` of ``mesh`` for this import (shared by the fingerprint and the build)."""
@@ -234,10 +253,11 @@ class AssetCache:
             self.edits.verified(obj, obj.data)
 
     def begin_import(self, stats: dict) -> None:
-        """A new import: its timings go to ``stats``; fingerprints and reads are made anew."""
+        """A new import: its timings go to ``stats``; fingerprints and reads are made anew, but
+        those of a check this render's import goes on with (``carry_check``)."""
         self.stats = stats
-        self._content_memo = {}
-        self._reads = {}
+        carried, self._carried = self._carried, None
+        self._content_memo, self._reads = carried if carried is not None else ({}, {})
         self._held_index = None
         if self.edits is not None:
             self.edits.collect_pending()
@@ -291,8 +311,20 @@ class AssetCache:
         self._content_memo = {}
         self._reads = {}
         self._held_index = None
+        self._carried = None
         if self.edits is not None:
             self.edits.collect_pending()
+
+    def carry_check(self) -> None:
+        """The import that follows in this same render goes on with the fingerprints and reads
+        made since ``forget_fingerprints`` (an edited set's F12 hashed every mesh twice)."""
+        self._carried = (self._content_memo, self._reads)
+
+    def forget_fingerprints(self) -> None:
+        """At the start of every render: no fingerprint or read made before is carried on."""
+        self._content_memo = {}
+        self._reads = {}
+        self._carried = None
 
     def find_shared(self, mesh_name: str, shared: tuple, content: Optional[tuple]):
         """An entry another object made from the same mesh datablock with the same shared
