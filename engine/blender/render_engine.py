@@ -362,12 +362,15 @@ def register() -> None:
 def _release_after_render(*_args) -> None:
     """render_complete (Blender has freed the render's depsgraph): after one of our final renders
     that imported, the replaced assets are collected and the freed memory goes back to the
-    system (heap.py)."""
+    system; after any other, the render's freed scratch does (heap.py)."""
     keeper = _keeper()
     s = keeper.session if keeper is not None else None
-    if s is not None and s.imports.last_imported:
+    if s is not None:
         t = time.perf_counter()
-        heap.release_freed()
+        if s.imports.last_imported:
+            heap.release_freed()
+        else:
+            heap.trim()
         s.imports.last_imported = False
         s.stats["heap_release_ms"] = (time.perf_counter() - t) * 1e3
 

@@ -146,6 +146,7 @@ def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
       content fingerprint differs (the content-keyed cache is the safety net; an animated
       shape key re-checks its mesh).
     """
+    session.assets.forget_fingerprints()
     if session.runtime is None or session.scene_asset is None or session.imports.need_import or session.viewport:
         session.sync(depsgraph)
         return
@@ -167,6 +168,7 @@ def sync_render_step(session, depsgraph, verify_all: bool = False) -> None:
         return
     for why in reasons:
         session.reimport(why)
+    session.assets.carry_check()       # (the import below, in this render, reads the same data)
     session.imports.remember_after_import = True
     if not verify_all:
         session.bakes.mark_dirty()
@@ -338,6 +340,11 @@ def ensure_runtime(session, depsgraph) -> None:
     if not runtime.initialize():
         session.imports.import_error = f"runtime initialisation failed: {runtime.last_error}"
         return
+    if replaced and not session.viewport:
+        # the uploads' scratch (chunk ordering, index conversions) goes back before the draws
+        from .heap import trim
+
+        trim()
     session.scene_asset = asset
     session.assets.known.remember(asset, depsgraph.scene)
     session.imports.problems = list(problems)
