@@ -23,6 +23,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..core.assets import Bounds
+
 #: triangles a chunk aims at (cells of the grid hold about this many on an even mesh)
 CHUNK_TRIANGLES = 16384
 #: a primitive is chunked from this many chunks' worth of triangles on
@@ -112,7 +114,8 @@ def chunk_order(positions, indices, per_chunk: int = CHUNK_TRIANGLES):
     if per_chunk <= 0 or t < MIN_CHUNKS * per_chunk:
         return None
     pos = np.asarray(positions, np.float32).reshape(-1, 3)
-    lo, hi = pos.min(0).astype(np.float64), pos.max(0).astype(np.float64)
+    box = Bounds.from_points(pos)
+    lo, hi = np.array(box.minimum), np.array(box.maximum)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         return None                       # (the importer drops such meshes; nothing to gain)
     n = _grid(lo, hi, -(-t // per_chunk))

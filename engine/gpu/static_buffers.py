@@ -25,15 +25,14 @@ from .layout import (
 
 
 def f32(a, width, n):
-    """A writable, C-contiguous float32 (n, width) array (zeros for None).  ``attr_fill`` only takes the fast
-    buffer-protocol path for writable arrays; asset arrays are read-only, so they are copied
-    (a read-only array silently falls back to a per-element path ~50x slower)."""
+    """A C-contiguous float32 (n, width) array (zeros for None) for ``attr_fill``, which copies
+    any C-contiguous buffer of the right element type (``PyObject_GetBuffer`` with
+    ``PyBUF_STRIDES | PyBUF_ND``: read-only buffers too), so an asset's read-only arrays go in
+    as they are (a big mesh's upload made no full-size copies of its positions and normals)."""
     if a is None:
         return np.zeros((n, width), np.float32)
     out = np.asarray(a, dtype=np.float32).reshape(n, width)
-    if not (out.flags.writeable and out.flags.c_contiguous):
-        out = np.array(out, dtype=np.float32, order="C")
-    return out
+    return out if out.flags.c_contiguous else np.ascontiguousarray(out)
 
 
 STATIC_NAMES = tuple(a[0] for a in VERTEX_ATTRIBUTES if a[0] not in DYNAMIC_ATTRIBUTES)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..importer.mesh import vertex_positions
 from ..importer.skin import joint_bounds, read_vertex_groups
 from .adaptive import MeshAnchors
 
@@ -40,10 +41,9 @@ def mesh_anchors(armature, names) -> MeshAnchors:
         n = len(me.vertices)
         if not n or not len(ob.vertex_groups):
             continue
-        co = np.empty(n * 3, np.float32)
-        me.vertices.foreach_get("co", co)
+        co = vertex_positions(me)
         m = to_arm @ np.array(ob.matrix_world, np.float64)
-        p = co.reshape(n, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+        p = co.astype(np.float64) @ m[:3, :3].T + m[:3, 3]
         extent = float(np.linalg.norm(p.max(axis=0) - p.min(axis=0)))
         if not extent > 0.0:
             continue

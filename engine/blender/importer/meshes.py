@@ -11,7 +11,7 @@ import numpy as np
 from ...core.assets import AssetError, Bounds, MeshAsset, PrimitiveAsset, SkinAsset
 from ...core.assets.readonly import hand_over
 from . import skin as _skin
-from .mesh import read_mesh, split_by_material
+from .mesh import read_mesh, split_by_material, vertex_positions
 from .morph_build import build_morphs as _build_morphs
 from .nodes import NodeBuilder
 from .reads import MeshReads
@@ -250,18 +250,15 @@ def _build_mesh(obj, mesh, reasons, am, arm, nb: NodeBuilder, mesh_world, stats:
     nv = len(mesh.vertices)
     if len(mesh.polygons) and not len(mesh.loop_triangles):
         mesh.calc_loop_triangles()
-    base_co = np.empty(nv * 3, np.float32)
-    if nv:
-        mesh.vertices.foreach_get("co", base_co)
-    base_co = base_co.reshape(nv, 3)
+    base_co = vertex_positions(mesh)
     cs = read_mesh(mesh, positions=base_co)
     prims = split_by_material(cs, nv)
     for p in prims:          # read-only: the PrimitiveAssets share them (no copies; the key rows' solvers read them)
         for a in (p.positions, p.normals, p.uv0, p.tangents, p.smooth_normals, p.indices, p.source_vertices, p.colors):
             if a is not None:
                 a.setflags(write=False)
-    finite = np.isfinite(base_co).all(axis=1)
-    if not finite.all():
+    if not np.isfinite(base_co).all():        # (flat: the per-row form is 30x slower)
+        finite = np.isfinite(base_co).all(axis=1)
         raise AssetError(f"mesh '{obj.name}' has a non-finite vertex position (vertex {int(np.argmin(finite))})")
     stats["mesh_read_s"] = stats.get("mesh_read_s", 0.0) + time.perf_counter() - t0
 

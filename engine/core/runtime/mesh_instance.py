@@ -144,20 +144,8 @@ def _row_norms_sq(a: np.ndarray) -> np.ndarray:
 
 
 def _bounds(a: np.ndarray) -> Bounds:
-    """Bounds of (V,3) points; blocks of 16 rows avoid numpy's slow axis-0 reduction over 3 columns."""
-    v = a.shape[0]
-    if v == 0:
-        return Bounds.empty()
-    k = v - v % 16
-    los, his = [], []
-    if k:
-        blk = a[:k].reshape(-1, 48)
-        los.append(blk.min(axis=0).reshape(16, 3).min(axis=0))
-        his.append(blk.max(axis=0).reshape(16, 3).max(axis=0))
-    if v > k:
-        los.append(a[k:].min(axis=0))
-        his.append(a[k:].max(axis=0))
-    return Bounds(np.minimum.reduce(los), np.maximum.reduce(his))
+    """Bounds of (V,3) points (``Bounds.from_points``)."""
+    return Bounds.from_points(a)
 
 
 def _renormalize(base: np.ndarray, summed: np.ndarray) -> np.ndarray:
