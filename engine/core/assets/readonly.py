@@ -20,11 +20,19 @@ def _owns_immutable(a: np.ndarray) -> bool:
 
 
 def hand_over(a):
-    """Make an array that only the caller holds (it owns its memory) read-only, so that an asset
-    made from it takes it as it is (``readonly_array``) instead of copying it: an importer hands
-    its fresh arrays to the asset and keeps no writable reference.  Anything else is returned
-    unchanged (and is copied by the asset as before)."""
-    if isinstance(a, np.ndarray) and a.base is None and a.flags.c_contiguous:
+    """Make an array that only the caller holds read-only, so that an asset made from it takes it
+    as it is (``readonly_array``) instead of copying it: an importer hands its fresh arrays to the
+    asset and keeps no writable reference.  The array owns its memory, or views all of a fresh
+    array that owns it (a bulk read reshaped to rows, or its int32 rows viewed as uint32): both
+    become read-only.  Anything else is returned unchanged (and is copied by the asset as before)."""
+    if not (isinstance(a, np.ndarray) and a.flags.c_contiguous):
+        return a
+    base = a.base
+    if base is None:
+        a.flags.writeable = False
+    elif (isinstance(base, np.ndarray) and base.base is None and base.flags.c_contiguous
+          and base.nbytes == a.nbytes):
+        base.flags.writeable = False
         a.flags.writeable = False
     return a
 
