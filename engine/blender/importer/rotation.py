@@ -52,6 +52,12 @@ def euler_to_quat(e: np.ndarray, order: str = "XYZ") -> np.ndarray:
     if order not in EULER_ORDERS:
         raise ValueError(f"unknown Euler order {order!r}")
     n = e.shape[0]
+    if not e.any() and not np.signbit(e).any():
+        # all +0 (an object's delta rotation, nearly always): the identity the products below
+        # give bit for bit (cos 0 = 1, sin +0 = +0), without them (an import reads one per object)
+        q = np.zeros((n, 4))
+        q[:, 0] = 1.0
+        return q
     q = None
     for axis in order:  # applied first .. last: q = q_last * ... * q_first
         i = _AXIS[axis]
