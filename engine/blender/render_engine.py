@@ -361,13 +361,14 @@ def register() -> None:
 @bpy.app.handlers.persistent
 def _release_after_render(*_args) -> None:
     """render_complete (Blender has freed the render's depsgraph): after one of our final renders
-    that imported, the replaced assets are collected and the freed memory goes back to the
-    system; after any other, the render's freed scratch does (heap.py)."""
+    whose import replaced assets, they are collected and the freed memory goes back to the
+    system; after any other (a first import replaced nothing), the render's freed scratch does
+    (heap.py)."""
     keeper = _keeper()
     s = keeper.session if keeper is not None else None
     if s is not None:
         t = time.perf_counter()
-        if s.imports.last_imported:
+        if s.imports.last_imported and s.imports.replaced_assets:
             heap.release_freed()
         else:
             heap.trim()

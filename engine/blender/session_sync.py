@@ -20,6 +20,7 @@ class SyncState:
         self.reimport_reasons = []           # why sync asked for the pending re-import (cleared by it)
         self.import_count = 0                # scene imports by this session (the Stats panel shows them)
         self.last_imported = False           # a final render imported (render_engine's render_complete: heap.py)
+        self.replaced_assets = False         # the last import replaced a runtime's assets (collected after it)
         self.last_import_reason = ""
         self.import_error = None             # why the last import failed (everything drawn by the fallback)
         self.problems = []                   # the last import's problems (Stats panel, render log)
@@ -277,6 +278,7 @@ def ensure_runtime(session, depsgraph) -> None:
     from . import importer
 
     session.imports.need_import = False
+    session.imports.replaced_assets = False
     if session.assets.edits is not None:
         session.assets.edits.start()   # depsgraph_update_post: weights re-read only after an edit
     session.imports.import_count += 1
@@ -314,6 +316,7 @@ def ensure_runtime(session, depsgraph) -> None:
         return
     session.imports.remember_after_import = False
     replaced = session.runtime is not None or stale
+    session.imports.replaced_assets = replaced
     session.drop_runtime()
     session.imports.import_error = None
     session.imports.fallbacks = {}
