@@ -12,6 +12,7 @@ import bpy
 import numpy as np
 
 import conftest as C
+from support.mesh_calls import mesh_calls
 from tools.bench_set import grid_mesh
 
 
@@ -30,15 +31,7 @@ def _scene(scene, n=60):
 def _hashed(monkeypatch):
     from stylized_renderer.engine.blender.importer import cache as cache_mod
 
-    seen = []
-    real = cache_mod.base_fingerprint
-
-    def counting(mesh):
-        seen.append(mesh.name)
-        return real(mesh)
-
-    monkeypatch.setattr(cache_mod, "base_fingerprint", counting)
-    return seen
+    return mesh_calls(monkeypatch, cache_mod, "base_fingerprint")
 
 
 def test_an_edit_s_f12_hashes_each_mesh_once(empty_scene, monkeypatch):

@@ -17,6 +17,7 @@ from conftest import add_camera, add_sun, render_scene
 from stylized_renderer.engine.blender import render_engine
 from stylized_renderer.engine.blender.importer import skin
 from support.edit_scenes import animated_grid, edit_weights, mask_of, render_animation, skinned_grid
+from support.mesh_calls import mesh_calls
 from tools.render_capture import LAST_RENDER as last_render
 
 HANDLER = "stylized_edit_signals"
@@ -25,15 +26,7 @@ HANDLER = "stylized_edit_signals"
 @pytest.fixture
 def weight_reads(monkeypatch):
     """Names of the meshes whose vertex-group weights were read (one entry per read)."""
-    calls = []
-    real = skin.read_vertex_groups
-
-    def counting(mesh):
-        calls.append(mesh.name)
-        return real(mesh)
-
-    monkeypatch.setattr(skin, "read_vertex_groups", counting)
-    return calls
+    return mesh_calls(monkeypatch, skin, "read_vertex_groups")
 
 
 @pytest.fixture

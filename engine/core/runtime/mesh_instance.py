@@ -143,11 +143,6 @@ def _row_norms_sq(a: np.ndarray) -> np.ndarray:
     return r
 
 
-def _bounds(a: np.ndarray) -> Bounds:
-    """Bounds of (V,3) points (``Bounds.from_points``)."""
-    return Bounds.from_points(a)
-
-
 def _renormalize(base: np.ndarray, summed: np.ndarray) -> np.ndarray:
     """normalize(summed) with the base direction where the result degenerates."""
     length = np.sqrt(_row_norms_sq(summed))
@@ -367,7 +362,7 @@ class PrimitiveInstance:
         assert acc is not None   # active is not empty: set by the loop
         positions = prim.positions + acc
         max_delta = float(np.sqrt(_row_norms_sq(acc).max())) if v else 0.0
-        bounds = _bounds(positions)
+        bounds = Bounds.from_points(positions)
         normals = None
         if acc_n is not None:
             base_n = prim.normals
