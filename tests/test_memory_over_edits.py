@@ -67,7 +67,9 @@ def test_resident_memory_is_flat_over_edit_and_render_rounds(empty_scene):
 def test_an_edited_mesh_s_old_assets_are_gone_before_its_new_data_is_read(empty_scene):
     """The after-edit F12's peak: the edited mesh's replaced primitive (its arrays, its GPU buffers,
     the last frame's draw items that hold it) is released before the import reads the new mesh,
-    so the process never holds an edited big mesh twice (session_sync.release_stale)."""
+    so the process never holds an edited big mesh twice (session_sync.release_stale).  An edit
+    that only moved vertices is not read anew (importer/moved.py makes the new primitive from the
+    old one): the old one is gone once the render is over."""
     import gc
     import weakref
 
@@ -96,10 +98,20 @@ def test_an_edited_mesh_s_old_assets_are_gone_before_its_new_data_is_read(empty_
             seen.append(old_prim() is None)
         return real(mesh, *a, **kw)
 
-    grid.data.vertices[100].co.z += 0.05
-    grid.data.update()
     import pytest
 
+    grid.data.vertices[100].co.z += 0.05
+    grid.data.update()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mesh_reader, "read_mesh", watching)
+        C.render_scene(scene)
+    assert not seen and session.scene_asset.import_stats.get("moved_meshes") == 1
+    gc.collect()
+    assert old_prim() is None, "the moved grid's old primitive is still held after the render"
+    old_prim = weakref.ref(session.scene_asset.meshes[0].primitives[0])
+    face = grid.data.polygons[40]
+    face.use_smooth = not face.use_smooth        # (not a move: the grid is read anew)
+    grid.data.update()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(mesh_reader, "read_mesh", watching)
         C.render_scene(scene)

@@ -264,7 +264,8 @@ def release_stale(session) -> None:
     if session.pipeline is not None:
         session.pipeline.forget_items()
     if session.backend is not None:
-        session.backend.retain([p for e in session.assets.meshes.values() for p in e.asset.primitives])
+        session.backend.retain([p for e in session.assets.meshes.values() for p in e.asset.primitives],
+                               static_only=session.assets.moved_primitives())
     release_freed()
 
 

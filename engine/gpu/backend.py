@@ -25,6 +25,7 @@ from ..core.geometry import SmoothNormalDeltas
 from ..core.runtime.backend import RuntimeBackend
 from ..core.runtime.morph_table import pack_morph_entries, pack_morph_span
 from .chunks import CHUNK_TRIANGLES
+from .chunks import moved as moved_chunks
 from .layout import MORPH_TEX_WIDTH, compact_fill, vertex_format
 from .palette_textures import (
     GpuPaletteBuffer,
@@ -185,7 +186,9 @@ class GpuBackend(RuntimeBackend):
         self._live_ok = {}   # primitive's morph key -> (its live targets, the last frozen weights that fit them)
         self._slices = None      # (handles, slices, SliceSource) of the last batched palette upload
         self._morph_memo = {}    # id(primitive) -> (primitive, key, entry) of _morph_entry
+        self._by_indices = {}    # id(index array) -> its static entry's key (_moved_static)
         self.static_uploads = 0  # static buffers built (once per distinct geometry)
+        self.static_reuses = 0   # static buffers taken on by a primitive whose vertices moved
         self.static_bytes = 0    # their bytes (vertex and index buffers; ``static_bytes``)
         self.palette_uploads = 0
         self.stream_uploads = 0
@@ -309,13 +312,16 @@ class GpuBackend(RuntimeBackend):
         key, geo, entry = self._lookup(self._static, primitive)
         static = entry[1] if entry is not None else None
         if static is None:
-            # no morph spans (zeros): the streams drawn from it are final (the base shape or a
-            # CPU rebuild); a shader-morph stream draws with a static buffer that has them
-            # (``create_morph_stream``), so no target's rows are needed before one is drawn
-            static = build_static(primitive, chunk_triangles=self.chunk_triangles)
+            static = self._moved_static(primitive, geo)
+            if static is None:
+                # no morph spans (zeros): the streams drawn from it are final (the base shape or a
+                # CPU rebuild); a shader-morph stream draws with a static buffer that has them
+                # (``create_morph_stream``), so no target's rows are needed before one is drawn
+                static = build_static(primitive, chunk_triangles=self.chunk_triangles)
+                self.static_uploads += 1
+                self.static_bytes += static_bytes(primitive)
             self._static[key] = (geo, static)
-            self.static_uploads += 1
-            self.static_bytes += static_bytes(primitive)
+            self._by_indices[id(primitive.indices)] = key
         if positions is None and normals is None and tangents is None and smooth_normals is None:
             # the primitive's base stream: one vertex buffer and batch per geometry, shared by
             # every instance (linked duplicates draw one batch; engine/gpu/passes/instancing.py groups
@@ -361,6 +367,28 @@ class GpuBackend(RuntimeBackend):
             self.stream_uploads += 1
         hit[2] += 1
         return self._wrap(hit[1], ("rebuilt", skey))
+
+    def _moved_static(self, primitive, geo):
+        """The static buffers of a primitive that differs from a held one only in where its
+        vertices are (an edit that moved vertices: importer/moved.py hands on the same index,
+        UV and colour arrays): the same vertex and index buffers, with the boxes and digests
+        of the chunks that hold a moved vertex made again (chunks.moved).  None: build anew."""
+        old_key = self._by_indices.get(id(primitive.indices), ())
+        held = self._static.get(old_key)
+        if held is None or held[0][1] is not primitive.indices or held[0][0].shape != geo[0].shape:
+            return None
+        if any(a is not b for a, b in zip(held[0][2:6], geo[2:6])) or held[0][6] or geo[6]:
+            return None
+        if static_attributes(primitive) == STATIC_NAMES:
+            return None                          # (skinned or morphed: not a moved static mesh)
+        vbo, ibo, tris, entries, table = held[1]
+        if table is not None:
+            table = moved_chunks(table, held[0][0], geo[0], primitive.indices)
+            if table is None:
+                return None
+        self.static_reuses += 1
+        del self._static[old_key]                # (the new entry holds the buffers now)
+        return (vbo, ibo, tris, entries, table)
 
     @staticmethod
     def _wrap(b, shared) -> GpuStream:
@@ -475,13 +503,23 @@ class GpuBackend(RuntimeBackend):
             stream.skin_entries = None
             stream.morph_weights = None
 
-    def retain(self, primitives) -> None:
+    def retain(self, primitives, static_only=()) -> None:
         """Release the cached static buffers and morph textures of every primitive not in
-        ``primitives`` (called after a re-import, so replaced assets do not pile up)."""
+        ``primitives`` (called after a re-import, so replaced assets do not pile up).  Static
+        buffers stay also for the primitives in ``static_only`` and for those whose index array
+        a kept primitive holds (an edit that moved their vertices: the import's new primitives
+        take them on, ``_moved_static``, which lets the old entry go)."""
         keep = {tuple(id(a) for a in self._geometry(p)) for p in primitives}
+        statics = keep | {tuple(id(a) for a in self._geometry(p)) for p in static_only}
+        held_indices = {id(p.indices) for p in primitives}
         for table in (self._static, self._morph, self._base, self._users, self._live_ok):
-            for k in [k for k in table if k not in keep]:
+            if table is self._static:
+                gone = [k for k in table if k not in statics and k[1] not in held_indices]
+            else:
+                gone = [k for k in table if k not in keep]
+            for k in gone:
                 del table[k]
+        self._by_indices = {i: k for i, k in self._by_indices.items() if k in self._static}
         for k in [k for k in self._rebuilt if k[0] not in keep]:
             del self._rebuilt[k]
         self._morph_memo = {i: m for i, m in self._morph_memo.items() if m[1] in keep}
@@ -494,6 +532,7 @@ class GpuBackend(RuntimeBackend):
         self._morph_memo.clear()
         self._slices = None
         self._static.clear()
+        self._by_indices.clear()
         self._morph.clear()
         self._base.clear()
         self._users.clear()

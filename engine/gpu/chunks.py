@@ -48,11 +48,16 @@ class ChunkTable:
     triangle count); ``lo`` / ``hi`` (K,3): the box of each chunk's vertices, mesh-local;
     ``digests`` (K,) uint64: CRC-32 and Adler-32 of each chunk's corner positions in order (what
     an opaque caster's depth is drawn from: the static depth cache keys a tile by the digests of
-    the chunks it draws, so an edit redraws only the tiles that see a changed chunk)."""
+    the chunks it draws, so an edit redraws only the tiles that see a changed chunk);
+    ``cells`` (T,): the grid cell of each triangle of the primitive's own order and ``cell_ids``
+    (K,) each chunk's cell (``moved`` finds a moved vertex's chunks with them: 2 or 4 bytes a
+    triangle)."""
     starts: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     digests: np.ndarray
+    cells: Optional[np.ndarray] = None
+    cell_ids: Optional[np.ndarray] = None
 
     @property
     def count(self) -> int:
@@ -128,9 +133,9 @@ def chunk_order(positions, indices, per_chunk: int = CHUNK_TRIANGLES):
         cell[b:b + _BLOCK] = (q[:, 0] * n[1] + q[:, 1]) * n[2] + q[:, 2]
     order = np.argsort(cell, kind="stable")
     sorted_cell = cell[order]
-    del cell
     first = np.flatnonzero(np.concatenate(([True], sorted_cell[1:] != sorted_cell[:-1])))
     k = int(first.shape[0])
+    cell_ids = sorted_cell[first]
     del sorted_cell
     # (vertex indices are below 2**31: uint32 rows read as int32, taken in one copy)
     src = np.ascontiguousarray(tris).view(np.int32) if tris.dtype == np.uint32 else np.asarray(tris, np.int32)
@@ -147,11 +152,49 @@ def chunk_order(positions, indices, per_chunk: int = CHUNK_TRIANGLES):
         np.maximum.at(chi, ids[seg], np.maximum.reduceat(v, 3 * seg, axis=0))
         # (a chunk split across blocks continues its checksums: zlib's running value)
         for c, a, e in zip(ids[seg].tolist(), (3 * seg).tolist(), (3 * np.append(seg[1:], ids.size)).tolist()):
-            part = v[a:e].data.cast("B")
-            crc[c], adler[c] = zlib.crc32(part, crc[c]), zlib.adler32(part, adler[c])
+            crc[c], adler[c] = _checksums(v[a:e], crc[c], adler[c])
     digests = (np.array(crc, np.uint64) << np.uint64(32)) | np.array(adler, np.uint64)
     return ordered, ChunkTable(starts=np.concatenate((first, [t])).astype(np.int64), lo=clo, hi=chi,
-                               digests=digests)
+                               digests=digests, cells=cell, cell_ids=cell_ids)
+
+
+def _checksums(corners: np.ndarray, crc: int = 0, adler: int = 1) -> tuple:
+    """(CRC-32, Adler-32) of the (N,3) float32 ``corners`` in order, going on from ``crc``, ``adler``."""
+    part = np.ascontiguousarray(corners).data.cast("B")
+    return zlib.crc32(part, crc), zlib.adler32(part, adler)
+
+
+def moved(table: ChunkTable, old_positions, positions, indices) -> Optional[ChunkTable]:
+    """``table`` for the same triangles (``indices`` (T,3), in the order the table was made
+    from: ``chunk_order``'s input) after their vertices moved from ``old_positions`` to
+    ``positions`` (both (V,3) float32): the boxes and digests of the chunks holding a moved
+    vertex made again (exactly as ``chunk_order`` makes them), the others' kept, the triangle
+    order (and so the index buffer) unchanged.  A moved triangle stays in its chunk, whose box
+    grows with it.  None when the table holds no cells (made before they were kept)."""
+    if table.cells is None or table.cell_ids is None:
+        return None
+    old = np.asarray(old_positions, np.float32).reshape(-1, 3)
+    new = np.asarray(positions, np.float32).reshape(-1, 3)
+    if old.shape != new.shape:
+        return None
+    # (column by column: an axis-1 reduction of a million rows is several times slower)
+    hit = (old[:, 0] != new[:, 0]) | (old[:, 1] != new[:, 1]) | (old[:, 2] != new[:, 2])
+    if not hit.any():
+        return table
+    tris = np.asarray(indices).reshape(-1, 3)
+    touched = np.zeros(tris.shape[0], bool)
+    for b in range(0, tris.shape[0], _BLOCK):
+        r = tris[b:b + _BLOCK]
+        touched[b:b + _BLOCK] = hit[r[:, 0]] | hit[r[:, 1]] | hit[r[:, 2]]
+    chunks = np.searchsorted(table.cell_ids, np.unique(table.cells[touched]))
+    lo, hi, digests = table.lo.copy(), table.hi.copy(), table.digests.copy()
+    for c in chunks.tolist():
+        own = np.flatnonzero(table.cells == table.cell_ids[c])     # (ascending: chunk_order's stable order)
+        v = np.take(new, tris[own].ravel(), axis=0)
+        lo[c], hi[c] = v.min(axis=0), v.max(axis=0)
+        crc, adler = _checksums(v)
+        digests[c] = (np.uint64(crc) << np.uint64(32)) | np.uint64(adler)
+    return ChunkTable(starts=table.starts, lo=lo, hi=hi, digests=digests, cells=table.cells, cell_ids=table.cell_ids)
 
 
 def camera_cull(view_projection) -> Cull:

@@ -48,6 +48,45 @@ def test_order_and_boxes_match_the_plain_formula(monkeypatch, block):
     assert area.max() < 4.0 * 100.0 / table.count
 
 
+def test_moved_vertices_remake_only_their_chunks_as_the_plain_formula():
+    """``chunks.moved``: after some vertices moved (in height: every triangle keeps its cell),
+    the table is ``chunk_order``'s of the new positions; the chunks without a moved vertex keep
+    their boxes and digests.  Moved across cells, a triangle stays in its chunk, whose box is
+    still the min / max of its triangles' vertices."""
+    pos, tris = grid(181, 151)
+    made = chunks.chunk_order(pos, tris, per_chunk=2048)
+    assert made is not None
+    ordered, table = made
+    assert chunks.moved(table, pos, pos.copy(), tris) is table            # nothing moved
+    new = pos.copy()
+    moved = [100, 5000, 20000]
+    new[moved, 2] += 0.25
+    after = chunks.moved(table, pos, new, tris)
+    made = chunks.chunk_order(new, tris, per_chunk=2048)
+    assert made is not None and after is not None
+    ordered2, built = made
+    assert np.array_equal(ordered2, ordered)
+    for f in ("starts", "lo", "hi", "digests", "cells", "cell_ids"):
+        assert np.array_equal(getattr(after, f), getattr(built, f)), f
+    hit = np.zeros(pos.shape[0], bool)
+    hit[moved] = True
+    own = np.searchsorted(after.starts, np.flatnonzero(hit[ordered].any(1)), side="right") - 1
+    same = np.ones(table.count, bool)
+    same[own] = False
+    assert 3 <= np.count_nonzero(~same) <= 12
+    assert np.array_equal(after.digests[same], table.digests[same])
+    assert not np.any(after.digests[~same] == table.digests[~same])
+    lifted = new.copy()
+    new[moved[0], :2] += 3.0                                               # across cells
+    far = chunks.moved(after, lifted, new, tris)
+    assert far is not None
+    assert np.array_equal(far.starts, table.starts)
+    for k in range(far.count):
+        v = new[ordered[far.starts[k]:far.starts[k + 1]]].reshape(-1, 3)
+        assert np.array_equal(far.lo[k], v.min(0).astype(np.float64)), k
+        assert np.array_equal(far.hi[k], v.max(0).astype(np.float64)), k
+
+
 def test_small_meshes_and_bad_values_are_not_chunked():
     pos, tris = grid(20, 20)
     assert chunks.chunk_order(pos, tris) is None                           # 722 triangles

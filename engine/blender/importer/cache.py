@@ -45,6 +45,8 @@ _ATTRIBUTE_LAYOUT = {
 # shares with it (``CustomData_ensure_data_is_mutable``), and the copy stays (16 MB for a
 # 2,000,000-edge terrain).
 _INTERNAL_DRAWN = {".corner_vert"}
+# the vertex positions' tag in ``base_fingerprint`` (hashed apart from the rest)
+_POSITION_TAG = "position:POINT:FLOAT_VECTOR"
 
 
 def _domain_size(mesh, domain: str) -> int:
@@ -63,15 +65,18 @@ def _hasher():
     return h, add
 
 
-def base_fingerprint(mesh) -> str:
-    """SHA-1 of every public mesh attribute, the corner topology and the normals' domain, and the
-    corner normals unless they are the vertices' (point domain: derived from the rest): the bulk
-    arrays (``foreach_get``), cheap enough for every check.
+def base_fingerprint(mesh) -> tuple:
+    """(SHA-1 of every public mesh attribute but the positions, the corner topology and the
+    normals' domain, and the corner normals unless they are the vertices' (point domain: derived
+    from the rest); SHA-1 of the ``position`` attribute): the bulk arrays (``foreach_get``),
+    cheap enough for every check.  Two parts, so that an edit that only moved vertices is told
+    from others (``AssetCache.moved_entry``).
 
     Every array is read into one scratch buffer, the size of the largest: a final render checks
     every mesh on every F12, and a big mesh's attributes read one after another into fresh arrays
     left the process tens of MB bigger for the rest of the render (glibc keeps freed pages)."""
     h, add = _hasher()
+    hp, add_position = _hasher()
     reads = []
     for attr in mesh.attributes:
         name = attr.name
@@ -96,7 +101,7 @@ def base_fingerprint(mesh) -> str:
         a = scratch[:count * np.dtype(dtype).itemsize].view(dtype)
         if count:
             data.foreach_get(prop, a)
-        add(tag, a)
+        (add_position if tag == _POSITION_TAG else add)(tag, a)
     starts = scratch[:4 * npoly].view(np.int32)
     if npoly:
         mesh.polygons.foreach_get("loop_start", starts)
@@ -108,7 +113,7 @@ def base_fingerprint(mesh) -> str:
         cn = scratch[:12 * nl].view(np.float32)
         mesh.corner_normals.foreach_get("vector", cn)
         add("corner_normals", cn)
-    return h.hexdigest()
+    return h.hexdigest(), hp.hexdigest()
 
 
 def keys_fingerprint(mesh, reads=None) -> Optional[str]:
@@ -167,6 +172,7 @@ class AssetCache:
         self._reads: Dict[str, object] = {}     # mesh name -> MeshReads, per import
         self._held_index: Optional[dict] = None  # mesh name -> entries (``_held_content``), per import
         self._carried: Optional[tuple] = None   # (memo, reads) of a check its render's import goes on with
+        self._moved: Dict[str, MeshEntry] = {}  # object name -> entry a check found moved (``moved_entry``), per render
         self.mesh_hits = 0
         self.mesh_misses = 0
 
@@ -178,6 +184,7 @@ class AssetCache:
         self._content_memo = {}
         self._held_index = None
         self._carried = None
+        self._moved = {}
 
     def reads_of(self, mesh):
         """The ``MeshReads`` of ``mesh`` for this import (shared by the fingerprint and the build)."""
@@ -290,6 +297,7 @@ class AssetCache:
         from .meshes import mesh_fallbacks, weights_matter
 
         users = []
+        why = None
         for obj_name, e in self.meshes.items():
             if e.mesh_name != mesh_name:
                 continue
@@ -297,12 +305,37 @@ class AssetCache:
             if obj is None or obj.type != "MESH" or obj.data is None or obj.data.name != mesh_name:
                 return f"object '{obj_name}' no longer uses mesh '{mesh_name}'"
             _reasons, am, arm = mesh_fallbacks(obj)
-            if self.content_of(obj, weights_matter(obj, am, arm), keys) != e.content:
-                return f"mesh '{mesh_name}' edited"
+            content = self.content_of(obj, weights_matter(obj, am, arm), keys)
+            if content != e.content:
+                if moved_only(content, e.content) and _movable(e.asset):
+                    self._moved[obj_name] = e       # (its import may take the old asset on)
+                why = f"mesh '{mesh_name}' edited"
             users.append(obj)
+        if why is not None:
+            return why
         for obj in users:
             self._verified(obj)
         return None
+
+    def moved_entry(self, obj, structure: tuple, content: Optional[tuple]) -> Optional[MeshEntry]:
+        """The entry a check of this render set aside for ``obj`` when its mesh differs from
+        it only in where the vertices are (``moved_only``: every other attribute, the topology,
+        shape keys and weights the same) and its structure is the same, or None.  The importer
+        then makes the new asset from it (importer/moved.py) instead of reading the mesh anew."""
+        e = self._moved.get(obj.name)
+        if (e is None or content is None or e.structure != structure or e.mesh_name != obj.data.name
+                or not moved_only(content, e.content)):
+            return None
+        return e
+
+    def moved_primitives(self) -> list:
+        """The primitives of the entries set aside for this render's import (``moved_entry``):
+        their static GPU buffers are kept for it (session_sync.release_stale)."""
+        return [p for e in self._moved.values() for p in getattr(e.asset, "primitives", ())]
+
+    def end_import(self) -> None:
+        """The import is over: the entries set aside for it are let go."""
+        self._moved = {}
 
     def begin_check(self) -> None:
         """A new round of ``mesh_content_changed`` checks: fingerprints are read anew (their
@@ -312,6 +345,7 @@ class AssetCache:
         self._reads = {}
         self._held_index = None
         self._carried = None
+        self._moved = {}
         if self.edits is not None:
             self.edits.collect_pending()
 
@@ -325,6 +359,7 @@ class AssetCache:
         self._content_memo = {}
         self._reads = {}
         self._carried = None
+        self._moved = {}
 
     def find_shared(self, mesh_name: str, shared: tuple, content: Optional[tuple]):
         """An entry another object made from the same mesh datablock with the same shared
@@ -386,6 +421,22 @@ class AssetCache:
         elif isinstance(idd, bpy.types.Armature):
             for k in [k for k, e in self.meshes.items() if e.palette_bones]:
                 del self.meshes[k]
+
+
+def moved_only(content: Optional[tuple], held: Optional[tuple]) -> bool:
+    """Whether the content fingerprint ``content`` differs from ``held`` in the vertex positions
+    alone (``base_fingerprint``'s second part)."""
+    return (isinstance(content, tuple) and isinstance(held, tuple) and len(content) == len(held) == 3
+            and isinstance(content[0], tuple) and isinstance(held[0], tuple)
+            and content[0][0] == held[0][0] and content[0] != held[0] and content[1:] == held[1:])
+
+
+def _movable(asset) -> bool:
+    """Whether importer/moved.py can make ``asset`` anew from moved vertices: one primitive,
+    neither skin nor morph targets, drawn by the GPU path."""
+    prims = getattr(asset, "primitives", ())
+    return (getattr(asset, "fallback_reason", None) is None and len(prims) == 1
+            and prims[0].skin is None and prims[0].joints is None and not prims[0].morph_targets)
 
 
 def _key_groups(obj) -> bool:

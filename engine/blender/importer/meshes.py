@@ -13,6 +13,7 @@ from ...core.assets.readonly import hand_over
 from . import skin as _skin
 from .mesh import read_mesh, split_by_material, vertex_positions
 from .morph_build import build_morphs as _build_morphs
+from .moved import moved_asset
 from .nodes import NodeBuilder
 from .reads import MeshReads
 
@@ -188,6 +189,12 @@ def import_mesh(obj, nb: NodeBuilder, cache=None, verify: bool = True, stats: Op
         if twin is not None:
             asset = _rebind(twin, obj, arm, nb, mesh_world, force=True)
             cache.store_mesh(obj, structure, twin.content, asset, twin.palette_bones, shared)
+            return asset
+        # only its vertices moved: the held asset made anew from them (moved.py)
+        held = cache.moved_entry(obj, structure, content)
+        asset = moved_asset(held.asset, mesh, stats) if held is not None else None
+        if asset is not None:
+            cache.store_mesh(obj, structure, content, asset, (), shared)
             return asset
     try:
         asset, palette_bones = _build_mesh(obj, mesh, reasons, am, arm, nb, mesh_world, stats,

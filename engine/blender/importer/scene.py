@@ -45,11 +45,20 @@ def import_scene_with_problems(depsgraph_or_scene, view_layer=None, *, strict: b
     None (the session passes the VRM feature's, ``StylizedSession.expression_check``; without one
     every preview curve is kept: animations.py ``_expression_curves``).  The timings
     of this import are on ``asset.import_stats`` (seconds)."""
-    import bpy
-
     stats = {"mesh_read_s": 0.0, "skin_s": 0.0, "morph_s": 0.0}
     if cache is not None:
         cache.begin_import(stats)
+    try:
+        return _import(depsgraph_or_scene, view_layer, strict, cache, verify, clips, expression_check, stats)
+    finally:
+        if cache is not None:
+            cache.end_import()
+
+
+def _import(depsgraph_or_scene, view_layer, strict: bool, cache, verify: bool, clips: bool, expression_check,
+            stats: dict) -> Tuple[SceneAsset, List[str]]:
+    import bpy
+
     t0 = time.perf_counter()
     scene, view_layer = resolve_scene(depsgraph_or_scene, view_layer)
     depsgraph = depsgraph_or_scene if isinstance(depsgraph_or_scene, bpy.types.Depsgraph) else None
