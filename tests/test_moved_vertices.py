@@ -79,7 +79,7 @@ def _backend(session):
 
 
 def _moved_meshes(session):
-    return _moved_meshes(session)
+    return session.scene_asset.import_stats.get("moved_meshes")
 
 
 def _held(session, name="Ground"):
