@@ -180,3 +180,25 @@ def test_a_vertex_moved_to_nan_is_named(empty_scene):
     assert asset is not None
     reason = next(m.fallback_reason for m in asset.meshes if m.name == "Ground")
     assert reason is not None and f"vertex {vi}" in reason, reason
+
+
+def test_a_moved_mesh_s_linked_duplicate_moves_with_it(empty_scene):
+    """Two objects share the moved mesh: one asset is made from the held one, the other object
+    shares it (importer/meshes.py's linked duplicates), and both draw the new positions."""
+    scene = empty_scene
+    ground = _scene(scene, uvs=False)
+    twin = bpy.data.objects.new("GroundTwin", ground.data)
+    twin.location = (0.0, 30.0, -0.5)
+    scene.collection.objects.link(twin)
+    C.render_scene(scene)
+    session = _session()
+    ground.data.vertices[_near(ground, 0.3, -0.5)].co.z += 0.3
+    ground.data.update()
+    px = C.render_scene(scene).copy()
+    assert _moved_meshes(session) == 1
+    asset = session.scene_asset
+    assert asset is not None
+    a, b = (next(m for m in asset.meshes if m.name == n) for n in ("Ground", "GroundTwin"))
+    assert a.primitives[0].positions is b.primitives[0].positions
+    fresh_px, _fresh = _fresh_render(scene)
+    assert np.array_equal(px, fresh_px), np.abs(px - fresh_px).max()
