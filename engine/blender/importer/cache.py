@@ -295,6 +295,7 @@ class AssetCache:
         import bpy
 
         from .meshes import mesh_fallbacks, weights_matter
+        from .moved import movable
 
         users = []
         why = None
@@ -307,7 +308,7 @@ class AssetCache:
             _reasons, am, arm = mesh_fallbacks(obj)
             content = self.content_of(obj, weights_matter(obj, am, arm), keys)
             if content != e.content:
-                if moved_only(content, e.content) and _movable(e.asset):
+                if moved_only(content, e.content) and movable(e.asset):
                     self._moved[obj_name] = e       # (its import may take the old asset on)
                 why = f"mesh '{mesh_name}' edited"
             users.append(obj)
@@ -429,14 +430,6 @@ def moved_only(content: Optional[tuple], held: Optional[tuple]) -> bool:
     return (isinstance(content, tuple) and isinstance(held, tuple) and len(content) == len(held) == 3
             and isinstance(content[0], tuple) and isinstance(held[0], tuple)
             and content[0][0] == held[0][0] and content[0] != held[0] and content[1:] == held[1:])
-
-
-def _movable(asset) -> bool:
-    """Whether importer/moved.py can make ``asset`` anew from moved vertices: one primitive,
-    neither skin nor morph targets, drawn by the GPU path."""
-    prims = getattr(asset, "primitives", ())
-    return (getattr(asset, "fallback_reason", None) is None and len(prims) == 1
-            and prims[0].skin is None and prims[0].joints is None and not prims[0].morph_targets)
 
 
 def _key_groups(obj) -> bool:

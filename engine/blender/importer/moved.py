@@ -32,11 +32,19 @@ from .mesh import _get, compute_tangents, point_normals, vertex_positions
 MAX_FACES = 4096
 
 
+def movable(asset) -> bool:
+    """Whether ``moved_asset`` can make ``asset`` anew from moved vertices: one primitive, neither
+    skin nor morph targets, drawn by the GPU path (the check sets aside only such entries)."""
+    prims = getattr(asset, "primitives", ())
+    return (getattr(asset, "fallback_reason", None) is None and len(prims) == 1
+            and prims[0].skin is None and prims[0].joints is None and not prims[0].morph_targets)
+
+
 def moved_asset(asset: MeshAsset, mesh, stats: Optional[dict] = None) -> Optional[MeshAsset]:
-    """``asset`` (held, made from ``mesh`` before its vertices moved; ``cache._movable``) made
-    anew from ``mesh``'s positions, or None when the mesh must be read anew (the normals are not
-    per vertex, a position is not finite, a face's triangles changed)."""
-    if mesh.shape_keys is not None or not point_normals(mesh) or len(asset.primitives) != 1:
+    """``asset`` (held, made from ``mesh`` before its vertices moved) made anew from ``mesh``'s
+    positions, or None when the mesh must be read anew (not ``movable``, the normals are not per
+    vertex, a position is not finite, a face's triangles changed)."""
+    if not movable(asset) or mesh.shape_keys is not None or not point_normals(mesh):
         return None
     p = asset.primitives[0]
     nv = len(mesh.vertices)
@@ -83,9 +91,11 @@ def same_triangles(mesh, primitive, moved_vertices: np.ndarray, vertex_count: in
     for c in range(3):                       # (the 3 corners, not triangles)
         near |= hit[tris[:, c]] if whole else hit[src[tris[:, c]]]
     cand = np.flatnonzero(near)
+    if cand.size > 3 * MAX_FACES:
+        return False
     looptris = mesh.loop_triangles
-    faces = sorted({looptris[int(t)].polygon_index for t in cand[:3 * MAX_FACES]})
-    if len(faces) > MAX_FACES or cand.size > 3 * MAX_FACES:
+    faces = sorted({looptris[int(t)].polygon_index for t in cand})
+    if len(faces) > MAX_FACES:
         return False
     polygons = mesh.polygons
     for f in faces:
